@@ -1,0 +1,118 @@
+#pragma once
+// The CUDA backend's runtime helpers. No CUDA types appear here, so code built without nvcc includes it;
+// in a build with ARMATURE_CUDA=OFF every call reports that CUDA was not built.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace armature::cuda {
+
+// True when this build contains the CUDA backend.
+bool compiled();
+
+// Why CUDA cannot run here (not built, no driver, no device), or nothing when a device is usable.
+std::optional<std::string> unavailableReason();
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+  size_t totalBytes = 0;
+  uint8_t uuid[16] = {};
+};
+
+struct RuntimeInfo {
+  int driverVersion = 0;   // e.g. 13000 for 13.0; 0 when there is no driver
+  int runtimeVersion = 0;
+  std::vector<DeviceInfo> devices;
+  std::string error;       // set when the devices could not be listed
+};
+RuntimeInfo queryRuntime();
+
+// Makes `index` the current device of the calling thread.
+void setDevice(int index);
+
+// A non-blocking stream owned by this object.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(Stream&& o) noexcept : m_handle(std::exchange(o.m_handle, nullptr)) {}
+  Stream& operator=(Stream&&) = delete;
+  Stream(const Stream&) = delete;
+  void* handle() const { return m_handle; }  // a cudaStream_t
+  void synchronize();
+
+ private:
+  void* m_handle = nullptr;
+};
+
+// Owner of a device allocation (move-only).
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  explicit DeviceMemory(size_t bytes);
+  ~DeviceMemory() { reset(); }
+  DeviceMemory(DeviceMemory&& o) noexcept { *this = std::move(o); }
+  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      m_ptr = std::exchange(o.m_ptr, nullptr);
+      m_bytes = std::exchange(o.m_bytes, 0);
+    }
+    return *this;
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  void* data() const { return m_ptr; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(m_ptr); }
+  size_t bytes() const { return m_bytes; }
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+  void fill32(uint32_t pattern);  // every 32-bit word (NaN poisoning)
+
+  template <typename T>
+  static DeviceMemory from(const std::vector<T>& v) {
+    DeviceMemory m(std::max<size_t>(v.size() * sizeof(T), 4));
+    m.upload(v.data(), v.size() * sizeof(T));
+    return m;
+  }
+  template <typename T>
+  std::vector<T> download(size_t count) const {
+    std::vector<T> out(count);
+    download(out.data(), count * sizeof(T));
+    return out;
+  }
+
+ private:
+  void reset();
+  void* m_ptr = nullptr;
+  size_t m_bytes = 0;
+};
+
+// Times device work on a stream with a pair of CUDA events.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start(const Stream& s);
+  void stop(const Stream& s);
+  float milliseconds();  // waits for the stop event
+
+ private:
+  void* m_start = nullptr;
+  void* m_stop = nullptr;
+};
+
+// y ← a·x + y over n floats (device pointers), on `stream`.
+void axpy(float a, const float* x, float* y, size_t n, const Stream& stream);
+
+}  // namespace armature::cuda

@@ -1,0 +1,29 @@
+#pragma once
+// CUDA_CHECK: always on; throws armature::Error naming file:line, the call and CUDA's message.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "armature/error.h"
+
+namespace armature::cuda::detail {
+[[noreturn]] inline void throwCuda(cudaError_t e, const char* call, const char* file, int line) {
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + cudaGetErrorName(e) + ": " +
+              cudaGetErrorString(e));
+}
+}  // namespace armature::cuda::detail
+
+#define CUDA_CHECK(expr)                                                                        \
+  do {                                                                                          \
+    cudaError_t cudaCheckError_ = (expr);                                                       \
+    if (cudaCheckError_ != cudaSuccess)                                                         \
+      ::armature::cuda::detail::throwCuda(cudaCheckError_, #expr, __FILE__, __LINE__);          \
+  } while (0)
+
+// After every launch: configuration errors surface here, not at the next unrelated call.
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+#include "armature/cuda/runtime.h"
+namespace armature::cuda {
+inline cudaStream_t raw(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+}  // namespace armature::cuda

@@ -1,0 +1,28 @@
+// The CUDA backend in a build without nvcc (ARMATURE_CUDA=OFF): every entry point reports that, so callers and
+// tests see a clear reason instead of a link error or a silent pass.
+#include "armature/cuda/runtime.h"
+#include "armature/error.h"
+
+namespace armature::cuda {
+namespace {
+[[noreturn]] void notBuilt() { throw Error("this build has no CUDA backend (configured with ARMATURE_CUDA=OFF)"); }
+}  // namespace
+bool compiled() { return false; }
+std::optional<std::string> unavailableReason() { return std::string("this build has no CUDA backend (ARMATURE_CUDA=OFF)"); }
+RuntimeInfo queryRuntime() { return RuntimeInfo{0, 0, {}, "this build has no CUDA backend (ARMATURE_CUDA=OFF)"}; }
+void setDevice(int) { notBuilt(); }
+Stream::Stream() { notBuilt(); }
+Stream::~Stream() = default;
+void Stream::synchronize() { notBuilt(); }
+DeviceMemory::DeviceMemory(size_t) { notBuilt(); }
+void DeviceMemory::reset() {}
+void DeviceMemory::upload(const void*, size_t, size_t) { notBuilt(); }
+void DeviceMemory::download(void*, size_t, size_t) const { notBuilt(); }
+void DeviceMemory::fill32(uint32_t) { notBuilt(); }
+EventTimer::EventTimer() { notBuilt(); }
+EventTimer::~EventTimer() = default;
+void EventTimer::start(const Stream&) { notBuilt(); }
+void EventTimer::stop(const Stream&) { notBuilt(); }
+float EventTimer::milliseconds() { notBuilt(); }
+void axpy(float, const float*, float*, size_t, const Stream&) { notBuilt(); }
+}  // namespace armature::cuda

@@ -1,0 +1,166 @@
+#pragma once
+// The Vulkan core: instance, one device, one queue that does compute (and graphics when asked), a cache of
+// compute programs, and one-shot submission. Everything is loaded through volk.
+#include <volk.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "armature/error.h"
+
+namespace armature::shaders {
+struct SpirvBlob;
+}
+
+namespace armature::vk {
+
+std::string resultName(VkResult r);
+
+}  // namespace armature::vk
+
+// Always-on check of a Vulkan call: throws armature::Error with the call, file:line and the VkResult.
+#define VK_CHECK(expr)                                                                              \
+  do {                                                                                              \
+    VkResult vkCheckResult_ = (expr);                                                               \
+    if (vkCheckResult_ != VK_SUCCESS)                                                               \
+      throw ::armature::Error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr \
+                              " failed: " + ::armature::vk::resultName(vkCheckResult_));          \
+  } while (0)
+
+namespace armature::vk {
+
+// What `armature info` prints for each physical device, and what device selection reads.
+struct PhysicalDeviceInfo {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  uint32_t index = 0;
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t apiVersion = 0;
+  std::string driverName, driverInfo;
+  VkDriverId driverId = VkDriverId(0);
+  uint32_t subgroupSize = 0;
+  bool int64Atomics = false;         // shaderBufferInt64Atomics
+  bool timelineSemaphore = false;
+  bool externalMemoryFd = false;     // VK_KHR_external_memory_fd
+  bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd
+  bool pushDescriptor = false;       // VK_KHR_push_descriptor (required by our compute programs)
+  bool hostQueryReset = false;
+  uint8_t deviceUuid[VK_UUID_SIZE] = {};
+  float timestampPeriodNs = 0;
+  uint32_t timestampValidBits = 0;
+  uint32_t maxComputeSharedMemory = 0;
+  uint64_t deviceLocalBytes = 0;
+  bool isCpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+};
+
+const char* deviceTypeName(VkPhysicalDeviceType t);
+std::string versionString(uint32_t apiVersion);
+
+enum class MessageSeverity { Warning, Error };
+using MessageHandler = std::function<void(MessageSeverity, const char* message)>;
+
+struct ContextOptions {
+  // Enables VK_LAYER_KHRONOS_validation (also when ARMATURE_VALIDATION=1 is set) and routes its messages to
+  // onMessage (default: print to stderr). Tests turn every message into a failure.
+  bool validation = false;
+  MessageHandler onMessage;
+  // Instance extensions a window system needs (GLFW's list) and whether the device must present.
+  std::vector<std::string> instanceExtensions;
+  bool swapchain = false;
+};
+
+class Context;
+
+// A compute pipeline with its push-descriptor layout: `bindingCount` storage buffers at bindings 0..n-1 and
+// `pushSize` bytes of push constants.
+struct ComputeProgram {
+  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t bindingCount = 0;
+  uint32_t pushSize = 0;
+};
+
+struct BufferView {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize range = VK_WHOLE_SIZE;
+};
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkInstance instance() const { return m_instance; }
+  VkDevice device() const { return m_device; }
+  VkPhysicalDevice physicalDevice() const { return m_info.handle; }
+  const PhysicalDeviceInfo& info() const { return m_info; }
+  const std::vector<PhysicalDeviceInfo>& allDevices() const { return m_allDevices; }
+  uint32_t instanceVersion() const { return m_instanceVersion; }
+  VkQueue queue() const { return m_queue; }
+  uint32_t queueFamily() const { return m_queueFamily; }
+  uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred = 0) const;
+  // Number of validation messages seen so far (warnings and errors).
+  uint32_t validationMessageCount() const { return m_messageCount; }
+
+  // The compute program for `spirv`, created on first use and owned by the context.
+  const ComputeProgram& program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize);
+
+  // Records with `record` into a fresh command buffer, submits, and waits with a finite timeout
+  // (a GPU hang becomes an armature::Error, never a hung process).
+  void submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs = 60'000'000'000ull);
+
+ private:
+  void createInstance(const ContextOptions& options);
+  void pickDevice(bool needPresent);
+  void createDevice(const ContextOptions& options);
+
+  VkInstance m_instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT m_messenger = VK_NULL_HANDLE;
+  MessageHandler m_onMessage;
+  uint32_t m_messageCount = 0;
+  uint32_t m_instanceVersion = 0;
+  std::vector<PhysicalDeviceInfo> m_allDevices;
+  PhysicalDeviceInfo m_info;
+  VkPhysicalDeviceMemoryProperties m_memory{};
+  VkDevice m_device = VK_NULL_HANDLE;
+  uint32_t m_queueFamily = 0;
+  VkQueue m_queue = VK_NULL_HANDLE;
+  VkCommandPool m_oneShotPool = VK_NULL_HANDLE;
+  VkFence m_oneShotFence = VK_NULL_HANDLE;
+  std::unordered_map<const void*, ComputeProgram> m_programs;
+
+  friend VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT,
+                                           VkDebugUtilsMessageTypeFlagsEXT,
+                                           const VkDebugUtilsMessengerCallbackDataEXT*, void*);
+};
+
+// Lists the physical devices of a fresh instance without creating a device (for `armature info`).
+// Throws armature::Error when no Vulkan loader or driver is present.
+std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion = nullptr);
+
+// Records a compute dispatch: binds the program, pushes the buffer descriptors (binding i = buffers[i]) and
+// the push constants, and dispatches groupCountX groups.
+void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
+              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize);
+
+template <typename Push>
+void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
+              const std::vector<BufferView>& buffers, const Push& push) {
+  dispatch(cmd, program, groupCountX, buffers, &push, sizeof(Push));
+}
+
+// Groups for `count` items with `groupSize` items per group, capped for grid-stride shaders.
+uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap = 65535);
+
+// A full compute→compute/transfer/host memory barrier: what most op sequences need between dispatches.
+void computeBarrier(VkCommandBuffer cmd);
+
+}  // namespace armature::vk

@@ -1,0 +1,445 @@
+#include "armature/vk/context.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+
+#include "armature/shaders.h"
+
+namespace armature::vk {
+
+std::string resultName(VkResult r) {
+  switch (r) {
+#define ARM_CASE(x) case x: return #x;
+    ARM_CASE(VK_SUCCESS) ARM_CASE(VK_NOT_READY) ARM_CASE(VK_TIMEOUT) ARM_CASE(VK_INCOMPLETE)
+    ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY) ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    ARM_CASE(VK_ERROR_INITIALIZATION_FAILED) ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT) ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT) ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS) ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    ARM_CASE(VK_ERROR_SURFACE_LOST_KHR) ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR) ARM_CASE(VK_SUBOPTIMAL_KHR)
+    ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+#undef ARM_CASE
+    default: return "VkResult(" + std::to_string(int(r)) + ")";
+  }
+}
+
+const char* deviceTypeName(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU (software)";
+    default: return "other";
+  }
+}
+
+std::string versionString(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+namespace {
+
+void loadVulkan() {
+  static std::once_flag once;
+  static VkResult result = VK_SUCCESS;
+  std::call_once(once, [] { result = volkInitialize(); });
+  if (result != VK_SUCCESS)
+    throw Error("no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver "
+                "(mesa-vulkan-drivers gives the CPU driver lavapipe)");
+}
+
+bool hasExtension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+std::vector<VkExtensionProperties> deviceExtensions(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+  return exts;
+}
+
+PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
+  PhysicalDeviceInfo d;
+  d.handle = pd;
+  d.index = index;
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, &driver};
+  VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &subgroup};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &ids};
+  vkGetPhysicalDeviceProperties2(pd, &props);
+  d.name = props.properties.deviceName;
+  d.type = props.properties.deviceType;
+  d.apiVersion = props.properties.apiVersion;
+  d.driverName = driver.driverName;
+  d.driverInfo = driver.driverInfo;
+  d.driverId = driver.driverID;
+  d.subgroupSize = subgroup.subgroupSize;
+  std::memcpy(d.deviceUuid, ids.deviceUUID, VK_UUID_SIZE);
+  d.timestampPeriodNs = props.properties.limits.timestampPeriod;
+  d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;
+
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
+  vkGetPhysicalDeviceFeatures2(pd, &f);
+  d.int64Atomics = f12.shaderBufferInt64Atomics;
+  d.timelineSemaphore = f12.timelineSemaphore;
+  d.hostQueryReset = f12.hostQueryReset;
+
+  auto exts = deviceExtensions(pd);
+  d.externalMemoryFd = hasExtension(exts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  d.externalSemaphoreFd = hasExtension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+  d.pushDescriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+  uint32_t qn = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(qn);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, qs.data());
+  for (auto& q : qs)
+    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) d.timestampValidBits = std::max(d.timestampValidBits, q.timestampValidBits);
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d.deviceLocalBytes += mem.memoryHeaps[i].size;
+  return d;
+}
+
+std::vector<PhysicalDeviceInfo> listDevices(VkInstance instance) {
+  uint32_t n = 0;
+  VK_CHECK(vkEnumeratePhysicalDevices(instance, &n, nullptr));
+  std::vector<VkPhysicalDevice> pds(n);
+  VK_CHECK(vkEnumeratePhysicalDevices(instance, &n, pds.data()));
+  std::vector<PhysicalDeviceInfo> out;
+  for (uint32_t i = 0; i < n; ++i) out.push_back(describe(pds[i], i));
+  return out;
+}
+
+int typeRank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+bool envFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+                                  const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* ctx = static_cast<Context*>(user);
+  ctx->m_messageCount++;
+  auto sev = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error
+                                                                         : MessageSeverity::Warning;
+  if (ctx->m_onMessage)
+    ctx->m_onMessage(sev, data->pMessage);
+  else
+    std::cerr << "[vulkan validation] " << data->pMessage << "\n";
+  return VK_FALSE;
+}
+
+std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion) {
+  loadVulkan();
+  uint32_t version = VK_API_VERSION_1_0;
+  if (vkEnumerateInstanceVersion) vkEnumerateInstanceVersion(&version);
+  if (instanceVersion) *instanceVersion = version;
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "armature";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance instance;
+  VkResult r = vkCreateInstance(&ci, nullptr, &instance);
+  if (r != VK_SUCCESS) throw Error("vkCreateInstance failed: " + resultName(r) + " (is a Vulkan driver installed?)");
+  volkLoadInstanceOnly(instance);
+  std::vector<PhysicalDeviceInfo> out;
+  try {
+    out = listDevices(instance);
+  } catch (...) {
+    vkDestroyInstance(instance, nullptr);
+    throw;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return out;
+}
+
+Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage) {
+  loadVulkan();
+  createInstance(options);
+  pickDevice(options.swapchain);
+  createDevice(options);
+}
+
+void Context::createInstance(const ContextOptions& options) {
+  m_instanceVersion = VK_API_VERSION_1_0;
+  if (vkEnumerateInstanceVersion) vkEnumerateInstanceVersion(&m_instanceVersion);
+  if (m_instanceVersion < VK_API_VERSION_1_2)
+    throw Error("the Vulkan loader is " + versionString(m_instanceVersion) + "; Armature needs 1.2 or newer");
+
+  bool validation = options.validation || envFlag("ARMATURE_VALIDATION");
+  std::vector<const char*> layers, exts;
+  for (auto& e : options.instanceExtensions) exts.push_back(e.c_str());
+  if (validation) {
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> props(n);
+    vkEnumerateInstanceLayerProperties(&n, props.data());
+    bool found = std::any_of(props.begin(), props.end(),
+                             [](auto& l) { return std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0; });
+    if (!found) throw Error("validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                            "(apt-get install vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "armature";
+  app.pEngineName = "armature";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = uint32_t(layers.size());
+  ci.ppEnabledLayerNames = layers.data();
+  ci.enabledExtensionCount = uint32_t(exts.size());
+  ci.ppEnabledExtensionNames = exts.data();
+  VkResult r = vkCreateInstance(&ci, nullptr, &m_instance);
+  if (r != VK_SUCCESS) throw Error("vkCreateInstance failed: " + resultName(r) + " (is a Vulkan driver installed?)");
+  volkLoadInstanceOnly(m_instance);
+
+  if (validation) {
+    VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+    mi.pfnUserCallback = debugCallback;
+    mi.pUserData = this;
+    VK_CHECK(vkCreateDebugUtilsMessengerEXT(m_instance, &mi, nullptr, &m_messenger));
+  }
+}
+
+void Context::pickDevice(bool /*needPresent*/) {
+  m_allDevices = listDevices(m_instance);
+  if (m_allDevices.empty()) throw Error("no Vulkan physical device found (install mesa-vulkan-drivers for lavapipe)");
+  std::vector<PhysicalDeviceInfo> usable;
+  for (auto& d : m_allDevices)
+    if (d.apiVersion >= VK_API_VERSION_1_2 && d.pushDescriptor && d.timelineSemaphore) usable.push_back(d);
+
+  if (const char* sel = std::getenv("ARMATURE_VK_DEVICE"); sel && *sel) {
+    std::string s = sel;
+    bool numeric = std::all_of(s.begin(), s.end(), ::isdigit);
+    for (auto& d : m_allDevices) {
+      if (numeric ? d.index == uint32_t(std::stoul(s)) : d.name.find(s) != std::string::npos) {
+        if (std::find_if(usable.begin(), usable.end(), [&](auto& u) { return u.index == d.index; }) == usable.end())
+          throw Error("ARMATURE_VK_DEVICE=" + s + " selects '" + d.name +
+                      "', which lacks Vulkan 1.2, VK_KHR_push_descriptor or timeline semaphores");
+        m_info = d;
+        break;
+      }
+    }
+    if (!m_info.handle) throw Error("ARMATURE_VK_DEVICE=" + s + " matches no device (see `armature info`)");
+  } else {
+    if (usable.empty()) throw Error("no Vulkan device supports Vulkan 1.2 with VK_KHR_push_descriptor and timeline semaphores");
+    std::stable_sort(usable.begin(), usable.end(), [](auto& a, auto& b) { return typeRank(a.type) < typeRank(b.type); });
+    m_info = usable.front();
+  }
+  vkGetPhysicalDeviceMemoryProperties(m_info.handle, &m_memory);
+}
+
+void Context::createDevice(const ContextOptions& options) {
+  uint32_t qn = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(m_info.handle, &qn, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(qn);
+  vkGetPhysicalDeviceQueueFamilyProperties(m_info.handle, &qn, qs.data());
+  // One queue that does graphics and compute when it exists (the viewer draws what compute wrote), else compute.
+  int family = -1;
+  for (uint32_t i = 0; i < qn && family < 0; ++i)
+    if ((qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && (qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = int(i);
+  for (uint32_t i = 0; i < qn && family < 0; ++i)
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = int(i);
+  if (family < 0) throw Error("device '" + m_info.name + "' has no compute queue");
+  m_queueFamily = uint32_t(family);
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = m_queueFamily;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  auto available = deviceExtensions(m_info.handle);
+  std::vector<const char*> exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  if (options.swapchain) exts.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
+  // Interop extensions, enabled whenever the driver has them (interop/ reports what is missing).
+  for (const char* e : {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME})
+    if (hasExtension(available, e)) exts.push_back(e);
+
+  VkPhysicalDeviceVulkan12Features s12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features s11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &s12};
+  VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s11};
+  vkGetPhysicalDeviceFeatures2(m_info.handle, &supported);
+
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.timelineSemaphore = VK_TRUE;
+  f12.hostQueryReset = s12.hostQueryReset;
+  f12.shaderBufferInt64Atomics = s12.shaderBufferInt64Atomics;
+  f12.storageBuffer8BitAccess = s12.storageBuffer8BitAccess;
+  f12.scalarBlockLayout = s12.scalarBlockLayout;
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
+  f.features.shaderInt64 = supported.features.shaderInt64;
+  f.features.shaderFloat64 = supported.features.shaderFloat64;
+  f.features.fillModeNonSolid = supported.features.fillModeNonSolid;
+  f.features.wideLines = supported.features.wideLines;
+
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = uint32_t(exts.size());
+  dci.ppEnabledExtensionNames = exts.data();
+  VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &m_device));
+  volkLoadDevice(m_device);
+  vkGetDeviceQueue(m_device, m_queueFamily, 0, &m_queue);
+
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT | VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = m_queueFamily;
+  VK_CHECK(vkCreateCommandPool(m_device, &pci, nullptr, &m_oneShotPool));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VK_CHECK(vkCreateFence(m_device, &fci, nullptr, &m_oneShotFence));
+}
+
+Context::~Context() {
+  if (m_device) {
+    vkDeviceWaitIdle(m_device);
+    for (auto& [key, p] : m_programs) {
+      vkDestroyPipeline(m_device, p.pipeline, nullptr);
+      vkDestroyPipelineLayout(m_device, p.layout, nullptr);
+      vkDestroyDescriptorSetLayout(m_device, p.setLayout, nullptr);
+    }
+    vkDestroyFence(m_device, m_oneShotFence, nullptr);
+    vkDestroyCommandPool(m_device, m_oneShotPool, nullptr);
+    vkDestroyDevice(m_device, nullptr);
+  }
+  if (m_messenger) vkDestroyDebugUtilsMessengerEXT(m_instance, m_messenger, nullptr);
+  if (m_instance) vkDestroyInstance(m_instance, nullptr);
+}
+
+uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {
+  for (VkMemoryPropertyFlags want : {required | preferred, required})
+    for (uint32_t i = 0; i < m_memory.memoryTypeCount; ++i)
+      if ((typeBits & (1u << i)) && (m_memory.memoryTypes[i].propertyFlags & want) == want) return i;
+  throw Error("no Vulkan memory type with the required properties on '" + m_info.name + "'");
+}
+
+const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize) {
+  auto it = m_programs.find(spirv.words);
+  if (it != m_programs.end()) {
+    assert(it->second.bindingCount == bindingCount && it->second.pushSize == pushSize);
+    return it->second;
+  }
+  ComputeProgram p;
+  p.bindingCount = bindingCount;
+  p.pushSize = pushSize;
+  std::vector<VkDescriptorSetLayoutBinding> bindings(bindingCount);
+  for (uint32_t i = 0; i < bindingCount; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  sl.bindingCount = bindingCount;
+  sl.pBindings = bindings.data();
+  VK_CHECK(vkCreateDescriptorSetLayout(m_device, &sl, nullptr, &p.setLayout));
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, pushSize};
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.setLayout;
+  pl.pushConstantRangeCount = pushSize ? 1 : 0;
+  pl.pPushConstantRanges = &range;
+  VK_CHECK(vkCreatePipelineLayout(m_device, &pl, nullptr, &p.layout));
+  VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  sm.codeSize = spirv.wordCount * sizeof(uint32_t);
+  sm.pCode = spirv.words;
+  VkShaderModule module;
+  VK_CHECK(vkCreateShaderModule(m_device, &sm, nullptr, &module));
+  VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cp.stage.module = module;
+  cp.stage.pName = "main";
+  cp.layout = p.layout;
+  VkResult r = vkCreateComputePipelines(m_device, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
+  vkDestroyShaderModule(m_device, module, nullptr);
+  VK_CHECK(r);
+  return m_programs.emplace(spirv.words, p).first->second;
+}
+
+void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs) {
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = m_oneShotPool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cmd;
+  VK_CHECK(vkAllocateCommandBuffers(m_device, &ai, &cmd));
+  struct Free {
+    VkDevice d; VkCommandPool p; VkCommandBuffer c;
+    ~Free() { vkFreeCommandBuffers(d, p, 1, &c); }
+  } freeLater{m_device, m_oneShotPool, cmd};
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
+  record(cmd);
+  VK_CHECK(vkEndCommandBuffer(cmd));
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  VK_CHECK(vkResetFences(m_device, 1, &m_oneShotFence));
+  VK_CHECK(vkQueueSubmit(m_queue, 1, &si, m_oneShotFence));
+  VkResult r = vkWaitForFences(m_device, 1, &m_oneShotFence, VK_TRUE, timeoutNs);
+  if (r == VK_TIMEOUT) throw Error("GPU work did not finish within " + std::to_string(timeoutNs / 1000000) + " ms");
+  VK_CHECK(r);
+}
+
+void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
+              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize) {
+  assert(buffers.size() == program.bindingCount && pushSize == program.pushSize);
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    infos[i] = {buffers[i].buffer, buffers[i].offset, buffers[i].range};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstBinding = uint32_t(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, program.pipeline);
+  vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, program.layout, 0, uint32_t(writes.size()),
+                            writes.data());
+  if (pushSize) vkCmdPushConstants(cmd, program.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pushSize, push);
+  if (groupCountX) vkCmdDispatch(cmd, groupCountX, 1, 1);
+}
+
+uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap) {
+  return uint32_t(std::min<uint64_t>((count + groupSize - 1) / groupSize, cap));
+}
+
+void computeBarrier(VkCommandBuffer cmd) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                    VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                       0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace armature::vk

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds Release and runs the viewer; with no display, the viewer runs headless
+# and writes a screenshot. Until the viewer exists this runs `armature info`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh"
+bin=${BUILD_DIR:-$root/build}/bin
+if [ -x "$bin/armature-viewer" ]; then
+  if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    exec "$bin/armature-viewer" "$@"
+  fi
+  out=${ARMATURE_SCREENSHOT:-$root/build/armature-headless.png}
+  echo "run.sh: no display; rendering headless to $out"
+  exec "$bin/armature-viewer" --headless --frames 60 --screenshot "$out" --profile "${out%.png}.json" "$@"
+fi
+exec "$bin/armature" info

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds (Release, with tests) and runs every test through ctest.
+# Vulkan tests run on whatever device is chosen (lavapipe on a machine without a GPU); CUDA tests skip with the
+# reason when no CUDA device is present.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh"
+build=${BUILD_DIR:-$root/build}
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/armature-xdg}; mkdir -p -m700 "$XDG_RUNTIME_DIR"
+cd "$build"
+ctest --output-on-failure -j "$(nproc)" --timeout 1500

@@ -1,0 +1,13 @@
+// Included by GLSL, C++ and CUDA: the few definitions that make one header serve all three.
+#ifndef ARMATURE_COMMON_IO_H
+#define ARMATURE_COMMON_IO_H
+#if defined(__cplusplus) || defined(__CUDACC__)
+#include <cstdint>
+#define ARM_SHARED_STRUCT(name) struct name
+typedef uint32_t uint;
+#define ARM_CONST constexpr
+#else
+#define ARM_SHARED_STRUCT(name) struct name
+#define ARM_CONST const
+#endif
+#endif

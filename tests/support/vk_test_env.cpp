@@ -1,0 +1,29 @@
+#include "support/vk_test_env.h"
+
+#include <memory>
+
+namespace armature::test {
+
+vk::Context* vulkanContext(std::string* why) {
+  static std::unique_ptr<vk::Context> ctx;
+  static std::string error;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    try {
+      vk::ContextOptions options;
+      options.validation = true;
+      options.onMessage = [](vk::MessageSeverity, const char* message) {
+        ADD_FAILURE() << "Vulkan validation: " << message;
+      };
+      ctx = std::make_unique<vk::Context>(options);
+      std::printf("[vulkan] testing on '%s' (%s)\n", ctx->info().name.c_str(), vk::deviceTypeName(ctx->info().type));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!ctx && why) *why = error;
+  return ctx.get();
+}
+
+}  // namespace armature::test
