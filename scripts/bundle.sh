@@ -25,7 +25,9 @@ for lib in libvulkan.so.1 libEGL.so.1 libGLdispatch.so.0; do
   [ -n "$p" ] && cp -L "$p" "$out/lib/"
 done
 cp -L /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$out/layers/"
-cp /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json "$out/layers/"
+# A bare library name would be looked up on the system paths; "./" makes it relative to the JSON file.
+sed 's#"library_path": "libVkLayer_khronos_validation.so"#"library_path": "./libVkLayer_khronos_validation.so"#' \
+  /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >"$out/layers/VkLayer_khronos_validation.json"
 for f in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f" 2>/dev/null || true; done
 
 cat > "$out/run-tests.sh" <<'RUN'
@@ -35,6 +37,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_LAYER_PATH=$here/layers
 export ARMATURE_ASSETS=$here/assets
+# Where the bundle runs, a Vulkan device is expected: a missing one fails the Vulkan tests instead of skipping.
+export ARMATURE_REQUIRE_VULKAN=${ARMATURE_REQUIRE_VULKAN:-1}
 logdir=${LOG_DIR:-$here/logs}; mkdir -p "$logdir"
 passed=0; failed=0; skipped=0; crashed=""
 for t in "$here"/bin/*_test; do

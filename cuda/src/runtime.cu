@@ -77,7 +77,11 @@ void DeviceMemory::reset() {
 }
 void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
   ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
-  if (bytes) CUDA_CHECK(cudaMemcpy(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice));
+  if (!bytes) return;
+  CUDA_CHECK(cudaMemcpy(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice));
+  // A pageable H2D cudaMemcpy may return before its DMA lands, and our streams are non-blocking (they do not
+  // order against the legacy stream): wait, so the data is there for work on any stream.
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 void DeviceMemory::download(void* dst, size_t bytes, size_t offset) const {
   ARM_CHECK(offset + bytes <= m_bytes, "download of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);

@@ -1,8 +1,14 @@
 #include "support/vk_test_env.h"
 
+#include <cstdlib>
 #include <memory>
 
 namespace armature::test {
+
+bool vulkanRequired() {
+  const char* v = std::getenv("ARMATURE_REQUIRE_VULKAN");
+  return v && *v && *v != '0';
+}
 
 vk::Context* vulkanContext(std::string* why) {
   static std::unique_ptr<vk::Context> ctx;

@@ -9,12 +9,16 @@ namespace armature::test {
 // The shared context, created on first use; null (with `why` set) when no Vulkan device exists.
 vk::Context* vulkanContext(std::string* why = nullptr);
 
+// ARMATURE_REQUIRE_VULKAN=1 (CI, the GPU bundle): no Vulkan device is a failure, not a skip.
+bool vulkanRequired();
+
 }  // namespace armature::test
 
 // Skips the test with the reason when there is no Vulkan device; otherwise binds `ctx`.
 #define ARM_REQUIRE_VULKAN(ctx)                                  \
   std::string vkWhy_;                                            \
   ::armature::vk::Context* ctx##_ptr = ::armature::test::vulkanContext(&vkWhy_); \
+  if (!ctx##_ptr && ::armature::test::vulkanRequired()) FAIL() << "Vulkan required (ARMATURE_REQUIRE_VULKAN): " << vkWhy_; \
   if (!ctx##_ptr) GTEST_SKIP() << "no Vulkan device: " << vkWhy_; \
   ::armature::vk::Context& ctx = *ctx##_ptr
 

@@ -73,6 +73,8 @@ class DeviceMemory {
   template <typename T>
   T* as() const { return static_cast<T*>(m_ptr); }
   size_t bytes() const { return m_bytes; }
+  // Synchronous copies (set-up and tests, not hot paths): they return when the bytes have landed and order
+  // against work on every stream.
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
   void fill32(uint32_t pattern);  // every 32-bit word (NaN poisoning)
