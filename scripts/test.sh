@@ -7,6 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
 build=${BUILD_DIR:-$root/build}
+export ARMATURE_REQUIRE_VULKAN=${ARMATURE_REQUIRE_VULKAN:-1}  # lavapipe is installed above: Vulkan tests must run
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/armature-xdg}; mkdir -p -m700 "$XDG_RUNTIME_DIR"
 cd "$build"
 ctest --output-on-failure -j "$(nproc)" --timeout 1500
