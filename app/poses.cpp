@@ -1,0 +1,70 @@
+#include "app/poses.h"
+
+#include "armature/error.h"
+
+namespace armature::app {
+
+const std::vector<std::string>& posePresetNames() {
+  static const std::vector<std::string> names = {"t-pose", "a-pose", "walk", "wave", "sit", "shape", "fist"};
+  return names;
+}
+
+BodyParams posePreset(const BodyModel& m, const std::string& name) {
+  BodyParams p = BodyParams::zeros(m, 1);
+  auto set = [&](const char* joint, double x, double y, double z) {
+    for (uint32_t j = 0; j < m.jointCount; ++j)
+      if (m.jointNames[j] == joint) {
+        p.pose[j * 3] = x, p.pose[j * 3 + 1] = y, p.pose[j * 3 + 2] = z;
+        return;
+      }
+  };
+  auto arms = [&](double down) { set("left_shoulder", 0, 0, -down); set("right_shoulder", 0, 0, down); };
+  auto curl = [&](double amount) {
+    for (uint32_t j = 25; j < m.jointCount && j < 55; ++j) {
+      bool thumb = m.jointNames[j].find("thumb") != std::string::npos;
+      double s = j < 40 ? -1 : 1;
+      p.pose[j * 3 + 2] = s * amount * (thumb ? 0.4 : 1.0);
+    }
+  };
+  if (name == "t-pose") return p;
+  if (name == "a-pose" || name == "shape") {
+    arms(1.0);
+    if (name == "shape" && p.shapeComponents >= 3) {
+      p.betas[0] = 1.5, p.betas[1] = 2.0, p.betas[2] = -1.0;
+      if (p.exprComponents >= 2) p.expression[0] = 2, p.expression[1] = 2;
+    }
+    return p;
+  }
+  if (name == "walk") {
+    arms(1.2);
+    set("left_hip", -0.5, 0, 0); set("right_hip", 0.35, 0, 0);
+    set("left_knee", 0.25, 0, 0); set("right_knee", 0.6, 0, 0);
+    set("left_elbow", 0, -0.4, 0); set("right_elbow", 0, 0.4, 0);
+    set("left_shoulder", 0.4, 0, -1.2); set("right_shoulder", -0.4, 0, 1.2);
+    curl(0.4);
+    return p;
+  }
+  if (name == "wave") {
+    set("left_shoulder", 0, 0, 0.6); set("left_elbow", 0, -1.6, 0); set("right_shoulder", 0, 0, 1.2);
+    set("neck", 0, 0.3, 0); set("jaw", 0.25, 0, 0);
+    return p;
+  }
+  if (name == "sit") {
+    arms(1.1);
+    set("left_hip", -1.5, 0, 0.1); set("right_hip", -1.5, 0, -0.1);
+    set("left_knee", 1.5, 0, 0); set("right_knee", 1.5, 0, 0);
+    set("left_elbow", 0, -0.6, 0); set("right_elbow", 0, 0.6, 0);
+    return p;
+  }
+  if (name == "fist") {
+    arms(0.9);
+    set("left_elbow", 0, -1.2, 0); set("right_elbow", 0, 1.2, 0);
+    curl(1.3);
+    return p;
+  }
+  std::string all;
+  for (auto& n : posePresetNames()) all += " " + n;
+  throw Error("unknown pose preset '" + name + "' (known:" + all + ")");
+}
+
+}  // namespace armature::app
