@@ -1,0 +1,71 @@
+#pragma once
+// Small random body models (any joint count, random trees) for gradient checks and GPU comparisons.
+#include <random>
+
+#include "armature/body/body_model.h"
+
+namespace armature::test {
+
+// A random forest-free tree over J joints (parents[0] = -1, every other parent an earlier joint unless
+// `shuffled`, which permutes the labels so parents may come after children), random regressor and weights
+// (each vertex on up to 4 joints, summing to 1), random directions of realistic size.
+inline BodyModel randomBodyModel(uint32_t V, uint32_t J, uint32_t S, uint32_t E, std::mt19937_64& rng, bool shuffled = false) {
+  std::uniform_real_distribution<double> u(-1, 1), pos(0, 1);
+  BodyModel m;
+  m.source = "random";
+  m.vertexCount = V, m.jointCount = J, m.shapeCount = S, m.exprCount = E;
+  m.vTemplate.resize(V * 3);
+  for (auto& x : m.vTemplate) x = u(rng);
+  m.faceCount = V / 3;
+  for (uint32_t f = 0; f < m.faceCount * 3; ++f) m.faces.push_back(int32_t(f % V));
+  m.shapeDirs.resize(V * 3 * S);
+  for (auto& x : m.shapeDirs) x = 0.05 * u(rng);
+  m.exprDirs.resize(V * 3 * E);
+  for (auto& x : m.exprDirs) x = 0.02 * u(rng);
+  m.poseDirs.resize(V * 3 * (J - 1) * 9);
+  for (auto& x : m.poseDirs) x = 0.01 * u(rng);
+  std::vector<int32_t> parents(J, -1);
+  for (uint32_t j = 1; j < J; ++j) parents[j] = int32_t(rng() % j);
+  std::vector<uint32_t> label(J);
+  for (uint32_t j = 0; j < J; ++j) label[j] = j;
+  if (shuffled) std::shuffle(label.begin(), label.end(), rng);
+  m.parents.assign(J, -1);
+  for (uint32_t j = 0; j < J; ++j) m.parents[label[j]] = parents[j] < 0 ? -1 : int32_t(label[size_t(parents[j])]);
+  m.jRegressor.assign(J * V, 0);
+  for (uint32_t j = 0; j < J; ++j) {
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      uint32_t v = uint32_t(rng() % V);
+      double w = pos(rng) + 0.1;
+      m.jRegressor[j * V + v] += w;
+      sum += w;
+    }
+    for (uint32_t v = 0; v < V; ++v) m.jRegressor[j * V + v] /= sum;
+  }
+  m.weights.assign(V * J, 0);
+  for (uint32_t v = 0; v < V; ++v) {
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      uint32_t j = uint32_t(rng() % J);
+      double w = pos(rng) + 0.05;
+      m.weights[v * J + j] += w;
+      sum += w;
+    }
+    for (uint32_t j = 0; j < J; ++j) m.weights[v * J + j] /= sum;
+  }
+  for (uint32_t j = 0; j < J; ++j) m.jointNames.push_back("joint_" + std::to_string(j));
+  return m;
+}
+
+inline BodyParams randomBodyParams(const BodyModel& m, uint32_t B, uint32_t S, uint32_t E, std::mt19937_64& rng,
+                                   double poseScale = 0.8) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  BodyParams p = BodyParams::zeros(m, B, S, E);
+  for (auto& x : p.pose) x = poseScale * u(rng);
+  for (auto& x : p.betas) x = 2 * u(rng);
+  for (auto& x : p.expression) x = 2 * u(rng);
+  for (auto& x : p.transl) x = 0.5 * u(rng);
+  return p;
+}
+
+}  // namespace armature::test
