@@ -26,3 +26,15 @@ void EventTimer::stop(const Stream&) { notBuilt(); }
 float EventTimer::milliseconds() { notBuilt(); }
 void axpy(float, const float*, float*, size_t, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
+
+#include "armature/cuda/skinning.h"
+namespace armature::cuda {
+struct Skinning::Impl {};
+Skinning::Skinning(const BodyModel&, uint32_t, uint32_t, uint32_t) { notBuilt(); }
+Skinning::~Skinning() = default;
+void Skinning::forward(uint32_t, const SkinningInputs&, float*, float*, const Stream&) { notBuilt(); }
+void Skinning::backward(uint32_t, const float*, const float*, const SkinningGrads&, const Stream&) { notBuilt(); }
+uint32_t Skinning::vertexCount() const { notBuilt(); }
+uint32_t Skinning::jointCount() const { notBuilt(); }
+size_t Skinning::deviceBytes() const { notBuilt(); }
+}  // namespace armature::cuda

@@ -1,0 +1,54 @@
+#pragma once
+// Body skinning on CUDA: fused forward and exact analytic backward (see armature/ops/skinning.h for the
+// contract). All pointers are device pointers to fp32 arrays; work runs on the caller's stream with no host
+// synchronisation.
+//
+// forward() keeps what backward() needs (per item: pose features, joint transforms, local and global rotations,
+// rest joints — about 3 KB — and v_posed, B·V·3 floats) in this object's workspace, so backward() must follow
+// the forward() of the same parameters (the usual optimisation-loop order). Recomputing v_posed instead would
+// cost a second pass over the 64 MB blend matrix per call; keeping it costs B·V·12 bytes.
+// backward() is deterministic: every reduction runs in a fixed order (no floating-point atomics).
+#include <memory>
+
+#include "armature/body/body_model.h"
+#include "armature/cuda/runtime.h"
+
+namespace armature::cuda {
+
+struct SkinningInputs {
+  const float* pose = nullptr;        // (B,J,3)
+  const float* betas = nullptr;       // (B,S)
+  const float* expression = nullptr;  // (B,E)
+  const float* transl = nullptr;      // (B,3)
+};
+struct SkinningGrads {
+  float* pose = nullptr;        // (B,J,3)
+  float* betas = nullptr;       // (B,S)
+  float* expression = nullptr;  // (B,E)
+  float* transl = nullptr;      // (B,3)
+};
+
+class Skinning {
+ public:
+  // Uploads the model's tables; throws armature::Error if they do not fit on the device.
+  Skinning(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents, uint32_t maxBatch);
+  ~Skinning();
+  Skinning(const Skinning&) = delete;
+  Skinning& operator=(const Skinning&) = delete;
+
+  // vertices (B,V,3) and joints (B,J,3) outputs; B ≤ maxBatch.
+  void forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream);
+  // gradVertices (B,V,3) and gradJoints (B,J,3) (either may be null = zero).
+  void backward(uint32_t batch, const float* gradVertices, const float* gradJoints, const SkinningGrads& out,
+                const Stream& stream);
+
+  uint32_t vertexCount() const;
+  uint32_t jointCount() const;
+  size_t deviceBytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
+
+}  // namespace armature::cuda

@@ -1,0 +1,480 @@
+// Body skinning kernels. Forward: (1) one thread per item computes joints, rotations, pose features and the
+// chain; (2) one GEMM applies pose correctives and shape/expression blends together; (3) one thread per vertex
+// skins with the sparse weights. Backward mirrors it with fixed-order reductions.
+#include "armature/cuda/skinning.h"
+#include "armature/ops/skinning.h"
+#include "check.h"
+#include "shared/skinning_io.h"
+
+namespace armature::cuda {
+
+namespace {
+
+struct Dims {
+  int B, V, J, P, K, S;
+  __host__ __device__ int F() const { return P + K; }  // features per item
+  __host__ __device__ int V3() const { return V * 3; }
+};
+
+__device__ void rodrigues(const float* r, float* R) {
+  float e0 = r[0] + 1e-8f, e1 = r[1] + 1e-8f, e2 = r[2] + 1e-8f;
+  float angle = sqrtf(e0 * e0 + e1 * e1 + e2 * e2);
+  float u0 = r[0] / angle, u1 = r[1] / angle, u2 = r[2] / angle;
+  float s, c;
+  sincosf(angle, &s, &c);
+  float oc = 1 - c;
+  // R = I + s K + (1-c) K², K = skew(u); K² = u uᵀ - |u|² I.
+  float uu = u0 * u0 + u1 * u1 + u2 * u2;
+  R[0] = 1 + oc * (u0 * u0 - uu); R[1] = -s * u2 + oc * u0 * u1; R[2] = s * u1 + oc * u0 * u2;
+  R[3] = s * u2 + oc * u1 * u0; R[4] = 1 + oc * (u1 * u1 - uu); R[5] = -s * u0 + oc * u1 * u2;
+  R[6] = -s * u1 + oc * u2 * u0; R[7] = s * u0 + oc * u2 * u1; R[8] = 1 + oc * (u2 * u2 - uu);
+}
+
+__device__ void rodriguesBackward(const float* r, const float* gR, float* g) {
+  float e[3] = {r[0] + 1e-8f, r[1] + 1e-8f, r[2] + 1e-8f};
+  float angle = sqrtf(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  float u[3] = {r[0] / angle, r[1] / angle, r[2] / angle};
+  float s, cosA;
+  sincosf(angle, &s, &cosA);
+  float c = 1 - cosA;
+  float K[9] = {0, -u[2], u[1], u[2], 0, -u[0], -u[1], u[0], 0};
+  float K2[9];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) K2[i * 3 + j] = K[i * 3] * K[j] + K[i * 3 + 1] * K[3 + j] + K[i * 3 + 2] * K[6 + j];
+  for (int i = 0; i < 3; ++i) {
+    float dA = e[i] / angle;
+    float du[3];
+    for (int k = 0; k < 3; ++k) du[k] = (k == i ? 1 / angle : 0.f) - r[k] * dA / (angle * angle);
+    float dK[9] = {0, -du[2], du[1], du[2], 0, -du[0], -du[1], du[0], 0};
+    float acc = 0;
+    for (int p = 0; p < 3; ++p)
+      for (int q = 0; q < 3; ++q) {
+        float dKK = dK[p * 3] * K[q] + dK[p * 3 + 1] * K[3 + q] + dK[p * 3 + 2] * K[6 + q];
+        float KdK = K[p * 3] * dK[q] + K[p * 3 + 1] * dK[3 + q] + K[p * 3 + 2] * dK[6 + q];
+        float dR = cosA * dA * K[p * 3 + q] + s * dK[p * 3 + q] + s * dA * K2[p * 3 + q] + c * (dKK + KdK);
+        acc += gR[p * 3 + q] * dR;
+      }
+    g[i] = acc;
+  }
+}
+
+struct Tables {
+  const float *vTemplate, *blend, *jointTemplate, *jointDirs, *weightValue, *jointWeight;
+  const uint32_t *weightStart, *weightJoint, *jointStart, *jointVertex;
+  const int32_t *parents, *order;
+};
+
+constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
+
+// (1) Per item: coefficients, rest joints, rotations, pose features, chain, transforms, posed joints.
+__global__ void jointsForwardKernel(Dims d, Tables t, SkinningInputs in, float* features, float* transforms,
+                                    float* saved, float* jointsOut) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B) return;
+  float* feat = features + size_t(b) * d.F();
+  int E = d.K - d.S;
+  for (int k = 0; k < d.K; ++k) feat[d.P + k] = k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)];
+  float* sv = saved + size_t(b) * d.J * kSaved;
+  for (int j = 0; j < d.J; ++j) {
+    float* jr = sv + j * kSaved + 18;
+    for (int c = 0; c < 3; ++c) {
+      float acc = t.jointTemplate[j * 3 + c];
+      for (int k = 0; k < d.K; ++k) acc += feat[d.P + k] * t.jointDirs[(k * d.J + j) * 3 + c];
+      jr[c] = acc;
+    }
+    float* R = sv + j * kSaved;
+    rodrigues(in.pose + (size_t(b) * d.J + j) * 3, R);
+    if (j > 0)
+      for (int e = 0; e < 9; ++e) feat[(j - 1) * 9 + e] = R[e] - (e % 4 == 0 ? 1.f : 0.f);
+  }
+  float* A = transforms + size_t(b) * d.J * 12;
+  for (int i = 0; i < d.J; ++i) {
+    int j = t.order[i], par = t.parents[j];
+    const float *R = sv + j * kSaved, *jr = sv + j * kSaved + 18;
+    float* G = sv + j * kSaved + 9;
+    float tj[3];
+    if (par < 0) {
+      for (int e = 0; e < 9; ++e) G[e] = R[e];
+      for (int c = 0; c < 3; ++c) tj[c] = jr[c];
+    } else {
+      const float *Gp = sv + par * kSaved + 9, *jp = sv + par * kSaved + 18;
+      const float* Ap = A + par * 12;  // the parent's translation is t_p = A_p[:,3] + G_p J_p
+      float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) G[r * 3 + c] = Gp[r * 3] * R[c] + Gp[r * 3 + 1] * R[3 + c] + Gp[r * 3 + 2] * R[6 + c];
+        float tp = Ap[r * 4 + 3] + Gp[r * 3] * jp[0] + Gp[r * 3 + 1] * jp[1] + Gp[r * 3 + 2] * jp[2];
+        tj[r] = tp + Gp[r * 3] * rel[0] + Gp[r * 3 + 1] * rel[1] + Gp[r * 3 + 2] * rel[2];
+      }
+    }
+    float* Aj = A + j * 12;
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) Aj[r * 4 + c] = G[r * 3 + c];
+      Aj[r * 4 + 3] = tj[r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
+      jointsOut[(size_t(b) * d.J + j) * 3 + r] = tj[r] + in.transl[b * 3 + r];
+    }
+  }
+}
+
+// (2) C (M×N) = A (M×K) · op(B) + bias, op(B) = B (K×N) or Bᵀ (B stored N×K). 64×64 tiles, 4×4 per thread.
+// Each output is summed in a fixed order: deterministic.
+template <bool TransB>
+__global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A,
+                                                  const float* __restrict__ Bm, float* __restrict__ C,
+                                                  const float* __restrict__ bias) {
+  __shared__ float As[16][64 + 4], Bs[16][64 + 4];
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = threadIdx.x; i < 64 * 16; i += 256) {
+      int r = i / 16, kk = i % 16;  // A: row r, column kk (consecutive threads read consecutive k)
+      int m = m0 + r, k = k0 + kk;
+      As[kk][r] = (m < M && k < K) ? A[size_t(m) * K + k] : 0.f;
+      if (TransB) {
+        int n = n0 + r;
+        Bs[kk][r] = (n < N && k < K) ? Bm[size_t(n) * K + k] : 0.f;
+      } else {
+        int kr = i / 64, nc = i % 64;  // B: consecutive threads read consecutive n
+        int kb = k0 + kr, n = n0 + nc;
+        Bs[kr][nc] = (n < N && kb < K) ? Bm[size_t(kb) * N + n] : 0.f;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      float a[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty * 4 + i], bv[i] = Bs[kk][tx + 16 * i];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * bv[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      int m = m0 + ty * 4 + i, n = n0 + tx + 16 * j;
+      if (m < M && n < N) C[size_t(m) * N + n] = acc[i][j] + (bias ? bias[n] : 0.f);
+    }
+}
+
+// (2, few items) C = A·B + bias for M ≤ 8: one thread per column; the matrix is streamed once, coalesced.
+template <int Rows>
+__global__ void skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ Bm,
+                                 float* __restrict__ C, const float* __restrict__ bias) {
+  extern __shared__ float a[];  // M×K
+  for (int i = threadIdx.x; i < M * K; i += blockDim.x) a[i] = A[i];
+  __syncthreads();
+  int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  float acc[Rows] = {};
+  for (int k = 0; k < K; ++k) {
+    float bv = __ldg(Bm + size_t(k) * N + n);
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+      if (r < M) acc[r] += a[r * K + k] * bv;
+  }
+  for (int r = 0; r < M; ++r) C[size_t(r) * N + n] = acc[r] + bias[n];
+}
+
+// (2ᵀ, few items) C = A·Bᵀ for M ≤ 8: one block per output column n, a fixed-order tree over K.
+template <int Rows>
+__global__ void skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ Bm,
+                                      float* __restrict__ C) {
+  __shared__ float red[Rows][256];
+  int n = blockIdx.x;
+  float acc[Rows] = {};
+  for (int k = threadIdx.x; k < K; k += 256) {
+    float bv = Bm[size_t(n) * K + k];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+      if (r < M) acc[r] += A[size_t(r) * K + k] * bv;
+  }
+  for (int r = 0; r < Rows; ++r) red[r][threadIdx.x] = acc[r];
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      for (int r = 0; r < Rows; ++r) red[r][threadIdx.x] += red[r][threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x < M) C[size_t(threadIdx.x) * N + n] = red[threadIdx.x][0];
+}
+
+// (3) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
+__global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, const float* __restrict__ transforms,
+                                  const float* __restrict__ transl, float* __restrict__ out) {
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= size_t(d.B) * d.V) return;
+  int b = int(i / d.V), v = int(i % d.V);
+  const float* A = transforms + size_t(b) * d.J * 12;
+  float T[12] = {};
+  for (uint32_t e = t.weightStart[v]; e < t.weightStart[v + 1]; ++e) {
+    float w = t.weightValue[e];
+    const float* Aj = A + t.weightJoint[e] * 12;
+#pragma unroll
+    for (int q = 0; q < 12; ++q) T[q] += w * __ldg(Aj + q);
+  }
+  const float* p = vPosed + i * 3;
+  float x = p[0], y = p[1], z = p[2];
+  for (int r = 0; r < 3; ++r) out[i * 3 + r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[b * 3 + r];
+}
+
+// Backward (1): dL/dv_posed = Tᵀ dL/dv.
+__global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restrict__ transforms,
+                                         const float* __restrict__ gradV, float* __restrict__ gradVPosed) {
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= size_t(d.B) * d.V) return;
+  int b = int(i / d.V), v = int(i % d.V);
+  const float* A = transforms + size_t(b) * d.J * 12;
+  float T[12] = {};
+  for (uint32_t e = t.weightStart[v]; e < t.weightStart[v + 1]; ++e) {
+    float w = t.weightValue[e];
+    const float* Aj = A + t.weightJoint[e] * 12;
+    for (int q = 0; q < 12; ++q) T[q] += w * __ldg(Aj + q);
+  }
+  const float* g = gradV + i * 3;
+  for (int c = 0; c < 3; ++c) gradVPosed[i * 3 + c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
+}
+
+// Backward (2): per (joint, item) block: dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over the joint's vertices (CSC), in a
+// fixed order; block j == J sums dL/dv for the translation.
+__global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed,
+                                        const float* __restrict__ gradV, float* __restrict__ gradA,
+                                        float* __restrict__ gradTranslV) {
+  __shared__ float red[12][128];
+  int j = blockIdx.x, b = blockIdx.y;
+  float acc[12] = {};
+  const float* g = gradV + size_t(b) * d.V * 3;
+  if (j < d.J) {
+    const float* p = vPosed + size_t(b) * d.V * 3;
+    for (uint32_t e = t.jointStart[j] + threadIdx.x; e < t.jointStart[j + 1]; e += 128) {
+      uint32_t v = t.jointVertex[e];
+      float w = t.jointWeight[e];
+      float ph[4] = {p[v * 3], p[v * 3 + 1], p[v * 3 + 2], 1.f};
+      for (int r = 0; r < 3; ++r) {
+        float wg = w * g[v * 3 + r];
+        for (int c = 0; c < 4; ++c) acc[r * 4 + c] += wg * ph[c];
+      }
+    }
+  } else {
+    for (int v = threadIdx.x; v < d.V; v += 128)
+      for (int r = 0; r < 3; ++r) acc[r] += g[v * 3 + r];
+  }
+  for (int q = 0; q < 12; ++q) red[q][threadIdx.x] = acc[q];
+  __syncthreads();
+  for (int s = 64; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      for (int q = 0; q < 12; ++q) red[q][threadIdx.x] += red[q][threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x < 12) {
+    if (j < d.J) gradA[(size_t(b) * d.J + j) * 12 + threadIdx.x] = red[threadIdx.x][0];
+    else if (threadIdx.x < 3) gradTranslV[b * 3 + threadIdx.x] = red[threadIdx.x][0];
+  }
+}
+
+// Backward (3): per item, from dL/dA, dL/djoints and dL/dfeatures to the parameters.
+__global__ void jointsBackwardKernel(Dims d, Tables t, SkinningInputs in, const float* saved, const float* gradA,
+                                     const float* gradJoints, const float* gradFeatures, const float* gradTranslV,
+                                     float* work, SkinningGrads out) {
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= d.B) return;
+  const float* sv = saved + size_t(b) * d.J * kSaved;
+  // Work per joint: gG (9), gT (3), gJrest (3), gR (9).
+  float* wk = work + size_t(b) * d.J * 24;
+  for (int j = 0; j < d.J; ++j) {
+    const float* gA = gradA + (size_t(b) * d.J + j) * 12;
+    const float *G = sv + j * kSaved + 9, *jr = sv + j * kSaved + 18;
+    float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
+    for (int q = 0; q < 24; ++q) gG[q] = 0;
+    for (int r = 0; r < 3; ++r) {
+      float gt = gA[r * 4 + 3];
+      gT[r] = gt + (gradJoints ? gradJoints[(size_t(b) * d.J + j) * 3 + r] : 0.f);
+      for (int c = 0; c < 3; ++c) {
+        gG[r * 3 + c] = gA[r * 4 + c] - gt * jr[c];
+        gJ[c] -= G[r * 3 + c] * gt;
+      }
+    }
+    if (j > 0)
+      for (int e = 0; e < 9; ++e) gR[e] = gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e];
+  }
+  for (int i = d.J - 1; i >= 0; --i) {
+    int j = t.order[i], par = t.parents[j];
+    float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
+    const float* R = sv + j * kSaved;
+    if (par < 0) {
+      for (int e = 0; e < 9; ++e) gR[e] += gG[e];
+      for (int c = 0; c < 3; ++c) gJ[c] += gT[c];
+      continue;
+    }
+    float *gGp = wk + par * 24, *gTp = gGp + 9, *gJp = gGp + 12;
+    const float *Gp = sv + par * kSaved + 9, *jr = sv + j * kSaved + 18, *jp = sv + par * kSaved + 18;
+    float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        float aR = 0, aG = 0;
+        for (int k = 0; k < 3; ++k) aR += Gp[k * 3 + r] * gG[k * 3 + c], aG += gG[r * 3 + k] * R[c * 3 + k];
+        gR[r * 3 + c] += aR;
+        gGp[r * 3 + c] += aG + gT[r] * rel[c];
+      }
+    for (int c = 0; c < 3; ++c) {
+      float gRel = Gp[c] * gT[0] + Gp[3 + c] * gT[1] + Gp[6 + c] * gT[2];
+      gJ[c] += gRel;
+      gJp[c] -= gRel;
+      gTp[c] += gT[c];
+    }
+  }
+  for (int j = 0; j < d.J; ++j)
+    rodriguesBackward(in.pose + (size_t(b) * d.J + j) * 3, wk + j * 24 + 15, out.pose + (size_t(b) * d.J + j) * 3);
+  int E = d.K - d.S;
+  for (int k = 0; k < d.K; ++k) {
+    float acc = gradFeatures[size_t(b) * d.F() + d.P + k];
+    for (int j = 0; j < d.J; ++j)
+      for (int c = 0; c < 3; ++c) acc += wk[j * 24 + 12 + c] * t.jointDirs[(k * d.J + j) * 3 + c];
+    if (k < d.S) out.betas[b * d.S + k] = acc;
+    else out.expression[b * E + (k - d.S)] = acc;
+  }
+  for (int c = 0; c < 3; ++c) {
+    float acc = gradTranslV[b * 3 + c];
+    if (gradJoints)
+      for (int j = 0; j < d.J; ++j) acc += gradJoints[(size_t(b) * d.J + j) * 3 + c];
+    out.transl[b * 3 + c] = acc;
+  }
+}
+
+unsigned blocks(size_t n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
+
+}  // namespace
+
+struct Skinning::Impl {
+  SkinningTables host;
+  Dims dims{};
+  uint32_t maxBatch;
+  DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
+      jointVertex, jointWeight, parents, order;
+  DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, work;
+  SkinningInputs lastInputs{};  // backward reads the pose the forward used
+  uint32_t lastBatch = 0;
+  Tables tables() const {
+    return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
+            weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
+            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(), order.as<int32_t>()};
+  }
+  // out (M × V3) = A (M × F) · blend + vTemplate
+  void blendForward(int M, const float* A, float* out, cudaStream_t s) {
+    int N = dims.V3(), K = dims.F();
+    if (M <= 8) {
+      size_t shared = size_t(M) * K * sizeof(float);
+      skinnyGemmKernel<8><<<blocks(size_t(N), 256), 256, shared, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>());
+    } else {
+      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>());
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+  // out (M × F) = G (M × V3) · blendᵀ
+  void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
+    int N = dims.F(), K = dims.V3();
+    if (M <= 8) {
+      skinnyGemmTransKernel<8><<<N, 256, 0, s>>>(M, N, K, G, blend.as<float>(), out);
+    } else {
+      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
+      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), out, nullptr);
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+};
+
+Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch) : m(std::make_unique<Impl>()) {
+  ARM_CHECK(maxBatch >= 1, "cuda::Skinning: maxBatch must be >= 1");
+  m->host = buildSkinningTables(model, S, E);
+  auto& h = m->host;
+  m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
+  m->maxBatch = maxBatch;
+  size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
+  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 * 2 + kSaved + 24) + V3 * 2 + 3) * 4;
+  size_t freeBytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
+  ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
+            maxBatch, need / 1048576.0, freeBytes / 1048576.0);
+  m->vTemplate = DeviceMemory::from(h.vTemplate);
+  m->blend = DeviceMemory::from(h.blendMatrix);
+  m->jointTemplate = DeviceMemory::from(h.jointTemplate);
+  m->jointDirs = DeviceMemory::from(h.jointDirs.empty() ? std::vector<float>{0} : h.jointDirs);
+  m->weightStart = DeviceMemory::from(h.weightStart);
+  m->weightJoint = DeviceMemory::from(h.weightJoint);
+  m->weightValue = DeviceMemory::from(h.weightValue);
+  m->jointStart = DeviceMemory::from(h.jointStart);
+  m->jointVertex = DeviceMemory::from(h.jointVertex);
+  m->jointWeight = DeviceMemory::from(h.jointWeight);
+  m->parents = DeviceMemory::from(h.parents);
+  m->order = DeviceMemory::from(h.order);
+  m->features = DeviceMemory(B * F * 4);
+  m->transforms = DeviceMemory(B * J * 12 * 4);
+  m->saved = DeviceMemory(B * J * kSaved * 4);
+  m->vPosed = DeviceMemory(B * V3 * 4);
+  m->gradA = DeviceMemory(B * J * 12 * 4);
+  m->gradVPosed = DeviceMemory(B * V3 * 4);
+  m->gradFeatures = DeviceMemory(B * F * 4);
+  m->gradTranslV = DeviceMemory(B * 3 * 4);
+  m->work = DeviceMemory(B * J * 24 * 4);
+}
+
+Skinning::~Skinning() = default;
+uint32_t Skinning::vertexCount() const { return m->host.vertexCount; }
+uint32_t Skinning::jointCount() const { return m->host.jointCount; }
+size_t Skinning::deviceBytes() const { return m->host.deviceBytes(); }
+
+void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream) {
+  ARM_CHECK(batch >= 1 && batch <= m->maxBatch, "cuda::Skinning::forward: batch %u outside [1, %u]", batch, m->maxBatch);
+  ARM_CHECK(in.pose && in.transl && vertices && joints && (in.betas || m->dims.S == 0) &&
+                (in.expression || m->dims.K == m->dims.S),
+            "cuda::Skinning::forward: null input or output pointer");
+  Dims d = m->dims;
+  d.B = int(batch);
+  cudaStream_t s = raw(stream);
+  Tables t = m->tables();
+  jointsForwardKernel<<<blocks(batch, SKIN_JOINT_GROUP), SKIN_JOINT_GROUP, 0, s>>>(
+      d, t, in, m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints);
+  CUDA_CHECK_LAUNCH();
+  m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
+  skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
+      d, t, m->vPosed.as<float>(), m->transforms.as<float>(), in.transl, vertices);
+  CUDA_CHECK_LAUNCH();
+  m->lastInputs = in;
+  m->lastBatch = batch;
+}
+
+void Skinning::backward(uint32_t batch, const float* gradVertices, const float* gradJoints, const SkinningGrads& out,
+                        const Stream& stream) {
+  ARM_CHECK(batch == m->lastBatch, "cuda::Skinning::backward: batch %u differs from the last forward's %u", batch,
+            m->lastBatch);
+  ARM_CHECK(out.pose && out.transl, "cuda::Skinning::backward: null gradient pointer");
+  Dims d = m->dims;
+  d.B = int(batch);
+  cudaStream_t s = raw(stream);
+  Tables t = m->tables();
+  size_t n = size_t(batch) * d.V;
+  if (gradVertices) {
+    skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(d, t, m->transforms.as<float>(),
+                                                                                         gradVertices, m->gradVPosed.as<float>());
+    CUDA_CHECK_LAUNCH();
+    skinBackwardJointKernel<<<dim3(d.J + 1, batch), 128, 0, s>>>(d, t, m->vPosed.as<float>(), gradVertices,
+                                                                 m->gradA.as<float>(), m->gradTranslV.as<float>());
+    CUDA_CHECK_LAUNCH();
+    m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
+  } else {
+    CUDA_CHECK(cudaMemsetAsync(m->gradA.data(), 0, size_t(batch) * d.J * 12 * 4, s));
+    CUDA_CHECK(cudaMemsetAsync(m->gradTranslV.data(), 0, size_t(batch) * 3 * 4, s));
+    CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
+  }
+  jointsBackwardKernel<<<blocks(batch, SKIN_JOINT_GROUP), SKIN_JOINT_GROUP, 0, s>>>(
+      d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(), gradJoints, m->gradFeatures.as<float>(),
+      m->gradTranslV.as<float>(), m->work.as<float>(), out);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace armature::cuda

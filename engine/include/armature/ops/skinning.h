@@ -1,0 +1,59 @@
+#pragma once
+// Body skinning (smplx lbs()) on the GPU: forward on CUDA and Vulkan, backward on CUDA.
+//
+// Contract (both backends): inputs are fp32 device buffers
+//   pose (B,J,3) axis-angle, betas (B,S), expression (B,E), transl (B,3)
+// outputs  vertices (B,V,3) — the viewer's vertex layout: tightly packed xyz floats — and joints (B,J,3),
+// meaning exactly bodyForwardRef (the double CPU reference) up to fp32 rounding.
+// The CPU reference lives in armature/body/body_model.h.
+#include <cstdint>
+#include <vector>
+
+#include "armature/body/body_model.h"
+#include "armature/vk/buffer.h"
+
+namespace armature {
+
+// Host-side tables shared by every GPU backend (see shaders/shared/skinning_io.h for the layouts).
+struct SkinningTables {
+  uint32_t vertexCount = 0, jointCount = 0, featureCount = 0, shapeCount = 0, exprCount = 0;
+  uint32_t coefCount() const { return shapeCount + exprCount; }
+  std::vector<float> vTemplate;      // (V,3)
+  std::vector<float> blendMatrix;    // (P+K, V*3)
+  std::vector<float> jointTemplate;  // (J,3)
+  std::vector<float> jointDirs;      // (K,J,3)
+  std::vector<uint32_t> weightStart; // (V+1)
+  std::vector<uint32_t> weightJoint; // (nnz)
+  std::vector<float> weightValue;    // (nnz)
+  // CSC of the weights, for the backward's per-joint reductions: joint j uses jointStart[j]..jointStart[j+1).
+  std::vector<uint32_t> jointStart, jointVertex;
+  std::vector<float> jointWeight;
+  std::vector<int32_t> parents, order;
+  size_t deviceBytes() const;
+};
+
+// Throws armature::Error when the model does not fit the GPU kernels (more than 64 joints) or the component
+// counts exceed the model's.
+SkinningTables buildSkinningTables(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents);
+
+// Vulkan forward. Holds the tables in device-local buffers; forward() records into a command buffer, writing
+// into caller-provided buffers (e.g. the renderer's vertex buffer, created with kStorageUsage | VERTEX_BUFFER).
+class SkinningVk {
+ public:
+  SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
+             uint32_t maxBatch);
+  // pose (B,J,3), betas (B,S), expression (B,E), transl (B,3): float storage buffers.
+  void forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
+               const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints);
+  const SkinningTables& tables() const { return m_tables; }
+
+ private:
+  vk::Context& m_ctx;
+  SkinningTables m_tables;
+  uint32_t m_maxBatch;
+  vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
+      m_parents, m_order;
+  vk::Buffer m_features, m_transforms, m_vPosed;
+};
+
+}  // namespace armature

@@ -1,0 +1,71 @@
+#include "armature/ops/skinning.h"
+#include "armature/shaders.h"
+#include "shared/skinning_io.h"
+
+namespace armature {
+
+namespace {
+template <typename T>
+vk::Buffer table(vk::Context& ctx, const std::vector<T>& v) {
+  return vk::makeStorageBuffer<T>(ctx, std::span<const T>(v));
+}
+}  // namespace
+
+SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
+    : m_ctx(ctx), m_tables(buildSkinningTables(model, S, E)), m_maxBatch(maxBatch) {
+  ARM_CHECK(maxBatch >= 1, "SkinningVk: maxBatch must be >= 1");
+  auto& t = m_tables;
+  size_t F = t.featureCount + t.coefCount();
+  size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
+  VkDeviceSize limit = 128ull << 20;  // maxStorageBufferRange on lavapipe; NVIDIA allows more, we stay portable
+  ARM_CHECK(vposedBytes <= limit && t.blendMatrix.size() * 4 <= limit,
+            "SkinningVk: a batch of %u needs a %.0f MiB buffer; at most 128 MiB per buffer is portable",
+            maxBatch, vposedBytes / 1048576.0);
+  m_vTemplate = table(ctx, t.vTemplate);
+  m_blend = table(ctx, t.blendMatrix);
+  m_jointTemplate = table(ctx, t.jointTemplate);
+  m_jointDirs = table(ctx, t.jointDirs.empty() ? std::vector<float>{0} : t.jointDirs);
+  m_weightStart = table(ctx, t.weightStart);
+  m_weightJoint = table(ctx, t.weightJoint);
+  m_weightValue = table(ctx, t.weightValue);
+  m_parents = table(ctx, t.parents);
+  m_order = table(ctx, t.order);
+  m_features = vk::Buffer(ctx, std::max<size_t>(maxBatch * F * 4, 4), vk::kStorageUsage);
+  m_transforms = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
+  m_vPosed = vk::Buffer(ctx, vposedBytes, vk::kStorageUsage);
+}
+
+void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
+                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints) {
+  auto& t = m_tables;
+  ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "SkinningVk::forward: batch %u outside [1, %u]", batch, m_maxBatch);
+  auto need = [&](const vk::Buffer& b, size_t floats, const char* name) {
+    ARM_CHECK(b.size() >= std::max<size_t>(floats, 1) * 4, "SkinningVk::forward: %s holds %llu bytes, needs %zu", name,
+              (unsigned long long)b.size(), floats * 4);
+  };
+  need(pose, size_t(batch) * t.jointCount * 3, "pose (B,J,3)");
+  need(betas, size_t(batch) * t.shapeCount, "betas (B,S)");
+  need(expression, size_t(batch) * t.exprCount, "expression (B,E)");
+  need(transl, size_t(batch) * 3, "transl (B,3)");
+  need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
+  need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
+  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
+  const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
+  vk::dispatch(cmd, joint, vk::groupCount(batch, SKIN_JOINT_GROUP),
+               {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
+                m_parents.view(), m_order.view(), m_features.view(), m_transforms.view(), joints.view()},
+               push);
+  vk::computeBarrier(cmd);
+  const auto& blend = m_ctx.program(shaders::skin_blend, 4, sizeof push);
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, blend.pipeline);
+  vk::dispatch(cmd, blend, 0, {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
+  vkCmdDispatch(cmd, vk::groupCount(size_t(t.vertexCount) * 3, 256), (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS, 1);
+  vk::computeBarrier(cmd);
+  const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
+  vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),
+               {m_vPosed.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
+                transl.view(), vertices.view()},
+               push);
+}
+
+}  // namespace armature

@@ -1,0 +1,34 @@
+// Body skinning (lbs) on the GPU: layouts shared by GLSL, CUDA and C++.
+//
+// Model tables (built once per model and component count, see engine/src/ops/skinning_tables.cpp):
+//   blendMatrix   ((P+K), V*3) row-major: rows 0..P-1 = posedirs transposed, rows P.. = shape then expression
+//                 directions; so v_posed = v_template + [poseFeatures, coefficients] · blendMatrix (one GEMM).
+//   jointTemplate (J,3)        J_regressor · v_template
+//   jointDirs     (K,J,3)      J_regressor · direction_k   (joint regression costs J·3·(1+K) per item, not J·V)
+//   weightStart   (V+1)        CSR of the skinning weights: vertex v uses entries weightStart[v]..weightStart[v+1)
+//   weightJoint   (nnz), weightValue (nnz)
+//   order         (J)          joints with parents first;  parents (J), -1 for the root
+// Per-item work buffers: features (B, P+K): [poseFeatures, coefficients]; transforms (B,J,12) row-major 3x4 A_j.
+#ifndef ARMATURE_SKINNING_IO_H
+#define ARMATURE_SKINNING_IO_H
+#include "common_io.h"
+
+#define SKIN_MAX_JOINTS 64          // per-item joint kernels keep the chain in registers/local arrays
+#define SKIN_JOINT_GROUP 64         // joint kernel: items per workgroup
+#define SKIN_VERTEX_GROUP 256       // skinning kernel: vertices per workgroup
+#define SKIN_GEMM_ROWS 8            // Vulkan blend GEMM: batch rows per invocation (reuses each matrix load 8x)
+
+ARM_SHARED_STRUCT(SkinningPush) {
+  uint batch;        // B
+  uint vertexCount;  // V
+  uint jointCount;   // J
+  uint featureCount; // P = (J-1)*9
+  uint coefCount;    // K = shape + expression components
+  uint shapeCount;   // shape components (first of the K)
+  uint pad0, pad1;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(SkinningPush) == 32);
+#endif
+#endif

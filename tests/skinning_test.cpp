@@ -1,0 +1,191 @@
+// GPU skinning against the double CPU reference: CUDA forward and backward, Vulkan forward.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "armature/body/synth.h"
+#include "armature/cuda/skinning.h"
+#include "armature/ops/skinning.h"
+#include "support/body_fixtures.h"
+#include "support/compare.h"
+#include "support/vk_test_env.h"
+
+using namespace armature;
+using namespace armature::test;
+
+namespace {
+
+// fp32 against double: vertices are sums of ~500 blend terms (each ≤ 1e-2) and chains of ≤ 8 rotations of
+// metre-scale offsets; float rounding (6e-8 relative) accumulates to a few 1e-6 m. 5e-5 m (0.05 mm) leaves
+// margin without hiding indexing errors, which are centimetres.
+constexpr Tol kVertexTol{5e-5, 0};
+
+const BodyModel& avatar() {
+  static BodyModel m = [] {
+    const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
+    return asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
+  }();
+  return m;
+}
+
+struct FloatParams {
+  std::vector<float> pose, betas, expression, transl;
+};
+FloatParams toFloat(BodyParams& p) {
+  // The GPU sees floats: round the double parameters first so the reference sees the same inputs.
+  for (auto* v : {&p.pose, &p.betas, &p.expression, &p.transl})
+    for (auto& x : *v) x = double(float(x));
+  return {cast<float>(p.pose), cast<float>(p.betas), cast<float>(p.expression), cast<float>(p.transl)};
+}
+
+// |a - b| / |b| over whole vectors.
+double relativeError(const std::vector<float>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+}  // namespace
+
+TEST(SkinningTables, FoldTheRegressorIntoJointTables) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(40, 9, 4, 3, rng, true);
+  auto t = buildSkinningTables(m, 3, 2);
+  EXPECT_EQ(t.coefCount(), 5u);
+  EXPECT_EQ(t.blendMatrix.size(), size_t(8 * 9 + 5) * 120);
+  BodyParams p = randomBodyParams(m, 1, 3, 2, rng, 0);
+  auto ref = bodyForwardRef(m, p);  // zero pose: joints are the regressed rest joints
+  for (uint32_t j = 0; j < 9; ++j)
+    for (int c = 0; c < 3; ++c) {
+      double want = t.jointTemplate[j * 3 + size_t(c)];
+      for (uint32_t k = 0; k < 5; ++k) want += (k < 3 ? p.betas[k] : p.expression[k - 3]) * t.jointDirs[(k * 9 + j) * 3 + size_t(c)];
+      EXPECT_NEAR(want + p.transl[size_t(c)], ref.joints[j * 3 + size_t(c)], 1e-5);
+    }
+  BodyModel big = randomBodyModel(10, 65, 1, 0, rng);
+  EXPECT_THROW(buildSkinningTables(big, 1, 0), Error);
+  EXPECT_THROW(buildSkinningTables(m, 5, 0), Error);
+}
+
+TEST(SkinningVulkan, ForwardMatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  std::mt19937_64 rng(::armature::test::rng()());
+  // The default avatar at B ∈ {1, 3, 17}; B = 256 too on a GPU. On a CPU device (lavapipe) B = 256 runs on a
+  // random 700-vertex model: the avatar's 256-item blend is 8 GFLOP, minutes on two cores.
+  std::vector<std::pair<const BodyModel*, uint32_t>> cases = {{&avatar(), 1}, {&avatar(), 3}, {&avatar(), 17}};
+  BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
+  cases.push_back({ctx.info().isCpu() ? &small : &avatar(), 256});
+  for (auto [model, B] : cases) {
+    SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
+    SkinningVk skin(ctx, *model, 10, 10, B);
+    BodyParams p = randomBodyParams(*model, B, 10, 10, rng);
+    FloatParams f = toFloat(p);
+    auto ref = bodyForwardRef(*model, p);
+    auto pose = vk::makeStorageBuffer<float>(ctx, f.pose), betas = vk::makeStorageBuffer<float>(ctx, f.betas);
+    auto expr = vk::makeStorageBuffer<float>(ctx, f.expression), transl = vk::makeStorageBuffer<float>(ctx, f.transl);
+    vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
+    vk::Buffer joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
+    verts.fill(nanBits());
+    joints.fill(nanBits());
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      skin.forward(cmd, B, pose, betas, expr, transl, verts, joints);
+      vk::computeBarrier(cmd);
+    });
+    EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
+    EXPECT_TRUE(allClose(joints.download<float>(ref.joints.size()), ref.joints, kVertexTol));
+  }
+}
+
+TEST(SkinningVulkan, RejectsBadInput) {
+  ARM_REQUIRE_VULKAN(ctx);
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(50, 6, 2, 0, rng);
+  SkinningVk skin(ctx, m, 2, 0, 4);
+  vk::Buffer small(ctx, 16, vk::kStorageUsage), big(ctx, 4096, vk::kStorageUsage);
+  EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 5, big, big, big, big, big, big); }), Error);
+  EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, small, big, big, big, big, big); }), Error);
+  EXPECT_THROW(SkinningVk(ctx, m, 3, 0, 4), Error);
+  EXPECT_THROW(SkinningVk(ctx, m, 2, 0, 1'000'000), Error);  // v_posed would exceed the portable buffer size
+}
+
+class SkinningCuda : public ::testing::Test {
+ protected:
+  void SetUp() override { ARM_REQUIRE_CUDA(); }
+};
+
+TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  cuda::Stream stream;
+  for (uint32_t B : {1u, 3u, 17u, 256u}) {
+    SCOPED_TRACE("B=" + std::to_string(B));
+    const BodyModel& m = avatar();
+    cuda::Skinning skin(m, 10, 10, B);
+    BodyParams p = randomBodyParams(m, B, 10, 10, rng);
+    FloatParams f = toFloat(p);
+    auto ref = bodyForwardRef(m, p);
+    auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
+    auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+    cuda::DeviceMemory verts(ref.vertices.size() * 4), joints(ref.joints.size() * 4);
+    verts.fill32(nanBits());
+    joints.fill32(nanBits());
+    cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+    skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
+    stream.synchronize();
+    EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
+    EXPECT_TRUE(allClose(joints.download<float>(ref.joints.size()), ref.joints, kVertexTol));
+
+    std::normal_distribution<double> n;
+    std::vector<double> gv(ref.vertices.size()), gj(ref.joints.size());
+    for (auto& x : gv) x = double(float(n(rng)));
+    for (auto& x : gj) x = double(float(n(rng)));
+    auto gref = bodyBackwardRef(m, p, gv, gj);
+    auto dgv = cuda::DeviceMemory::from(cast<float>(gv)), dgj = cuda::DeviceMemory::from(cast<float>(gj));
+    cuda::DeviceMemory gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4), gExpr(f.expression.size() * 4), gTransl(f.transl.size() * 4);
+    for (auto* g : {&gPose, &gBetas, &gExpr, &gTransl}) g->fill32(nanBits());
+    cuda::SkinningGrads out{gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()};
+    skin.backward(B, dgv.as<float>(), dgj.as<float>(), out, stream);
+    stream.synchronize();
+    // Gradients are sums over 10k vertices of fp32 products: compare as vectors, relative to their norm.
+    // fp32 accumulation over n terms errs ~sqrt(n)·6e-8 relative; 1e-4 is a wide margin, and an indexing
+    // or sign error gives O(1).
+    auto gp = gPose.download<float>(f.pose.size());
+    EXPECT_LT(relativeError(gp, gref.pose), 1e-4);
+    EXPECT_LT(relativeError(gBetas.download<float>(f.betas.size()), gref.betas), 1e-4);
+    EXPECT_LT(relativeError(gExpr.download<float>(f.expression.size()), gref.expression), 1e-4);
+    EXPECT_LT(relativeError(gTransl.download<float>(f.transl.size()), gref.transl), 1e-4);
+    // Deterministic: the same bits again.
+    skin.backward(B, dgv.as<float>(), dgj.as<float>(), out, stream);
+    stream.synchronize();
+    auto gp2 = gPose.download<float>(f.pose.size());
+    EXPECT_EQ(0, std::memcmp(gp.data(), gp2.data(), gp.size() * 4)) << "backward is not bitwise reproducible";
+  }
+}
+
+TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(333, 17, 4, 2, rng, /*shuffled=*/true);
+  cuda::Stream stream;
+  cuda::Skinning skin(m, 4, 2, 2);
+  BodyParams p = randomBodyParams(m, 2, 4, 2, rng);
+  FloatParams f = toFloat(p);
+  auto ref = bodyForwardRef(m, p);
+  // NaN parameters are not scanned on the device (that would cost a pass per call): they give NaN outputs for
+  // their own item only. Validate on the host with validateBodyParams when inputs are untrusted.
+  f.pose[17 * 3 + 4] = NAN;  // item 1
+  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
+  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+  cuda::DeviceMemory verts(ref.vertices.size() * 4), joints(ref.joints.size() * 4);
+  verts.fill32(nanBits());
+  skin.forward(2, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, verts.as<float>(),
+               joints.as<float>(), stream);
+  stream.synchronize();
+  auto got = verts.download<float>(ref.vertices.size());
+  size_t half = got.size() / 2;
+  EXPECT_TRUE(allClose(std::span<const float>(got.data(), half), std::span<const double>(ref.vertices.data(), half), kVertexTol));
+  EXPECT_TRUE(std::isnan(got[half + 5]));
+  EXPECT_THROW(skin.forward(3, {}, verts.as<float>(), joints.as<float>(), stream), Error);
+  EXPECT_THROW(cuda::Skinning(m, 4, 2, 2'000'000'000u), Error);  // does not fit: a clear error, no crash
+}
