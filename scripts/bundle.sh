@@ -12,7 +12,7 @@ rm -rf "$out"; mkdir -p "$out/bin" "$out/lib" "$out/layers" "$out/assets"
 command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; }
 
 cp "$build"/bin/* "$out/bin/"
-[ -d "$build/assets" ] && cp -r "$build/assets/." "$out/assets/"
+# The default avatar (~110 MB) is regenerated where the bundle runs (run-tests.sh), not carried.
 # Libraries every Linux machine has (glibc, libstdc++, libgcc) stay out; the rest travels.
 keep_out='linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+|libgcc_s'
 for f in "$out"/bin/*; do
@@ -37,6 +37,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_LAYER_PATH=$here/layers
 export ARMATURE_ASSETS=$here/assets
+export ARMATURE_DEFAULT_MODEL=$here/assets/armature_default_smplx.npz
+[ -f "$ARMATURE_DEFAULT_MODEL" ] || "$here/bin/armature" model synth -o "$ARMATURE_DEFAULT_MODEL" --seed 0
 # Where the bundle runs, a Vulkan device is expected: a missing one fails the Vulkan tests instead of skipping.
 export ARMATURE_REQUIRE_VULKAN=${ARMATURE_REQUIRE_VULKAN:-1}
 logdir=${LOG_DIR:-$here/logs}; mkdir -p "$logdir"

@@ -66,77 +66,89 @@ struct Tables {
 
 constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 
-// (1) Per item: coefficients, rest joints, rotations, pose features, chain, transforms, posed joints.
-__global__ void jointsForwardKernel(Dims d, Tables t, SkinningInputs in, float* features, float* transforms,
-                                    float* saved, float* jointsOut) {
-  int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= d.B) return;
+// (1) One block per item, one thread per joint: coefficients, rest joints, rotations and pose features in
+// parallel; the chain (a short serial walk over shared memory) by thread 0; then transforms and posed joints.
+__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in,
+                                                                       float* features, float* transforms,
+                                                                       float* saved, float* jointsOut) {
+  __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
+  int b = blockIdx.x, j = threadIdx.x;
   float* feat = features + size_t(b) * d.F();
   int E = d.K - d.S;
-  for (int k = 0; k < d.K; ++k) feat[d.P + k] = k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)];
+  auto coef = [&](int k) { return k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]; };
+  for (int k = j; k < d.K; k += blockDim.x) feat[d.P + k] = coef(k);
   float* sv = saved + size_t(b) * d.J * kSaved;
-  for (int j = 0; j < d.J; ++j) {
-    float* jr = sv + j * kSaved + 18;
+  if (j < d.J) {
     for (int c = 0; c < 3; ++c) {
       float acc = t.jointTemplate[j * 3 + c];
-      for (int k = 0; k < d.K; ++k) acc += feat[d.P + k] * t.jointDirs[(k * d.J + j) * 3 + c];
-      jr[c] = acc;
+      for (int k = 0; k < d.K; ++k) acc += coef(k) * t.jointDirs[(k * d.J + j) * 3 + c];
+      sJ[j * 3 + c] = acc;
+      sv[j * kSaved + 18 + c] = acc;
     }
-    float* R = sv + j * kSaved;
-    rodrigues(in.pose + (size_t(b) * d.J + j) * 3, R);
-    if (j > 0)
-      for (int e = 0; e < 9; ++e) feat[(j - 1) * 9 + e] = R[e] - (e % 4 == 0 ? 1.f : 0.f);
+    rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
+    for (int e = 0; e < 9; ++e) {
+      sv[j * kSaved + e] = sR[j * 9 + e];
+      if (j > 0) feat[(j - 1) * 9 + e] = sR[j * 9 + e] - (e % 4 == 0 ? 1.f : 0.f);
+    }
   }
-  float* A = transforms + size_t(b) * d.J * 12;
-  for (int i = 0; i < d.J; ++i) {
-    int j = t.order[i], par = t.parents[j];
-    const float *R = sv + j * kSaved, *jr = sv + j * kSaved + 18;
-    float* G = sv + j * kSaved + 9;
-    float tj[3];
-    if (par < 0) {
-      for (int e = 0; e < 9; ++e) G[e] = R[e];
-      for (int c = 0; c < 3; ++c) tj[c] = jr[c];
-    } else {
-      const float *Gp = sv + par * kSaved + 9, *jp = sv + par * kSaved + 18;
-      const float* Ap = A + par * 12;  // the parent's translation is t_p = A_p[:,3] + G_p J_p
-      float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
+  __syncthreads();
+  if (j == 0) {
+    for (int i = 0; i < d.J; ++i) {
+      int q = t.order[i], par = t.parents[q];
+      const float* R = sR + q * 9;
+      float *G = sG + q * 9, *T = sT + q * 3;
+      if (par < 0) {
+        for (int e = 0; e < 9; ++e) G[e] = R[e];
+        for (int c = 0; c < 3; ++c) T[c] = sJ[q * 3 + c];
+        continue;
+      }
+      const float *Gp = sG + par * 9, *Tp = sT + par * 3;
+      float rel[3] = {sJ[q * 3] - sJ[par * 3], sJ[q * 3 + 1] - sJ[par * 3 + 1], sJ[q * 3 + 2] - sJ[par * 3 + 2]};
       for (int r = 0; r < 3; ++r) {
         for (int c = 0; c < 3; ++c) G[r * 3 + c] = Gp[r * 3] * R[c] + Gp[r * 3 + 1] * R[3 + c] + Gp[r * 3 + 2] * R[6 + c];
-        float tp = Ap[r * 4 + 3] + Gp[r * 3] * jp[0] + Gp[r * 3 + 1] * jp[1] + Gp[r * 3 + 2] * jp[2];
-        tj[r] = tp + Gp[r * 3] * rel[0] + Gp[r * 3 + 1] * rel[1] + Gp[r * 3 + 2] * rel[2];
+        T[r] = Tp[r] + Gp[r * 3] * rel[0] + Gp[r * 3 + 1] * rel[1] + Gp[r * 3 + 2] * rel[2];
       }
     }
-    float* Aj = A + j * 12;
+  }
+  __syncthreads();
+  if (j < d.J) {
+    const float *G = sG + j * 9, *jr = sJ + j * 3;
+    float* Aj = transforms + (size_t(b) * d.J + j) * 12;
+    for (int e = 0; e < 9; ++e) sv[j * kSaved + 9 + e] = G[e];
     for (int r = 0; r < 3; ++r) {
       for (int c = 0; c < 3; ++c) Aj[r * 4 + c] = G[r * 3 + c];
-      Aj[r * 4 + 3] = tj[r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
-      jointsOut[(size_t(b) * d.J + j) * 3 + r] = tj[r] + in.transl[b * 3 + r];
+      Aj[r * 4 + 3] = sT[j * 3 + r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
+      jointsOut[(size_t(b) * d.J + j) * 3 + r] = sT[j * 3 + r] + in.transl[b * 3 + r];
     }
   }
 }
 
 // (2) C (M×N) = A (M×K) · op(B) + bias, op(B) = B (K×N) or Bᵀ (B stored N×K). 64×64 tiles, 4×4 per thread.
 // Each output is summed in a fixed order: deterministic.
+// With split-K (gridDim.z > 1) block z sums k in [z·kChunk, (z+1)·kChunk) into C + z·M·N; sumSlicesKernel then
+// adds the slices in order, so the result stays deterministic.
 template <bool TransB>
 __global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A,
                                                   const float* __restrict__ Bm, float* __restrict__ C,
-                                                  const float* __restrict__ bias) {
+                                                  const float* __restrict__ bias, int kChunk) {
   __shared__ float As[16][64 + 4], Bs[16][64 + 4];
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  int kBegin = blockIdx.z * kChunk, kEnd = min(K, kBegin + kChunk);
+  C += size_t(blockIdx.z) * M * N;
   float acc[4][4] = {};
-  for (int k0 = 0; k0 < K; k0 += 16) {
+  for (int k0 = kBegin; k0 < kEnd; k0 += 16) {
     for (int i = threadIdx.x; i < 64 * 16; i += 256) {
       int r = i / 16, kk = i % 16;  // A: row r, column kk (consecutive threads read consecutive k)
       int m = m0 + r, k = k0 + kk;
-      As[kk][r] = (m < M && k < K) ? A[size_t(m) * K + k] : 0.f;
+      As[kk][r] = (m < M && k < kEnd) ? A[size_t(m) * K + k] : 0.f;
       if (TransB) {
         int n = n0 + r;
-        Bs[kk][r] = (n < N && k < K) ? Bm[size_t(n) * K + k] : 0.f;
+        Bs[kk][r] = (n < N && k < kEnd) ? Bm[size_t(n) * K + k] : 0.f;
       } else {
         int kr = i / 64, nc = i % 64;  // B: consecutive threads read consecutive n
         int kb = k0 + kr, n = n0 + nc;
-        Bs[kr][nc] = (n < N && kb < K) ? Bm[size_t(kb) * N + n] : 0.f;
+        Bs[kr][nc] = (n < N && kb < kEnd) ? Bm[size_t(kb) * N + n] : 0.f;
       }
     }
     __syncthreads();
@@ -161,23 +173,43 @@ __global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const flo
     }
 }
 
-// (2, few items) C = A·B + bias for M ≤ 8: one thread per column; the matrix is streamed once, coalesced.
+__global__ void sumSlicesKernel(int slices, size_t count, const float* __restrict__ parts, float* __restrict__ C) {
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  float acc = 0;
+  for (int z = 0; z < slices; ++z) acc += parts[z * count + i];
+  C[i] = acc;
+}
+
+// (2, few items) C = A·B + bias for M ≤ 8. A block owns 32 columns; its 8 warps split K and add their partial
+// sums in a fixed order. The matrix is streamed once, each warp reading 128 contiguous bytes per k.
+constexpr int kSkinnyCols = 32, kSkinnySlices = 8;
 template <int Rows>
-__global__ void skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ Bm,
-                                 float* __restrict__ C, const float* __restrict__ bias) {
-  extern __shared__ float a[];  // M×K
+__global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
+                                                        const float* __restrict__ Bm, float* __restrict__ C,
+                                                        const float* __restrict__ bias) {
+  extern __shared__ float a[];  // M×K, then the partial sums
   for (int i = threadIdx.x; i < M * K; i += blockDim.x) a[i] = A[i];
   __syncthreads();
-  int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= N) return;
+  int tx = threadIdx.x % kSkinnyCols, slice = threadIdx.x / kSkinnyCols;
+  int n = blockIdx.x * kSkinnyCols + tx;
   float acc[Rows] = {};
-  for (int k = 0; k < K; ++k) {
-    float bv = __ldg(Bm + size_t(k) * N + n);
+  if (n < N)
+    for (int k = slice; k < K; k += kSkinnySlices) {
+      float bv = __ldg(Bm + size_t(k) * N + n);
 #pragma unroll
-    for (int r = 0; r < Rows; ++r)
-      if (r < M) acc[r] += a[r * K + k] * bv;
-  }
-  for (int r = 0; r < M; ++r) C[size_t(r) * N + n] = acc[r] + bias[n];
+      for (int r = 0; r < Rows; ++r)
+        if (r < M) acc[r] += a[r * K + k] * bv;
+    }
+  float* part = a + M * K;  // [slice][row][col]
+  for (int r = 0; r < M; ++r) part[(slice * Rows + r) * kSkinnyCols + tx] = acc[r];
+  __syncthreads();
+  if (slice == 0 && n < N)
+    for (int r = 0; r < M; ++r) {
+      float sum = bias[n];
+      for (int z = 0; z < kSkinnySlices; ++z) sum += part[(z * Rows + r) * kSkinnyCols + tx];
+      C[size_t(r) * N + n] = sum;
+    }
 }
 
 // (2ᵀ, few items) C = A·Bᵀ for M ≤ 8: one block per output column n, a fixed-order tree over K.
@@ -276,16 +308,17 @@ __global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restric
   }
 }
 
-// Backward (3): per item, from dL/dA, dL/djoints and dL/dfeatures to the parameters.
-__global__ void jointsBackwardKernel(Dims d, Tables t, SkinningInputs in, const float* saved, const float* gradA,
-                                     const float* gradJoints, const float* gradFeatures, const float* gradTranslV,
-                                     float* work, SkinningGrads out) {
-  int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= d.B) return;
+// Backward (3): one block per item, one thread per joint; the reverse chain walk by thread 0 over shared memory.
+__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsBackwardKernel(Dims d, Tables t, SkinningInputs in,
+                                                                        const float* saved, const float* gradA,
+                                                                        const float* gradJoints,
+                                                                        const float* gradFeatures,
+                                                                        const float* gradTranslV, SkinningGrads out) {
+  // Per joint: gG (9), gT (3), gJrest (3), gR (9).
+  __shared__ float wk[SKIN_MAX_JOINTS * 24];
+  int b = blockIdx.x, j = threadIdx.x;
   const float* sv = saved + size_t(b) * d.J * kSaved;
-  // Work per joint: gG (9), gT (3), gJrest (3), gR (9).
-  float* wk = work + size_t(b) * d.J * 24;
-  for (int j = 0; j < d.J; ++j) {
+  if (j < d.J) {
     const float* gA = gradA + (size_t(b) * d.J + j) * 12;
     const float *G = sv + j * kSaved + 9, *jr = sv + j * kSaved + 18;
     float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
@@ -301,47 +334,50 @@ __global__ void jointsBackwardKernel(Dims d, Tables t, SkinningInputs in, const 
     if (j > 0)
       for (int e = 0; e < 9; ++e) gR[e] = gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e];
   }
-  for (int i = d.J - 1; i >= 0; --i) {
-    int j = t.order[i], par = t.parents[j];
-    float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
-    const float* R = sv + j * kSaved;
-    if (par < 0) {
-      for (int e = 0; e < 9; ++e) gR[e] += gG[e];
-      for (int c = 0; c < 3; ++c) gJ[c] += gT[c];
-      continue;
-    }
-    float *gGp = wk + par * 24, *gTp = gGp + 9, *gJp = gGp + 12;
-    const float *Gp = sv + par * kSaved + 9, *jr = sv + j * kSaved + 18, *jp = sv + par * kSaved + 18;
-    float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c) {
-        float aR = 0, aG = 0;
-        for (int k = 0; k < 3; ++k) aR += Gp[k * 3 + r] * gG[k * 3 + c], aG += gG[r * 3 + k] * R[c * 3 + k];
-        gR[r * 3 + c] += aR;
-        gGp[r * 3 + c] += aG + gT[r] * rel[c];
+  __syncthreads();
+  if (j == 0) {
+    for (int i = d.J - 1; i >= 0; --i) {
+      int q = t.order[i], par = t.parents[q];
+      float *gG = wk + q * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
+      const float* R = sv + q * kSaved;
+      if (par < 0) {
+        for (int e = 0; e < 9; ++e) gR[e] += gG[e];
+        for (int c = 0; c < 3; ++c) gJ[c] += gT[c];
+        continue;
       }
-    for (int c = 0; c < 3; ++c) {
-      float gRel = Gp[c] * gT[0] + Gp[3 + c] * gT[1] + Gp[6 + c] * gT[2];
-      gJ[c] += gRel;
-      gJp[c] -= gRel;
-      gTp[c] += gT[c];
+      float *gGp = wk + par * 24, *gTp = gGp + 9, *gJp = gGp + 12;
+      const float *Gp = sv + par * kSaved + 9, *jr = sv + q * kSaved + 18, *jp = sv + par * kSaved + 18;
+      float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+          float aR = 0, aG = 0;
+          for (int k = 0; k < 3; ++k) aR += Gp[k * 3 + r] * gG[k * 3 + c], aG += gG[r * 3 + k] * R[c * 3 + k];
+          gR[r * 3 + c] += aR;
+          gGp[r * 3 + c] += aG + gT[r] * rel[c];
+        }
+      for (int c = 0; c < 3; ++c) {
+        float gRel = Gp[c] * gT[0] + Gp[3 + c] * gT[1] + Gp[6 + c] * gT[2];
+        gJ[c] += gRel;
+        gJp[c] -= gRel;
+        gTp[c] += gT[c];
+      }
     }
   }
-  for (int j = 0; j < d.J; ++j)
-    rodriguesBackward(in.pose + (size_t(b) * d.J + j) * 3, wk + j * 24 + 15, out.pose + (size_t(b) * d.J + j) * 3);
+  __syncthreads();
+  if (j < d.J) rodriguesBackward(in.pose + (size_t(b) * d.J + j) * 3, wk + j * 24 + 15, out.pose + (size_t(b) * d.J + j) * 3);
   int E = d.K - d.S;
-  for (int k = 0; k < d.K; ++k) {
+  for (int k = j; k < d.K; k += blockDim.x) {
     float acc = gradFeatures[size_t(b) * d.F() + d.P + k];
-    for (int j = 0; j < d.J; ++j)
-      for (int c = 0; c < 3; ++c) acc += wk[j * 24 + 12 + c] * t.jointDirs[(k * d.J + j) * 3 + c];
+    for (int q = 0; q < d.J; ++q)
+      for (int c = 0; c < 3; ++c) acc += wk[q * 24 + 12 + c] * t.jointDirs[(k * d.J + q) * 3 + c];
     if (k < d.S) out.betas[b * d.S + k] = acc;
     else out.expression[b * E + (k - d.S)] = acc;
   }
-  for (int c = 0; c < 3; ++c) {
-    float acc = gradTranslV[b * 3 + c];
+  if (j < 3) {
+    float acc = gradTranslV[b * 3 + j];
     if (gradJoints)
-      for (int j = 0; j < d.J; ++j) acc += gradJoints[(size_t(b) * d.J + j) * 3 + c];
-    out.transl[b * 3 + c] = acc;
+      for (int q = 0; q < d.J; ++q) acc += gradJoints[(size_t(b) * d.J + q) * 3 + j];
+    out.transl[b * 3 + j] = acc;
   }
 }
 
@@ -355,7 +391,8 @@ struct Skinning::Impl {
   uint32_t maxBatch;
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
       jointVertex, jointWeight, parents, order;
-  DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, work;
+  DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, splitParts;
+  int splitSlices = 1;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   Tables tables() const {
@@ -367,11 +404,12 @@ struct Skinning::Impl {
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     int N = dims.V3(), K = dims.F();
     if (M <= 8) {
-      size_t shared = size_t(M) * K * sizeof(float);
-      skinnyGemmKernel<8><<<blocks(size_t(N), 256), 256, shared, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>());
+      size_t shared = (size_t(M) * K + kSkinnySlices * 8 * kSkinnyCols) * sizeof(float);
+      skinnyGemmKernel<8><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), out,
+                                                                             vTemplate.as<float>());
     } else {
       dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>());
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -381,8 +419,19 @@ struct Skinning::Impl {
     if (M <= 8) {
       skinnyGemmTransKernel<8><<<N, 256, 0, s>>>(M, N, K, G, blend.as<float>(), out);
     } else {
-      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
-      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), out, nullptr);
+      // Few output tiles and a long K (V·3): split K so the whole GPU works, then add the slices in order.
+      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64), 1);
+      int slices = std::max(1, std::min(splitSlices, int((2 * 132 + grid.x * grid.y - 1) / (grid.x * grid.y))));
+      int kChunk = ((K + slices - 1) / slices + 15) / 16 * 16;
+      slices = (K + kChunk - 1) / kChunk;
+      grid.z = unsigned(slices);
+      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), slices > 1 ? splitParts.as<float>() : out,
+                                            nullptr, kChunk);
+      if (slices > 1) {
+        CUDA_CHECK_LAUNCH();
+        size_t count = size_t(M) * N;
+        sumSlicesKernel<<<blocks(count, 256), 256, 0, s>>>(slices, count, splitParts.as<float>(), out);
+      }
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -395,7 +444,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
   size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
-  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 * 2 + kSaved + 24) + V3 * 2 + 3) * 4;
+  size_t need = h.deviceBytes() + B * (F * (2 + 64) + J * (12 * 2 + kSaved) + V3 * 2 + 3) * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
   ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
@@ -420,7 +469,9 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->gradVPosed = DeviceMemory(B * V3 * 4);
   m->gradFeatures = DeviceMemory(B * F * 4);
   m->gradTranslV = DeviceMemory(B * 3 * 4);
-  m->work = DeviceMemory(B * J * 24 * 4);
+  // Split-K partial sums for the backward's blend product: enough slices to fill the GPU at any batch.
+  m->splitSlices = 64;
+  m->splitParts = DeviceMemory(size_t(m->splitSlices) * B * F * 4);
 }
 
 Skinning::~Skinning() = default;
@@ -437,7 +488,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  jointsForwardKernel<<<blocks(batch, SKIN_JOINT_GROUP), SKIN_JOINT_GROUP, 0, s>>>(
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, 0, s>>>(
       d, t, in, m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints);
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
@@ -471,9 +522,9 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
     CUDA_CHECK(cudaMemsetAsync(m->gradTranslV.data(), 0, size_t(batch) * 3 * 4, s));
     CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
   }
-  jointsBackwardKernel<<<blocks(batch, SKIN_JOINT_GROUP), SKIN_JOINT_GROUP, 0, s>>>(
-      d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(), gradJoints, m->gradFeatures.as<float>(),
-      m->gradTranslV.as<float>(), m->work.as<float>(), out);
+  jointsBackwardKernel<<<batch, SKIN_MAX_JOINTS, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(),
+                                                         gradJoints, m->gradFeatures.as<float>(),
+                                                         m->gradTranslV.as<float>(), out);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -10,10 +10,20 @@ bool vulkanRequired() {
   return v && *v && *v != '0';
 }
 
+namespace {
+std::unique_ptr<vk::Context> ctx;
+std::string error;
+bool tried = false;
+
+// Destroys the shared context when the tests end, before static destruction: NVIDIA's driver crashes if the
+// device is destroyed after its own exit handlers have run.
+struct ReleaseContext : ::testing::Environment {
+  void TearDown() override { ctx.reset(); }
+};
+[[maybe_unused]] ::testing::Environment* const kRelease = ::testing::AddGlobalTestEnvironment(new ReleaseContext);
+}  // namespace
+
 vk::Context* vulkanContext(std::string* why) {
-  static std::unique_ptr<vk::Context> ctx;
-  static std::string error;
-  static bool tried = false;
   if (!tried) {
     tried = true;
     try {

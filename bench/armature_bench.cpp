@@ -1,0 +1,217 @@
+// armature-bench: medians of GPU-timed calls after warm-up, with the bytes that must move and the arithmetic that
+// must be done, so each number reads against the device's limits. JSON out with --json.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "armature/backend.h"
+#include "armature/body/synth.h"
+#include "armature/cuda/runtime.h"
+#include "armature/cuda/skinning.h"
+#include "armature/ops/axpy.h"
+#include "armature/ops/skinning.h"
+#include "armature/vk/timer.h"
+
+using namespace armature;
+
+namespace {
+
+struct Row {
+  std::string op, backend, variant;
+  uint32_t batch = 0;
+  double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Times `call` with CUDA events around each call (after warm-up): median and min in ms.
+std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)>& call, int iters) {
+  cuda::Stream s;
+  for (int i = 0; i < 5; ++i) call(s);
+  s.synchronize();
+  std::vector<double> ms;
+  cuda::EventTimer t;
+  for (int i = 0; i < iters; ++i) {
+    t.start(s);
+    call(s);
+    t.stop(s);
+    ms.push_back(t.milliseconds());
+  }
+  return {median(ms), *std::min_element(ms.begin(), ms.end())};
+}
+
+// Times `record` with timestamp queries around it, one submit per call.
+std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record, int iters) {
+  vk::GpuTimer timer(ctx, 2, 1);
+  for (int i = 0; i < 3; ++i) ctx.submitAndWait(record);
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      timer.beginFrame(cmd, uint64_t(i));
+      uint32_t z = timer.beginZone(cmd, "op");
+      record(cmd);
+      timer.endZone(cmd, z);
+    });
+    ms.push_back(timer.waitFrame(uint64_t(i))[0].milliseconds);
+  }
+  return {median(ms), *std::min_element(ms.begin(), ms.end())};
+}
+
+std::vector<uint32_t> parseList(const std::string& s) {
+  std::vector<uint32_t> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(uint32_t(std::stoul(item)));
+  return out;
+}
+
+BodyModel loadModel(const std::string& path) {
+  if (!path.empty()) return loadBodyModel(path);
+  const char* env = std::getenv("ARMATURE_DEFAULT_MODEL");
+  if (env && std::filesystem::exists(env)) return loadBodyModel(env);
+  std::fprintf(stderr, "armature-bench: synthesising the default avatar (pass --model to skip)\n");
+  return synthesizeBodyModel({0});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
+  cli.require_subcommand(1);
+  std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath;
+  bool backward = false;
+  int iters = 50;
+  double peakBandwidth = 3.0e12, peakFlops = 51e12;
+  auto* skin = cli.add_subcommand("skinning", "body skinning forward (and --backward)");
+  skin->add_option("--backend", backendName, "cuda | vulkan | cpu");
+  skin->add_option("--batch", batches, "comma-separated batch sizes");
+  skin->add_flag("--backward", backward, "time forward + backward");
+  skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
+  auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
+  axpy->add_option("--backend", backendName, "cuda | vulkan");
+  for (auto* c : {skin, axpy}) {
+    c->add_option("--json", jsonPath, "write the results as JSON");
+    c->add_option("--iters", iters, "timed calls per row (after warm-up)");
+    c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
+    c->add_option("--peak-flops", peakFlops, "FLOP/s used for the floor (default: H100 fp32, 51e12)");
+  }
+  CLI11_PARSE(cli, argc, argv);
+  std::vector<Row> rows;
+  try {
+    Backend backend = parseBackend(backendName);
+    if (backend == Backend::Cuda)
+      if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
+    std::unique_ptr<vk::Context> ctx;
+    if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
+
+    if (*axpy) {
+      size_t n = size_t(1) << 26;
+      Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
+      std::vector<float> x(n, 1.0f), y(n, 2.0f);
+      if (backend == Backend::Cuda) {
+        auto dx = cuda::DeviceMemory::from(x), dy = cuda::DeviceMemory::from(y);
+        std::tie(r.medianMs, r.minMs) = timeCuda([&](const cuda::Stream& s) { cuda::axpy(0.5f, dx.as<float>(), dy.as<float>(), n, s); }, iters);
+      } else if (backend == Backend::Vulkan) {
+        auto bx = vk::makeStorageBuffer<float>(*ctx, x), by = vk::makeStorageBuffer<float>(*ctx, y);
+        std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
+      } else {
+        throw Error("axpy benchmark: cuda or vulkan");
+      }
+      rows.push_back(r);
+    }
+
+    if (*skin) {
+      BodyModel model = loadModel(modelPath);
+      const uint32_t S = 10, E = 10;
+      std::mt19937_64 rng(42);
+      std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+      auto tables = buildSkinningTables(model, S, E);
+      double V3 = model.vertexCount * 3.0, F = tables.featureCount + tables.coefCount();
+      double nnz = double(tables.weightValue.size()), J = model.jointCount;
+      for (uint32_t B : parseList(batches)) {
+        std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
+        for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
+        Row r{"skinning", backendName, backward ? "forward+backward" : "forward", B, 0, 0, 0, 0};
+        // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
+        // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
+        r.bytes = F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
+        r.flops = 2.0 * B * F * V3 + B * (nnz * 24 + model.vertexCount * 18.0);
+        if (backward) {
+          r.bytes += F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
+          r.flops += 2.0 * B * F * V3 + B * (nnz * 48 + model.vertexCount * 18.0);
+        }
+        if (backend == Backend::Cuda) {
+          cuda::Skinning gpu(model, S, E, B);
+          auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
+               dt = cuda::DeviceMemory::from(transl);
+          cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);
+          std::vector<float> gv(size_t(B) * size_t(V3), 0.01f);
+          auto dgv = cuda::DeviceMemory::from(gv);
+          cuda::DeviceMemory gp(pose.size() * 4), gb(betas.size() * 4), ge(expr.size() * 4), gt(transl.size() * 4);
+          cuda::SkinningInputs in{dp.as<float>(), db.as<float>(), de.as<float>(), dt.as<float>()};
+          cuda::SkinningGrads g{gp.as<float>(), gb.as<float>(), ge.as<float>(), gt.as<float>()};
+          std::tie(r.medianMs, r.minMs) = timeCuda(
+              [&](const cuda::Stream& s) {
+                gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
+                if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
+              },
+              iters);
+        } else if (backend == Backend::Vulkan) {
+          if (backward) throw Error("skinning backward runs on CUDA and the CPU reference; Vulkan has the forward");
+          SkinningVk gpu(*ctx, model, S, E, B);
+          auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
+               be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
+          vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage), joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
+          std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd) { gpu.forward(cmd, B, bp, bb, be, bt, verts, joints); }, iters);
+        } else {
+          BodyParams p = BodyParams::zeros(model, B, S, E);
+          std::copy(pose.begin(), pose.end(), p.pose.begin());
+          std::copy(betas.begin(), betas.end(), p.betas.begin());
+          std::copy(expr.begin(), expr.end(), p.expression.begin());
+          std::copy(transl.begin(), transl.end(), p.transl.begin());
+          std::vector<double> ms;
+          for (int i = 0; i < std::max(1, std::min(iters, 3)); ++i) {
+            auto t0 = std::chrono::steady_clock::now();
+            auto o = bodyForwardRef(model, p);
+            if (backward) bodyBackwardRef(model, p, std::vector<double>(o.vertices.size(), 0.01), {});
+            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+          }
+          r.medianMs = median(ms);
+          r.minMs = *std::min_element(ms.begin(), ms.end());
+        }
+        rows.push_back(r);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "armature-bench: %s\n", e.what());
+    return 1;
+  }
+
+  std::printf("%-9s %-7s %-17s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms", "min_ms",
+              "GB/s", "GFLOP/s", "floor_ms", "x_floor");
+  std::ostringstream json;
+  json << "{\n  \"peak_bandwidth_bytes_per_s\": " << peakBandwidth << ",\n  \"peak_flops\": " << peakFlops << ",\n  \"results\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto& r = rows[i];
+    double floorMs = std::max(r.bytes / peakBandwidth, r.flops / peakFlops) * 1e3;
+    double gbs = r.bytes / (r.medianMs * 1e-3) / 1e9, gfs = r.flops / (r.medianMs * 1e-3) / 1e9;
+    std::printf("%-9s %-7s %-17s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
+                r.variant.c_str(), r.batch, r.medianMs, r.minMs, gbs, gfs, floorMs, r.medianMs / floorMs);
+    json << "    {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"variant\": \"" << r.variant
+         << "\", \"batch\": " << r.batch << ", \"median_ms\": " << r.medianMs << ", \"min_ms\": " << r.minMs
+         << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops << ", \"gb_per_s\": " << gbs
+         << ", \"gflop_per_s\": " << gfs << ", \"floor_ms\": " << floorMs << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  json << "  ]\n}\n";
+  if (!jsonPath.empty()) std::ofstream(jsonPath) << json.str();
+  return 0;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Run on the GPU machine from the repository root with .gl and .bundle carried (see ../shared/DEVICE.md):
+# the bundle's tests, compute-sanitizer on the CUDA tests, and the benchmarks. Logs go to $OUT.
+set -uo pipefail
+final=${OUT:-/tmp/armature-out}; out=$(mktemp -d); mkdir -p "$final"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+b=$PWD/.bundle
+export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  "$b/bin/armature" info
+} >"$out/info.log" 2>&1
+LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?
+san=""
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for t in axpy_test skinning_test; do
+    VK_LAYER_PATH=$b/layers compute-sanitizer --tool memcheck --error-exitcode 9 "$b/bin/$t" --gtest_filter='*Cuda*' \
+      >"$out/sanitizer_$t.log" 2>&1
+    san="$san $t:rc=$?($(grep -o 'ERROR SUMMARY: [0-9]* error' "$out/sanitizer_$t.log" | tail -1))"
+  done
+fi
+bench=$b/bin/armature-bench
+{
+  $bench axpy --backend cuda --json "$out/bench_axpy_cuda.json"
+  $bench axpy --backend vulkan --json "$out/bench_axpy_vulkan.json"
+  $bench skinning --backend cuda --batch 1,32,512,4096 --json "$out/bench_skin_cuda_fwd.json"
+  $bench skinning --backend cuda --batch 1,32,512,4096 --backward --json "$out/bench_skin_cuda_bwd.json"
+  $bench skinning --backend vulkan --batch 1,32,512 --json "$out/bench_skin_vk_fwd.json"
+  ${EXTRA_BENCH:-true}
+} >"$out/bench.log" 2>&1
+# At most 8 files come back: the summaries, and everything else in one archive.
+cp "$out/info.log" "$out/tests.log" "$out/bench.log" "$final/"
+tar czf "$final/logs.tgz" -C "$out" .
+cat "$out/info.log" | head -20
+cat "$out/tests.log" | tail -15
+echo "sanitizer:$san"
+grep -E "^(op|axpy|skinning)" "$out/bench.log"
+exit $tests_rc
