@@ -22,7 +22,7 @@ done | sort -u | while read -r lib; do cp -L "$lib" "$out/lib/"; done
 # which NVIDIA's Vulkan driver needs to create an instance.
 for lib in libvulkan.so.1 libEGL.so.1 libGLdispatch.so.0; do
   p=$(ldconfig -p | awk -v l="$lib" '$1==l && /x86-64/{print $NF; exit}')
-  [ -n "$p" ] && cp -L "$p" "$out/lib/"
+  if [ -n "$p" ]; then cp -L "$p" "$out/lib/"; else echo "bundle: $lib not found here; the target machine must provide it"; fi
 done
 cp -L /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$out/layers/"
 # A bare library name would be looked up on the system paths; "./" makes it relative to the JSON file.
