@@ -1,5 +1,6 @@
 #pragma once
 // Small random body models (any joint count, random trees) for gradient checks and GPU comparisons.
+#include <algorithm>
 #include <random>
 
 #include "armature/body/body_model.h"
