@@ -275,6 +275,22 @@ TEST(BodyModelFile, CorruptArchivesAndPicklesGiveClearErrors) {
   EXPECT_THROW(loadBodyModel(tempPath("does_not_exist.npz")), Error);
 }
 
+TEST(BodyModelFile, ReadsDeflatedAndFortranOrderArchives) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(20, 5, 4, 0, rng);
+  for (auto& x : m.vTemplate) x = double(float(x));
+  auto arrays = bodyModelToNpz(m);
+  std::string path = tempPath("deflated.npz");
+  writeNpz(path, arrays, /*deflate=*/true);
+  EXPECT_EQ(loadBodyModel(path).vTemplate, m.vTemplate);
+  // Fortran-order arrays inside an archive (numpy writes them for transposed arrays).
+  NpzArchive npz = readNpz(path);
+  auto fortran = encodeNpy(arrays["weights"], /*fortran=*/true);
+  npz["weights"] = parseNpy(fortran.data(), fortran.size(), "weights");
+  EXPECT_EQ(bodyModelFromNpz(npz, "mixed").weights, loadBodyModel(path).weights);
+  std::filesystem::remove(path);
+}
+
 TEST(BodyModelFile, LoadsSmplAndSmplhLayouts) {
   std::mt19937_64 rng(::armature::test::rng()());
   for (uint32_t J : {24u, 52u}) {

@@ -231,7 +231,7 @@ std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
   return out;
 }
 
-void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays) {
+void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays, bool deflate) {
   int errorCode = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &errorCode);
   if (!z) {
@@ -254,7 +254,7 @@ void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& ar
       zip_discard(z);
       throw Error(path + ": cannot add '" + key + "': " + msg);
     }
-    zip_set_file_compression(z, zip_uint64_t(idx), ZIP_CM_STORE, 0);
+    zip_set_file_compression(z, zip_uint64_t(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
   }
   if (zip_close(z) != 0) {
     std::string msg = zip_strerror(z);

@@ -178,9 +178,14 @@ std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion) {
 
 Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage) {
   loadVulkan();
-  createInstance(options);
-  pickDevice(options.swapchain);
-  createDevice(options);
+  try {
+    createInstance(options);
+    pickDevice(options.swapchain);
+    createDevice(options);
+  } catch (...) {
+    destroy();  // a half-built context frees what it created
+    throw;
+  }
 }
 
 void Context::createInstance(const ContextOptions& options) {
@@ -216,7 +221,9 @@ void Context::createInstance(const ContextOptions& options) {
   ci.ppEnabledExtensionNames = exts.data();
   VkResult r = vkCreateInstance(&ci, nullptr, &m_instance);
   if (r != VK_SUCCESS) throw Error("vkCreateInstance failed: " + resultName(r) + " (is a Vulkan driver installed?)");
-  volkLoadInstanceOnly(m_instance);
+  // Instance and device functions through the loader's trampolines, which dispatch on the handle: volk's table
+  // is process-global, and several contexts (tests, tools) must not overwrite each other's device pointers.
+  volkLoadInstance(m_instance);
 
   if (validation) {
     VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
@@ -226,6 +233,9 @@ void Context::createInstance(const ContextOptions& options) {
     mi.pfnUserCallback = debugCallback;
     mi.pUserData = this;
     VK_CHECK(vkCreateDebugUtilsMessengerEXT(m_instance, &mi, nullptr, &m_messenger));
+    // Instance-extension entry points differ per instance, and volk's table holds the latest instance's:
+    // keep our own for teardown.
+    m_destroyMessenger = vkDestroyDebugUtilsMessengerEXT;
   }
 }
 
@@ -307,7 +317,6 @@ void Context::createDevice(const ContextOptions& options) {
   dci.enabledExtensionCount = uint32_t(exts.size());
   dci.ppEnabledExtensionNames = exts.data();
   VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &m_device));
-  volkLoadDevice(m_device);
   vkGetDeviceQueue(m_device, m_queueFamily, 0, &m_queue);
 
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -318,7 +327,9 @@ void Context::createDevice(const ContextOptions& options) {
   VK_CHECK(vkCreateFence(m_device, &fci, nullptr, &m_oneShotFence));
 }
 
-Context::~Context() {
+Context::~Context() { destroy(); }
+
+void Context::destroy() {
   if (m_device) {
     vkDeviceWaitIdle(m_device);
     for (auto& [key, p] : m_programs) {
@@ -330,8 +341,11 @@ Context::~Context() {
     vkDestroyCommandPool(m_device, m_oneShotPool, nullptr);
     vkDestroyDevice(m_device, nullptr);
   }
-  if (m_messenger) vkDestroyDebugUtilsMessengerEXT(m_instance, m_messenger, nullptr);
+  if (m_messenger) m_destroyMessenger(m_instance, m_messenger, nullptr);
   if (m_instance) vkDestroyInstance(m_instance, nullptr);
+  m_device = VK_NULL_HANDLE;
+  m_messenger = VK_NULL_HANDLE;
+  m_instance = VK_NULL_HANDLE;
 }
 
 uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {

@@ -30,8 +30,8 @@ struct NpyWrite {
   NpyType type = NpyType::F32;
   std::vector<double> values;  // C order
 };
-// Writes an .npz with stored (uncompressed) entries, C order.
-void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays);
+// Writes an .npz in C order, entries stored (as numpy.savez) or deflated (as numpy.savez_compressed).
+void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays, bool deflate = false);
 // One .npy file's bytes (header + data); `fortran` writes Fortran order (for tests of the reader).
 std::vector<uint8_t> encodeNpy(const NpyWrite& array, bool fortran = false);
 

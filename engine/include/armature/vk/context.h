@@ -121,9 +121,11 @@ class Context {
   void createInstance(const ContextOptions& options);
   void pickDevice(bool needPresent);
   void createDevice(const ContextOptions& options);
+  void destroy();
 
   VkInstance m_instance = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT m_messenger = VK_NULL_HANDLE;
+  PFN_vkDestroyDebugUtilsMessengerEXT m_destroyMessenger = nullptr;
   MessageHandler m_onMessage;
   uint32_t m_messageCount = 0;
   uint32_t m_instanceVersion = 0;
