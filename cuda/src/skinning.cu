@@ -235,20 +235,25 @@ __global__ void skinnyGemmTransKernel(int M, int N, int K, const float* __restri
   if (threadIdx.x < M) C[size_t(threadIdx.x) * N + n] = red[threadIdx.x][0];
 }
 
-// (3) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
-__global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, const float* __restrict__ transforms,
-                                  const float* __restrict__ transl, float* __restrict__ out) {
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  if (i >= size_t(d.B) * d.V) return;
-  int b = int(i / d.V), v = int(i % d.V);
-  const float* A = transforms + size_t(b) * d.J * 12;
-  float T[12] = {};
+// T = Σ_j w_vj A_j over the vertex's sparse weights (A: one item's J×12 transforms).
+__device__ void blendTransforms(const Tables& t, const float* __restrict__ A, int v, float T[12]) {
+  for (int q = 0; q < 12; ++q) T[q] = 0;
   for (uint32_t e = t.weightStart[v]; e < t.weightStart[v + 1]; ++e) {
     float w = t.weightValue[e];
     const float* Aj = A + t.weightJoint[e] * 12;
 #pragma unroll
     for (int q = 0; q < 12; ++q) T[q] += w * __ldg(Aj + q);
   }
+}
+
+// (3) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
+__global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, const float* __restrict__ transforms,
+                                  const float* __restrict__ transl, float* __restrict__ out) {
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= size_t(d.B) * d.V) return;
+  int b = int(i / d.V), v = int(i % d.V);
+  float T[12];
+  blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
   const float* p = vPosed + i * 3;
   float x = p[0], y = p[1], z = p[2];
   for (int r = 0; r < 3; ++r) out[i * 3 + r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[b * 3 + r];
@@ -260,13 +265,8 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= size_t(d.B) * d.V) return;
   int b = int(i / d.V), v = int(i % d.V);
-  const float* A = transforms + size_t(b) * d.J * 12;
-  float T[12] = {};
-  for (uint32_t e = t.weightStart[v]; e < t.weightStart[v + 1]; ++e) {
-    float w = t.weightValue[e];
-    const float* Aj = A + t.weightJoint[e] * 12;
-    for (int q = 0; q < 12; ++q) T[q] += w * __ldg(Aj + q);
-  }
+  float T[12];
+  blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
   const float* g = gradV + i * 3;
   for (int c = 0; c < 3; ++c) gradVPosed[i * 3 + c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
 }

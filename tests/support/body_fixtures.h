@@ -32,28 +32,22 @@ inline BodyModel randomBodyModel(uint32_t V, uint32_t J, uint32_t S, uint32_t E,
   if (shuffled) std::shuffle(label.begin(), label.end(), rng);
   m.parents.assign(J, -1);
   for (uint32_t j = 0; j < J; ++j) m.parents[label[j]] = parents[j] < 0 ? -1 : int32_t(label[size_t(parents[j])]);
-  m.jRegressor.assign(J * V, 0);
-  for (uint32_t j = 0; j < J; ++j) {
-    double sum = 0;
-    for (int k = 0; k < 4; ++k) {
-      uint32_t v = uint32_t(rng() % V);
-      double w = pos(rng) + 0.1;
-      m.jRegressor[j * V + v] += w;
-      sum += w;
+  // Rows × cols, up to 4 positive entries per row summing to 1 (regressor rows, weight rows).
+  auto sparseRows = [&](uint32_t rows, uint32_t cols, double floor) {
+    std::vector<double> out(size_t(rows) * cols, 0);
+    for (uint32_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        double w = pos(rng) + floor;
+        out[size_t(r) * cols + rng() % cols] += w;
+        sum += w;
+      }
+      for (uint32_t c = 0; c < cols; ++c) out[size_t(r) * cols + c] /= sum;
     }
-    for (uint32_t v = 0; v < V; ++v) m.jRegressor[j * V + v] /= sum;
-  }
-  m.weights.assign(V * J, 0);
-  for (uint32_t v = 0; v < V; ++v) {
-    double sum = 0;
-    for (int k = 0; k < 4; ++k) {
-      uint32_t j = uint32_t(rng() % J);
-      double w = pos(rng) + 0.05;
-      m.weights[v * J + j] += w;
-      sum += w;
-    }
-    for (uint32_t j = 0; j < J; ++j) m.weights[v * J + j] /= sum;
-  }
+    return out;
+  };
+  m.jRegressor = sparseRows(J, V, 0.1);
+  m.weights = sparseRows(V, J, 0.05);
   for (uint32_t j = 0; j < J; ++j) m.jointNames.push_back("joint_" + std::to_string(j));
   return m;
 }

@@ -94,6 +94,17 @@ Posed pose(const BodyModel& m, const BodyParams& p, uint32_t b, const std::vecto
   return s;
 }
 
+// T_v = Σ_j w_vj A_j: the vertex's skinning transform (row-major 3x4).
+std::array<double, 12> blendedTransform(const BodyModel& m, const Posed& s, size_t v) {
+  std::array<double, 12> T{};
+  for (size_t j = 0; j < m.jointCount; ++j) {
+    double w = m.weights[v * m.jointCount + j];
+    if (w == 0) continue;
+    for (int e = 0; e < 12; ++e) T[size_t(e)] += w * s.a[j * 12 + size_t(e)];
+  }
+  return T;
+}
+
 }  // namespace
 
 std::array<double, 9> rodrigues(const double r[3]) {
@@ -175,12 +186,7 @@ BodyOutput bodyForwardRef(const BodyModel& m, const BodyParams& p) {
     for (size_t j = 0; j < J; ++j)
       for (int k = 0; k < 3; ++k) out.joints[(b * J + j) * 3 + k] = s.globalT[j * 3 + k] + tr[k];
     for (size_t v = 0; v < V; ++v) {
-      double T[12] = {};
-      for (size_t j = 0; j < J; ++j) {
-        double w = m.weights[v * J + j];
-        if (w == 0) continue;
-        for (int e = 0; e < 12; ++e) T[e] += w * s.a[j * 12 + e];
-      }
+      auto T = blendedTransform(m, s, v);
       const double* x = &s.vPosed[v * 3];
       for (int r = 0; r < 3; ++r)
         out.vertices[(b * V + v) * 3 + r] = T[r * 4] * x[0] + T[r * 4 + 1] * x[1] + T[r * 4 + 2] * x[2] + T[r * 4 + 3] + tr[r];
@@ -213,12 +219,7 @@ BodyGrads bodyBackwardRef(const BodyModel& m, const BodyParams& p, const std::ve
       for (size_t v = 0; v < V; ++v) {
         const double* gv = &gradVertices[(b * V + v) * 3];
         for (int k = 0; k < 3; ++k) g.transl[b * 3 + k] += gv[k];
-        double T[12] = {};
-        for (size_t j = 0; j < J; ++j) {
-          double w = m.weights[v * J + j];
-          if (w == 0) continue;
-          for (int e = 0; e < 12; ++e) T[e] += w * s.a[j * 12 + e];
-        }
+        auto T = blendedTransform(m, s, v);
         const double* x = &s.vPosed[v * 3];
         for (int c = 0; c < 3; ++c) gVPosed[v * 3 + c] = T[c] * gv[0] + T[4 + c] * gv[1] + T[8 + c] * gv[2];
         double xh[4] = {x[0], x[1], x[2], 1};
