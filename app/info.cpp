@@ -4,6 +4,9 @@
 
 #include "armature/cuda/runtime.h"
 #include "armature/vk/context.h"
+#ifdef ARMATURE_HAS_INTEROP
+#include "armature/interop/interop.h"
+#endif
 
 namespace armature::app {
 
@@ -39,6 +42,11 @@ int runInfo() {
     }
     std::printf("  chosen device     %s%s\n", ctx.info().name.c_str(),
                 ctx.info().isCpu() ? " (a CPU device: correct but slow)" : "");
+#ifdef ARMATURE_HAS_INTEROP
+    std::printf("  CUDA interop      %s\n", interop::describe(interop::probe(ctx)).c_str());
+#else
+    std::printf("  CUDA interop      not built (needs ARMATURE_CUDA=ON)\n");
+#endif
   } catch (const std::exception& e) {
     std::printf("  unavailable: %s\n", e.what());
     status = 1;

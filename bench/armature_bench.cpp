@@ -18,21 +18,14 @@
 #include "armature/ops/axpy.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/timer.h"
+#include "bench/bench.h"
 
 using namespace armature;
 
 namespace {
 
-struct Row {
-  std::string op, backend, variant;
-  uint32_t batch = 0;
-  double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
+using bench::Row;
 
 // Times `call` with CUDA events around each call (after warm-up): median and min in ms.
 std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)>& call, int iters) {
@@ -74,14 +67,6 @@ std::vector<uint32_t> parseList(const std::string& s) {
   return out;
 }
 
-BodyModel loadModel(const std::string& path) {
-  if (!path.empty()) return loadBodyModel(path);
-  const char* env = std::getenv("ARMATURE_DEFAULT_MODEL");
-  if (env && std::filesystem::exists(env)) return loadBodyModel(env);
-  std::fprintf(stderr, "armature-bench: synthesising the default avatar (pass --model to skip)\n");
-  return synthesizeBodyModel({0});
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +83,8 @@ int main(int argc, char** argv) {
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");
-  for (auto* c : {skin, axpy}) {
+  auto* interopCmd = cli.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
+  for (auto* c : {skin, axpy, interopCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON");
     c->add_option("--iters", iters, "timed calls per row (after warm-up)");
     c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
@@ -108,10 +94,19 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   try {
     Backend backend = parseBackend(backendName);
-    if (backend == Backend::Cuda)
+    if (backend == Backend::Cuda && !*interopCmd)
       if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
     std::unique_ptr<vk::Context> ctx;
-    if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
+    if (backend == Backend::Vulkan && !*interopCmd) ctx = std::make_unique<vk::Context>();
+
+    if (*interopCmd) {
+#ifdef ARMATURE_HAS_INTEROP
+      if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
+      bench::runInterop(rows, iters);
+#else
+      throw Error("this build has no interop (configure with ARMATURE_CUDA=ON)");
+#endif
+    }
 
     if (*axpy) {
       size_t n = size_t(1) << 26;
@@ -130,7 +125,7 @@ int main(int argc, char** argv) {
     }
 
     if (*skin) {
-      BodyModel model = loadModel(modelPath);
+      BodyModel model = bench::loadDefaultModel(modelPath);
       const uint32_t S = 10, E = 10;
       std::mt19937_64 rng(42);
       std::uniform_real_distribution<float> u(-0.5f, 0.5f);

@@ -11,6 +11,7 @@ bool compiled() { return false; }
 std::optional<std::string> unavailableReason() { return std::string("this build has no CUDA backend (ARMATURE_CUDA=OFF)"); }
 RuntimeInfo queryRuntime() { return RuntimeInfo{0, 0, {}, "this build has no CUDA backend (ARMATURE_CUDA=OFF)"}; }
 void setDevice(int) { notBuilt(); }
+std::pair<size_t, size_t> memoryInfo() { notBuilt(); }
 Stream::Stream() { notBuilt(); }
 Stream::~Stream() = default;
 void Stream::synchronize() { notBuilt(); }
@@ -37,4 +38,12 @@ void Skinning::backward(uint32_t, const float*, const float*, const SkinningGrad
 uint32_t Skinning::vertexCount() const { notBuilt(); }
 uint32_t Skinning::jointCount() const { notBuilt(); }
 size_t Skinning::deviceBytes() const { notBuilt(); }
+}  // namespace armature::cuda
+
+#include "armature/cuda/diagnostics.h"
+namespace armature::cuda {
+void fillPattern(void*, size_t, uint32_t, const Stream&) { notBuilt(); }
+void countPatternMismatches(const void*, size_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
+void incrementCounter(uint32_t*, uint32_t, const Stream&) { notBuilt(); }
+void emptyKernel(const Stream&) { notBuilt(); }
 }  // namespace armature::cuda

@@ -48,6 +48,12 @@ RuntimeInfo queryRuntime() {
 
 void setDevice(int index) { CUDA_CHECK(cudaSetDevice(index)); }
 
+std::pair<size_t, size_t> memoryInfo() {
+  size_t freeBytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
+  return {freeBytes, total};
+}
+
 Stream::Stream() {
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -6,8 +6,14 @@
 #define ARM_SHARED_STRUCT(name) struct name
 typedef uint32_t uint;
 #define ARM_CONST constexpr
+#ifdef __CUDACC__
+#define ARM_FN __host__ __device__ inline
+#else
+#define ARM_FN inline
+#endif
 #else
 #define ARM_SHARED_STRUCT(name) struct name
 #define ARM_CONST const
+#define ARM_FN
 #endif
 #endif

@@ -396,7 +396,31 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   return m_programs.emplace(spirv.words, p).first->second;
 }
 
-void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs) {
+void Context::submit(VkCommandBuffer cmd, const std::vector<TimelineValue>& waits,
+                     const std::vector<TimelineValue>& signals, VkFence fence) {
+  std::vector<VkSemaphore> waitSems, signalSems;
+  std::vector<uint64_t> waitValues, signalValues;
+  std::vector<VkPipelineStageFlags> stages(waits.size(), VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+  for (auto& w : waits) waitSems.push_back(w.semaphore), waitValues.push_back(w.value);
+  for (auto& g : signals) signalSems.push_back(g.semaphore), signalValues.push_back(g.value);
+  VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  ti.waitSemaphoreValueCount = uint32_t(waitValues.size());
+  ti.pWaitSemaphoreValues = waitValues.data();
+  ti.signalSemaphoreValueCount = uint32_t(signalValues.size());
+  ti.pSignalSemaphoreValues = signalValues.data();
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ti};
+  si.waitSemaphoreCount = uint32_t(waitSems.size());
+  si.pWaitSemaphores = waitSems.data();
+  si.pWaitDstStageMask = stages.data();
+  si.commandBufferCount = cmd ? 1 : 0;
+  si.pCommandBuffers = &cmd;
+  si.signalSemaphoreCount = uint32_t(signalSems.size());
+  si.pSignalSemaphores = signalSems.data();
+  VK_CHECK(vkQueueSubmit(m_queue, 1, &si, fence));
+}
+
+void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs,
+                            const std::vector<TimelineValue>& waits, const std::vector<TimelineValue>& signals) {
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = m_oneShotPool;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -412,11 +436,8 @@ void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, 
   VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
   record(cmd);
   VK_CHECK(vkEndCommandBuffer(cmd));
-  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cmd;
   VK_CHECK(vkResetFences(m_device, 1, &m_oneShotFence));
-  VK_CHECK(vkQueueSubmit(m_queue, 1, &si, m_oneShotFence));
+  submit(cmd, waits, signals, m_oneShotFence);
   VkResult r = vkWaitForFences(m_device, 1, &m_oneShotFence, VK_TRUE, timeoutNs);
   if (r == VK_TIMEOUT) throw Error("GPU work did not finish within " + std::to_string(timeoutNs / 1000000) + " ms");
   VK_CHECK(r);

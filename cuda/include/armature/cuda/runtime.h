@@ -33,6 +33,9 @@ struct RuntimeInfo {
 };
 RuntimeInfo queryRuntime();
 
+// Free and total bytes of the current device.
+std::pair<size_t, size_t> memoryInfo();
+
 // Makes `index` the current device of the calling thread.
 void setDevice(int index);
 

@@ -85,6 +85,11 @@ struct ComputeProgram {
   uint32_t pushSize = 0;
 };
 
+struct TimelineValue {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+};
+
 struct BufferView {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0;
@@ -114,8 +119,14 @@ class Context {
   const ComputeProgram& program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize);
 
   // Records with `record` into a fresh command buffer, submits, and waits with a finite timeout
-  // (a GPU hang becomes an armature::Error, never a hung process).
-  void submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs = 60'000'000'000ull);
+  // (a GPU hang becomes an armature::Error, never a hung process). The submission may wait for and signal
+  // timeline semaphore values.
+  void submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs = 60'000'000'000ull,
+                     const std::vector<TimelineValue>& waits = {}, const std::vector<TimelineValue>& signals = {});
+  // Submits a recorded command buffer without waiting: it starts when every `waits` value is reached and
+  // signals every `signals` value (and `fence`) when done.
+  void submit(VkCommandBuffer cmd, const std::vector<TimelineValue>& waits, const std::vector<TimelineValue>& signals,
+              VkFence fence = VK_NULL_HANDLE);
 
  private:
   void createInstance(const ContextOptions& options);

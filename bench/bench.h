@@ -1,0 +1,38 @@
+#pragma once
+// Shared pieces of armature-bench.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "armature/body/synth.h"
+
+namespace armature::bench {
+
+struct Row {
+  std::string op, backend, variant;
+  uint32_t batch = 0;
+  double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+// --model, else the build's default avatar (ARMATURE_DEFAULT_MODEL), else a fresh synthesis.
+inline BodyModel loadDefaultModel(const std::string& path) {
+  if (!path.empty()) return loadBodyModel(path);
+  const char* env = std::getenv("ARMATURE_DEFAULT_MODEL");
+  if (env && std::filesystem::exists(env)) return loadBodyModel(env);
+  std::fprintf(stderr, "armature-bench: synthesising the default avatar (pass --model to skip)\n");
+  return synthesizeBodyModel({0});
+}
+
+// Interop rows (needs a CUDA build).
+void runInterop(std::vector<Row>& rows, int iters);
+
+}  // namespace armature::bench

@@ -1,0 +1,153 @@
+// armature-bench interop: what the hops between Vulkan and CUDA cost, and what the frame protocol
+// (interop/include/armature/interop/interop.h) achieves with frames in flight.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <cstdio>
+
+#include "armature/cuda/diagnostics.h"
+#include "armature/vk/buffer.h"
+#include "armature/cuda/skinning.h"
+#include "armature/interop/interop.h"
+#include "armature/shaders.h"
+#include "bench/bench.h"
+#include "shared/pattern_io.h"
+
+namespace armature::bench {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// A command buffer recorded once and submitted every frame.
+struct Recorded {
+  vk::Context& ctx;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  Recorded(vk::Context& c, const std::function<void(VkCommandBuffer)>& record) : ctx(c) {
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.queueFamilyIndex = ctx.queueFamily();
+    VK_CHECK(vkCreateCommandPool(ctx.device(), &pci, nullptr, &pool));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.commandBufferCount = 1;
+    VK_CHECK(vkAllocateCommandBuffers(ctx.device(), &ai, &cmd));
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
+    record(cmd);
+    VK_CHECK(vkEndCommandBuffer(cmd));
+  }
+  ~Recorded() { vkDestroyCommandPool(ctx.device(), pool, nullptr); }
+};
+}  // namespace
+
+void runInterop(std::vector<Row>& rows, int iters) {
+  vk::Context ctx;
+  auto support = interop::probe(ctx);
+  std::printf("interop: %s\n", interop::describe(support).c_str());
+  cuda::Stream stream;
+  for (interop::Path path : {interop::Path::ZeroCopy, interop::Path::Staging}) {
+    if (path == interop::Path::ZeroCopy && !support.zeroCopy) continue;
+    const char* name = path == interop::Path::ZeroCopy ? "zero-copy" : "staging";
+    interop::SharedTimeline timeline(ctx, path);
+    uint64_t t = timeline.value();
+
+    // 1. Round trip with nothing to do: Vulkan signals, CUDA waits + empty kernel + signals, the host waits.
+    {
+      std::vector<double> samples;
+      for (int i = 0; i < iters + 10; ++i) {
+        auto t0 = Clock::now();
+        ctx.submit(VK_NULL_HANDLE, {}, {{timeline.semaphore(), ++t}});
+        timeline.cudaWait(t, stream);
+        cuda::emptyKernel(stream);
+        timeline.cudaSignal(++t, stream);
+        timeline.hostWait(t);
+        if (i >= 10) samples.push_back(ms(Clock::now() - t0));
+      }
+      rows.push_back({"interop", name, "round trip (empty)", 1, median(samples), minOf(samples), 0, 0});
+    }
+
+    // 2. Delivering skinning-sized vertex buffers: CUDA writes N avatars' vertices, Vulkan reads them all.
+    for (uint32_t avatars : {1u, 1000u}) {
+      size_t bytes = size_t(avatars) * 10475 * 3 * 4;
+      interop::SharedBuffer buf(ctx, bytes, path);
+      vk::Buffer bad(ctx, 4, vk::kStorageUsage);
+      const auto& check = ctx.program(shaders::pattern_check, 2, sizeof(PatternPush));
+      Recorded consume(ctx, [&](VkCommandBuffer cmd) {
+        vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), bad.view()},
+                     PatternPush{uint32_t(bytes), 7});
+      });
+      std::vector<double> samples;
+      for (int i = 0; i < iters + 5; ++i) {
+        auto t0 = Clock::now();
+        ctx.submit(VK_NULL_HANDLE, {}, {{timeline.semaphore(), ++t}});
+        timeline.cudaWait(t, stream);
+        cuda::fillPattern(buf.cudaPointer(), bytes, 7, stream);
+        buf.toVulkan(stream);
+        timeline.cudaSignal(++t, stream);
+        ctx.submit(consume.cmd, {{timeline.semaphore(), t}}, {{timeline.semaphore(), t + 1}});
+        timeline.hostWait(++t);
+        if (i >= 5) samples.push_back(ms(Clock::now() - t0));
+      }
+      rows.push_back({"interop", name, "deliver " + std::to_string(avatars) + " avatar(s)", avatars, median(samples),
+                      minOf(samples), double(bytes) * 2, 0});
+    }
+
+    // 3. The frame protocol with K frames in flight: one avatar skinned by CUDA into slot f%K, consumed by a
+    //    Vulkan dispatch; the host waits only for frame f-K's completion before reusing its slot.
+    {
+      const int K = 3;
+      BodyModel model = loadDefaultModel("");
+      cuda::Skinning skin(model, 10, 10, 1);
+      std::vector<float> zeros(55 * 3, 0.f), coefs(10, 0.f), transl(3, 0.f);
+      auto pose = cuda::DeviceMemory::from(zeros), betas = cuda::DeviceMemory::from(coefs),
+           expr = cuda::DeviceMemory::from(coefs), tr = cuda::DeviceMemory::from(transl);
+      cuda::DeviceMemory joints(55 * 12);
+      std::vector<interop::SharedBuffer> slots;
+      std::vector<std::unique_ptr<Recorded>> consumers;
+      vk::Buffer bad(ctx, 4, vk::kStorageUsage);
+      const auto& check = ctx.program(shaders::pattern_check, 2, sizeof(PatternPush));
+      size_t bytes = size_t(model.vertexCount) * 12;
+      for (int k = 0; k < K; ++k) {
+        slots.emplace_back(ctx, bytes, path);
+        consumers.push_back(std::make_unique<Recorded>(ctx, [&](VkCommandBuffer cmd) {
+          vk::dispatch(cmd, check, vk::groupCount(bytes / 4, PATTERN_GROUP), {slots.back().view(), bad.view()},
+                       PatternPush{uint32_t(bytes), 1});
+        }));
+      }
+      vk::Buffer dummy(ctx, 4, vk::kStorageUsage);
+      std::vector<uint64_t> frameDone(K, 0);
+      const int frames = path == interop::Path::ZeroCopy ? 4000 : 500;
+      double blockedMs = 0;
+      auto t0 = Clock::now();
+      for (int f = 0; f < frames; ++f) {
+        int slot = f % K;
+        if (frameDone[slot]) {  // the only host wait: the slot's previous frame must be finished
+          auto w0 = Clock::now();
+          timeline.hostWait(frameDone[slot]);
+          blockedMs += ms(Clock::now() - w0);
+        }
+        ctx.submit(VK_NULL_HANDLE, {}, {{timeline.semaphore(), ++t}});  // slot free for CUDA
+        timeline.cudaWait(t, stream);
+        skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), tr.as<float>()},
+                     static_cast<float*>(slots[size_t(slot)].cudaPointer()), joints.as<float>(), stream);
+        slots[size_t(slot)].toVulkan(stream);
+        timeline.cudaSignal(++t, stream);  // vertices written
+        ctx.submit(consumers[size_t(slot)]->cmd, {{timeline.semaphore(), t}}, {{timeline.semaphore(), t + 1}});
+        frameDone[slot] = ++t;
+      }
+      timeline.hostWait(t, 60'000'000'000ull);
+      double total = ms(Clock::now() - t0);
+      Row r{"interop", name, "frames in flight K=3, 1 avatar", 1, total / frames, 0, 0, 0};
+      r.minMs = blockedMs / frames;  // reported as host-blocked ms per frame
+      rows.push_back(r);
+      std::printf("interop %s: %d frames in %.1f ms = %.0f frames/s; host blocked %.4f ms/frame on slot reuse\n", name,
+                  frames, total, frames / (total * 1e-3), blockedMs / frames);
+      stream.synchronize();
+      vkDeviceWaitIdle(ctx.device());
+    }
+  }
+}
+
+}  // namespace armature::bench
