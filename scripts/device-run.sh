@@ -27,6 +27,7 @@ bench=$b/bin/armature-bench
   $bench skinning --backend cuda --batch 1,32,512,4096 --json "$out/bench_skin_cuda_fwd.json"
   $bench skinning --backend cuda --batch 1,32,512,4096 --backward --json "$out/bench_skin_cuda_bwd.json"
   $bench skinning --backend vulkan --batch 1,32,512 --json "$out/bench_skin_vk_fwd.json"
+  $bench interop --iters 200 --json "$out/bench_interop.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
 # At most 8 files come back: the summaries, and everything else in one archive.
@@ -35,5 +36,5 @@ tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
 echo "sanitizer:$san"
-grep -E "^(op|axpy|skinning)" "$out/bench.log"
+grep -E "^(op|axpy|skinning|interop)" "$out/bench.log"
 exit $tests_rc
