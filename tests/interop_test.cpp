@@ -213,4 +213,44 @@ TEST_P(Interop, CreateDestroyLeaksNothing) {
   EXPECT_LE(freeBefore > freeAfter ? freeBefore - freeAfter : 0, size_t(4) << 20) << "GPU memory grew";
 }
 
+
+// The frame protocol orders CUDA's writes and Vulkan's reads of each slot: every frame writes its own pattern
+// into the slot it reuses every K frames, and Vulkan checks that frame's pattern. Without the waits, CUDA would
+// overwrite slots Vulkan has not read yet and the count of wrong bytes would not be zero.
+TEST_P(Interop, FrameRingOrdersWritesAndReads) {
+  const uint32_t frames = GetParam() == interop::Path::ZeroCopy ? 600 : 120;
+  const size_t bytes = 10475 * 12 + 3;
+  cuda::Stream stream;
+  interop::FrameRing ring(*m_ctx, bytes, 3, GetParam());
+  auto bad = counter();
+  const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.queueFamilyIndex = m_ctx->queueFamily();
+  VkCommandPool pool;
+  VK_CHECK(vkCreateCommandPool(m_ctx->device(), &pci, nullptr, &pool));
+  std::vector<VkCommandBuffer> cmds(frames);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.commandBufferCount = frames;
+  VK_CHECK(vkAllocateCommandBuffers(m_ctx->device(), &ai, cmds.data()));
+  for (uint32_t f = 0; f < frames; ++f) {
+    uint32_t slot = ring.beginFrame();
+    ring.cudaAcquire(stream);
+    cuda::fillPattern(ring.slot(slot).cudaPointer(), bytes, f * 7919u, stream);
+    ring.cudaRelease(stream);
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VK_CHECK(vkBeginCommandBuffer(cmds[f], &bi));
+    vk::dispatch(cmds[f], check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP), {ring.slot(slot).view(), bad->view()},
+                 PatternPush{uint32_t(bytes), f * 7919u});
+    vk::computeBarrier(cmds[f]);
+    VK_CHECK(vkEndCommandBuffer(cmds[f]));
+    m_ctx->submit(cmds[f], {ring.vulkanWait()}, {ring.vulkanSignal()});
+  }
+  ring.drain(60'000'000'000ull);
+  vkDeviceWaitIdle(m_ctx->device());
+  EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
+  EXPECT_EQ(ring.frame(), frames - 1);
+  vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Interop, ::testing::Values(interop::Path::ZeroCopy, interop::Path::Staging), pathName);

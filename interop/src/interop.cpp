@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -282,6 +283,40 @@ void SharedTimeline::hostWait(uint64_t value, uint64_t timeoutNs) const {
     throw Error("interop: timeline did not reach " + std::to_string(value) + " within " + std::to_string(timeoutNs / 1000000) +
                 " ms (it is at " + std::to_string(this->value()) + ")");
   VK_CHECK(r);
+}
+
+// ---- FrameRing -----------------------------------------------------------------------------------------------
+
+FrameRing::FrameRing(vk::Context& ctx, size_t slotBytes, uint32_t slots, Path path)
+    : m_ready(ctx, path), m_consumed(ctx, path) {
+  ARM_CHECK(slots >= 1 && slots <= 16, "FrameRing: %u slots; use 1..16", slots);
+  for (uint32_t i = 0; i < slots; ++i) m_slots.emplace_back(ctx, slotBytes, path);
+}
+
+uint32_t FrameRing::beginFrame() {
+  ++m_frame;
+  uint64_t K = m_slots.size();
+  if (m_frame >= 2 * K) {  // backpressure only: the GPU is 2K frames behind
+    auto t0 = std::chrono::steady_clock::now();
+    m_consumed.hostWait(m_frame + 1 - 2 * K);
+    m_blockedMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return uint32_t(m_frame % K);
+}
+
+void FrameRing::cudaAcquire(const cuda::Stream& stream) {
+  uint64_t K = m_slots.size();
+  if (m_frame >= K) m_consumed.cudaWait(m_frame + 1 - K, stream);
+  m_slots[m_frame % K].toCuda(stream);  // staging only; zero-copy: nothing
+}
+
+void FrameRing::cudaRelease(const cuda::Stream& stream) {
+  m_slots[m_frame % m_slots.size()].toVulkan(stream);  // staging only
+  m_ready.cudaSignal(m_frame + 1, stream);
+}
+
+void FrameRing::drain(uint64_t timeoutNs) {
+  if (m_frame != UINT64_MAX) m_consumed.hostWait(m_frame + 1, timeoutNs);
 }
 
 }  // namespace armature::interop

@@ -4,19 +4,20 @@
 // device's UUID, missing external-memory/semaphore extensions — lavapipe has no semaphore export —), the same
 // classes fall back to staging copies through pinned host memory and host-side waits, so callers never branch.
 //
-// Frame protocol (one timeline T, values only increase; K frames in flight, buffers indexed by frame % K):
-//   frame f, with base = 2f:
-//     Vulkan:  submit(signal T = base + 1)            — "the buffer of slot f%K is free for CUDA"
-//              (its wait on T = base - 2K + 2 — frame f-K's CUDA work done — is implied: see below)
-//     CUDA:    cudaWait(T = base + 1); kernels write slot f%K; cudaSignal(T = base + 2)
-//     Vulkan:  submit(wait T = base + 2; draw from slot f%K; signal the frame fence)
-//     host:    before recording frame f, wait for frame f-K's fence only (the slot it reuses): no wait inside a
-//              frame, K-1 frames of slack for the ~160 µs cross-API hops to overlap with other work.
-// Every wait is there for one reason: CUDA must not write a slot Vulkan still reads (base + 1), Vulkan must not
-// read a slot before CUDA wrote it (base + 2), the host must not re-record a slot in flight (fence f-K).
+// Frame protocol (FrameRing below): K slots, two shared timelines whose values only increase —
+// `ready` (signalled by CUDA: slot written) and `consumed` (signalled by Vulkan: slot read).
+//   frame f, slot f % K:
+//     CUDA:   wait consumed >= f + 1 - K   — the slot's previous reader (frame f-K) is done  [GPU-side wait]
+//             kernels write the slot; signal ready = f + 1
+//     Vulkan: submit(wait ready >= f + 1; read/draw the slot; signal consumed = f + 1)      [GPU-side wait]
+//     host:   waits only when it runs more than 2K frames ahead of the GPU (backpressure), never per hop.
+// Two timelines instead of one: with one, frame f+1's signals could not precede frame f's (values must
+// increase), so every frame's two ~160 µs cross-API hops would serialise; with two, frame f+1's CUDA work
+// overlaps frame f's hop back to Vulkan.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "armature/cuda/runtime.h"
 #include "armature/vk/context.h"
@@ -91,6 +92,34 @@ class SharedTimeline {
   bool m_zeroCopy = false;
   VkSemaphore m_semaphore = VK_NULL_HANDLE;
   void* m_extSemaphore = nullptr;  // cudaExternalSemaphore_t
+};
+
+// K slots of a shared buffer plus the two timelines of the frame protocol above.
+class FrameRing {
+ public:
+  FrameRing(vk::Context& ctx, size_t slotBytes, uint32_t slots = 3, Path path = Path::Auto);
+  uint32_t slotCount() const { return uint32_t(m_slots.size()); }
+  bool zeroCopy() const { return m_ready.zeroCopy(); }
+
+  // Starts the next frame and returns its slot. Blocks the host only beyond 2K frames of run-ahead.
+  uint32_t beginFrame();
+  SharedBuffer& slot(uint32_t i) { return m_slots[i]; }
+  // CUDA side of the frame, on `stream`: acquire before writing the slot, release after.
+  void cudaAcquire(const cuda::Stream& stream);
+  void cudaRelease(const cuda::Stream& stream);
+  // For the Vulkan submission that reads the slot: wait for this, signal that.
+  vk::TimelineValue vulkanWait() const { return {m_ready.semaphore(), m_frame + 1}; }
+  vk::TimelineValue vulkanSignal() const { return {m_consumed.semaphore(), m_frame + 1}; }
+  // Waits until every submitted frame has been consumed (teardown, tests).
+  void drain(uint64_t timeoutNs = 10'000'000'000ull);
+  uint64_t frame() const { return m_frame; }
+  double hostBlockedMs() const { return m_blockedMs; }  // total time beginFrame() waited
+
+ private:
+  std::vector<SharedBuffer> m_slots;
+  SharedTimeline m_ready, m_consumed;
+  uint64_t m_frame = UINT64_MAX;  // the current frame (none before the first beginFrame)
+  double m_blockedMs = 0;
 };
 
 }  // namespace armature::interop
