@@ -21,7 +21,7 @@ done | sort -u | while read -r lib; do cp -L "$lib" "$out/lib/"; done
 # Loaded at run time (dlopen), so ldd does not see them: the Vulkan loader (volk opens it) and GLVND's EGL,
 # which NVIDIA's Vulkan driver needs to create an instance.
 for lib in libvulkan.so.1 libEGL.so.1 libGLdispatch.so.0; do
-  p=$(ldconfig -p | awk -v l="$lib" '$1==l && /x86-64/{print $NF; exit}')
+  p=$(ldconfig -p | awk -v l="$lib" '$1==l && /x86-64/ && !found {print $NF; found=1}')  # no early exit: ldconfig would get SIGPIPE
   if [ -n "$p" ]; then cp -L "$p" "$out/lib/"; else echo "bundle: $lib not found here; the target machine must provide it"; fi
 done
 cp -L /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$out/layers/"
