@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "armature/cuda/diagnostics.h"
+#include "armature/cuda/skinning.h"
+#include "support/body_fixtures.h"
 #include "armature/interop/interop.h"
 #include "armature/shaders.h"
 #include "shared/pattern_io.h"
@@ -251,6 +253,42 @@ TEST_P(Interop, FrameRingOrdersWritesAndReads) {
   EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
   EXPECT_EQ(ring.frame(), frames - 1);
   vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
+}
+
+// The skinning forward writes the renderer's vertex buffer directly: CUDA into the shared buffer, Vulkan reads it
+// as a vertex/storage buffer after the timeline says so.
+TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(517, 55, 10, 10, rng);
+  const uint32_t B = 3;
+  BodyParams p = randomBodyParams(m, B, 10, 10, rng);
+  for (auto* v : {&p.pose, &p.betas, &p.expression, &p.transl})
+    for (auto& x : *v) x = double(float(x));
+  auto ref = bodyForwardRef(m, p);
+  cuda::Stream stream;
+  cuda::Skinning skin(m, 10, 10, B);
+  auto pose = cuda::DeviceMemory::from(cast<float>(p.pose)), betas = cuda::DeviceMemory::from(cast<float>(p.betas));
+  auto expr = cuda::DeviceMemory::from(cast<float>(p.expression)), transl = cuda::DeviceMemory::from(cast<float>(p.transl));
+  cuda::DeviceMemory joints(ref.joints.size() * 4);
+  interop::SharedBuffer verts(*m_ctx, ref.vertices.size() * 4, GetParam());
+  interop::SharedTimeline timeline(*m_ctx, GetParam());
+  m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
+    vkCmdFillBuffer(cmd, verts.buffer(), 0, VK_WHOLE_SIZE, nanBits());
+    vk::computeBarrier(cmd);
+  }, 60'000'000'000ull, {}, {{timeline.semaphore(), 1}});
+  timeline.cudaWait(1, stream);
+  verts.toCuda(stream);
+  skin.forward(B, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()},
+               static_cast<float*>(verts.cudaPointer()), joints.as<float>(), stream);
+  verts.toVulkan(stream);
+  timeline.cudaSignal(2, stream);
+  vk::Buffer host(*m_ctx, ref.vertices.size() * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
+    VkBufferCopy copy{0, 0, ref.vertices.size() * 4};
+    vkCmdCopyBuffer(cmd, verts.buffer(), host.handle(), 1, &copy);
+    vk::computeBarrier(cmd);
+  }, 60'000'000'000ull, {{timeline.semaphore(), 2}});
+  EXPECT_TRUE(allClose(host.download<float>(ref.vertices.size()), ref.vertices, Tol{5e-5, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Interop, ::testing::Values(interop::Path::ZeroCopy, interop::Path::Staging), pathName);

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
 // adds the slices in order, so the result stays deterministic.
 template <bool TransB>
 __global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A,
-                                                  const float* __restrict__ Bm, float* __restrict__ C,
+                                                  const float* __restrict__ Bm, int ldb, float* __restrict__ C,
                                                   const float* __restrict__ bias, int kChunk) {
   __shared__ float As[16][64 + 4], Bs[16][64 + 4];
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -144,11 +144,11 @@ __global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const flo
       As[kk][r] = (m < M && k < kEnd) ? A[size_t(m) * K + k] : 0.f;
       if (TransB) {
         int n = n0 + r;
-        Bs[kk][r] = (n < N && k < kEnd) ? Bm[size_t(n) * K + k] : 0.f;
+        Bs[kk][r] = (n < N && k < kEnd) ? Bm[size_t(n) * ldb + k] : 0.f;
       } else {
         int kr = i / 64, nc = i % 64;  // B: consecutive threads read consecutive n
         int kb = k0 + kr, n = n0 + nc;
-        Bs[kr][nc] = (n < N && kb < kEnd) ? Bm[size_t(kb) * N + n] : 0.f;
+        Bs[kr][nc] = (n < N && kb < kEnd) ? Bm[size_t(kb) * ldb + n] : 0.f;
       }
     }
     __syncthreads();
@@ -181,46 +181,57 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// (2, few items) C = A·B + bias for M ≤ 8. A block owns 32 columns; its 8 warps split K and add their partial
-// sums in a fixed order. The matrix is streamed once, each warp reading 128 contiguous bytes per k.
-constexpr int kSkinnyCols = 32, kSkinnySlices = 8;
+// (2, few items) C = A·B + bias for M ≤ 8. A block owns 128 columns, 4 per thread (16-byte loads from the
+// padded matrix, row stride ldb); its 8 warps split K and add their partial sums in a fixed order.
+constexpr int kSkinnyThreadsPerSlice = 32, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 8;
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
-                                                        const float* __restrict__ Bm, float* __restrict__ C,
+                                                        const float* __restrict__ Bm, int ldb, float* __restrict__ C,
                                                         const float* __restrict__ bias) {
-  extern __shared__ float a[];  // M×K, then the partial sums
+  extern __shared__ float a[];  // M×K, then one row of partial sums per slice
   for (int i = threadIdx.x; i < M * K; i += blockDim.x) a[i] = A[i];
   __syncthreads();
-  int tx = threadIdx.x % kSkinnyCols, slice = threadIdx.x / kSkinnyCols;
-  int n = blockIdx.x * kSkinnyCols + tx;
-  float acc[Rows] = {};
-  if (n < N)
+  int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
+  int n = blockIdx.x * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
+  float acc[Rows][4] = {};
+  if (n < N) {
+    const float4* B4 = reinterpret_cast<const float4*>(Bm) + n / 4;
+#pragma unroll 4
     for (int k = slice; k < K; k += kSkinnySlices) {
-      float bv = __ldg(Bm + size_t(k) * N + n);
+      float4 bv = __ldg(B4 + size_t(k) * (ldb / 4));
 #pragma unroll
       for (int r = 0; r < Rows; ++r)
-        if (r < M) acc[r] += a[r * K + k] * bv;
+        if (r < M) {
+          float x = a[r * K + k];
+          acc[r][0] += x * bv.x, acc[r][1] += x * bv.y, acc[r][2] += x * bv.z, acc[r][3] += x * bv.w;
+        }
     }
-  float* part = a + M * K;  // [slice][row][col]
-  for (int r = 0; r < M; ++r) part[(slice * Rows + r) * kSkinnyCols + tx] = acc[r];
-  __syncthreads();
-  if (slice == 0 && n < N)
-    for (int r = 0; r < M; ++r) {
-      float sum = bias[n];
-      for (int z = 0; z < kSkinnySlices; ++z) sum += part[(z * Rows + r) * kSkinnyCols + tx];
-      C[size_t(r) * N + n] = sum;
-    }
+  }
+  float* part = a + M * K;  // [slice][kSkinnyCols]
+  for (int r = 0; r < M; ++r) {
+    for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
+    __syncthreads();
+    if (slice == 0)
+      for (int c = 0; c < 4; ++c) {
+        int col = n + c;
+        if (col >= N) break;
+        float sum = bias[col];
+        for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
+        C[size_t(r) * N + col] = sum;
+      }
+    __syncthreads();
+  }
 }
 
 // (2ᵀ, few items) C = A·Bᵀ for M ≤ 8: one block per output column n, a fixed-order tree over K.
 template <int Rows>
 __global__ void skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ Bm,
-                                      float* __restrict__ C) {
+                                      int ldb, float* __restrict__ C) {
   __shared__ float red[Rows][256];
   int n = blockIdx.x;
   float acc[Rows] = {};
   for (int k = threadIdx.x; k < K; k += 256) {
-    float bv = Bm[size_t(n) * K + k];
+    float bv = Bm[size_t(n) * ldb + k];
 #pragma unroll
     for (int r = 0; r < Rows; ++r)
       if (r < M) acc[r] += A[size_t(r) * K + k] * bv;
@@ -393,6 +404,7 @@ struct Skinning::Impl {
       jointVertex, jointWeight, parents, order;
   DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, splitParts;
   int splitSlices = 1;
+  int blendStride = 0;  // row stride of the blend matrix on the device: V·3 rounded up to 4 (16-byte rows)
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   Tables tables() const {
@@ -404,12 +416,12 @@ struct Skinning::Impl {
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     int N = dims.V3(), K = dims.F();
     if (M <= 8) {
-      size_t shared = (size_t(M) * K + kSkinnySlices * 8 * kSkinnyCols) * sizeof(float);
-      skinnyGemmKernel<8><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), out,
-                                                                             vTemplate.as<float>());
+      size_t shared = (size_t(M) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
+      skinnyGemmKernel<8><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride,
+                                                                             out, vTemplate.as<float>());
     } else {
       dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), out, vTemplate.as<float>(), K);
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -417,7 +429,7 @@ struct Skinning::Impl {
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
     int N = dims.F(), K = dims.V3();
     if (M <= 8) {
-      skinnyGemmTransKernel<8><<<N, 256, 0, s>>>(M, N, K, G, blend.as<float>(), out);
+      skinnyGemmTransKernel<8><<<N, 256, 0, s>>>(M, N, K, G, blend.as<float>(), blendStride, out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works, then add the slices in order.
       dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64), 1);
@@ -425,7 +437,7 @@ struct Skinning::Impl {
       int kChunk = ((K + slices - 1) / slices + 15) / 16 * 16;
       slices = (K + kChunk - 1) / kChunk;
       grid.z = unsigned(slices);
-      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), slices > 1 ? splitParts.as<float>() : out,
+      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), blendStride, slices > 1 ? splitParts.as<float>() : out,
                                             nullptr, kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
@@ -450,7 +462,14 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
             maxBatch, need / 1048576.0, freeBytes / 1048576.0);
   m->vTemplate = DeviceMemory::from(h.vTemplate);
-  m->blend = DeviceMemory::from(h.blendMatrix);
+  {
+    size_t rows = h.featureCount + h.coefCount(), cols = size_t(h.vertexCount) * 3;
+    m->blendStride = int((cols + 3) / 4 * 4);
+    std::vector<float> padded(rows * size_t(m->blendStride), 0.f);
+    for (size_t r = 0; r < rows; ++r)
+      std::copy_n(h.blendMatrix.begin() + long(r * cols), cols, padded.begin() + long(r * size_t(m->blendStride)));
+    m->blend = DeviceMemory::from(padded);
+  }
   m->jointTemplate = DeviceMemory::from(h.jointTemplate);
   m->jointDirs = DeviceMemory::from(h.jointDirs.empty() ? std::vector<float>{0} : h.jointDirs);
   m->weightStart = DeviceMemory::from(h.weightStart);
