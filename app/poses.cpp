@@ -1,5 +1,7 @@
 #include "app/poses.h"
 
+#include <cmath>
+
 #include "armature/error.h"
 
 namespace armature::app {
@@ -65,6 +67,27 @@ BodyParams posePreset(const BodyModel& m, const std::string& name) {
   std::string all;
   for (auto& n : posePresetNames()) all += " " + n;
   throw Error("unknown pose preset '" + name + "' (known:" + all + ")");
+}
+
+void walkCycle(const BodyModel& m, double phase, double* pose) {
+  auto add = [&](const char* joint, double x, double y, double z) {
+    for (uint32_t j = 0; j < m.jointCount; ++j)
+      if (m.jointNames[j] == joint) {
+        pose[j * 3] += x, pose[j * 3 + 1] += y, pose[j * 3 + 2] += z;
+        return;
+      }
+  };
+  double s = std::sin(phase), c = std::cos(phase);
+  add("left_hip", -0.45 * s, 0, 0);
+  add("right_hip", 0.45 * s, 0, 0);
+  add("left_knee", 0.55 * std::max(0.0, c), 0, 0);
+  add("right_knee", 0.55 * std::max(0.0, -c), 0, 0);
+  add("left_shoulder", 0.35 * s, 0, 0);
+  add("right_shoulder", -0.35 * s, 0, 0);
+  add("left_elbow", 0, -0.3 - 0.15 * s, 0);
+  add("right_elbow", 0, 0.3 - 0.15 * s, 0);
+  add("spine2", 0, 0.08 * s, 0);
+  add("neck", 0, -0.06 * s, 0);
 }
 
 }  // namespace armature::app

@@ -10,4 +10,6 @@ namespace armature::app {
 const std::vector<std::string>& posePresetNames();
 // Batch-1 parameters for `name`; throws armature::Error listing the names for an unknown one.
 BodyParams posePreset(const BodyModel& model, const std::string& name);
+// Adds a looping walk cycle at `phase` (radians of the gait) to a (J,3) pose.
+void walkCycle(const BodyModel& model, double phase, double* pose);
 }  // namespace armature::app

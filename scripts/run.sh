@@ -8,10 +8,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BUILD_DIR:-$root/build}/bin
 if [ -x "$bin/armature-viewer" ]; then
   if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-    exec "$bin/armature-viewer" "$@"
+    rc=0; "$bin/armature-viewer" "$@" || rc=$?
+    [ $rc -eq 2 ] || exit $rc   # 2: this build has no window mode; fall through to headless
   fi
   out=${ARMATURE_SCREENSHOT:-$root/build/armature-headless.png}
-  echo "run.sh: no display; rendering headless to $out"
-  exec "$bin/armature-viewer" --headless --frames 60 --screenshot "$out" --profile "${out%.png}.json" "$@"
+  echo "run.sh: rendering headless to $out"
+  exec "$bin/armature-viewer" --headless --frames 60 --animate --screenshot "$out" --profile "${out%.png}.json" "$@"
 fi
 exec "$bin/armature" info

@@ -1,0 +1,63 @@
+#pragma once
+// The viewer's avatars: parameters for one posed avatar or a crowd, skinned each frame by the chosen backend into
+// a buffer the renderer draws from (CUDA: a shared buffer through interop; Vulkan: its compute path; CPU: the
+// double reference, uploaded).
+#include <memory>
+#include <string>
+
+#include "armature/backend.h"
+#include "armature/body/body_model.h"
+#include "armature/ops/skinning.h"
+#include "armature/vk/timer.h"
+
+namespace armature::app {
+
+class AvatarScene {
+ public:
+  AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t shapeComponents = 10,
+              uint32_t exprComponents = 10);
+  ~AvatarScene();
+
+  const BodyModel& model() const { return m_model; }
+  // Switches the skinning backend; throws armature::Error with the reason when it cannot run here.
+  void setBackend(Backend backend);
+  Backend backend() const { return m_backend; }
+  std::string backendStatus() const;  // e.g. "cuda, interop: zero-copy (…)"
+  void setAvatars(uint32_t count);    // 1 … maxAvatars, laid out on a grid, each with its own shape and phase
+  uint32_t avatars() const { return m_avatars; }
+  uint32_t maxAvatars() const { return m_maxAvatars; }
+
+  // The pose the user edits (avatar 0; the crowd follows it with its own shapes and animation phases).
+  BodyParams& base() { return m_base; }
+  bool animate = false;   // a looping walk cycle on top of the base pose
+  void update(double seconds);
+
+  // Skins every avatar into positions(). Vulkan records into `cmd` (inside a "skinning" timer zone); CPU and
+  // CUDA do their work now and report their own time in lastSkinningMs().
+  void skin(VkCommandBuffer cmd, vk::GpuTimer* timer);
+  VkBuffer positions() const;
+  // The skinned positions of every avatar after the last skin() has executed (Vulkan and CPU backends).
+  std::vector<float> readPositions() const;
+  double lastSkinningMs() const { return m_lastSkinningMs; }
+  // The axis-aligned box of avatar 0 at rest (for framing the camera) and the floor height.
+  void bounds(float lo[3], float hi[3]) const;
+  float floorY() const { return m_floorY; }
+  // The parameters of every avatar as the backends see them (for tests).
+  const BodyParams& params() const { return m_params; }
+
+ private:
+  struct CudaPath;
+  vk::Context& m_ctx;
+  BodyModel m_model;
+  uint32_t m_maxAvatars, m_avatars = 1, m_shape, m_expr;
+  Backend m_backend = Backend::Vulkan;
+  BodyParams m_base, m_params;
+  double m_time = 0, m_lastSkinningMs = 0;
+  float m_floorY = -1;
+  std::unique_ptr<SkinningVk> m_vkSkin;
+  vk::Buffer m_pose, m_betas, m_expression, m_transl, m_joints;  // host-visible parameter buffers
+  vk::Buffer m_positions;                                        // Vulkan/CPU output
+  std::unique_ptr<CudaPath> m_cuda;
+};
+
+}  // namespace armature::app

@@ -1,0 +1,103 @@
+#include <stb_image_write.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "app/avatar_scene.h"
+#include "app/poses.h"
+#include "app/profiler.h"
+#include "app/renderer.h"
+#include "app/viewer.h"
+#include "armature/body/synth.h"
+#include "armature/cuda/runtime.h"
+
+namespace armature::app {
+
+std::string defaultModelPath() {
+  if (const char* env = std::getenv("ARMATURE_DEFAULT_MODEL"); env && std::filesystem::exists(env)) return env;
+#ifdef ARMATURE_BUILD_DEFAULT_MODEL
+  if (std::filesystem::exists(ARMATURE_BUILD_DEFAULT_MODEL)) return ARMATURE_BUILD_DEFAULT_MODEL;
+#endif
+  return "";
+}
+
+namespace {
+Backend chooseBackend(const std::string& name) {
+  if (name != "auto") return parseBackend(name);
+  return cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda;
+}
+}  // namespace
+
+int runHeadless(const ViewerOptions& o) {
+  ARM_CHECK(o.frames >= 1, "--frames must be >= 1");
+  vk::Context ctx;
+  std::string path = o.model.empty() ? defaultModelPath() : o.model;
+  BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
+  AvatarScene scene(ctx, model, std::max(o.avatars, 1u));
+  scene.base() = posePreset(scene.model(), o.pose);
+  scene.setBackend(chooseBackend(o.backend));
+  scene.setAvatars(o.avatars);
+  scene.animate = o.animate;
+
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces);
+  OffscreenTarget target(ctx, renderer, {o.width, o.height});
+  Camera camera;
+  float lo[3], hi[3];
+  scene.bounds(lo, hi);
+  uint32_t columns = uint32_t(std::ceil(std::sqrt(double(o.avatars))));
+  if (o.avatars > 1) {  // the crowd's grid: frame all of it
+    float half = 0.55f * float(columns);
+    lo[0] -= half, hi[0] += half, lo[2] -= 1.1f * float(columns - 1) + 0.3f;
+  }
+  camera.frame(lo, hi);
+  DrawSettings draw;
+  draw.vertexCount = scene.model().vertexCount;
+  draw.avatars = o.avatars;
+  draw.floorY = scene.floorY();
+  draw.wireframe = o.wireframe;
+
+  vk::GpuTimer timer(ctx, 2, 8);
+  Profiler profiler;
+  auto start = std::chrono::steady_clock::now();
+  for (int f = 0; f < o.frames; ++f) {
+    auto t0 = std::chrono::steady_clock::now();
+    scene.update(f / 60.0);
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      timer.beginFrame(cmd, uint64_t(f));
+      scene.skin(cmd, &timer);
+      uint32_t z = timer.beginZone(cmd, "draw");
+      renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
+      timer.endZone(cmd, z);
+      if (f == o.frames - 1) target.recordReadback(cmd);
+    });
+    FrameRecord rec;
+    rec.startMs = std::chrono::duration<double, std::milli>(t0 - start).count();
+    if (scene.backend() != Backend::Vulkan)
+      rec.gpu.push_back({scene.backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", scene.lastSkinningMs()});
+    for (auto& z : timer.waitFrame(uint64_t(f))) rec.gpu.push_back({z.name, z.milliseconds});
+    rec.cpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    profiler.add(std::move(rec));
+  }
+  if (!o.screenshot.empty()) {
+    auto px = target.pixels();
+    if (!stbi_write_png(o.screenshot.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
+      throw Error(o.screenshot + ": cannot write PNG");
+    std::printf("screenshot: %s (%ux%u)\n", o.screenshot.c_str(), o.width, o.height);
+  }
+  if (!o.profile.empty()) {
+    profiler.writeChromeTrace(o.profile);
+    std::string csv = std::filesystem::path(o.profile).replace_extension(".csv").string();
+    profiler.writeCsv(csv);
+    std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());
+  }
+  std::printf("device: %s; skinning: %s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
+              scene.backendStatus().c_str(), o.avatars, o.frames, o.width, o.height);
+  std::printf("%-18s %9s %9s %9s %9s\n", "stage (ms)", "last", "mean", "p99", "max");
+  for (auto& [name, s] : profiler.stats())
+    std::printf("%-18s %9.4f %9.4f %9.4f %9.4f\n", name.c_str(), s.last, s.mean, s.p99, s.max);
+  return 0;
+}
+
+}  // namespace armature::app

@@ -1,0 +1,283 @@
+#include "app/renderer.h"
+
+#include <cmath>
+
+#include "armature/shaders.h"
+#include "shared/render_io.h"
+
+namespace armature::app {
+
+namespace {
+using Mat4 = std::array<float, 16>;
+Mat4 multiply(const Mat4& a, const Mat4& b) {  // column-major a·b
+  Mat4 c{};
+  for (int col = 0; col < 4; ++col)
+    for (int row = 0; row < 4; ++row)
+      for (int k = 0; k < 4; ++k) c[size_t(col * 4 + row)] += a[size_t(k * 4 + row)] * b[size_t(col * 4 + k)];
+  return c;
+}
+VkShaderModule module(VkDevice device, const shaders::SpirvBlob& blob) {
+  VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  ci.codeSize = blob.wordCount * 4;
+  ci.pCode = blob.words;
+  VkShaderModule m;
+  VK_CHECK(vkCreateShaderModule(device, &ci, nullptr, &m));
+  return m;
+}
+}  // namespace
+
+std::array<float, 3> Camera::eye() const {
+  return {target[0] + distance * std::cos(pitch) * std::sin(yaw), target[1] + distance * std::sin(pitch),
+          target[2] + distance * std::cos(pitch) * std::cos(yaw)};
+}
+
+std::array<float, 16> Camera::viewProj(float aspect) const {
+  auto e = eye();
+  float f[3] = {target[0] - e[0], target[1] - e[1], target[2] - e[2]};
+  float fl = std::sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+  for (float& x : f) x /= fl;
+  float up[3] = {0, 1, 0};
+  float s[3] = {f[1] * up[2] - f[2] * up[1], f[2] * up[0] - f[0] * up[2], f[0] * up[1] - f[1] * up[0]};
+  float sl = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
+  for (float& x : s) x /= sl;
+  float u[3] = {s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2], s[0] * f[1] - s[1] * f[0]};
+  Mat4 view = {s[0], u[0], -f[0], 0, s[1], u[1], -f[1], 0, s[2], u[2], -f[2], 0,
+               -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2]), -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2]),
+               f[0] * e[0] + f[1] * e[1] + f[2] * e[2], 1};
+  // Right-handed perspective to Vulkan clip space: y flipped (row 0 at the top), depth in [0, 1].
+  float zNear = 0.05f, zFar = 200.f, t = 1.f / std::tan(fovY / 2);
+  Mat4 proj = {t / aspect, 0, 0, 0, 0, -t, 0, 0, 0, 0, zFar / (zNear - zFar), -1, 0, 0, zNear * zFar / (zNear - zFar), 0};
+  return multiply(proj, view);
+}
+
+void Camera::frame(const float lo[3], const float hi[3]) {
+  float size = 0;
+  for (int k = 0; k < 3; ++k) {
+    target[k] = (lo[k] + hi[k]) / 2;
+    size = std::max(size, hi[k] - lo[k]);
+  }
+  distance = 0.62f * size / std::tan(fovY / 2) + 0.3f;
+}
+
+Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces)
+    : m_ctx(ctx) {
+  ARM_CHECK(!faces.empty() && faces.size() % 3 == 0, "Renderer: faces must be a non-empty (F,3) array");
+  m_indexCount = uint32_t(faces.size());
+  std::vector<uint32_t> idx(faces.begin(), faces.end());
+  m_indices = vk::makeStorageBuffer<uint32_t>(ctx, idx, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  VkDevice dev = ctx.device();
+
+  VkAttachmentDescription att[2] = {};
+  att[0].format = colorFormat;
+  att[0].samples = VK_SAMPLE_COUNT_1_BIT;
+  att[0].loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;
+  att[0].storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+  att[0].stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
+  att[0].stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
+  att[0].initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+  att[0].finalLayout = finalLayout;
+  att[1] = att[0];
+  att[1].format = kDepthFormat;
+  att[1].storeOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
+  att[1].finalLayout = VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
+  VkAttachmentReference colorRef{0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+  VkAttachmentReference depthRef{1, VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL};
+  VkSubpassDescription sub{};
+  sub.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS;
+  sub.colorAttachmentCount = 1;
+  sub.pColorAttachments = &colorRef;
+  sub.pDepthStencilAttachment = &depthRef;
+  // Positions come from compute (skinning) or transfers; the image may still be read by the previous frame's copy.
+  VkSubpassDependency dep{};
+  dep.srcSubpass = VK_SUBPASS_EXTERNAL;
+  dep.dstSubpass = 0;
+  dep.srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
+                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  dep.dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
+                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT;
+  dep.srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
+                      VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
+                      VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
+  VkRenderPassCreateInfo rp{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
+  rp.attachmentCount = 2;
+  rp.pAttachments = att;
+  rp.subpassCount = 1;
+  rp.pSubpasses = &sub;
+  rp.dependencyCount = 1;
+  rp.pDependencies = &dep;
+  VK_CHECK(vkCreateRenderPass(dev, &rp, nullptr, &m_renderPass));
+
+  VkDescriptorSetLayoutBinding b{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_VERTEX_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  sl.bindingCount = 1;
+  sl.pBindings = &b;
+  VK_CHECK(vkCreateDescriptorSetLayout(dev, &sl, nullptr, &m_setLayout));
+  VkPushConstantRange range{VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof(RenderPush)};
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &m_setLayout;
+  pl.pushConstantRangeCount = 1;
+  pl.pPushConstantRanges = &range;
+  VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_layout));
+
+  VkShaderModule vert = module(dev, shaders::mesh_vert), frag = module(dev, shaders::mesh_frag);
+  m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  VkPhysicalDeviceFeatures f;
+  vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
+  if (f.fillModeNonSolid) m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  vkDestroyShaderModule(dev, vert, nullptr);
+  vkDestroyShaderModule(dev, frag, nullptr);
+}
+
+VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology) {
+  VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
+                                               {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};
+  stages[0].stage = VK_SHADER_STAGE_VERTEX_BIT;
+  stages[0].module = vert;
+  stages[0].pName = "main";
+  stages[1].stage = VK_SHADER_STAGE_FRAGMENT_BIT;
+  stages[1].module = frag;
+  stages[1].pName = "main";
+  VkPipelineVertexInputStateCreateInfo vi{VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
+  VkPipelineInputAssemblyStateCreateInfo ia{VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO};
+  ia.topology = topology;
+  VkPipelineViewportStateCreateInfo vp{VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO};
+  vp.viewportCount = 1;
+  vp.scissorCount = 1;
+  VkPipelineRasterizationStateCreateInfo rs{VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO};
+  rs.polygonMode = mode;
+  rs.cullMode = VK_CULL_MODE_NONE;  // the ground and thin parts are seen from both sides
+  rs.frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE;
+  rs.lineWidth = 1.0f;
+  if (mode == VK_POLYGON_MODE_LINE) {
+    rs.depthBiasEnable = VK_TRUE;  // lines win against the surface they lie on
+    rs.depthBiasConstantFactor = -1.0f;
+    rs.depthBiasSlopeFactor = -1.0f;
+  }
+  VkPipelineMultisampleStateCreateInfo ms{VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO};
+  ms.rasterizationSamples = VK_SAMPLE_COUNT_1_BIT;
+  VkPipelineDepthStencilStateCreateInfo ds{VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO};
+  ds.depthTestEnable = VK_TRUE;
+  ds.depthWriteEnable = VK_TRUE;
+  ds.depthCompareOp = VK_COMPARE_OP_LESS_OR_EQUAL;
+  VkPipelineColorBlendAttachmentState blend{};
+  blend.colorWriteMask = 0xf;
+  VkPipelineColorBlendStateCreateInfo cb{VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO};
+  cb.attachmentCount = 1;
+  cb.pAttachments = &blend;
+  VkDynamicState dyn[2] = {VK_DYNAMIC_STATE_VIEWPORT, VK_DYNAMIC_STATE_SCISSOR};
+  VkPipelineDynamicStateCreateInfo dy{VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO};
+  dy.dynamicStateCount = 2;
+  dy.pDynamicStates = dyn;
+  VkGraphicsPipelineCreateInfo ci{VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
+  ci.stageCount = 2;
+  ci.pStages = stages;
+  ci.pVertexInputState = &vi;
+  ci.pInputAssemblyState = &ia;
+  ci.pViewportState = &vp;
+  ci.pRasterizationState = &rs;
+  ci.pMultisampleState = &ms;
+  ci.pDepthStencilState = &ds;
+  ci.pColorBlendState = &cb;
+  ci.pDynamicState = &dy;
+  ci.layout = m_layout;
+  ci.renderPass = m_renderPass;
+  VkPipeline p;
+  VK_CHECK(vkCreateGraphicsPipelines(m_ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &p));
+  return p;
+}
+
+Renderer::~Renderer() {
+  VkDevice dev = m_ctx.device();
+  vkDestroyPipeline(dev, m_fill, nullptr);
+  if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
+  vkDestroyPipelineLayout(dev, m_layout, nullptr);
+  vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
+  vkDestroyRenderPass(dev, m_renderPass, nullptr);
+}
+
+void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
+                      VkBuffer positions, const DrawSettings& s) {
+  VkClearValue clear[2];
+  clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
+  clear[1].depthStencil = {1.0f, 0};
+  VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
+  bi.renderPass = m_renderPass;
+  bi.framebuffer = framebuffer;
+  bi.renderArea = {{0, 0}, extent};
+  bi.clearValueCount = 2;
+  bi.pClearValues = clear;
+  vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
+  VkViewport viewport{0, 0, float(extent.width), float(extent.height), 0, 1};
+  VkRect2D scissor{{0, 0}, extent};
+  vkCmdSetViewport(cmd, 0, 1, &viewport);
+  vkCmdSetScissor(cmd, 0, 1, &scissor);
+  RenderPush push{};
+  auto vp = camera.viewProj(float(extent.width) / float(extent.height));
+  std::copy(vp.begin(), vp.end(), push.viewProj);
+  auto e = camera.eye();
+  push.camera[0] = e[0], push.camera[1] = e[1], push.camera[2] = e[2];
+  push.vertexCount = s.vertexCount;
+  push.floorY = s.floorY;
+  VkDescriptorBufferInfo info{positions, 0, VK_WHOLE_SIZE};
+  VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  w.dstBinding = 0;
+  w.descriptorCount = 1;
+  w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w.pBufferInfo = &info;
+  auto draw = [&](VkPipeline pipeline, uint32_t mode) {
+    push.mode = mode;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_layout, 0, 1, &w);
+    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    if (mode == RENDER_MODE_GROUND) {
+      vkCmdDraw(cmd, 6, 1, 0, 0);
+    } else {
+      vkCmdBindIndexBuffer(cmd, m_indices.handle(), 0, VK_INDEX_TYPE_UINT32);
+      vkCmdDrawIndexed(cmd, m_indexCount, s.avatars, 0, 0, 0);
+    }
+  };
+  if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
+  if (s.avatars) draw(m_fill, RENDER_MODE_MESH);
+  if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
+  vkCmdEndRenderPass(cmd);
+}
+
+OffscreenTarget::OffscreenTarget(vk::Context& ctx, const Renderer& renderer, VkExtent2D extent)
+    : m_ctx(ctx),
+      m_color(ctx, extent, kColorFormat, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+              VK_IMAGE_ASPECT_COLOR_BIT),
+      m_depth(ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT),
+      m_readback(ctx, size_t(extent.width) * extent.height * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible) {
+  VkImageView views[2] = {m_color.view(), m_depth.view()};
+  VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
+  fi.renderPass = renderer.renderPass();
+  fi.attachmentCount = 2;
+  fi.pAttachments = views;
+  fi.width = extent.width;
+  fi.height = extent.height;
+  fi.layers = 1;
+  VK_CHECK(vkCreateFramebuffer(ctx.device(), &fi, nullptr, &m_framebuffer));
+}
+
+OffscreenTarget::~OffscreenTarget() { vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr); }
+
+void OffscreenTarget::recordReadback(VkCommandBuffer cmd) {
+  // The render pass left the image in TRANSFER_SRC_OPTIMAL (the renderer's final layout for offscreen use).
+  VkBufferImageCopy region{};
+  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  region.imageExtent = {extent().width, extent().height, 1};
+  vkCmdCopyImageToBuffer(cmd, m_color.handle(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, m_readback.handle(), 1, &region);
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+std::vector<uint8_t> OffscreenTarget::pixels() const {
+  return m_readback.download<uint8_t>(size_t(extent().width) * extent().height * 4);
+}
+
+}  // namespace armature::app

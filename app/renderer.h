@@ -1,0 +1,80 @@
+#pragma once
+// Draws skinned avatars straight from a position buffer (B × V × 3 floats) with a key light, hemisphere ambient,
+// a ground grid and an optional wireframe overlay. The viewer's window and headless modes both use it.
+#include <array>
+#include <vector>
+
+#include "armature/vk/buffer.h"
+#include "armature/vk/image.h"
+
+namespace armature::app {
+
+struct Camera {
+  float yaw = 0.4f, pitch = 0.12f;  // radians: orbit around the target
+  float distance = 3.2f;            // metres
+  float target[3] = {0, -0.1f, 0};
+  float fovY = 0.75f;               // radians
+  std::array<float, 16> viewProj(float aspect) const;  // column-major, Vulkan clip space
+  std::array<float, 3> eye() const;
+  // Frames a box so it fills most of the view.
+  void frame(const float lo[3], const float hi[3]);
+};
+
+struct DrawSettings {
+  uint32_t vertexCount = 0;  // per avatar
+  uint32_t avatars = 1;
+  float floorY = -1.0f;
+  bool wireframe = false;
+  bool ground = true;
+  float clear[3] = {0.11f, 0.12f, 0.14f};
+};
+
+class Renderer {
+ public:
+  // `finalLayout`: the color attachment's layout after the pass (present source, or transfer source for read-back).
+  Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces);
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+
+  VkRenderPass renderPass() const { return m_renderPass; }
+  static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
+  bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
+  // Records the whole pass into `framebuffer` (color + depth attachments of `extent`).
+  void record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
+              VkBuffer positions, const DrawSettings& settings);
+
+ private:
+  VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology);
+  vk::Context& m_ctx;
+  uint32_t m_indexCount = 0;
+  vk::Buffer m_indices;
+  VkRenderPass m_renderPass = VK_NULL_HANDLE;
+  VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;
+  VkPipelineLayout m_layout = VK_NULL_HANDLE;
+  VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE;
+};
+
+// An offscreen color + depth target of one size with a framebuffer, readable as RGBA8 pixels.
+class OffscreenTarget {
+ public:
+  OffscreenTarget(vk::Context& ctx, const Renderer& renderer, VkExtent2D extent);
+  ~OffscreenTarget();
+  OffscreenTarget(const OffscreenTarget&) = delete;
+  OffscreenTarget& operator=(const OffscreenTarget&) = delete;
+  static constexpr VkFormat kColorFormat = VK_FORMAT_R8G8B8A8_UNORM;
+  VkFramebuffer framebuffer() const { return m_framebuffer; }
+  VkExtent2D extent() const { return m_color.extent(); }
+  // Records a copy of the color image into the read-back buffer (after the render pass).
+  void recordReadback(VkCommandBuffer cmd);
+  // The pixels copied by the last executed recordReadback: width × height × 4 bytes, top row first.
+  std::vector<uint8_t> pixels() const;
+
+ private:
+  vk::Context& m_ctx;
+  vk::Image m_color, m_depth;
+  VkFramebuffer m_framebuffer = VK_NULL_HANDLE;
+  vk::Buffer m_readback;
+};
+
+}  // namespace armature::app

@@ -1,0 +1,32 @@
+#version 450
+// Key light + hemisphere ambient on flat (per-triangle) normals from screen-space derivatives; a fading grid on
+// the ground; dark lines for the wireframe overlay.
+#extension GL_GOOGLE_include_directive : require
+#include "shared/render_io.h"
+
+layout(location = 0) in vec3 worldPos;
+layout(location = 0) out vec4 color;
+
+void main() {
+  vec3 toEye = normalize(pc.camera.xyz - worldPos);
+  if (pc.mode == RENDER_MODE_GROUND) {
+    vec2 cell = abs(fract(worldPos.xz - 0.5) - 0.5) / fwidth(worldPos.xz);
+    float line = 1.0 - min(min(cell.x, cell.y), 1.0);
+    float fade = exp(-0.04 * dot(worldPos.xz, worldPos.xz));
+    color = vec4(mix(vec3(0.16, 0.17, 0.19), vec3(0.42, 0.44, 0.48), line * fade), 1.0);
+    return;
+  }
+  if (pc.mode == RENDER_MODE_LINES) {
+    color = vec4(0.08, 0.08, 0.1, 1.0);
+    return;
+  }
+  vec3 n = normalize(cross(dFdx(worldPos), dFdy(worldPos)));
+  if (dot(n, toEye) < 0.0) n = -n;  // two-sided: the normal faces the eye
+  vec3 key = normalize(vec3(-0.4, 0.8, 0.6));
+  float diffuse = max(dot(n, key), 0.0);
+  vec3 hemi = mix(vec3(0.25, 0.22, 0.2), vec3(0.55, 0.6, 0.7), 0.5 + 0.5 * n.y);
+  vec3 h = normalize(key + toEye);
+  float spec = pow(max(dot(n, h), 0.0), 32.0) * 0.15;
+  vec3 skin = vec3(0.86, 0.68, 0.58);
+  color = vec4(skin * (0.75 * diffuse + hemi * 0.55) + spec, 1.0);
+}

@@ -1,0 +1,205 @@
+// The viewer's headless path on whatever Vulkan device the tests use (lavapipe in CI): the rendered avatar covers
+// the same pixels as a CPU rasterisation of the reference mesh, pose changes move the right vertices, and the
+// profile export is valid JSON with every stage.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/avatar_scene.h"
+#include "app/poses.h"
+#include "app/renderer.h"
+#include "app/viewer.h"
+#include "armature/body/synth.h"
+#include "support/compare.h"
+#include "support/vk_test_env.h"
+
+using namespace armature;
+using namespace armature::app;
+using namespace armature::test;
+
+namespace {
+
+const BodyModel& avatar() {
+  static BodyModel m = [] {
+    std::string p = defaultModelPath();
+    return p.empty() ? synthesizeBodyModel({0}) : loadBodyModel(p);
+  }();
+  return m;
+}
+
+// Pixel-centre coverage of the projected triangles (the rasteriser's own rule, up to ties on edges).
+std::vector<uint8_t> cpuCoverage(const std::vector<double>& verts, const std::vector<int32_t>& faces,
+                                 const std::array<float, 16>& m, uint32_t W, uint32_t H) {
+  size_t V = verts.size() / 3;
+  std::vector<double> sx(V), sy(V);
+  for (size_t v = 0; v < V; ++v) {
+    double x = verts[v * 3], y = verts[v * 3 + 1], z = verts[v * 3 + 2];
+    double cx = m[0] * x + m[4] * y + m[8] * z + m[12], cy = m[1] * x + m[5] * y + m[9] * z + m[13];
+    double cw = m[3] * x + m[7] * y + m[11] * z + m[15];
+    sx[v] = (cx / cw * 0.5 + 0.5) * W;
+    sy[v] = (cy / cw * 0.5 + 0.5) * H;
+  }
+  std::vector<uint8_t> mask(size_t(W) * H, 0);
+  for (size_t f = 0; f < faces.size(); f += 3) {
+    size_t a = size_t(faces[f]), b = size_t(faces[f + 1]), c = size_t(faces[f + 2]);
+    double area = (sx[b] - sx[a]) * (sy[c] - sy[a]) - (sx[c] - sx[a]) * (sy[b] - sy[a]);
+    if (area == 0) continue;
+    int x0 = std::max(0, int(std::floor(std::min({sx[a], sx[b], sx[c]})))), x1 = std::min(int(W) - 1, int(std::ceil(std::max({sx[a], sx[b], sx[c]}))));
+    int y0 = std::max(0, int(std::floor(std::min({sy[a], sy[b], sy[c]})))), y1 = std::min(int(H) - 1, int(std::ceil(std::max({sy[a], sy[b], sy[c]}))));
+    for (int y = y0; y <= y1; ++y)
+      for (int x = x0; x <= x1; ++x) {
+        double px = x + 0.5, py = y + 0.5;
+        double w0 = ((sx[b] - px) * (sy[c] - py) - (sx[c] - px) * (sy[b] - py)) / area;
+        double w1 = ((sx[c] - px) * (sy[a] - py) - (sx[a] - px) * (sy[c] - py)) / area;
+        if (w0 >= 0 && w1 >= 0 && w0 + w1 <= 1) mask[size_t(y) * W + size_t(x)] = 1;
+      }
+  }
+  return mask;
+}
+
+// A small recursive-descent JSON checker: true when `s` is one valid JSON value.
+struct Json {
+  const std::string& s;
+  size_t i = 0;
+  void ws() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+  bool lit(const char* w) { size_t n = std::strlen(w); if (s.compare(i, n, w) != 0) return false; i += n; return true; }
+  bool str() {
+    if (s[i] != '"') return false;
+    for (++i; i < s.size(); ++i) {
+      if (s[i] == '\\') { ++i; continue; }
+      if (s[i] == '"') { ++i; return true; }
+    }
+    return false;
+  }
+  bool num() {
+    size_t start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || std::strchr("+-.eE", s[i]))) ++i;
+    return i > start;
+  }
+  bool value() {
+    ws();
+    if (i >= s.size()) return false;
+    bool ok;
+    if (s[i] == '{') {
+      ++i, ws();
+      if (s[i] == '}') { ++i; return true; }
+      do { ws(); ok = str(); ws(); if (!ok || s[i++] != ':' || !value()) return false; ws(); } while (s[i] == ',' && ++i);
+      return s[i++] == '}';
+    }
+    if (s[i] == '[') {
+      ++i, ws();
+      if (s[i] == ']') { ++i; return true; }
+      do { if (!value()) return false; ws(); } while (s[i] == ',' && ++i);
+      return s[i++] == ']';
+    }
+    if (s[i] == '"') return str();
+    return lit("true") || lit("false") || lit("null") || num();
+  }
+  bool valid() { bool ok = value(); ws(); return ok && i == s.size(); }
+};
+
+}  // namespace
+
+TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
+  ARM_REQUIRE_VULKAN(ctx);
+  AvatarScene scene(ctx, avatar(), 1);
+  scene.base() = posePreset(scene.model(), "walk");
+  scene.setBackend(Backend::Vulkan);
+  scene.update(0);
+  const uint32_t W = 240, H = 180;
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces);
+  OffscreenTarget target(ctx, renderer, {W, H});
+  Camera camera;
+  float lo[3], hi[3];
+  scene.bounds(lo, hi);
+  camera.frame(lo, hi);
+  camera.yaw = 0.6f;
+  DrawSettings draw;
+  draw.vertexCount = scene.model().vertexCount;
+  draw.ground = false;  // background = the clear colour, so coverage is exact
+  draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    scene.skin(cmd, nullptr);
+    renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
+    target.recordReadback(cmd);
+  });
+  auto px = target.pixels();
+  auto ref = bodyForwardRef(scene.model(), scene.params());
+  auto cpu = cpuCoverage(ref.vertices, scene.model().faces, camera.viewProj(float(W) / H), W, H);
+  size_t inter = 0, uni = 0, gpuCount = 0;
+  for (size_t i = 0; i < size_t(W) * H; ++i) {
+    bool g = px[i * 4] | px[i * 4 + 1] | px[i * 4 + 2];
+    gpuCount += g;
+    inter += g && cpu[i];
+    uni += g || cpu[i];
+  }
+  ASSERT_GT(gpuCount, size_t(W) * H / 50) << "the avatar is missing from the image";
+  double iou = double(inter) / double(uni);
+  EXPECT_GE(iou, 0.99) << "GPU " << gpuCount << " px, union " << uni << ", intersection " << inter;
+}
+
+TEST(Viewer, PoseChangesMoveTheRightVertices) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const BodyModel& m = avatar();
+  AvatarScene scene(ctx, m, 1);
+  scene.base() = posePreset(m, "a-pose");
+  scene.update(0);
+  auto skinNow = [&] {
+    ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+    return scene.readPositions();
+  };
+  auto before = skinNow();
+  EXPECT_TRUE(allClose(before, bodyForwardRef(m, scene.params()).vertices, {5e-5, 0}));
+  // Bend the left elbow: only vertices skinned to the left forearm, hand and fingers may move.
+  uint32_t elbow = 18;
+  ASSERT_EQ(m.jointNames[elbow], "left_elbow");
+  scene.base().pose[elbow * 3 + 1] -= 1.2;
+  scene.update(0);
+  auto after = skinNow();
+  std::vector<bool> moving(m.jointCount, false);
+  for (uint32_t j = 0; j < m.jointCount; ++j)
+    for (int32_t a = int32_t(j); a >= 0; a = m.parents[size_t(a)]) moving[j] = moving[j] || a == int32_t(elbow);
+  double maxMoved = 0;
+  for (uint32_t v = 0; v < m.vertexCount; ++v) {
+    double influence = 0;
+    for (uint32_t j = 0; j < m.jointCount; ++j) if (moving[j]) influence += m.weights[v * m.jointCount + j];
+    double d = std::hypot(after[v * 3] - before[v * 3], after[v * 3 + 1] - before[v * 3 + 1], after[v * 3 + 2] - before[v * 3 + 2]);
+    // Pose correctives let a vertex with no weight on the arm move by the elbow's corrective only: the synthetic
+    // avatar's correctives live where the elbow's weight blends, so the rest stays put.
+    if (influence == 0) {
+      ASSERT_LT(d, 1e-5) << "vertex " << v << " has no weight below the elbow but moved " << d;
+    }
+    maxMoved = std::max(maxMoved, d);
+  }
+  EXPECT_GT(maxMoved, 0.1);  // the hand swings by tens of centimetres
+}
+
+TEST(Viewer, ProfileAndScreenshotAreWritten) {
+  ARM_REQUIRE_VULKAN(ctx);
+  (void)ctx;
+  auto dir = std::filesystem::temp_directory_path() / ("armature_viewer_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ViewerOptions o;
+  o.headless = true;
+  o.frames = 3;
+  o.width = 96, o.height = 64;
+  o.backend = "vulkan";
+  o.animate = true;
+  o.screenshot = (dir / "shot.png").string();
+  o.profile = (dir / "profile.json").string();
+  o.model = defaultModelPath();
+  ASSERT_EQ(runHeadless(o), 0);
+  std::ifstream f(o.profile);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string json = ss.str();
+  EXPECT_TRUE(Json{json}.valid()) << json.substr(0, 300);
+  for (const char* stage : {"\"traceEvents\"", "\"frame\"", "\"skinning\"", "\"draw\""})
+    EXPECT_NE(json.find(stage), std::string::npos) << stage;
+  EXPECT_TRUE(std::filesystem::file_size(o.screenshot) > 100);
+  EXPECT_TRUE(std::filesystem::exists(dir / "profile.csv"));
+  std::filesystem::remove_all(dir);
+  o.pose = "no-such-pose";
+  EXPECT_THROW(runHeadless(o), Error);
+}
