@@ -40,12 +40,10 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
   auto host = [&](size_t floats) { return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible); };
   m_pose = host(B * J * 3);
-  m_betas = host(B * m_shape);
-  m_expression = host(B * m_expr);
   m_transl = host(B * 3);
   m_joints = vk::Buffer(ctx, B * J * 12, vk::kStorageUsage);
   m_positions = vk::Buffer(ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
-  m_vkSkin = std::make_unique<SkinningVk>(ctx, m_model, m_shape, m_expr, maxAvatars);
+  setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);
   m_floorY = lo[1];
@@ -53,6 +51,35 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
 }
 
 AvatarScene::~AvatarScene() = default;
+
+void AvatarScene::applyPose(const BodyParams& p) {
+  ARM_CHECK(p.pose.size() == m_base.pose.size(), "applyPose: the pose has %zu values, the scene %zu", p.pose.size(), m_base.pose.size());
+  m_base.pose = p.pose;
+  m_base.transl = p.transl;
+  std::fill(m_base.betas.begin(), m_base.betas.end(), 0.0);
+  std::fill(m_base.expression.begin(), m_base.expression.end(), 0.0);
+  for (uint32_t k = 0; k < std::min(p.shapeComponents, m_shape); ++k) m_base.betas[k] = p.betas[k];
+  for (uint32_t k = 0; k < std::min(p.exprComponents, m_expr); ++k) m_base.expression[k] = p.expression[k];
+  update(m_time);
+}
+
+void AvatarScene::setComponentCounts(uint32_t S, uint32_t E) {
+  ARM_CHECK(S <= m_model.shapeCount && E <= m_model.exprCount, "the model has %u shape and %u expression components",
+            m_model.shapeCount, m_model.exprCount);
+  vkDeviceWaitIdle(m_ctx.device());  // the old tables may still be in use
+  BodyParams old = m_base;
+  m_shape = S, m_expr = E;
+  m_base = BodyParams::zeros(m_model, 1, S, E);
+  if (!old.pose.empty()) applyPose(old);
+  auto host = [&](size_t floats) { return vk::Buffer(m_ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible); };
+  m_betas = host(size_t(m_maxAvatars) * S);
+  m_expression = host(size_t(m_maxAvatars) * E);
+  m_vkSkin.reset();  // built on first use by the Vulkan backend
+  bool hadCuda = m_cuda != nullptr;
+  m_cuda.reset();
+  if (hadCuda) setBackend(Backend::Cuda);
+  update(m_time);
+}
 
 void AvatarScene::bounds(float lo[3], float hi[3]) const {
   for (int k = 0; k < 3; ++k) lo[k] = 1e9f, hi[k] = -1e9f;
@@ -64,6 +91,7 @@ void AvatarScene::bounds(float lo[3], float hi[3]) const {
 }
 
 void AvatarScene::setBackend(Backend b) {
+  if (b == Backend::Vulkan && !m_vkSkin) m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
   if (b == Backend::Cuda) {
@@ -147,6 +175,7 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     put(m_betas, m_params.betas);
     put(m_expression, m_params.expression);
     put(m_transl, m_params.transl);
+    if (!m_vkSkin) m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
     uint32_t zone = timer ? timer->beginZone(cmd, "skinning") : 0;
     m_vkSkin->forward(cmd, B, m_pose, m_betas, m_expression, m_transl, m_positions, m_joints);
     if (timer) timer->endZone(cmd, zone);

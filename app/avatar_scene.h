@@ -29,6 +29,12 @@ class AvatarScene {
 
   // The pose the user edits (avatar 0; the crowd follows it with its own shapes and animation phases).
   BodyParams& base() { return m_base; }
+  // Copies a pose (e.g. a preset) into base(), keeping base()'s component counts.
+  void applyPose(const BodyParams& p);
+  // Active shape and expression components (1 … what the model has); rebuilds the skinning tables.
+  void setComponentCounts(uint32_t shapeComponents, uint32_t exprComponents);
+  uint32_t shapeComponents() const { return m_shape; }
+  uint32_t exprComponents() const { return m_expr; }
   bool animate = false;   // a looping walk cycle on top of the base pose
   void update(double seconds);
 

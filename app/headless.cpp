@@ -36,7 +36,7 @@ int runHeadless(const ViewerOptions& o) {
   std::string path = o.model.empty() ? defaultModelPath() : o.model;
   BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
   AvatarScene scene(ctx, model, std::max(o.avatars, 1u));
-  scene.base() = posePreset(scene.model(), o.pose);
+  scene.applyPose(posePreset(scene.model(), o.pose));
   scene.setBackend(chooseBackend(o.backend));
   scene.setAvatars(o.avatars);
   scene.animate = o.animate;

@@ -14,6 +14,7 @@ std::map<std::string, StageStats> Profiler::stats(size_t window) const {
   for (size_t i = first; i < m_frames.size(); ++i) {
     const auto& f = m_frames[i];
     samples["cpu frame"].push_back(f.cpuMs);
+    if (f.gpu.empty()) continue;  // its GPU times have not arrived yet (timer ring)
     double total = 0;
     for (auto& [name, ms] : f.gpu) samples[name].push_back(ms), total += ms;
     samples["gpu total"].push_back(total);

@@ -21,6 +21,12 @@ struct StageStats {
 class Profiler {
  public:
   void add(FrameRecord frame) { m_frames.push_back(std::move(frame)); }
+  // GPU zones that arrive later than their frame (timer ring): appended to frame `index`.
+  template <typename Zones>
+  void attachGpu(size_t index, const Zones& zones) {
+    if (index >= m_frames.size()) return;
+    for (const auto& z : zones) m_frames[index].gpu.push_back({z.name, z.milliseconds});
+  }
   const std::vector<FrameRecord>& frames() const { return m_frames; }
   // Statistics over the last `window` frames for each stage ("cpu frame" and every GPU stage, plus "gpu total").
   std::map<std::string, StageStats> stats(size_t window = 300) const;

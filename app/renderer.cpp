@@ -199,7 +199,7 @@ Renderer::~Renderer() {
 }
 
 void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
-                      VkBuffer positions, const DrawSettings& s) {
+                      VkBuffer positions, const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
   VkClearValue clear[2];
   clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
   clear[1].depthStencil = {1.0f, 0};
@@ -242,6 +242,7 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
   if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
   if (s.avatars) draw(m_fill, RENDER_MODE_MESH);
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
+  if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
 }
 

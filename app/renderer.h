@@ -2,6 +2,7 @@
 // Draws skinned avatars straight from a position buffer (B × V × 3 floats) with a key light, hemisphere ambient,
 // a ground grid and an optional wireframe overlay. The viewer's window and headless modes both use it.
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "armature/vk/buffer.h"
@@ -41,8 +42,10 @@ class Renderer {
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
   // Records the whole pass into `framebuffer` (color + depth attachments of `extent`).
+  // `inPass` records extra drawing (the UI) inside the pass, after the scene.
   void record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
-              VkBuffer positions, const DrawSettings& settings);
+              VkBuffer positions, const DrawSettings& settings,
+              const std::function<void(VkCommandBuffer)>& inPass = {});
 
  private:
   VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology);

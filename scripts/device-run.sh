@@ -28,6 +28,10 @@ bench=$b/bin/armature-bench
   $bench skinning --backend cuda --batch 1,32,512,4096 --backward --json "$out/bench_skin_cuda_bwd.json"
   $bench skinning --backend vulkan --batch 1,32,512 --json "$out/bench_skin_vk_fwd.json"
   $bench interop --iters 200 --json "$out/bench_interop.json"
+  v=$b/bin/armature-viewer
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --profile "$out/viewer_cuda_1.json" --screenshot "$out/viewer_cuda_1.png"
+  $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
+  $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --profile "$out/viewer_vulkan_1.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
 # At most 8 files come back: the summaries, and everything else in one archive.
@@ -36,5 +40,5 @@ tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
 echo "sanitizer:$san"
-grep -E "^(op|axpy|skinning|interop)" "$out/bench.log"
+grep -E "^(op|axpy|skinning|interop|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
 exit $tests_rc

@@ -104,7 +104,7 @@ struct Json {
 TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
   ARM_REQUIRE_VULKAN(ctx);
   AvatarScene scene(ctx, avatar(), 1);
-  scene.base() = posePreset(scene.model(), "walk");
+  scene.applyPose(posePreset(scene.model(), "walk"));
   scene.setBackend(Backend::Vulkan);
   scene.update(0);
   const uint32_t W = 240, H = 180;
@@ -143,7 +143,7 @@ TEST(Viewer, PoseChangesMoveTheRightVertices) {
   ARM_REQUIRE_VULKAN(ctx);
   const BodyModel& m = avatar();
   AvatarScene scene(ctx, m, 1);
-  scene.base() = posePreset(m, "a-pose");
+  scene.applyPose(posePreset(m, "a-pose"));
   scene.update(0);
   auto skinNow = [&] {
     ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });

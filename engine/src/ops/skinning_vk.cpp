@@ -17,10 +17,11 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   auto& t = m_tables;
   size_t F = t.featureCount + t.coefCount();
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
-  VkDeviceSize limit = 128ull << 20;  // maxStorageBufferRange on lavapipe; NVIDIA allows more, we stay portable
+  // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
+  uint64_t limit = ctx.info().maxStorageBufferRange;
   ARM_CHECK(vposedBytes <= limit && t.blendMatrix.size() * 4 <= limit,
-            "SkinningVk: a batch of %u needs a %.0f MiB buffer; at most 128 MiB per buffer is portable",
-            maxBatch, vposedBytes / 1048576.0);
+            "SkinningVk: a batch of %u needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", maxBatch,
+            vposedBytes / 1048576.0, ctx.info().name.c_str(), limit / 1048576.0);
   m_vTemplate = table(ctx, t.vTemplate);
   m_blend = table(ctx, t.blendMatrix);
   m_jointTemplate = table(ctx, t.jointTemplate);

@@ -84,6 +84,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   std::memcpy(d.deviceUuid, ids.deviceUUID, VK_UUID_SIZE);
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;
+  d.maxStorageBufferRange = props.properties.limits.maxStorageBufferRange;
 
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};

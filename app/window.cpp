@@ -1,0 +1,689 @@
+// The interactive viewer: GLFW window, Vulkan swapchain, Dear ImGui panels, live posing, backend switch,
+// crowd mode and the GPU frame-time overlay. Frame order follows imgui's example: poll → resize → new frame →
+// panels → render → submit → present, with two frames in flight.
+#include <volk.h>
+#define GLFW_INCLUDE_NONE
+#define GLFW_INCLUDE_VULKAN
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_vulkan.h>
+#include <stb_image_write.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "app/avatar_scene.h"
+#include "app/poses.h"
+#include "app/profiler.h"
+#include "app/renderer.h"
+#include "app/viewer.h"
+#include "armature/body/synth.h"
+#include "armature/cuda/runtime.h"
+
+namespace armature::app {
+
+namespace {
+
+constexpr uint32_t kFramesInFlight = 2;
+using Clock = std::chrono::steady_clock;
+
+struct Swapchain {
+  VkSwapchainKHR handle = VK_NULL_HANDLE;
+  VkFormat format = VK_FORMAT_B8G8R8A8_UNORM;
+  VkExtent2D extent{};
+  std::vector<VkImage> images;
+  std::vector<VkImageView> views;
+  std::vector<VkFramebuffer> framebuffers;
+  vk::Image depth;
+};
+
+struct Frame {
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkSemaphore acquired = VK_NULL_HANDLE, rendered = VK_NULL_HANDLE;
+};
+
+// The joints of each posing group, by name prefix or exact name (SMPL-X order).
+struct Group {
+  const char* title;
+  std::vector<uint32_t> joints;
+};
+
+std::vector<Group> poseGroups(const BodyModel& m) {
+  std::vector<Group> g = {{"Global orientation and translation", {0}}, {"Body", {}}, {"Jaw and eyes", {}},
+                          {"Left hand", {}}, {"Right hand", {}}};
+  for (uint32_t j = 1; j < m.jointCount; ++j) {
+    const std::string& n = m.jointNames[j];
+    bool hand = j >= 25 || n.find("hand") != std::string::npos;
+    if (n == "jaw" || n.find("eye") != std::string::npos) g[2].joints.push_back(j);
+    else if (hand && n.rfind("left", 0) == 0) g[3].joints.push_back(j);
+    else if (hand && n.rfind("right", 0) == 0) g[4].joints.push_back(j);
+    else g[1].joints.push_back(j);
+  }
+  return g;
+}
+
+class Viewer {
+ public:
+  explicit Viewer(const ViewerOptions& o) : m_options(o) {}
+  int run();
+
+ private:
+  void createWindow();
+  void createSwapchain();
+  void destroySwapchain();
+  void initImGui();
+  void panels();
+  void overlay();
+  void handleCamera();
+  void drawFrame();
+  bool saveScreenshot(const std::string& path);
+  void loadModel(const std::string& path);
+  void setBackend(Backend b);
+
+  ViewerOptions m_options;
+  GLFWwindow* m_window = nullptr;
+  std::unique_ptr<vk::Context> m_ctx;
+  VkSurfaceKHR m_surface = VK_NULL_HANDLE;
+  Swapchain m_swap;
+  Frame m_frames[kFramesInFlight];
+  VkDescriptorPool m_imguiPool = VK_NULL_HANDLE;
+  std::unique_ptr<AvatarScene> m_scene;
+  std::unique_ptr<Renderer> m_renderer;
+  std::unique_ptr<vk::GpuTimer> m_timer;
+  Profiler m_profiler;
+  Camera m_camera;
+  DrawSettings m_draw;
+  bool m_vsync = true, m_showOverlay = true, m_resize = false;
+  uint64_t m_frameIndex = 0;
+  Clock::time_point m_start = Clock::now();
+  double m_animTime = 0;
+  std::string m_status;
+  char m_modelPath[512] = {};
+  uint32_t m_avatars = 1;
+  int m_activeShape = 10, m_activeExpr = 10;
+  std::vector<Group> m_groups;
+  std::string m_pendingScreenshot;
+  std::unique_ptr<vk::Buffer> m_shot;
+  std::vector<uint8_t> m_lastScreenshot;
+  void recordScreenshot(VkCommandBuffer cmd, VkImage image);
+  void frameOnce();
+  int guiTest();
+  void cleanup();
+};
+
+void Viewer::recordScreenshot(VkCommandBuffer cmd, VkImage image) {
+  size_t bytes = size_t(m_swap.extent.width) * m_swap.extent.height * 4;
+  if (!m_shot || m_shot->size() < bytes)
+    m_shot = std::make_unique<vk::Buffer>(*m_ctx, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
+  auto barrier = [&](VkImageLayout from, VkImageLayout to, VkAccessFlags src, VkAccessFlags dst) {
+    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+    b.srcAccessMask = src;
+    b.dstAccessMask = dst;
+    b.oldLayout = from;
+    b.newLayout = to;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.image = image;
+    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, nullptr, 0,
+                         nullptr, 1, &b);
+  };
+  barrier(VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT);
+  VkBufferImageCopy region{};
+  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  region.imageExtent = {m_swap.extent.width, m_swap.extent.height, 1};
+  vkCmdCopyImageToBuffer(cmd, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, m_shot->handle(), 1, &region);
+  barrier(VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, VK_ACCESS_TRANSFER_READ_BIT, 0);
+}
+
+void Viewer::createWindow() {
+  if (!glfwInit()) throw Error("glfwInit failed (is there a display? use --headless without one)");
+  glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
+  m_window = glfwCreateWindow(int(m_options.width), int(m_options.height), "Armature viewer", nullptr, nullptr);
+  if (!m_window) throw Error("cannot create a window");
+  glfwSetWindowUserPointer(m_window, this);
+  glfwSetFramebufferSizeCallback(m_window, [](GLFWwindow* w, int, int) {
+    static_cast<Viewer*>(glfwGetWindowUserPointer(w))->m_resize = true;
+  });
+  uint32_t n = 0;
+  const char** exts = glfwGetRequiredInstanceExtensions(&n);
+  vk::ContextOptions co;
+  for (uint32_t i = 0; i < n; ++i) co.instanceExtensions.push_back(exts[i]);
+  co.swapchain = true;
+  m_ctx = std::make_unique<vk::Context>(co);
+  VK_CHECK(glfwCreateWindowSurface(m_ctx->instance(), m_window, nullptr, &m_surface));
+  VkBool32 present = VK_FALSE;
+  vkGetPhysicalDeviceSurfaceSupportKHR(m_ctx->physicalDevice(), m_ctx->queueFamily(), m_surface, &present);
+  if (!present) throw Error("the chosen Vulkan queue cannot present to this window");
+}
+
+void Viewer::createSwapchain() {
+  VkDevice dev = m_ctx->device();
+  VkSurfaceCapabilitiesKHR caps;
+  VK_CHECK(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(m_ctx->physicalDevice(), m_surface, &caps));
+  int w, h;
+  glfwGetFramebufferSize(m_window, &w, &h);
+  m_swap.extent = caps.currentExtent.width != UINT32_MAX ? caps.currentExtent : VkExtent2D{uint32_t(w), uint32_t(h)};
+  if (m_swap.extent.width == 0 || m_swap.extent.height == 0) return;  // minimised: no swapchain until restored
+  uint32_t fn = 0;
+  vkGetPhysicalDeviceSurfaceFormatsKHR(m_ctx->physicalDevice(), m_surface, &fn, nullptr);
+  std::vector<VkSurfaceFormatKHR> formats(fn);
+  vkGetPhysicalDeviceSurfaceFormatsKHR(m_ctx->physicalDevice(), m_surface, &fn, formats.data());
+  m_swap.format = formats[0].format;
+  VkColorSpaceKHR space = formats[0].colorSpace;
+  for (auto& f : formats)
+    if (f.format == VK_FORMAT_B8G8R8A8_UNORM || f.format == VK_FORMAT_R8G8B8A8_UNORM) m_swap.format = f.format, space = f.colorSpace;
+  uint32_t pn = 0;
+  vkGetPhysicalDeviceSurfacePresentModesKHR(m_ctx->physicalDevice(), m_surface, &pn, nullptr);
+  std::vector<VkPresentModeKHR> modes(pn);
+  vkGetPhysicalDeviceSurfacePresentModesKHR(m_ctx->physicalDevice(), m_surface, &pn, modes.data());
+  VkPresentModeKHR mode = VK_PRESENT_MODE_FIFO_KHR;  // vsync; always available
+  if (!m_vsync)
+    for (auto want : {VK_PRESENT_MODE_MAILBOX_KHR, VK_PRESENT_MODE_IMMEDIATE_KHR})
+      if (std::find(modes.begin(), modes.end(), want) != modes.end()) { mode = want; break; }
+  VkSwapchainCreateInfoKHR ci{VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR};
+  ci.surface = m_surface;
+  ci.minImageCount = std::max(caps.minImageCount, 2u);
+  if (caps.maxImageCount) ci.minImageCount = std::min(ci.minImageCount + 1, caps.maxImageCount);
+  ci.imageFormat = m_swap.format;
+  ci.imageColorSpace = space;
+  ci.imageExtent = m_swap.extent;
+  ci.imageArrayLayers = 1;
+  ci.imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT;  // screenshots copy from it
+  ci.preTransform = caps.currentTransform;
+  ci.compositeAlpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR;
+  ci.presentMode = mode;
+  ci.clipped = VK_TRUE;
+  ci.oldSwapchain = m_swap.handle;
+  VkSwapchainKHR created;
+  VK_CHECK(vkCreateSwapchainKHR(dev, &ci, nullptr, &created));
+  destroySwapchain();
+  m_swap.handle = created;
+  uint32_t count = 0;
+  vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, nullptr);
+  m_swap.images.resize(count);
+  vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, m_swap.images.data());
+  if (!m_renderer)
+    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces);
+  m_swap.depth = vk::Image(*m_ctx, m_swap.extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+                           VK_IMAGE_ASPECT_DEPTH_BIT);
+  for (VkImage image : m_swap.images) {
+    VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+    vi.image = image;
+    vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
+    vi.format = m_swap.format;
+    vi.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    VkImageView view;
+    VK_CHECK(vkCreateImageView(dev, &vi, nullptr, &view));
+    m_swap.views.push_back(view);
+    VkImageView att[2] = {view, m_swap.depth.view()};
+    VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
+    fi.renderPass = m_renderer->renderPass();
+    fi.attachmentCount = 2;
+    fi.pAttachments = att;
+    fi.width = m_swap.extent.width;
+    fi.height = m_swap.extent.height;
+    fi.layers = 1;
+    VkFramebuffer fb;
+    VK_CHECK(vkCreateFramebuffer(dev, &fi, nullptr, &fb));
+    m_swap.framebuffers.push_back(fb);
+  }
+}
+
+void Viewer::destroySwapchain() {
+  VkDevice dev = m_ctx->device();
+  for (auto fb : m_swap.framebuffers) vkDestroyFramebuffer(dev, fb, nullptr);
+  for (auto v : m_swap.views) vkDestroyImageView(dev, v, nullptr);
+  m_swap.framebuffers.clear();
+  m_swap.views.clear();
+  m_swap.images.clear();
+  m_swap.depth = vk::Image();
+  if (m_swap.handle) vkDestroySwapchainKHR(dev, m_swap.handle, nullptr);
+  m_swap.handle = VK_NULL_HANDLE;
+}
+
+void Viewer::initImGui() {
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::StyleColorsDark();
+  ImGui::GetIO().IniFilename = nullptr;
+  VkInstance instance = m_ctx->instance();
+  // Debian's prebuilt backend objects call Vulkan through prototypes; ours are rebuilt without them, so they
+  // load their entry points here, before any other ImGui Vulkan call (../shared/TOOLCHAIN.md).
+  ImGui_ImplVulkan_LoadFunctions([](const char* name, void* user) {
+    return vkGetInstanceProcAddr(*static_cast<VkInstance*>(user), name);
+  }, &instance);
+  ImGui_ImplGlfw_InitForVulkan(m_window, true);
+  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 16}};
+  VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pi.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+  pi.maxSets = 16;
+  pi.poolSizeCount = 1;
+  pi.pPoolSizes = sizes;
+  VK_CHECK(vkCreateDescriptorPool(m_ctx->device(), &pi, nullptr, &m_imguiPool));
+  ImGui_ImplVulkan_InitInfo info{};
+  info.Instance = m_ctx->instance();
+  info.PhysicalDevice = m_ctx->physicalDevice();
+  info.Device = m_ctx->device();
+  info.QueueFamily = m_ctx->queueFamily();
+  info.Queue = m_ctx->queue();
+  info.DescriptorPool = m_imguiPool;
+  info.MinImageCount = 2;
+  info.ImageCount = uint32_t(std::max<size_t>(m_swap.images.size(), 2));
+  info.MSAASamples = VK_SAMPLE_COUNT_1_BIT;
+  ImGui_ImplVulkan_Init(&info, m_renderer->renderPass());
+  m_ctx->submitAndWait([](VkCommandBuffer cmd) { ImGui_ImplVulkan_CreateFontsTexture(cmd); });
+  ImGui_ImplVulkan_DestroyFontUploadObjects();
+}
+
+void Viewer::loadModel(const std::string& path) {
+  BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
+  if (m_ctx->device()) vkDeviceWaitIdle(m_ctx->device());
+  Backend backend = m_scene ? m_scene->backend() : Backend::Vulkan;
+  auto scene = std::make_unique<AvatarScene>(*m_ctx, std::move(model), std::max(m_options.avatars, 64u),
+                                             std::min<uint32_t>(10, model.shapeCount), std::min<uint32_t>(10, model.exprCount));
+  scene->applyPose(posePreset(scene->model(), m_options.pose));
+  scene->animate = m_options.animate;
+  m_scene = std::move(scene);
+  m_groups = poseGroups(m_scene->model());
+  m_activeShape = int(m_scene->shapeComponents());
+  m_activeExpr = int(m_scene->exprComponents());
+  setBackend(backend);
+  m_scene->setAvatars(std::min(m_avatars, m_scene->maxAvatars()));
+  if (m_renderer) {  // a new mesh: new index buffer, same pass
+    VkFormat format = m_swap.format;
+    m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces);
+  }
+  float lo[3], hi[3];
+  m_scene->bounds(lo, hi);
+  m_camera.frame(lo, hi);
+  m_draw.vertexCount = m_scene->model().vertexCount;
+  m_draw.floorY = m_scene->floorY();
+  std::snprintf(m_modelPath, sizeof m_modelPath, "%s", path.c_str());
+}
+
+void Viewer::setBackend(Backend b) {
+  try {
+    m_scene->setBackend(b);
+    m_status = "skinning: " + m_scene->backendStatus();
+  } catch (const std::exception& e) {
+    m_status = std::string("cannot use ") + backendName(b) + ": " + e.what();
+  }
+}
+
+void Viewer::handleCamera() {
+  ImGuiIO& io = ImGui::GetIO();
+  if (!io.WantCaptureMouse) {
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+      m_camera.yaw -= io.MouseDelta.x * 0.008f;
+      m_camera.pitch = std::clamp(m_camera.pitch + io.MouseDelta.y * 0.008f, -1.5f, 1.5f);
+    }
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) || ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
+      float s = m_camera.distance * 0.0015f;
+      m_camera.target[0] -= std::cos(m_camera.yaw) * io.MouseDelta.x * s;
+      m_camera.target[2] += std::sin(m_camera.yaw) * io.MouseDelta.x * s;
+      m_camera.target[1] += io.MouseDelta.y * s;
+    }
+    if (io.MouseWheel != 0) m_camera.distance = std::clamp(m_camera.distance * std::pow(0.9f, io.MouseWheel), 0.3f, 80.f);
+  }
+  if (!io.WantCaptureKeyboard) {
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space))) m_scene->animate = !m_scene->animate;
+    if (glfwGetKey(m_window, GLFW_KEY_F) == GLFW_PRESS) {
+      float lo[3], hi[3];
+      m_scene->bounds(lo, hi);
+      m_camera.frame(lo, hi);
+    }
+    if (ImGui::IsKeyPressed(GLFW_KEY_F1)) m_showOverlay = !m_showOverlay;
+  }
+}
+
+void Viewer::panels() {
+  ImGui::SetNextWindowPos({10, 10}, ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize({380, 640}, ImGuiCond_FirstUseEver);
+  ImGui::Begin("Armature");
+  ImGui::Text("device: %s%s", m_ctx->info().name.c_str(), m_ctx->info().isCpu() ? " (CPU)" : "");
+  ImGui::TextWrapped("%s", m_status.c_str());
+  int backend = int(m_scene->backend());
+  const char* names[] = {"CPU reference", "Vulkan compute", "CUDA (interop)"};
+  if (ImGui::Combo("backend", &backend, names, 3)) setBackend(Backend(backend));
+  int avatars = int(m_scene->avatars());
+  if (ImGui::SliderInt("avatars", &avatars, 1, int(m_scene->maxAvatars()))) {
+    try {
+      m_scene->setAvatars(uint32_t(avatars));
+      m_avatars = uint32_t(avatars);
+      m_draw.avatars = m_avatars;
+    } catch (const std::exception& e) {
+      m_status = e.what();
+    }
+  }
+  ImGui::Checkbox("animate (space)", &m_scene->animate);
+  ImGui::SameLine();
+  ImGui::Checkbox("wireframe", &m_draw.wireframe);
+  ImGui::SameLine();
+  ImGui::Checkbox("ground", &m_draw.ground);
+  if (ImGui::Checkbox("vsync", &m_vsync)) m_resize = true;
+  ImGui::SameLine();
+  ImGui::Checkbox("profiler (F1)", &m_showOverlay);
+  ImGui::InputText("model", m_modelPath, sizeof m_modelPath);
+  ImGui::SameLine();
+  if (ImGui::Button("load")) {
+    try {
+      loadModel(m_modelPath);
+      createSwapchain();
+    } catch (const std::exception& e) {
+      m_status = e.what();
+    }
+  }
+  ImGui::Separator();
+  for (const auto& name : posePresetNames()) {
+    if (ImGui::Button(name.c_str())) m_scene->applyPose(posePreset(m_scene->model(), name));
+    ImGui::SameLine();
+  }
+  if (ImGui::Button("random")) {
+    static std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-0.5, 0.5);
+    BodyParams& p = m_scene->base();
+    for (size_t i = 3; i < p.pose.size(); ++i) p.pose[i] = u(rng) * (i < 66 ? 1.0 : 0.6);
+    for (auto& b : p.betas) b = 3 * u(rng);
+  }
+  ImGui::NewLine();
+  BodyParams& p = m_scene->base();
+  const float pi = 3.14159265f;
+  for (size_t g = 0; g < m_groups.size(); ++g) {
+    if (!ImGui::CollapsingHeader(m_groups[g].title)) continue;
+    ImGui::PushID(int(g));
+    if (ImGui::Button("reset group")) {
+      for (uint32_t j : m_groups[g].joints) for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = 0;
+      if (g == 0) std::fill(p.transl.begin(), p.transl.end(), 0.0);
+    }
+    if (g == 0) {
+      float t[3] = {float(p.transl[0]), float(p.transl[1]), float(p.transl[2])};
+      if (ImGui::SliderFloat3("translation (m)", t, -2, 2)) for (int k = 0; k < 3; ++k) p.transl[size_t(k)] = t[k];
+    }
+    // Axis-angle per joint (x, y, z in radians): smplx's own parameterisation; ±π globally, ±2.5 rad elsewhere.
+    for (uint32_t j : m_groups[g].joints) {
+      float v[3] = {float(p.pose[j * 3]), float(p.pose[j * 3 + 1]), float(p.pose[j * 3 + 2])};
+      float lim = j == 0 ? pi : 2.5f;
+      if (ImGui::SliderFloat3(m_scene->model().jointNames[j].c_str(), v, -lim, lim))
+        for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = v[k];
+    }
+    ImGui::PopID();
+  }
+  if (ImGui::CollapsingHeader("Shape")) {
+    if (ImGui::SliderInt("active shape", &m_activeShape, 0, int(m_scene->model().shapeCount)))
+      m_scene->setComponentCounts(uint32_t(m_activeShape), m_scene->exprComponents());
+    if (ImGui::Button("reset shape")) std::fill(m_scene->base().betas.begin(), m_scene->base().betas.end(), 0.0);
+    for (uint32_t k = 0; k < m_scene->shapeComponents(); ++k) {
+      float b = float(m_scene->base().betas[k]);
+      if (ImGui::SliderFloat(("beta " + std::to_string(k)).c_str(), &b, -3, 3)) m_scene->base().betas[k] = b;
+    }
+  }
+  if (ImGui::CollapsingHeader("Expression")) {
+    if (ImGui::SliderInt("active expression", &m_activeExpr, 0, int(m_scene->model().exprCount)))
+      m_scene->setComponentCounts(m_scene->shapeComponents(), uint32_t(m_activeExpr));
+    if (ImGui::Button("reset expression")) std::fill(m_scene->base().expression.begin(), m_scene->base().expression.end(), 0.0);
+    for (uint32_t k = 0; k < m_scene->exprComponents(); ++k) {
+      float e = float(m_scene->base().expression[k]);
+      if (ImGui::SliderFloat(("expression " + std::to_string(k)).c_str(), &e, -3, 3)) m_scene->base().expression[k] = e;
+    }
+  }
+  ImGui::End();
+}
+
+void Viewer::overlay() {
+  if (!m_showOverlay) return;
+  auto stats = m_profiler.stats(300);
+  ImGuiIO& io = ImGui::GetIO();
+  ImGui::SetNextWindowPos({io.DisplaySize.x - 430, 10}, ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize({420, 330}, ImGuiCond_FirstUseEver);
+  ImGui::Begin("GPU frame time");
+  // Rolling graph of the last frames' GPU total.
+  const auto& frames = m_profiler.frames();
+  size_t n = std::min<size_t>(frames.size(), 300);
+  std::vector<float> total(n), cpu(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& f = frames[frames.size() - n + i];
+    for (auto& [name, ms] : f.gpu) total[i] += float(ms);
+    cpu[i] = float(f.cpuMs);
+  }
+  if (n) {
+    ImGui::PlotLines("GPU ms", total.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 60});
+    ImGui::PlotLines("CPU ms", cpu.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 40});
+  }
+  if (ImGui::BeginTable("stages", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
+    for (const char* h : {"stage", "last", "mean", "p99", "max"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (auto& [name, s] : stats) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(name.c_str());
+      for (double v : {s.last, s.mean, s.p99, s.max}) {
+        ImGui::TableNextColumn();
+        ImGui::Text("%.3f", v);
+      }
+    }
+    ImGui::EndTable();
+  }
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(m_ctx->physicalDevice(), &mem);
+  ImGui::Text("frame %llu, %u avatar(s), %ux%u", (unsigned long long)m_frameIndex, m_scene->avatars(), m_swap.extent.width,
+              m_swap.extent.height);
+  if (ImGui::Button("export profile")) {
+    std::string path = m_options.profile.empty() ? "armature-profile.json" : m_options.profile;
+    try {
+      m_profiler.writeChromeTrace(path);
+      m_profiler.writeCsv(path.substr(0, path.rfind('.')) + ".csv");
+      m_status = "wrote " + path;
+    } catch (const std::exception& e) {
+      m_status = e.what();
+    }
+  }
+  ImGui::End();
+}
+
+void Viewer::drawFrame() {
+  Frame& fr = m_frames[m_frameIndex % kFramesInFlight];
+  VkDevice dev = m_ctx->device();
+  // The only host wait: this frame slot's previous submission (two frames ago).
+  VkResult wr = vkWaitForFences(dev, 1, &fr.fence, VK_TRUE, 10'000'000'000ull);
+  if (wr == VK_TIMEOUT) throw Error("the GPU did not finish a frame within 10 s");
+  VK_CHECK(wr);
+  uint32_t imageIndex = 0;
+  VkResult ar = vkAcquireNextImageKHR(dev, m_swap.handle, 10'000'000'000ull, fr.acquired, VK_NULL_HANDLE, &imageIndex);
+  if (ar == VK_ERROR_OUT_OF_DATE_KHR) {
+    m_resize = true;
+    return;
+  }
+  if (ar != VK_SUBOPTIMAL_KHR) VK_CHECK(ar);
+  VK_CHECK(vkResetFences(dev, 1, &fr.fence));
+
+  auto t0 = Clock::now();
+  m_animTime += m_scene->animate ? ImGui::GetIO().DeltaTime : 0.0;
+  m_scene->update(m_animTime);
+  VK_CHECK(vkResetCommandPool(dev, fr.pool, 0));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vkBeginCommandBuffer(fr.cmd, &bi));
+  FrameRecord rec;
+  rec.startMs = std::chrono::duration<double, std::milli>(t0 - m_start).count();
+  // GPU zones of the frame that last used this timer slot arrive now: file them under that frame.
+  if (auto previous = m_timer->beginFrame(fr.cmd, m_frameIndex); previous && m_frameIndex >= kFramesInFlight)
+    m_profiler.attachGpu(m_frameIndex - kFramesInFlight, *previous);
+  m_scene->skin(fr.cmd, m_timer.get());
+  if (m_scene->backend() != Backend::Vulkan)
+    rec.gpu.insert(rec.gpu.begin(), {m_scene->backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", m_scene->lastSkinningMs()});
+  uint32_t zone = m_timer->beginZone(fr.cmd, "draw + ui");
+  m_renderer->record(fr.cmd, m_swap.framebuffers[imageIndex], m_swap.extent, m_camera, m_scene->positions(), m_draw,
+                     [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); });
+  m_timer->endZone(fr.cmd, zone);
+  if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
+  VK_CHECK(vkEndCommandBuffer(fr.cmd));
+  VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.waitSemaphoreCount = 1;
+  si.pWaitSemaphores = &fr.acquired;
+  si.pWaitDstStageMask = &stage;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &fr.cmd;
+  si.signalSemaphoreCount = 1;
+  si.pSignalSemaphores = &fr.rendered;
+  VK_CHECK(vkQueueSubmit(m_ctx->queue(), 1, &si, fr.fence));
+  VkPresentInfoKHR pi{VK_STRUCTURE_TYPE_PRESENT_INFO_KHR};
+  pi.waitSemaphoreCount = 1;
+  pi.pWaitSemaphores = &fr.rendered;
+  pi.swapchainCount = 1;
+  pi.pSwapchains = &m_swap.handle;
+  pi.pImageIndices = &imageIndex;
+  VkResult pr = vkQueuePresentKHR(m_ctx->queue(), &pi);
+  if (pr == VK_ERROR_OUT_OF_DATE_KHR || pr == VK_SUBOPTIMAL_KHR) m_resize = true;
+  else VK_CHECK(pr);
+  rec.cpuMs = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  m_profiler.add(std::move(rec));
+  if (!m_pendingScreenshot.empty()) {
+    // The copy was recorded after the pass; wait for this frame only (screenshots are rare) and write the PNG.
+    VK_CHECK(vkWaitForFences(dev, 1, &fr.fence, VK_TRUE, 10'000'000'000ull));
+    auto px = m_shot->download<uint8_t>(size_t(m_swap.extent.width) * m_swap.extent.height * 4);
+    bool bgra = m_swap.format == VK_FORMAT_B8G8R8A8_UNORM || m_swap.format == VK_FORMAT_B8G8R8A8_SRGB;
+    for (size_t i = 0; i < px.size(); i += 4) {
+      if (bgra) std::swap(px[i], px[i + 2]);
+      px[i + 3] = 255;
+    }
+    if (!stbi_write_png(m_pendingScreenshot.c_str(), int(m_swap.extent.width), int(m_swap.extent.height), 4, px.data(),
+                        int(m_swap.extent.width) * 4))
+      throw Error(m_pendingScreenshot + ": cannot write PNG");
+    m_lastScreenshot = std::move(px);
+    m_pendingScreenshot.clear();
+  }
+  ++m_frameIndex;
+}
+
+void Viewer::frameOnce() {
+  glfwPollEvents();
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(m_window, &w, &h);
+  if (w == 0 || h == 0) {  // minimised: nothing to draw, nothing to wait for
+    glfwWaitEventsTimeout(0.1);
+    return;
+  }
+  if (m_resize || !m_swap.handle) {
+    vkDeviceWaitIdle(m_ctx->device());
+    createSwapchain();
+    m_resize = false;
+    if (!m_swap.handle) return;
+  }
+  ImGui_ImplVulkan_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  handleCamera();
+  panels();
+  overlay();
+  ImGui::Render();
+  drawFrame();
+}
+
+// Scripted smoke test: renders, takes a screenshot, moves the left shoulder through the value its slider edits,
+// renders again, and checks that the avatar moved (the two screenshots differ in enough pixels).
+int Viewer::guiTest() {
+  std::string dir = m_options.guiTest;
+  for (int i = 0; i < 4; ++i) frameOnce();
+  m_pendingScreenshot = dir + "/gui_before.png";
+  frameOnce();
+  auto before = m_lastScreenshot;
+  m_scene->base().pose[16 * 3 + 2] = 1.3;  // left_shoulder z: the "Body" panel's slider value
+  for (int i = 0; i < 3; ++i) frameOnce();
+  m_pendingScreenshot = dir + "/gui_after.png";
+  frameOnce();
+  auto after = m_lastScreenshot;
+  if (before.empty() || before.size() != after.size()) {
+    std::fprintf(stderr, "gui test: screenshots missing\n");
+    return 1;
+  }
+  size_t changed = 0;
+  for (size_t i = 0; i < before.size(); i += 4)
+    changed += std::abs(int(before[i]) - int(after[i])) + std::abs(int(before[i + 1]) - int(after[i + 1])) > 24;
+  std::printf("gui test: %zu of %zu pixels changed after moving the left shoulder\n", changed, before.size() / 4);
+  std::string json = dir + "/gui_profile.json";
+  m_profiler.writeChromeTrace(json);
+  return changed > before.size() / 4 / 200 ? 0 : 1;  // at least 0.5% of the image
+}
+
+void Viewer::cleanup() {
+  if (!m_ctx) return;
+  vkDeviceWaitIdle(m_ctx->device());
+  if (m_imguiPool) {
+    ImGui_ImplVulkan_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    vkDestroyDescriptorPool(m_ctx->device(), m_imguiPool, nullptr);
+  }
+  for (auto& f : m_frames) {
+    if (f.pool) vkDestroyCommandPool(m_ctx->device(), f.pool, nullptr);
+    if (f.fence) vkDestroyFence(m_ctx->device(), f.fence, nullptr);
+    if (f.acquired) vkDestroySemaphore(m_ctx->device(), f.acquired, nullptr);
+    if (f.rendered) vkDestroySemaphore(m_ctx->device(), f.rendered, nullptr);
+  }
+  m_shot.reset();
+  m_timer.reset();
+  destroySwapchain();
+  m_renderer.reset();
+  m_scene.reset();
+  if (m_surface) vkDestroySurfaceKHR(m_ctx->instance(), m_surface, nullptr);
+  m_ctx.reset();
+  if (m_window) glfwDestroyWindow(m_window);
+  glfwTerminate();
+}
+
+int Viewer::run() {
+  int status = 0;
+  try {
+    createWindow();
+    loadModel(m_options.model.empty() ? defaultModelPath() : m_options.model);
+    m_avatars = m_options.avatars;
+    m_scene->setAvatars(m_avatars);
+    m_draw.avatars = m_avatars;
+    m_draw.wireframe = m_options.wireframe;
+    std::string backend = m_options.backend;
+    setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
+    createSwapchain();
+    m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 8);
+    for (auto& f : m_frames) {
+      VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+      pci.queueFamilyIndex = m_ctx->queueFamily();
+      VK_CHECK(vkCreateCommandPool(m_ctx->device(), &pci, nullptr, &f.pool));
+      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      ai.commandPool = f.pool;
+      ai.commandBufferCount = 1;
+      VK_CHECK(vkAllocateCommandBuffers(m_ctx->device(), &ai, &f.cmd));
+      VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      fi.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+      VK_CHECK(vkCreateFence(m_ctx->device(), &fi, nullptr, &f.fence));
+      VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.acquired));
+      VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.rendered));
+    }
+    initImGui();
+    if (!m_options.guiTest.empty()) {
+      status = guiTest();
+    } else {
+      while (!glfwWindowShouldClose(m_window)) frameOnce();
+      if (!m_options.profile.empty()) m_profiler.writeChromeTrace(m_options.profile);
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+  return status;
+}
+
+}  // namespace
+
+int runWindow(const ViewerOptions& options) { return Viewer(options).run(); }
+
+}  // namespace armature::app
