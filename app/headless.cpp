@@ -47,11 +47,13 @@ int runHeadless(const ViewerOptions& o) {
   float lo[3], hi[3];
   scene.bounds(lo, hi);
   uint32_t columns = uint32_t(std::ceil(std::sqrt(double(o.avatars))));
-  if (o.avatars > 1) {  // the crowd's grid: frame all of it
-    float half = 0.55f * float(columns);
-    lo[0] -= half, hi[0] += half, lo[2] -= 1.1f * float(columns - 1) + 0.3f;
+  if (o.avatars > 1) {  // the crowd's grid: frame all of it, from higher up
+    float half = 0.55f * float(columns - 1);
+    lo[0] -= half, hi[0] += half, lo[2] -= 1.1f * float(columns - 1);
+    camera.pitch = 0.45f;
   }
   camera.frame(lo, hi);
+  if (o.avatars > 1) camera.distance *= 0.75f;
   DrawSettings draw;
   draw.vertexCount = scene.model().vertexCount;
   draw.avatars = o.avatars;

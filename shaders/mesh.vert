@@ -11,7 +11,7 @@ const vec2 kGround[6] = vec2[](vec2(-1, -1), vec2(1, -1), vec2(1, 1), vec2(-1, -
 
 void main() {
   if (pc.mode == RENDER_MODE_GROUND) {
-    vec2 q = kGround[gl_VertexIndex] * 30.0;
+    vec2 q = kGround[gl_VertexIndex] * 400.0;  // past the far fade: no visible edge
     worldPos = vec3(q.x, pc.floorY, q.y);
   } else {
     uint base = (uint(gl_InstanceIndex) * pc.vertexCount + uint(gl_VertexIndex)) * 3u;
