@@ -59,6 +59,7 @@ int runHeadless(const ViewerOptions& o) {
   draw.avatars = o.avatars;
   draw.floorY = scene.floorY();
   draw.wireframe = o.wireframe;
+  draw.ground = o.ground;
 
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;

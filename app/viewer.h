@@ -17,6 +17,7 @@ struct ViewerOptions {
   uint32_t width = 1280, height = 720;
   bool animate = false;
   bool wireframe = false;
+  bool ground = true;
   std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
 };
 

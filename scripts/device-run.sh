@@ -32,6 +32,7 @@ bench=$b/bin/armature-bench
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --profile "$out/viewer_cuda_1.json" --screenshot "$out/viewer_cuda_1.png"
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
   $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --profile "$out/viewer_vulkan_1.json"
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --no-ground --profile "$out/viewer_cuda_1_noground.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
 # At most 8 files come back: the summaries, and everything else in one archive.
