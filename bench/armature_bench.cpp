@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");
   auto* interopCmd = cli.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
-  for (auto* c : {skin, axpy, interopCmd}) {
+  auto* rasterCmd = cli.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
+  rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
+  for (auto* c : {skin, axpy, interopCmd, rasterCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON");
     c->add_option("--iters", iters, "timed calls per row (after warm-up)");
     c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
     if (backend == Backend::Cuda && !*interopCmd)
       if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
     std::unique_ptr<vk::Context> ctx;
-    if (backend == Backend::Vulkan && !*interopCmd) ctx = std::make_unique<vk::Context>();
+    if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd) ctx = std::make_unique<vk::Context>();
 
     if (*interopCmd) {
 #ifdef ARMATURE_HAS_INTEROP
@@ -107,6 +109,8 @@ int main(int argc, char** argv) {
       throw Error("this build has no interop (configure with ARMATURE_CUDA=ON)");
 #endif
     }
+
+    if (*rasterCmd) bench::runRaster(rows, backend, iters);
 
     if (*axpy) {
       size_t n = size_t(1) << 26;

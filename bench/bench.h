@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "armature/backend.h"
 #include "armature/body/synth.h"
 
 namespace armature::bench {
@@ -31,6 +32,9 @@ inline BodyModel loadDefaultModel(const std::string& path) {
   std::fprintf(stderr, "armature-bench: synthesising the default avatar (pass --model to skip)\n");
   return synthesizeBodyModel({0});
 }
+
+// Rasteriser rows for the three scenes.
+void runRaster(std::vector<Row>& rows, Backend backend, int iters);
 
 // Interop rows (needs a CUDA build).
 void runInterop(std::vector<Row>& rows, int iters);

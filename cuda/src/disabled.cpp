@@ -47,3 +47,9 @@ void countPatternMismatches(const void*, size_t, uint32_t, uint32_t*, const Stre
 void incrementCounter(uint32_t*, uint32_t, const Stream&) { notBuilt(); }
 void emptyKernel(const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
+
+#include "armature/cuda/raster.h"
+namespace armature::cuda {
+void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, uint64_t*, int32_t*,
+               float*, const Stream&) { notBuilt(); }
+}  // namespace armature::cuda

@@ -2,6 +2,7 @@
 #ifndef ARMATURE_COMMON_IO_H
 #define ARMATURE_COMMON_IO_H
 #if defined(__cplusplus) || defined(__CUDACC__)
+#include <math.h>
 #include <cstdint>
 #define ARM_SHARED_STRUCT(name) struct name
 typedef uint32_t uint;
@@ -11,9 +12,12 @@ typedef uint32_t uint;
 #else
 #define ARM_FN inline
 #endif
+#define ARM_PRECISE
 #else
 #define ARM_SHARED_STRUCT(name) struct name
 #define ARM_CONST const
 #define ARM_FN
+// GLSL may fuse a*b+c unless told not to; C++ here (x86-64 baseline) and CUDA (-fmad=false where it matters) don't.
+#define ARM_PRECISE precise
 #endif
 #endif

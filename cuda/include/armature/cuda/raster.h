@@ -1,0 +1,13 @@
+#pragma once
+// The rasteriser on CUDA (armature/ops/raster.h for the contract). Device pointers, the caller's stream, no host
+// synchronisation. zbuffer: H·W uint64 scratch.
+#include <cstdint>
+
+#include "armature/cuda/runtime.h"
+#include "armature/ops/raster.h"
+
+namespace armature::cuda {
+void rasterize(const RasterDesc& desc, const float* positions, uint32_t vertexCount, const int32_t* faces,
+               uint32_t faceCount, const float* depthPrior, uint64_t* zbuffer, int32_t* findices, float* barycentrics,
+               const Stream& stream);
+}  // namespace armature::cuda

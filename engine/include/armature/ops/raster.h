@@ -1,0 +1,42 @@
+#pragma once
+// Triangle rasteriser producing a visibility buffer: per pixel the visible face (index + 1, 0 = background) and its
+// perspective-correct barycentrics — Hunyuan3D-2 custom_rasterizer's rasterize_image contract (see
+// shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference here; Vulkan
+// compute below; CUDA in armature/cuda/raster.h. All three produce identical face indices.
+#include <cstdint>
+#include <vector>
+
+#include "armature/vk/buffer.h"
+
+namespace armature {
+
+struct RasterDesc {
+  uint32_t width = 0, height = 0;
+  bool useDepthPrior = false;         // keep only fragments at or behind the prior + truncation (depth peeling)
+  float occlusionTruncation = 1e-6f;  // the original wrapper's value
+};
+
+struct RasterResult {
+  std::vector<int32_t> findices;   // (H,W): face + 1, 0 = background; row 0 is NDC y = -1
+  std::vector<float> barycentrics; // (H,W,3): for the face's vertices in F's order; 0 for background
+};
+
+// positions (N,4) clip space; faces (M,3); depthPrior (H,W) in NDC z when useDepthPrior.
+// Throws armature::Error for wrong sizes, out-of-range face indices or sizes beyond 8192.
+RasterResult rasterizeRef(const std::vector<float>& positions, const std::vector<int32_t>& faces, const RasterDesc& desc,
+                          const std::vector<float>& depthPrior = {});
+// How many triangles cover each pixel centre, ignoring depth (w > 0 triangles): 1 everywhere inside a
+// watertight mesh seen from one side shows the fill rule covers shared edges exactly once.
+std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& positions, const std::vector<int32_t>& faces,
+                                        const RasterDesc& desc);
+void validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& desc,
+                          size_t depthPriorFloats);
+
+// Vulkan compute: records into `cmd`. findices (H·W int32) and barycentrics (H·W·3 float) are caller buffers;
+// `zbuffer` is scratch of H·W uint64 (rasterScratchBytes). Needs 64-bit buffer atomics.
+size_t rasterScratchBytes(const RasterDesc& desc);
+void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
+                 uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
+                 vk::Buffer& zbuffer, vk::Buffer& findices, vk::Buffer& barycentrics);
+
+}  // namespace armature

@@ -1,0 +1,70 @@
+// Triangle rasteriser (visibility buffer): layouts and the per-pixel arithmetic shared by the CPU reference,
+// CUDA and GLSL, so every backend computes bit-identical coverage, depth tokens and face indices.
+//
+// Semantics follow Hunyuan3D-2's custom_rasterizer (viewport, depth packing, tie-breaking, depth prior), with two
+// deliberate differences, both about robustness:
+//  * Coverage is decided on a 1/16-pixel fixed-point grid with exact integer edge functions and a top-left rule,
+//    so a pixel centre on an edge shared by two triangles is covered exactly once (the original's inclusive float
+//    test covers it twice, or neither when rounding disagrees).
+//  * Triangles with a vertex at w <= 0 (crossing or behind the eye plane) are rejected; the original has no
+//    clipping and rasterises garbage for them.
+#ifndef ARMATURE_RASTER_IO_H
+#define ARMATURE_RASTER_IO_H
+#include "common_io.h"
+
+#define RASTER_SUBPIXEL_BITS 4        // 1/16 pixel: exact products fit int64 for images up to 8192 pixels wide
+#define RASTER_FACE_MULT 2147483647ul // 2^31 - 1: token = depthLevel * RASTER_FACE_MULT + (face + 1)
+#define RASTER_GROUP 64
+
+ARM_SHARED_STRUCT(RasterPush) {
+  uint width;
+  uint height;
+  uint vertexCount;
+  uint triangleCount;
+  uint useDepthPrior;        // 1: keep fragments at or behind the prior (+ truncation): depth peeling
+  float occlusionTruncation; // added to the prior's depth
+  uint pad0, pad1;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(RasterPush) == 32);
+#endif
+#endif
+
+#ifndef ARMATURE_RASTER_FN_H
+#define ARMATURE_RASTER_FN_H
+// --- per-vertex and per-pixel arithmetic, one definition for every backend ---------------------------------
+// The original's viewport: NDC -1 maps to the centre of pixel 0, +1 to the centre of pixel size-1; no y flip.
+ARM_FN float rasterScreen(float ndc, uint size) {
+  ARM_PRECISE float t = ndc * 0.5f + 0.5f;
+  ARM_PRECISE float s = t * float(size - 1u) + 0.5f;
+  return s;
+}
+// A screen coordinate (pixels) on the 1/16-pixel grid.
+ARM_FN int rasterFixed(float pixels) {
+  ARM_PRECISE float g = pixels * 16.0f + 0.5f;
+  return int(floor(g));
+}
+// The pixel centre of column (or row) i on the grid.
+ARM_FN int rasterCentre(int i) { return i * 16 + 8; }
+// Twice the signed area of (a, b, p) on the grid: exact in 64-bit integers.
+ARM_FN int64_t rasterEdge(int ax, int ay, int bx, int by, int px, int py) {
+  return int64_t(bx - ax) * int64_t(py - ay) - int64_t(by - ay) * int64_t(px - ax);
+}
+// Top-left rule for an edge with direction (dx, dy) in a triangle oriented so that inside is positive: of the
+// two triangles sharing an edge, exactly one owns it, so a centre on the edge is covered once.
+ARM_FN bool rasterOwnsEdge(int dx, int dy) { return dy < 0 || (dy == 0 && dx > 0); }
+// The original's depth mapping, quantised to its 2^18 levels.
+ARM_FN float rasterDepth(float zOverW) {
+  ARM_PRECISE float d = zOverW * 0.49999f + 0.5f;
+  return d;
+}
+// Depth in fixed point with 2^26 levels: fine enough that the prior's truncation (1e-6) separates layers, coarse
+// enough that edge function (< 2^35) times depth (< 2^27) sums stay inside int64. The token keeps the original's
+// 2^18 levels (rasterTokenLevel).
+ARM_FN int64_t rasterDepthLevel(float depth) { return int64_t(depth * 67108864.0f); }
+ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
+  int64_t level = depthLevel >> 8, cap = int64_t(1) << 32;  // far fragments share the last level
+  return level < cap ? level : cap;
+}
+#endif

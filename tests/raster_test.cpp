@@ -1,0 +1,231 @@
+// The rasteriser: the reference's fill rule, depth order, ties, depth peeling and rejection; the Vulkan and CUDA
+// paths against it on fresh random scenes of awkward sizes, with NaN-poisoned outputs.
+#include <cmath>
+#include <filesystem>
+
+#include "armature/body/synth.h"
+#include "armature/cuda/raster.h"
+#include "armature/ops/raster.h"
+#include "support/compare.h"
+#include "support/vk_test_env.h"
+
+using namespace armature;
+using namespace armature::test;
+
+namespace {
+
+// Barycentrics: the GPU computes them in float from the same screen coordinates; differences stay near 1e-6 for
+// triangles of a pixel or more, and thin slivers amplify them. 2e-5 covers the random scenes below.
+constexpr Tol kBaryTol{2e-5, 0};
+
+struct Scene {
+  std::vector<float> pos;
+  std::vector<int32_t> faces;
+};
+
+// A regular grid of (n+1)² vertices in NDC [-1.2, 1.2]² at depth z, split into 2n² triangles.
+Scene grid(int n, float z, float w = 1.f) {
+  Scene s;
+  for (int j = 0; j <= n; ++j)
+    for (int i = 0; i <= n; ++i) s.pos.insert(s.pos.end(), {(-1.2f + 2.4f * i / n) * w, (-1.2f + 2.4f * j / n) * w, z * w, w});
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      int a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
+      s.faces.insert(s.faces.end(), {a, b, d, a, d, c});
+    }
+  return s;
+}
+
+// Random triangles, some huge, some degenerate, some behind the eye or off screen.
+Scene randomScene(size_t triangles) {
+  Scene s;
+  auto u = uniform(triangles * 9 * 4, -1.6, 1.6);
+  for (size_t t = 0; t < triangles; ++t) {
+    float cx = float(u[t * 12]), cy = float(u[t * 12 + 1]), size = float(std::pow(std::abs(u[t * 12 + 2]) / 1.6, 3) * 1.5 + 0.01);
+    for (int k = 0; k < 3; ++k) {
+      float w = float(0.5 + std::abs(u[t * 12 + 3 + size_t(k)]));
+      if (t % 17 == 3 && k == 0) w = -0.2f;  // crosses the eye plane: rejected
+      float x = cx + size * float(u[t * 12 + 6 + size_t(k)]), y = cy + size * float(u[t * 12 + 9 + size_t(k) % 3]);
+      float z = float(u[(t * 12 + 5 + size_t(k)) % u.size()]) * 0.9f;
+      s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
+    }
+    int base = int(t * 3);
+    if (t % 23 == 5) s.faces.insert(s.faces.end(), {base, base, base + 1});  // degenerate
+    else s.faces.insert(s.faces.end(), {base, base + 1, base + 2});
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(RasterReference, SharedEdgesAreCoveredExactlyOnce) {
+  // A plane of 2·40² triangles filling the screen, at an angle so edges cross pixel centres irregularly, and a
+  // fan around the image centre whose 64 edges all meet at a pixel centre.
+  for (uint32_t W : {64u, 97u}) {
+    RasterDesc d{W, 51};
+    Scene g = grid(40, 0.1f);
+    for (size_t v = 0; v < g.pos.size(); v += 4) g.pos[v] += 0.13f * g.pos[v + 1];  // shear
+    auto count = rasterCoverageRef(g.pos, g.faces, d);
+    for (size_t i = 0; i < count.size(); ++i) ASSERT_EQ(count[i], 1u) << "pixel " << i << " of " << W << "x51";
+  }
+  Scene fan;
+  fan.pos = {0, 0, 0, 1};
+  for (int k = 0; k < 64; ++k) {
+    double a = 2 * M_PI * k / 64;
+    fan.pos.insert(fan.pos.end(), {float(3 * std::cos(a)), float(3 * std::sin(a)), 0, 1});
+    fan.faces.insert(fan.faces.end(), {0, 1 + k, 1 + (k + 1) % 64});
+  }
+  RasterDesc d{33, 33};  // NDC 0 lands on the centre of pixel 16: every fan edge passes through it
+  auto count = rasterCoverageRef(fan.pos, fan.faces, d);
+  for (size_t i = 0; i < count.size(); ++i) ASSERT_EQ(count[i], 1u) << "pixel " << i;
+}
+
+TEST(RasterReference, NearestWinsTiesGoToTheLowerFaceAndThePriorPeels) {
+  // Three full-screen layers at NDC z = 0.6, -0.2, 0.3, in that face order (two triangles each).
+  Scene s;
+  for (float z : {0.6f, -0.2f, 0.3f}) {
+    Scene g = grid(1, z);
+    int base = int(s.pos.size() / 4);
+    s.pos.insert(s.pos.end(), g.pos.begin(), g.pos.end());
+    for (int32_t f : g.faces) s.faces.push_back(base + f);
+  }
+  RasterDesc d{16, 12};
+  auto r = rasterizeRef(s.pos, s.faces, d);
+  for (int32_t f : r.findices) ASSERT_TRUE(f == 3 || f == 4);  // layer 1 (faces 2, 3) is nearest
+  // Peeling: each prior is the last layer's depth; the next layer is the one just behind it.
+  std::vector<float> prior(16 * 12, -0.2f);
+  d.useDepthPrior = true;
+  r = rasterizeRef(s.pos, s.faces, d, prior);
+  for (int32_t f : r.findices) ASSERT_TRUE(f == 5 || f == 6) << "face " << f;
+  std::fill(prior.begin(), prior.end(), 0.3f);
+  r = rasterizeRef(s.pos, s.faces, d, prior);
+  for (int32_t f : r.findices) ASSERT_TRUE(f == 1 || f == 2);
+  std::fill(prior.begin(), prior.end(), 0.6f);
+  r = rasterizeRef(s.pos, s.faces, d, prior);
+  for (int32_t f : r.findices) ASSERT_EQ(f, 0);
+  // Equal depth: the same layer twice; the lower face index wins everywhere.
+  Scene twice = grid(1, 0.f);
+  twice.pos.insert(twice.pos.end(), twice.pos.begin(), twice.pos.end());
+  twice.faces = {4, 5, 7, 4, 7, 6, 0, 1, 3, 0, 3, 2};
+  r = rasterizeRef(twice.pos, twice.faces, RasterDesc{8, 8});
+  for (int32_t f : r.findices) ASSERT_TRUE(f == 1 || f == 2);
+}
+
+TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
+  Scene g = grid(2, 0.f);
+  g.faces[4] = 9;  // 9 vertices: out of range
+  EXPECT_THROW(rasterizeRef(g.pos, g.faces, RasterDesc{8, 8}), Error);
+  g = grid(2, 0.f);
+  EXPECT_THROW(rasterizeRef(g.pos, g.faces, RasterDesc{0, 8}), Error);
+  EXPECT_THROW(rasterizeRef(g.pos, g.faces, RasterDesc{8, 8, true}), Error);  // prior missing
+  Scene behind;
+  behind.pos = {-1, -1, 0, 1, 1, -1, 0, 1, 0, 1, 0, -0.5f};
+  behind.faces = {0, 1, 2};
+  auto r = rasterizeRef(behind.pos, behind.faces, RasterDesc{8, 8});
+  for (int32_t f : r.findices) EXPECT_EQ(f, 0);
+  // Perspective-correct barycentrics: at a pixel centre they reproduce the vertex attribute of a 3-D point.
+  Scene one;
+  one.pos = {-2, -2, 0, 2, 1, -1, 0, 1, -1, 1, 0, 1};
+  one.faces = {0, 1, 2};
+  r = rasterizeRef(one.pos, one.faces, RasterDesc{9, 9});
+  size_t covered = 0;
+  for (size_t i = 0; i < r.findices.size(); ++i)
+    if (r.findices[i]) {
+      ++covered;
+      float sum = r.barycentrics[i * 3] + r.barycentrics[i * 3 + 1] + r.barycentrics[i * 3 + 2];
+      EXPECT_NEAR(sum, 1.f, 1e-6);
+    }
+  EXPECT_GT(covered, 10u);
+}
+
+namespace {
+void expectSameAsReference(const Scene& s, const RasterDesc& d, const std::vector<float>& prior,
+                           const std::vector<int32_t>& findices, const std::vector<float>& bary) {
+  auto ref = rasterizeRef(s.pos, s.faces, d, prior);
+  size_t differ = 0;
+  for (size_t i = 0; i < ref.findices.size(); ++i) differ += ref.findices[i] != findices[i];
+  EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " pixels of " << d.width << "x" << d.height;
+  EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
+}
+}  // namespace
+
+TEST(RasterVulkan, MatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64Atomics) GTEST_SKIP() << "'" << ctx.info().name << "' has no 64-bit atomics";
+  struct Case { uint32_t w, h; size_t tris; bool prior; };
+  for (Case c : {Case{1, 1, 50, false}, Case{37, 23, 300, false}, Case{256, 128, 2000, true}, Case{4097, 3, 500, false}}) {
+    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h));
+    Scene s = randomScene(c.tris);
+    RasterDesc d{c.w, c.h, c.prior};
+    std::vector<float> prior;
+    if (c.prior) prior = cast<float>(uniform(size_t(c.w) * c.h, -0.5, 0.5));
+    auto pos = vk::makeStorageBuffer<float>(ctx, s.pos);
+    auto faces = vk::makeStorageBuffer<int32_t>(ctx, s.faces);
+    auto priorBuf = vk::makeStorageBuffer<float>(ctx, prior.empty() ? std::vector<float>{0} : prior);
+    size_t pixels = size_t(c.w) * c.h;
+    vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage),
+        bary(ctx, pixels * 12, vk::kStorageUsage);
+    ids.fill(nanBits());
+    bary.fill(nanBits());
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      rasterizeVk(ctx, cmd, d, pos, uint32_t(s.pos.size() / 4), faces, uint32_t(s.faces.size() / 3),
+                  c.prior ? &priorBuf : nullptr, z, ids, bary);
+      vk::computeBarrier(cmd);
+    });
+    expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+  }
+}
+
+TEST(RasterVulkan, AvatarSceneMatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64Atomics) GTEST_SKIP() << "no 64-bit atomics";
+  const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
+  BodyModel m = asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
+  // A closed mesh in perspective: the front view of the default avatar.
+  Scene s;
+  s.faces = m.faces;
+  for (uint32_t v = 0; v < m.vertexCount; ++v) {
+    double x = m.vTemplate[v * 3], y = m.vTemplate[v * 3 + 1], z = m.vTemplate[v * 3 + 2] - 2.5;
+    double w = -z;  // a pinhole looking down -z
+    s.pos.insert(s.pos.end(), {float(x * 2.2), float(-y * 2.2), float((w - 0.1) * 1.02), float(w)});
+  }
+  RasterDesc d{256, 256};
+  auto pos = vk::makeStorageBuffer<float>(ctx, s.pos);
+  auto faces = vk::makeStorageBuffer<int32_t>(ctx, s.faces);
+  vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, 256 * 256 * 4, vk::kStorageUsage),
+      bary(ctx, 256 * 256 * 12, vk::kStorageUsage);
+  ids.fill(nanBits());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    rasterizeVk(ctx, cmd, d, pos, m.vertexCount, faces, m.faceCount, nullptr, z, ids, bary);
+    vk::computeBarrier(cmd);
+  });
+  auto got = ids.download<int32_t>(256 * 256);
+  size_t covered = 0;
+  for (int32_t f : got) covered += f != 0;
+  EXPECT_GT(covered, 3000u);
+  expectSameAsReference(s, d, {}, got, bary.download<float>(256 * 256 * 3));
+}
+
+TEST(RasterCuda, MatchesReference) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  struct Case { uint32_t w, h; size_t tris; bool prior; };
+  for (Case c : {Case{1, 1, 50, false}, Case{37, 23, 300, false}, Case{256, 128, 2000, true}, Case{4097, 3, 500, false}}) {
+    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h));
+    Scene s = randomScene(c.tris);
+    RasterDesc d{c.w, c.h, c.prior};
+    std::vector<float> prior;
+    if (c.prior) prior = cast<float>(uniform(size_t(c.w) * c.h, -0.5, 0.5));
+    size_t pixels = size_t(c.w) * c.h;
+    auto pos = cuda::DeviceMemory::from(s.pos);
+    auto faces = cuda::DeviceMemory::from(s.faces);
+    auto priorBuf = cuda::DeviceMemory::from(prior.empty() ? std::vector<float>{0} : prior);
+    cuda::DeviceMemory z(pixels * 8), ids(pixels * 4), bary(pixels * 12);
+    ids.fill32(nanBits());
+    bary.fill32(nanBits());
+    cuda::rasterize(d, pos.as<float>(), uint32_t(s.pos.size() / 4), faces.as<int32_t>(), uint32_t(s.faces.size() / 3),
+                    c.prior ? priorBuf.as<float>() : nullptr, z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), stream);
+    stream.synchronize();
+    expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+  }
+}
