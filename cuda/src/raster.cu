@@ -24,9 +24,9 @@ __device__ void rasterTriangle(const Params& a, uint32_t f) {
     if (vi < 0 || uint32_t(vi) >= p.vertexCount) return;
     float4 v = a.positions[vi];
     if (!(v.w > 0.f)) return;
-    X[k] = rasterFixed(rasterScreen(v.x / v.w, p.width));
-    Y[k] = rasterFixed(rasterScreen(v.y / v.w, p.height));
-    D[k] = rasterDepthLevel(rasterDepth(v.z / v.w));
+    X[k] = rasterFixed(rasterScreen(rasterDivide(v.x, v.w), p.width));
+    Y[k] = rasterFixed(rasterScreen(rasterDivide(v.y, v.w), p.height));
+    D[k] = rasterDepthLevel(rasterDepth(rasterDivide(v.z, v.w)));
   }
   int64_t area = rasterEdge(X[0], Y[0], X[1], Y[1], X[2], Y[2]);
   if (area == 0) return;
@@ -70,20 +70,16 @@ __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
     }
     int face1 = int(token % RASTER_FACE_MULT);
     findices[pix] = face1;
-    float sx[3], sy[3], iw[3];
+    double sx[3], sy[3], w[3];
     for (int k = 0; k < 3; ++k) {
       float4 v = a.positions[a.faces[(face1 - 1) * 3 + k]];
-      sx[k] = rasterScreen(v.x / v.w, a.p.width);
-      sy[k] = rasterScreen(v.y / v.w, a.p.height);
-      iw[k] = 1.f / v.w;
+      sx[k] = rasterScreen(rasterDivide(v.x, v.w), a.p.width);
+      sy[k] = rasterScreen(rasterDivide(v.y, v.w), a.p.height);
+      w[k] = v.w;
     }
-    float cx = float(pix % a.p.width) + 0.5f, cy = float(pix / a.p.width) + 0.5f;
-    float area = (sx[1] - sx[0]) * (sy[2] - sy[0]) - (sy[1] - sy[0]) * (sx[2] - sx[0]);
-    float b0 = ((sx[2] - sx[1]) * (cy - sy[1]) - (sy[2] - sy[1]) * (cx - sx[1])) / area;
-    float b1 = ((sx[0] - sx[2]) * (cy - sy[2]) - (sy[0] - sy[2]) * (cx - sx[2])) / area;
-    float b[3] = {b0 * iw[0], b1 * iw[1], (1.f - b0 - b1) * iw[2]};
-    float sum = b[0] + b[1] + b[2];
-    for (int k = 0; k < 3; ++k) bary[pix * 3 + k] = b[k] / sum;
+    double cx = double(pix % a.p.width) + 0.5, cy = double(pix / a.p.width) + 0.5;
+    for (int k = 0; k < 3; ++k)
+      bary[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
   }
 }
 

@@ -34,6 +34,34 @@ static_assert(sizeof(RasterPush) == 32);
 #ifndef ARMATURE_RASTER_FN_H
 #define ARMATURE_RASTER_FN_H
 // --- per-vertex and per-pixel arithmetic, one definition for every backend ---------------------------------
+// The perspective divide, rounded exactly as IEEE float division: in double, then to float (GLSL's own float
+// division may be off by an ulp, which would move a vertex across a 1/16-pixel step on one backend only).
+#if defined(__cplusplus) || defined(__CUDACC__) || (defined(RASTER_FP64) && RASTER_FP64)
+#define RASTER_EXACT 1
+#define RasterReal double   // barycentrics are resolved in double (GLSL has no typedef)
+ARM_FN float rasterDivide(float a, float b) { return float(double(a) / double(b)); }
+#else
+#define RASTER_EXACT 0
+#define RasterReal float    // devices without shaderFloat64: float division and barycentrics
+ARM_FN float rasterDivide(float a, float b) {
+  ARM_PRECISE float q = a / b;
+  return q;
+}
+#endif
+
+// Perspective-correct barycentrics at pixel centre (cx, cy) of the triangle with screen coordinates (sx, sy)
+// and clip w: screen-space weights, divided by w, renormalised. Returns weight k.
+ARM_FN RasterReal rasterBary(RasterReal sx0, RasterReal sy0, RasterReal sx1, RasterReal sy1, RasterReal sx2,
+                             RasterReal sy2, RasterReal w0, RasterReal w1, RasterReal w2, RasterReal cx, RasterReal cy,
+                             int k) {
+  RasterReal area = (sx1 - sx0) * (sy2 - sy0) - (sy1 - sy0) * (sx2 - sx0);
+  RasterReal b0 = ((sx2 - sx1) * (cy - sy1) - (sy2 - sy1) * (cx - sx1)) / area;
+  RasterReal b1 = ((sx0 - sx2) * (cy - sy2) - (sy0 - sy2) * (cx - sx2)) / area;
+  RasterReal p0 = b0 / w0, p1 = b1 / w1, p2 = (RasterReal(1) - b0 - b1) / w2;
+  RasterReal sum = p0 + p1 + p2;
+  return (k == 0 ? p0 : (k == 1 ? p1 : p2)) / sum;
+}
+
 // The original's viewport: NDC -1 maps to the centre of pixel 0, +1 to the centre of pixel size-1; no y flip.
 ARM_FN float rasterScreen(float ndc, uint size) {
   ARM_PRECISE float t = ndc * 0.5f + 0.5f;

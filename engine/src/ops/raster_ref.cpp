@@ -33,9 +33,9 @@ void walkTriangle(const std::vector<float>& pos, const std::vector<int32_t>& fac
   for (int k = 0; k < 3; ++k) {
     const float* v = &pos[size_t(faces[f * 3 + size_t(k)]) * 4];
     if (!(v[3] > 0)) return;  // w <= 0 or NaN: rejected (documented)
-    X[k] = rasterFixed(rasterScreen(v[0] / v[3], W));
-    Y[k] = rasterFixed(rasterScreen(v[1] / v[3], H));
-    D[k] = rasterDepthLevel(rasterDepth(v[2] / v[3]));
+    X[k] = rasterFixed(rasterScreen(rasterDivide(v[0], v[3]), W));
+    Y[k] = rasterFixed(rasterScreen(rasterDivide(v[1], v[3]), H));
+    D[k] = rasterDepthLevel(rasterDepth(rasterDivide(v[2], v[3])));
   }
   int64_t area = rasterEdge(X[0], Y[0], X[1], Y[1], X[2], Y[2]);
   if (area == 0) return;
@@ -91,21 +91,16 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
       uint64_t face1 = z[pix] % RASTER_FACE_MULT;
       r.findices[pix] = int32_t(face1);
       size_t f = size_t(face1 - 1);
-      double sx[3], sy[3], iw[3];
+      double sx[3], sy[3], w[3];
       for (int k = 0; k < 3; ++k) {
         const float* v = &pos[size_t(faces[f * 3 + size_t(k)]) * 4];
-        sx[k] = rasterScreen(v[0] / v[3], W);
-        sy[k] = rasterScreen(v[1] / v[3], H);
-        iw[k] = 1.0 / v[3];
+        sx[k] = rasterScreen(rasterDivide(v[0], v[3]), W);
+        sy[k] = rasterScreen(rasterDivide(v[1], v[3]), H);
+        w[k] = v[3];
       }
       double cx = px + 0.5, cy = py + 0.5;
-      double area = (sx[1] - sx[0]) * (sy[2] - sy[0]) - (sy[1] - sy[0]) * (sx[2] - sx[0]);
-      double b[3] = {((sx[2] - sx[1]) * (cy - sy[1]) - (sy[2] - sy[1]) * (cx - sx[1])) / area,
-                     ((sx[0] - sx[2]) * (cy - sy[2]) - (sy[0] - sy[2]) * (cx - sx[2])) / area, 0};
-      b[2] = 1 - b[0] - b[1];
-      double sum = 0;
-      for (int k = 0; k < 3; ++k) b[k] *= iw[k], sum += b[k];
-      for (int k = 0; k < 3; ++k) r.barycentrics[pix * 3 + size_t(k)] = float(b[k] / sum);
+      for (int k = 0; k < 3; ++k)
+        r.barycentrics[pix * 3 + size_t(k)] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
     }
   return r;
 }

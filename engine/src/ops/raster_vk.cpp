@@ -21,13 +21,14 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 0, 0};
   vkCmdFillBuffer(cmd, zbuffer.handle(), 0, pixels * 8, 0xffffffffu);  // the empty token: above every fragment
   vk::computeBarrier(cmd);
-  const auto& tri = ctx.program(shaders::raster_triangles, 4, sizeof push);
+  bool fp64 = ctx.info().float64;  // exact divide and double barycentrics where the device has doubles
+  const auto& tri = ctx.program(fp64 ? shaders::raster_triangles_fp64 : shaders::raster_triangles, 4, sizeof push);
   // Without a prior the binding is never read; bind the z-buffer so the descriptor is valid.
   vk::BufferView prior = d.useDepthPrior ? depthPrior->view() : zbuffer.view();
   if (faceCount)
     vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP), {positions.view(), faces.view(), prior, zbuffer.view()}, push);
   vk::computeBarrier(cmd);
-  const auto& resolve = ctx.program(shaders::raster_resolve, 5, sizeof push);
+  const auto& resolve = ctx.program(fp64 ? shaders::raster_resolve_fp64 : shaders::raster_resolve, 5, sizeof push);
   vk::dispatch(cmd, resolve, vk::groupCount(pixels, RASTER_GROUP),
                {positions.view(), faces.view(), zbuffer.view(), findices.view(), barycentrics.view()}, push);
 }

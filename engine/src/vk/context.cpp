@@ -90,6 +90,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
   vkGetPhysicalDeviceFeatures2(pd, &f);
   d.int64Atomics = f12.shaderBufferInt64Atomics;
+  d.float64 = f.features.shaderFloat64;
   d.timelineSemaphore = f12.timelineSemaphore;
   d.hostQueryReset = f12.hostQueryReset;
 

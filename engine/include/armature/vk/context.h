@@ -44,6 +44,7 @@ struct PhysicalDeviceInfo {
   VkDriverId driverId = VkDriverId(0);
   uint32_t subgroupSize = 0;
   bool int64Atomics = false;         // shaderBufferInt64Atomics
+  bool float64 = false;              // shaderFloat64
   bool timelineSemaphore = false;
   bool externalMemoryFd = false;     // VK_KHR_external_memory_fd
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd

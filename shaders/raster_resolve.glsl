@@ -1,0 +1,40 @@
+// Pass 2: per pixel, the winning face (index + 1, 0 = background) and its perspective-correct barycentrics at
+// the pixel centre.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#if RASTER_FP64
+#extension GL_ARB_gpu_shader_fp64 : enable
+#endif
+#include "shared/raster_io.h"
+
+layout(local_size_x = RASTER_GROUP) in;
+layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
+layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
+layout(std430, binding = 2) readonly buffer ZBuffer { uint64_t zbuffer[]; };
+layout(std430, binding = 3) writeonly buffer FaceIds { int findices[]; };
+layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
+layout(push_constant) uniform Push { RasterPush p; };
+
+void main() {
+  uint total = p.width * p.height, stride = gl_NumWorkGroups.x * RASTER_GROUP;
+  for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
+    uint64_t token = zbuffer[pix];
+    if (token == ~uint64_t(0)) {
+      findices[pix] = 0;
+      barycentrics[pix * 3] = 0, barycentrics[pix * 3 + 1] = 0, barycentrics[pix * 3 + 2] = 0;
+      continue;
+    }
+    int face1 = int(token % RASTER_FACE_MULT);
+    findices[pix] = face1;
+    RasterReal sx[3], sy[3], iw[3];
+    for (int k = 0; k < 3; ++k) {
+      vec4 v = positions[faces[(face1 - 1) * 3 + k]];
+      sx[k] = RasterReal(rasterScreen(rasterDivide(v.x, v.w), p.width));
+      sy[k] = RasterReal(rasterScreen(rasterDivide(v.y, v.w), p.height));
+      iw[k] = RasterReal(v.w);
+    }
+    RasterReal cx = RasterReal(pix % p.width) + RasterReal(0.5), cy = RasterReal(pix / p.width) + RasterReal(0.5);
+    for (int k = 0; k < 3; ++k)
+      barycentrics[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], iw[0], iw[1], iw[2], cx, cy, k));
+  }
+}
