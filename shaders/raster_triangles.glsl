@@ -16,41 +16,19 @@ layout(std430, binding = 3) buffer ZBuffer { uint64_t zbuffer[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 void rasterTriangle(uint f) {
-  int X[3], Y[3];
-  int64_t D[3];
-  for (int k = 0; k < 3; ++k) {
-    int vi = faces[f * 3 + k];
-    if (vi < 0 || uint(vi) >= p.vertexCount) return;  // validated on the host; never read out of bounds
-    vec4 v = positions[vi];
-    if (!(v.w > 0.0)) return;  // w <= 0 or NaN: rejected
-    float nx = rasterDivide(v.x, v.w), ny = rasterDivide(v.y, v.w), nz = rasterDivide(v.z, v.w);
-    X[k] = rasterFixed(rasterScreen(nx, p.width));
-    Y[k] = rasterFixed(rasterScreen(ny, p.height));
-    D[k] = rasterDepthLevel(rasterDepth(nz));
-  }
-  int64_t area = rasterEdge(X[0], Y[0], X[1], Y[1], X[2], Y[2]);
-  if (area == 0) return;
-  int s = area > 0 ? 1 : -1;
-  int minX = max(0, (min(X[0], min(X[1], X[2])) - 8) / 16 - 1), maxX = min(int(p.width) - 1, (max(X[0], max(X[1], X[2])) - 8) / 16 + 1);
-  int minY = max(0, (min(Y[0], min(Y[1], Y[2])) - 8) / 16 - 1), maxY = min(int(p.height) - 1, (max(Y[0], max(Y[1], Y[2])) - 8) / 16 + 1);
-  for (int py = minY; py <= maxY; ++py)
-    for (int px = minX; px <= maxX; ++px) {
-      int cx = rasterCentre(px), cy = rasterCentre(py);
-      int64_t w0 = s * rasterEdge(X[1], Y[1], X[2], Y[2], cx, cy);
-      int64_t w1 = s * rasterEdge(X[2], Y[2], X[0], Y[0], cx, cy);
-      int64_t w2 = s * rasterEdge(X[0], Y[0], X[1], Y[1], cx, cy);
-      if (w0 < 0 || w1 < 0 || w2 < 0) continue;
-      if ((w0 == 0 && !rasterOwnsEdge(s * (X[2] - X[1]), s * (Y[2] - Y[1]))) ||
-          (w1 == 0 && !rasterOwnsEdge(s * (X[0] - X[2]), s * (Y[0] - Y[2]))) ||
-          (w2 == 0 && !rasterOwnsEdge(s * (X[1] - X[0]), s * (Y[1] - Y[0]))))
-        continue;
-      int64_t level = (w0 * D[0] + w1 * D[1] + w2 * D[2]) / (s * area);
+  int ia = faces[f * 3], ib = faces[f * 3 + 1], ic = faces[f * 3 + 2];
+  if (ia < 0 || ib < 0 || ic < 0 || uint(max(ia, max(ib, ic))) >= p.vertexCount) return;  // never read out of bounds
+  vec4 a = positions[ia], b = positions[ib], c = positions[ic];
+  RasterTri t = rasterSetup(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w, p.width, p.height);
+  if (t.valid == 0u) return;
+  for (int py = t.minY; py <= t.maxY; ++py)
+    for (int px = t.minX; px <= t.maxX; ++px) {
+      int64_t level = rasterCover(t, px, py);
+      if (level == RASTER_MISS) continue;
       uint pix = uint(py) * p.width + uint(px);
-      int64_t threshold = 0;
-      if (p.useDepthPrior != 0) threshold = rasterDepthLevel(rasterDepth(prior[pix]) + p.occlusionTruncation);
-      if (level < threshold) continue;
-      uint64_t token = uint64_t(rasterTokenLevel(level)) * RASTER_FACE_MULT + uint64_t(f + 1);
-      atomicMin(zbuffer[pix], token);
+      if (p.useDepthPrior != 0u && level < rasterDepthLevel(rasterDepth(prior[pix]) + p.occlusionTruncation)) continue;
+      if (level < int64_t(0)) continue;  // in front of the near plane (the original's depth threshold 0)
+      atomicMin(zbuffer[pix], rasterToken(level, f));
     }
 }
 

@@ -148,29 +148,43 @@ void expectSameAsReference(const Scene& s, const RasterDesc& d, const std::vecto
   EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " pixels of " << d.width << "x" << d.height;
   EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
 }
+// Fresh random scenes at awkward sizes: 1×1, odd sizes, a depth prior, and 4097×3.
+struct RandomCase {
+  Scene scene;
+  RasterDesc desc;
+  std::vector<float> prior;
+};
+std::vector<RandomCase> randomCases() {
+  struct Size { uint32_t w, h; size_t tris; bool prior; };
+  std::vector<RandomCase> cases;
+  for (Size z : {Size{1, 1, 50, false}, Size{37, 23, 300, false}, Size{256, 128, 2000, true}, Size{4097, 3, 500, false}}) {
+    RandomCase c{randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}};
+    if (z.prior) c.prior = cast<float>(uniform(size_t(z.w) * z.h, -0.5, 0.5));
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
 }  // namespace
 
 TEST(RasterVulkan, MatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64Atomics) GTEST_SKIP() << "'" << ctx.info().name << "' has no 64-bit atomics";
-  struct Case { uint32_t w, h; size_t tris; bool prior; };
-  for (Case c : {Case{1, 1, 50, false}, Case{37, 23, 300, false}, Case{256, 128, 2000, true}, Case{4097, 3, 500, false}}) {
-    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h));
-    Scene s = randomScene(c.tris);
-    RasterDesc d{c.w, c.h, c.prior};
-    std::vector<float> prior;
-    if (c.prior) prior = cast<float>(uniform(size_t(c.w) * c.h, -0.5, 0.5));
+  for (const RandomCase& c : randomCases()) {
+    SCOPED_TRACE(std::to_string(c.desc.width) + "x" + std::to_string(c.desc.height));
+    const Scene& s = c.scene;
+    const RasterDesc& d = c.desc;
+    const std::vector<float>& prior = c.prior;
     auto pos = vk::makeStorageBuffer<float>(ctx, s.pos);
     auto faces = vk::makeStorageBuffer<int32_t>(ctx, s.faces);
     auto priorBuf = vk::makeStorageBuffer<float>(ctx, prior.empty() ? std::vector<float>{0} : prior);
-    size_t pixels = size_t(c.w) * c.h;
+    size_t pixels = size_t(d.width) * d.height;
     vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage),
         bary(ctx, pixels * 12, vk::kStorageUsage);
     ids.fill(nanBits());
     bary.fill(nanBits());
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       rasterizeVk(ctx, cmd, d, pos, uint32_t(s.pos.size() / 4), faces, uint32_t(s.faces.size() / 3),
-                  c.prior ? &priorBuf : nullptr, z, ids, bary);
+                  d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary);
       vk::computeBarrier(cmd);
     });
     expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
@@ -210,14 +224,12 @@ TEST(RasterVulkan, AvatarSceneMatchesReference) {
 TEST(RasterCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
-  struct Case { uint32_t w, h; size_t tris; bool prior; };
-  for (Case c : {Case{1, 1, 50, false}, Case{37, 23, 300, false}, Case{256, 128, 2000, true}, Case{4097, 3, 500, false}}) {
-    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h));
-    Scene s = randomScene(c.tris);
-    RasterDesc d{c.w, c.h, c.prior};
-    std::vector<float> prior;
-    if (c.prior) prior = cast<float>(uniform(size_t(c.w) * c.h, -0.5, 0.5));
-    size_t pixels = size_t(c.w) * c.h;
+  for (const RandomCase& c : randomCases()) {
+    SCOPED_TRACE(std::to_string(c.desc.width) + "x" + std::to_string(c.desc.height));
+    const Scene& s = c.scene;
+    const RasterDesc& d = c.desc;
+    const std::vector<float>& prior = c.prior;
+    size_t pixels = size_t(d.width) * d.height;
     auto pos = cuda::DeviceMemory::from(s.pos);
     auto faces = cuda::DeviceMemory::from(s.faces);
     auto priorBuf = cuda::DeviceMemory::from(prior.empty() ? std::vector<float>{0} : prior);
@@ -225,7 +237,7 @@ TEST(RasterCuda, MatchesReference) {
     ids.fill32(nanBits());
     bary.fill32(nanBits());
     cuda::rasterize(d, pos.as<float>(), uint32_t(s.pos.size() / 4), faces.as<int32_t>(), uint32_t(s.faces.size() / 3),
-                    c.prior ? priorBuf.as<float>() : nullptr, z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), stream);
+                    d.useDepthPrior ? priorBuf.as<float>() : nullptr, z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), stream);
     stream.synchronize();
     expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
   }

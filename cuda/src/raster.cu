@@ -17,40 +17,19 @@ struct Params {
 
 __device__ void rasterTriangle(const Params& a, uint32_t f) {
   const RasterPush& p = a.p;
-  int X[3], Y[3];
-  int64_t D[3];
-  for (int k = 0; k < 3; ++k) {
-    int vi = a.faces[f * 3 + k];
-    if (vi < 0 || uint32_t(vi) >= p.vertexCount) return;
-    float4 v = a.positions[vi];
-    if (!(v.w > 0.f)) return;
-    X[k] = rasterFixed(rasterScreen(rasterDivide(v.x, v.w), p.width));
-    Y[k] = rasterFixed(rasterScreen(rasterDivide(v.y, v.w), p.height));
-    D[k] = rasterDepthLevel(rasterDepth(rasterDivide(v.z, v.w)));
-  }
-  int64_t area = rasterEdge(X[0], Y[0], X[1], Y[1], X[2], Y[2]);
-  if (area == 0) return;
-  int s = area > 0 ? 1 : -1;
-  int minX = max(0, (min(X[0], min(X[1], X[2])) - 8) / 16 - 1), maxX = min(int(p.width) - 1, (max(X[0], max(X[1], X[2])) - 8) / 16 + 1);
-  int minY = max(0, (min(Y[0], min(Y[1], Y[2])) - 8) / 16 - 1), maxY = min(int(p.height) - 1, (max(Y[0], max(Y[1], Y[2])) - 8) / 16 + 1);
-  for (int py = minY; py <= maxY; ++py)
-    for (int px = minX; px <= maxX; ++px) {
-      int cx = rasterCentre(px), cy = rasterCentre(py);
-      int64_t w0 = s * rasterEdge(X[1], Y[1], X[2], Y[2], cx, cy);
-      int64_t w1 = s * rasterEdge(X[2], Y[2], X[0], Y[0], cx, cy);
-      int64_t w2 = s * rasterEdge(X[0], Y[0], X[1], Y[1], cx, cy);
-      if (w0 < 0 || w1 < 0 || w2 < 0) continue;
-      if ((w0 == 0 && !rasterOwnsEdge(s * (X[2] - X[1]), s * (Y[2] - Y[1]))) ||
-          (w1 == 0 && !rasterOwnsEdge(s * (X[0] - X[2]), s * (Y[0] - Y[2]))) ||
-          (w2 == 0 && !rasterOwnsEdge(s * (X[1] - X[0]), s * (Y[1] - Y[0]))))
-        continue;
-      int64_t level = (w0 * D[0] + w1 * D[1] + w2 * D[2]) / (s * area);
+  int ia = a.faces[f * 3], ib = a.faces[f * 3 + 1], ic = a.faces[f * 3 + 2];
+  if (ia < 0 || ib < 0 || ic < 0 || uint32_t(max(ia, max(ib, ic))) >= p.vertexCount) return;
+  float4 u = a.positions[ia], v = a.positions[ib], w = a.positions[ic];
+  RasterTri t = rasterSetup(u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w, w.x, w.y, w.z, w.w, p.width, p.height);
+  if (!t.valid) return;
+  for (int py = t.minY; py <= t.maxY; ++py)
+    for (int px = t.minX; px <= t.maxX; ++px) {
+      int64_t level = rasterCover(t, px, py);
+      if (level == RASTER_MISS) continue;
       size_t pix = size_t(py) * p.width + size_t(px);
-      int64_t threshold = 0;
-      if (p.useDepthPrior) threshold = rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation);
-      if (level < threshold) continue;
-      unsigned long long token = (unsigned long long)rasterTokenLevel(level) * RASTER_FACE_MULT + (f + 1);
-      atomicMin(a.zbuffer + pix, token);
+      if (p.useDepthPrior && level < rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation)) continue;
+      if (level < 0) continue;  // in front of the near plane (the original's depth threshold 0)
+      atomicMin(a.zbuffer + pix, (unsigned long long)rasterToken(level, f));
     }
 }
 

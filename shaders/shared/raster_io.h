@@ -95,4 +95,69 @@ ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
   int64_t level = depthLevel >> 8, cap = int64_t(1) << 32;  // far fragments share the last level
   return level < cap ? level : cap;
 }
+// A triangle on the grid, set up once: fixed-point vertices, depth levels, orientation and pixel box.
+ARM_SHARED_STRUCT(RasterTri) {
+  int x0, y0, x1, y1, x2, y2;
+  int64_t d0, d1, d2;
+  int64_t area;  // twice the signed area, times sign: > 0
+  int sign;      // +1 or -1: the triangle's winding on screen
+  int minX, maxX, minY, maxY;
+  uint valid;    // 0: a vertex has w <= 0 (or NaN), or the triangle is degenerate
+};
+
+ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, float by, float bz, float bw, float cx,
+                             float cy, float cz, float cw, uint width, uint height) {
+  RasterTri t;
+  t.valid = 0u;
+  t.x0 = t.y0 = t.x1 = t.y1 = t.x2 = t.y2 = 0;
+  t.d0 = t.d1 = t.d2 = t.area = int64_t(0);
+  t.sign = 1;
+  t.minX = t.minY = 0;
+  t.maxX = t.maxY = -1;
+  if (!(aw > 0.0f) || !(bw > 0.0f) || !(cw > 0.0f)) return t;  // w <= 0 or NaN: rejected
+  t.x0 = rasterFixed(rasterScreen(rasterDivide(ax, aw), width));
+  t.y0 = rasterFixed(rasterScreen(rasterDivide(ay, aw), height));
+  t.x1 = rasterFixed(rasterScreen(rasterDivide(bx, bw), width));
+  t.y1 = rasterFixed(rasterScreen(rasterDivide(by, bw), height));
+  t.x2 = rasterFixed(rasterScreen(rasterDivide(cx, cw), width));
+  t.y2 = rasterFixed(rasterScreen(rasterDivide(cy, cw), height));
+  t.d0 = rasterDepthLevel(rasterDepth(rasterDivide(az, aw)));
+  t.d1 = rasterDepthLevel(rasterDepth(rasterDivide(bz, bw)));
+  t.d2 = rasterDepthLevel(rasterDepth(rasterDivide(cz, cw)));
+  int64_t area = rasterEdge(t.x0, t.y0, t.x1, t.y1, t.x2, t.y2);
+  if (area == int64_t(0)) return t;
+  t.sign = area > int64_t(0) ? 1 : -1;
+  t.area = area * int64_t(t.sign);
+  int lo = t.x0 < t.x1 ? (t.x0 < t.x2 ? t.x0 : t.x2) : (t.x1 < t.x2 ? t.x1 : t.x2);
+  int hi = t.x0 > t.x1 ? (t.x0 > t.x2 ? t.x0 : t.x2) : (t.x1 > t.x2 ? t.x1 : t.x2);
+  t.minX = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
+  t.maxX = (hi - 8) / 16 + 1 < int(width) - 1 ? (hi - 8) / 16 + 1 : int(width) - 1;
+  lo = t.y0 < t.y1 ? (t.y0 < t.y2 ? t.y0 : t.y2) : (t.y1 < t.y2 ? t.y1 : t.y2);
+  hi = t.y0 > t.y1 ? (t.y0 > t.y2 ? t.y0 : t.y2) : (t.y1 > t.y2 ? t.y1 : t.y2);
+  t.minY = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
+  t.maxY = (hi - 8) / 16 + 1 < int(height) - 1 ? (hi - 8) / 16 + 1 : int(height) - 1;
+  t.valid = 1u;
+  return t;
+}
+
+#define RASTER_MISS (-(int64_t(1) << 62))  // rasterCover's "not covered"
+
+// The depth level (2^26 scale) of the fragment at pixel (px, py), or RASTER_MISS when the fill rule excludes it.
+ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
+  int cx = rasterCentre(px), cy = rasterCentre(py), s = t.sign;
+  int64_t w0 = int64_t(s) * rasterEdge(t.x1, t.y1, t.x2, t.y2, cx, cy);
+  int64_t w1 = int64_t(s) * rasterEdge(t.x2, t.y2, t.x0, t.y0, cx, cy);
+  int64_t w2 = int64_t(s) * rasterEdge(t.x0, t.y0, t.x1, t.y1, cx, cy);
+  if (w0 < int64_t(0) || w1 < int64_t(0) || w2 < int64_t(0)) return RASTER_MISS;
+  if ((w0 == int64_t(0) && !rasterOwnsEdge(s * (t.x2 - t.x1), s * (t.y2 - t.y1))) ||
+      (w1 == int64_t(0) && !rasterOwnsEdge(s * (t.x0 - t.x2), s * (t.y0 - t.y2))) ||
+      (w2 == int64_t(0) && !rasterOwnsEdge(s * (t.x1 - t.x0), s * (t.y1 - t.y0))))
+    return RASTER_MISS;
+  return (w0 * t.d0 + w1 * t.d1 + w2 * t.d2) / t.area;
+}
+
+// The z-buffer token of a fragment that passed the depth-prior test: (2^18 level, face + 1); lower is nearer.
+ARM_FN uint64_t rasterToken(int64_t level, uint face) {
+  return uint64_t(rasterTokenLevel(level)) * RASTER_FACE_MULT + uint64_t(face + 1u);
+}
 #endif

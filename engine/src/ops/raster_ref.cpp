@@ -28,32 +28,15 @@ namespace {
 template <typename Visit>
 void walkTriangle(const std::vector<float>& pos, const std::vector<int32_t>& faces, size_t f, uint32_t W, uint32_t H,
                   Visit visit) {
-  int X[3], Y[3];
-  int64_t D[3];
-  for (int k = 0; k < 3; ++k) {
-    const float* v = &pos[size_t(faces[f * 3 + size_t(k)]) * 4];
-    if (!(v[3] > 0)) return;  // w <= 0 or NaN: rejected (documented)
-    X[k] = rasterFixed(rasterScreen(rasterDivide(v[0], v[3]), W));
-    Y[k] = rasterFixed(rasterScreen(rasterDivide(v[1], v[3]), H));
-    D[k] = rasterDepthLevel(rasterDepth(rasterDivide(v[2], v[3])));
-  }
-  int64_t area = rasterEdge(X[0], Y[0], X[1], Y[1], X[2], Y[2]);
-  if (area == 0) return;
-  int s = area > 0 ? 1 : -1;
-  int minX = std::max(0, (std::min({X[0], X[1], X[2]}) - 8) / 16 - 1), maxX = std::min(int(W) - 1, (std::max({X[0], X[1], X[2]}) - 8) / 16 + 1);
-  int minY = std::max(0, (std::min({Y[0], Y[1], Y[2]}) - 8) / 16 - 1), maxY = std::min(int(H) - 1, (std::max({Y[0], Y[1], Y[2]}) - 8) / 16 + 1);
-  for (int py = minY; py <= maxY; ++py)
-    for (int px = minX; px <= maxX; ++px) {
-      int cx = rasterCentre(px), cy = rasterCentre(py);
-      int64_t w0 = s * rasterEdge(X[1], Y[1], X[2], Y[2], cx, cy);
-      int64_t w1 = s * rasterEdge(X[2], Y[2], X[0], Y[0], cx, cy);
-      int64_t w2 = s * rasterEdge(X[0], Y[0], X[1], Y[1], cx, cy);
-      if (w0 < 0 || w1 < 0 || w2 < 0) continue;
-      if ((w0 == 0 && !rasterOwnsEdge(s * (X[2] - X[1]), s * (Y[2] - Y[1]))) ||
-          (w1 == 0 && !rasterOwnsEdge(s * (X[0] - X[2]), s * (Y[0] - Y[2]))) ||
-          (w2 == 0 && !rasterOwnsEdge(s * (X[1] - X[0]), s * (Y[1] - Y[0]))))
-        continue;
-      visit(size_t(py) * W + size_t(px), (w0 * D[0] + w1 * D[1] + w2 * D[2]) / (s * area));
+  const float* a = &pos[size_t(faces[f * 3]) * 4];
+  const float* b = &pos[size_t(faces[f * 3 + 1]) * 4];
+  const float* c = &pos[size_t(faces[f * 3 + 2]) * 4];
+  RasterTri t = rasterSetup(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3], W, H);
+  if (!t.valid) return;
+  for (int py = t.minY; py <= t.maxY; ++py)
+    for (int px = t.minX; px <= t.maxX; ++px) {
+      int64_t level = rasterCover(t, px, py);
+      if (level != RASTER_MISS) visit(size_t(py) * W + size_t(px), level);
     }
 }
 }  // namespace
@@ -75,11 +58,9 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
   size_t M = faces.size() / 3;
   for (size_t f = 0; f < M; ++f)
     walkTriangle(pos, faces, f, W, H, [&](size_t pix, int64_t level) {
-      int64_t threshold = 0;
-      if (d.useDepthPrior) threshold = rasterDepthLevel(rasterDepth(prior[pix]) + d.occlusionTruncation);
-      if (level < threshold) return;
-      uint64_t token = uint64_t(rasterTokenLevel(level)) * RASTER_FACE_MULT + uint64_t(f + 1);
-      z[pix] = std::min(z[pix], token);
+      if (d.useDepthPrior && level < rasterDepthLevel(rasterDepth(prior[pix]) + d.occlusionTruncation)) return;
+      if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
+      z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f)));
     });
   RasterResult r;
   r.findices.assign(size_t(W) * H, 0);
