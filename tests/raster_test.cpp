@@ -2,6 +2,7 @@
 // paths against it on fresh random scenes of awkward sizes, with NaN-poisoned outputs.
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "armature/body/synth.h"
 #include "armature/cuda/raster.h"
@@ -240,5 +241,123 @@ TEST(RasterCuda, MatchesReference) {
                     d.useDepthPrior ? priorBuf.as<float>() : nullptr, z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), stream);
     stream.synchronize();
     expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+  }
+}
+
+// ---- interpolate ----------------------------------------------------------------------------------------------
+
+namespace {
+struct InterpCase {
+  Scene scene;
+  RasterDesc desc;
+  RasterResult raster;
+  uint32_t channels;
+  std::vector<double> attr, gradOut;
+};
+InterpCase interpCase(uint32_t W, uint32_t H, uint32_t C) {
+  InterpCase c{randomScene(120), RasterDesc{W, H}, {}, C, {}, {}};
+  c.raster = rasterizeRef(c.scene.pos, c.scene.faces, c.desc);
+  c.attr = uniform(c.scene.pos.size() / 4 * C, -1, 1);
+  c.gradOut = uniform(size_t(W) * H * C, -1, 1);
+  for (auto* v : {&c.attr, &c.gradOut}) for (auto& x : *v) x = double(float(x));  // the GPU sees these floats
+  return c;
+}
+}  // namespace
+
+TEST(InterpolateReference, BackwardMatchesFiniteDifferences) {
+  InterpCase c = interpCase(23, 17, 3);
+  std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
+  std::vector<double> gAttr, gBary;
+  interpolateBackwardRef(c.attr, 3, c.raster.findices, bary, c.scene.faces, c.gradOut, gAttr, gBary);
+  auto loss = [&](const std::vector<double>& attr, const std::vector<double>& b) {
+    auto out = interpolateRef(attr, 3, c.raster.findices, b, c.scene.faces);
+    double l = 0;
+    for (size_t i = 0; i < out.size(); ++i) l += out[i] * c.gradOut[i];
+    return l;
+  };
+  const double h = 1e-6;  // the map is bilinear: central differences are exact up to rounding
+  for (size_t i = 0; i < c.attr.size(); i += 7) {
+    auto a = c.attr;
+    a[i] += h;
+    double lp = loss(a, bary);
+    a[i] -= 2 * h;
+    EXPECT_NEAR((lp - loss(a, bary)) / (2 * h), gAttr[i], 1e-6) << "attr " << i;
+  }
+  for (size_t i = 0; i < bary.size(); i += 5) {
+    auto b = bary;
+    b[i] += h;
+    double lp = loss(c.attr, b);
+    b[i] -= 2 * h;
+    EXPECT_NEAR((lp - loss(c.attr, b)) / (2 * h), gBary[i], 1e-6) << "bary " << i;
+  }
+  auto badIds = c.raster.findices;
+  badIds[0] = int32_t(c.scene.faces.size() / 3 + 1);
+  EXPECT_THROW(interpolateRef(c.attr, 3, badIds, bary, c.scene.faces), Error);
+}
+
+namespace {
+// fp32 against double: sums of 3 products per value (forward) and of up to a few hundred pixels' contributions per
+// attribute (backward, float atomics in any order): 1e-5 absolute and 1e-4 relative with values in [-1, 1].
+constexpr Tol kInterpTol{1e-5, 1e-4};
+void expectInterpolation(const InterpCase& c, const std::vector<float>& out, const std::vector<float>& gAttr,
+                         const std::vector<float>& gBary) {
+  std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
+  auto want = interpolateRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces);
+  std::vector<double> wantAttr, wantBary;
+  interpolateBackwardRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.gradOut, wantAttr, wantBary);
+  EXPECT_TRUE(allClose(out, want, kInterpTol));
+  EXPECT_TRUE(allClose(gAttr, wantAttr, kInterpTol));
+  EXPECT_TRUE(allClose(gBary, wantBary, kInterpTol));
+}
+}  // namespace
+
+TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
+  for (auto [W, H, C] : {std::tuple{1u, 1u, 1u}, std::tuple{61u, 43u, 5u}}) {
+    InterpCase c = interpCase(W, H, C);
+    uint32_t pixels = W * H, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+    auto attr = vk::makeStorageBuffer<float>(ctx, cast<float>(c.attr));
+    auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.raster.findices);
+    auto bary = vk::makeStorageBuffer<float>(ctx, c.raster.barycentrics);
+    auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
+    auto gradOut = vk::makeStorageBuffer<float>(ctx, cast<float>(c.gradOut));
+    vk::Buffer out(ctx, size_t(pixels) * C * 4, vk::kStorageUsage), gAttr(ctx, c.attr.size() * 4, vk::kStorageUsage),
+        gBary(ctx, size_t(pixels) * 12, vk::kStorageUsage);
+    out.fill(nanBits());
+    gBary.fill(nanBits());
+    gAttr.fill(0);
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      interpolateVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, out);
+      interpolateBackwardVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, gradOut, gAttr, gBary);
+      vk::computeBarrier(cmd);
+    });
+    expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
+                        gBary.download<float>(size_t(pixels) * 3));
+  }
+}
+
+TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  for (auto [W, H, C] : {std::tuple{1u, 1u, 1u}, std::tuple{61u, 43u, 5u}}) {
+    InterpCase c = interpCase(W, H, C);
+    uint32_t pixels = W * H, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+    auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
+    auto ids = cuda::DeviceMemory::from(c.raster.findices);
+    auto bary = cuda::DeviceMemory::from(c.raster.barycentrics);
+    auto faces = cuda::DeviceMemory::from(c.scene.faces);
+    auto gradOut = cuda::DeviceMemory::from(cast<float>(c.gradOut));
+    cuda::DeviceMemory out(size_t(pixels) * C * 4), gAttr(c.attr.size() * 4), gBary(size_t(pixels) * 12);
+    out.fill32(nanBits());
+    gBary.fill32(nanBits());
+    gAttr.fill32(0);
+    cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
+                      out.as<float>(), stream);
+    cuda::interpolateBackward(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
+                              gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream);
+    stream.synchronize();
+    expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
+                        gBary.download<float>(size_t(pixels) * 3));
   }
 }

@@ -52,4 +52,8 @@ void emptyKernel(const Stream&) { notBuilt(); }
 namespace armature::cuda {
 void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, uint64_t*, int32_t*,
                float*, const Stream&) { notBuilt(); }
+void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t, float*,
+                 const Stream&) { notBuilt(); }
+void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
+                         const float*, float*, float*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda

@@ -64,6 +64,45 @@ __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
 
 unsigned grid(size_t n) { return unsigned(std::min<size_t>((n + 255) / 256, 65535 * 4)); }
 
+// The vertex of corner k of pixel pix's face, or -1 for background or invalid ids (never read out of bounds).
+__device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t faceCount, uint32_t vertexCount, size_t pix, int k) {
+  int id = ids[pix];
+  if (id <= 0 || uint32_t(id) > faceCount) return -1;
+  int v = faces[(id - 1) * 3 + k];
+  return v >= 0 && uint32_t(v) < vertexCount ? v : -1;
+}
+
+__global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
+                                  const float* bary, const int32_t* faces, uint32_t M, float* out) {
+  size_t total = size_t(pixels) * C;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+    size_t pix = i / C, c = i % C;
+    float v = 0;
+    for (int k = 0; k < 3; ++k) {
+      int vi = cornerVertex(ids, faces, M, N, pix, k);
+      if (vi >= 0) v += bary[pix * 3 + k] * attr[size_t(vi) * C + c];
+    }
+    out[i] = v;
+  }
+}
+
+__global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
+                                          const float* bary, const int32_t* faces, uint32_t M, const float* gradOut,
+                                          float* gradAttr, float* gradBary) {
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x)
+    for (int k = 0; k < 3; ++k) {
+      int vi = cornerVertex(ids, faces, M, N, pix, k);
+      float gb = 0;
+      if (vi >= 0)
+        for (uint32_t c = 0; c < C; ++c) {
+          float g = gradOut[pix * C + c];
+          gb += attr[size_t(vi) * C + c] * g;
+          atomicAdd(gradAttr + size_t(vi) * C + c, bary[pix * 3 + k] * g);
+        }
+      gradBary[pix * 3 + k] = gb;
+    }
+}
+
 }  // namespace
 
 void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces, uint32_t faceCount,
@@ -82,6 +121,25 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
     CUDA_CHECK_LAUNCH();
   }
   resolveKernel<<<grid(pixels), 256, 0, s>>>(a, findices, barycentrics);
+  CUDA_CHECK_LAUNCH();
+}
+
+void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
+                 const int32_t* faces, uint32_t M, float* out, const Stream& stream) {
+  ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
+  if (!pixels) return;
+  interpolateKernel<<<grid(size_t(pixels) * C), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, out);
+  CUDA_CHECK_LAUNCH();
+}
+
+void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
+                         const int32_t* faces, uint32_t M, const float* gradOut, float* gradAttr, float* gradBary,
+                         const Stream& stream) {
+  ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
+            "cuda::interpolateBackward: channels must be >= 1 and pointers set");
+  if (!pixels) return;
+  interpolateBackwardKernel<<<grid(pixels), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, gradOut,
+                                                                    gradAttr, gradBary);
   CUDA_CHECK_LAUNCH();
 }
 

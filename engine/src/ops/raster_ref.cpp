@@ -86,4 +86,53 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
   return r;
 }
 
+namespace {
+void checkInterpolate(size_t attrSize, uint32_t C, const std::vector<int32_t>& ids, size_t barySize,
+                      const std::vector<int32_t>& faces) {
+  ARM_CHECK(C >= 1 && attrSize % C == 0, "interpolate: attr must be (N,C) with C >= 1, got %zu values, C=%u", attrSize, C);
+  ARM_CHECK(barySize == ids.size() * 3, "interpolate: barycentrics must be (H,W,3) for %zu pixels", ids.size());
+  ARM_CHECK(faces.size() % 3 == 0, "interpolate: faces must be (M,3)");
+  size_t N = attrSize / C, M = faces.size() / 3;
+  for (size_t i = 0; i < ids.size(); ++i)
+    ARM_CHECK(ids[i] >= 0 && size_t(ids[i]) <= M, "interpolate: findices[%zu] = %d outside [0, %zu]", i, ids[i], M);
+  for (size_t i = 0; i < faces.size(); ++i)
+    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < N, "interpolate: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3, faces[i], N);
+}
+}  // namespace
+
+std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t C, const std::vector<int32_t>& ids,
+                                   const std::vector<double>& bary, const std::vector<int32_t>& faces) {
+  checkInterpolate(attr.size(), C, ids, bary.size(), faces);
+  std::vector<double> out(ids.size() * C, 0.0);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (!ids[p]) continue;
+    size_t f = size_t(ids[p] - 1);
+    for (int k = 0; k < 3; ++k)
+      for (uint32_t c = 0; c < C; ++c) out[p * C + c] += bary[p * 3 + size_t(k)] * attr[size_t(faces[f * 3 + size_t(k)]) * C + c];
+  }
+  return out;
+}
+
+void interpolateBackwardRef(const std::vector<double>& attr, uint32_t C, const std::vector<int32_t>& ids,
+                            const std::vector<double>& bary, const std::vector<int32_t>& faces,
+                            const std::vector<double>& gradOut, std::vector<double>& gradAttr, std::vector<double>& gradBary) {
+  checkInterpolate(attr.size(), C, ids, bary.size(), faces);
+  ARM_CHECK(gradOut.size() == ids.size() * C, "interpolate backward: gradOut must be (H,W,C)");
+  gradAttr.assign(attr.size(), 0.0);
+  gradBary.assign(bary.size(), 0.0);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (!ids[p]) continue;
+    size_t f = size_t(ids[p] - 1);
+    for (int k = 0; k < 3; ++k) {
+      size_t v = size_t(faces[f * 3 + size_t(k)]);
+      double gb = 0;
+      for (uint32_t c = 0; c < C; ++c) {
+        gradAttr[v * C + c] += bary[p * 3 + size_t(k)] * gradOut[p * C + c];
+        gb += attr[v * C + c] * gradOut[p * C + c];
+      }
+      gradBary[p * 3 + size_t(k)] = gb;
+    }
+  }
+}
+
 }  // namespace armature

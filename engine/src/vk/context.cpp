@@ -95,6 +95,12 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.hostQueryReset = f12.hostQueryReset;
 
   auto exts = deviceExtensions(pd);
+  if (hasExtension(exts, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &af};
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    d.float32AtomicAdd = af.shaderBufferFloat32AtomicAdd;
+  }
   d.externalMemoryFd = hasExtension(exts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   d.externalSemaphoreFd = hasExtension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
   d.pushDescriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -307,6 +313,13 @@ void Context::createDevice(const ContextOptions& options) {
   f12.shaderBufferInt64Atomics = s12.shaderBufferInt64Atomics;
   f12.storageBuffer8BitAccess = s12.storageBuffer8BitAccess;
   f12.scalarBlockLayout = s12.scalarBlockLayout;
+  // Float atomics for scatter-adds in backward passes, when the device has them.
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  if (m_info.float32AtomicAdd) {
+    exts.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+    atomicFloat.shaderBufferFloat32AtomicAdd = VK_TRUE;
+    f12.pNext = &atomicFloat;
+  }
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
   f.features.shaderInt64 = supported.features.shaderInt64;
   f.features.shaderFloat64 = supported.features.shaderFloat64;

@@ -10,4 +10,11 @@ namespace armature::cuda {
 void rasterize(const RasterDesc& desc, const float* positions, uint32_t vertexCount, const int32_t* faces,
                uint32_t faceCount, const float* depthPrior, uint64_t* zbuffer, int32_t* findices, float* barycentrics,
                const Stream& stream);
+// interpolate (armature/ops/raster.h): out (H,W,C); backward accumulates gradAttr with float atomics (zero it
+// first; not bitwise reproducible) and writes gradBarycentrics.
+void interpolate(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr, const int32_t* findices,
+                 const float* barycentrics, const int32_t* faces, uint32_t faceCount, float* out, const Stream& stream);
+void interpolateBackward(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr,
+                         const int32_t* findices, const float* barycentrics, const int32_t* faces, uint32_t faceCount,
+                         const float* gradOut, float* gradAttr, float* gradBarycentrics, const Stream& stream);
 }  // namespace armature::cuda

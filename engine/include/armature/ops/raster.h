@@ -32,6 +32,25 @@ std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& positions, con
 void validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& desc,
                           size_t depthPriorFloats);
 
+// interpolate: out (H,W,C) = Σ_k bary[k] · attr[face[k]] at covered pixels, 0 at background (findices 0).
+// attr (N,C). Backward: gradAttr (N,C) += Σ_pixels bary[k] · gradOut, gradBary (H,W,3) = attr[face[k]] · gradOut.
+std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
+                                   const std::vector<double>& barycentrics, const std::vector<int32_t>& faces);
+void interpolateBackwardRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
+                            const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
+                            const std::vector<double>& gradOut, std::vector<double>& gradAttr,
+                            std::vector<double>& gradBarycentrics);
+// Vulkan: forward, and backward (gradAttr accumulated with float atomics: the caller zeroes it; not bitwise
+// reproducible, unlike gradBarycentrics). Buffers as in the reference, fp32; findices must come from a rasterize
+// of the same faces (checked on the device: out-of-range ids give 0).
+void interpolateVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels, uint32_t vertexCount,
+                   const vk::Buffer& attr, const vk::Buffer& findices, const vk::Buffer& barycentrics,
+                   const vk::Buffer& faces, uint32_t faceCount, vk::Buffer& out);
+void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels,
+                           uint32_t vertexCount, const vk::Buffer& attr, const vk::Buffer& findices,
+                           const vk::Buffer& barycentrics, const vk::Buffer& faces, uint32_t faceCount,
+                           const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics);
+
 // Vulkan compute: records into `cmd`. findices (H·W int32) and barycentrics (H·W·3 float) are caller buffers;
 // `zbuffer` is scratch of H·W uint64 (rasterScratchBytes). Needs 64-bit buffer atomics.
 size_t rasterScratchBytes(const RasterDesc& desc);

@@ -45,6 +45,7 @@ struct PhysicalDeviceInfo {
   uint32_t subgroupSize = 0;
   bool int64Atomics = false;         // shaderBufferInt64Atomics
   bool float64 = false;              // shaderFloat64
+  bool float32AtomicAdd = false;     // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
   bool timelineSemaphore = false;
   bool externalMemoryFd = false;     // VK_KHR_external_memory_fd
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd

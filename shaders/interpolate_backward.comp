@@ -1,0 +1,35 @@
+#version 450
+// gradBary[pixel, k] = Σ_c attr[face[k], c] · gradOut[pixel, c] (one writer per value: deterministic);
+// gradAttr[face[k], c] += bary[pixel, k] · gradOut[pixel, c] (a scatter: float atomics).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_shader_atomic_float : require
+#include "shared/interpolate_io.h"
+layout(local_size_x = INTERP_GROUP) in;
+layout(std430, binding = 0) readonly buffer Attr { float attr[]; };
+layout(std430, binding = 1) readonly buffer Ids { int findices[]; };
+layout(std430, binding = 2) readonly buffer Bary { float bary[]; };
+layout(std430, binding = 3) readonly buffer Faces { int faces[]; };
+layout(std430, binding = 4) readonly buffer GradOut { float gradOut[]; };
+layout(std430, binding = 5) buffer GradAttr { float gradAttr[]; };
+layout(std430, binding = 6) writeonly buffer GradBary { float gradBary[]; };
+layout(push_constant) uniform Push { InterpolatePush p; };
+
+void main() {
+  uint stride = gl_NumWorkGroups.x * INTERP_GROUP;
+  for (uint pix = gl_GlobalInvocationID.x; pix < p.pixels; pix += stride) {
+    int id = findices[pix];
+    for (uint k = 0; k < 3; ++k) {
+      float gb = 0.0;
+      if (id > 0 && uint(id) <= p.faceCount) {
+        int vi = faces[(uint(id) - 1) * 3 + k];
+        if (vi >= 0 && uint(vi) < p.vertexCount)
+          for (uint c = 0; c < p.channels; ++c) {
+            float g = gradOut[pix * p.channels + c];
+            gb += attr[uint(vi) * p.channels + c] * g;
+            atomicAdd(gradAttr[uint(vi) * p.channels + c], bary[pix * 3 + k] * g);
+          }
+      }
+      gradBary[pix * 3 + k] = gb;
+    }
+  }
+}
