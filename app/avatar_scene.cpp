@@ -17,8 +17,8 @@ struct AvatarScene::CudaPath {
 #ifdef ARMATURE_HAS_INTEROP
   cuda::Stream stream;
   std::unique_ptr<cuda::Skinning> skin;
-  cuda::DeviceMemory pose, betas, expression, transl, joints;
-  std::unique_ptr<interop::SharedBuffer> positions;
+  cuda::DeviceMemory pose, betas, expression, transl;
+  std::unique_ptr<interop::SharedBuffer> positions, joints;  // drawn by Vulkan straight from CUDA's output
   std::string status;
 #endif
 };
@@ -41,7 +41,8 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   auto host = [&](size_t floats) { return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible); };
   m_pose = host(B * J * 3);
   m_transl = host(B * 3);
-  m_joints = vk::Buffer(ctx, B * J * 12, vk::kStorageUsage);
+  // Host-visible: the CPU backend writes it directly; the Vulkan backend's writes are tiny.
+  m_joints = vk::Buffer(ctx, B * J * 12, vk::kStorageUsage, vk::MemoryKind::HostVisible);
   m_positions = vk::Buffer(ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
@@ -105,8 +106,8 @@ void AvatarScene::setBackend(Backend b) {
       c->betas = cuda::DeviceMemory(std::max<size_t>(B * m_shape, 1) * 4);
       c->expression = cuda::DeviceMemory(std::max<size_t>(B * m_expr, 1) * 4);
       c->transl = cuda::DeviceMemory(B * 12);
-      c->joints = cuda::DeviceMemory(B * J * 12);
       c->positions = std::make_unique<interop::SharedBuffer>(m_ctx, B * V3 * 4);
+      c->joints = std::make_unique<interop::SharedBuffer>(m_ctx, B * J * 12);
       c->status = interop::describe(interop::probe(m_ctx));
       m_cuda = std::move(c);
     }
@@ -162,6 +163,13 @@ VkBuffer AvatarScene::positions() const {
   return m_positions.handle();
 }
 
+VkBuffer AvatarScene::joints() const {
+#ifdef ARMATURE_HAS_INTEROP
+  if (m_backend == Backend::Cuda) return m_cuda->joints->buffer();
+#endif
+  return m_joints.handle();
+}
+
 std::vector<float> AvatarScene::readPositions() const {
   ARM_CHECK(m_backend != Backend::Cuda, "readPositions: the CUDA backend's positions live in the shared buffer");
   return m_positions.download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
@@ -186,6 +194,7 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   if (m_backend == Backend::Cpu) {
     BodyOutput out = bodyForwardRef(m_model, m_params);
     put(m_positions, out.vertices);
+    put(m_joints, out.joints);
   }
 #ifdef ARMATURE_HAS_INTEROP
   if (m_backend == Backend::Cuda) {
@@ -198,9 +207,10 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     cuda::EventTimer timerCuda;
     timerCuda.start(c.stream);
     c.skin->forward(B, {c.pose.as<float>(), c.betas.as<float>(), c.expression.as<float>(), c.transl.as<float>()},
-                    static_cast<float*>(c.positions->cudaPointer()), c.joints.as<float>(), c.stream);
+                    static_cast<float*>(c.positions->cudaPointer()), static_cast<float*>(c.joints->cudaPointer()), c.stream);
     timerCuda.stop(c.stream);
     c.positions->toVulkan(c.stream);
+    c.joints->toVulkan(c.stream);
     // Headless/simple path: the host waits for CUDA before the draw is submitted (FrameRing avoids this).
     c.stream.synchronize();
     m_lastSkinningMs = timerCuda.milliseconds();

@@ -42,6 +42,7 @@ class AvatarScene {
   // CUDA do their work now and report their own time in lastSkinningMs().
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer);
   VkBuffer positions() const;
+  VkBuffer joints() const;  // B × J × 3 posed joint positions, from the same backend as positions()
   // The skinned positions of every avatar after the last skin() has executed (Vulkan and CPU backends).
   std::vector<float> readPositions() const;
   double lastSkinningMs() const { return m_lastSkinningMs; }

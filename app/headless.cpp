@@ -41,7 +41,8 @@ int runHeadless(const ViewerOptions& o) {
   scene.setAvatars(o.avatars);
   scene.animate = o.animate;
 
-  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces);
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
+                    scene.model().parents);
   OffscreenTarget target(ctx, renderer, {o.width, o.height});
   Camera camera;
   float lo[3], hi[3];
@@ -60,6 +61,8 @@ int runHeadless(const ViewerOptions& o) {
   draw.floorY = scene.floorY();
   draw.wireframe = o.wireframe;
   draw.ground = o.ground;
+  draw.skeleton = o.skeleton;
+  draw.jointCount = scene.model().jointCount;
 
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
@@ -71,6 +74,7 @@ int runHeadless(const ViewerOptions& o) {
       timer.beginFrame(cmd, uint64_t(f));
       scene.skin(cmd, &timer);
       uint32_t z = timer.beginZone(cmd, "draw");
+      draw.joints = scene.joints();
       renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
       timer.endZone(cmd, z);
       if (f == o.frames - 1) target.recordReadback(cmd);

@@ -59,12 +59,18 @@ void Camera::frame(const float lo[3], const float hi[3]) {
   distance = 0.62f * size / std::tan(fovY / 2) + 0.3f;
 }
 
-Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces)
+Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces,
+                   const std::vector<int32_t>& parents)
     : m_ctx(ctx) {
   ARM_CHECK(!faces.empty() && faces.size() % 3 == 0, "Renderer: faces must be a non-empty (F,3) array");
   m_indexCount = uint32_t(faces.size());
   std::vector<uint32_t> idx(faces.begin(), faces.end());
   m_indices = vk::makeStorageBuffer<uint32_t>(ctx, idx, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  std::vector<uint32_t> bones;
+  for (size_t j = 0; j < parents.size(); ++j)
+    if (parents[j] >= 0) bones.insert(bones.end(), {uint32_t(j), uint32_t(parents[j])});
+  m_boneIndexCount = uint32_t(bones.size());
+  if (!bones.empty()) m_boneIndices = vk::makeStorageBuffer<uint32_t>(ctx, bones, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
   VkDevice dev = ctx.device();
 
   VkAttachmentDescription att[2] = {};
@@ -127,11 +133,15 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
   if (f.fillModeNonSolid) m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
+  m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
+  m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
   vkDestroyShaderModule(dev, vert, nullptr);
   vkDestroyShaderModule(dev, frag, nullptr);
 }
 
-VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology) {
+VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
+                                    bool depthTest) {
   VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
                                                {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};
   stages[0].stage = VK_SHADER_STAGE_VERTEX_BIT;
@@ -159,8 +169,8 @@ VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, Vk
   VkPipelineMultisampleStateCreateInfo ms{VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO};
   ms.rasterizationSamples = VK_SAMPLE_COUNT_1_BIT;
   VkPipelineDepthStencilStateCreateInfo ds{VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO};
-  ds.depthTestEnable = VK_TRUE;
-  ds.depthWriteEnable = VK_TRUE;
+  ds.depthTestEnable = depthTest;
+  ds.depthWriteEnable = depthTest;
   ds.depthCompareOp = VK_COMPARE_OP_LESS_OR_EQUAL;
   VkPipelineColorBlendAttachmentState blend{};
   blend.colorWriteMask = 0xf;
@@ -193,6 +203,8 @@ Renderer::~Renderer() {
   VkDevice dev = m_ctx.device();
   vkDestroyPipeline(dev, m_fill, nullptr);
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
+  vkDestroyPipeline(dev, m_bones, nullptr);
+  vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
@@ -242,6 +254,22 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
   if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
   if (s.avatars) draw(m_fill, RENDER_MODE_MESH);
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
+  if (s.skeleton && s.joints && s.jointCount) {
+    info.buffer = s.joints;  // the same shader reads joints instead of vertices
+    push.vertexCount = s.jointCount;
+    push.mode = RENDER_MODE_BONES;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_bones);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_layout, 0, 1, &w);
+    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    if (m_boneIndexCount) {
+      vkCmdBindIndexBuffer(cmd, m_boneIndices.handle(), 0, VK_INDEX_TYPE_UINT32);
+      vkCmdDrawIndexed(cmd, m_boneIndexCount, s.avatars, 0, 0, 0);
+    }
+    push.mode = RENDER_MODE_JOINTS;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_points);
+    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    vkCmdDraw(cmd, s.jointCount, s.avatars, 0, 0);
+  }
   if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
 }

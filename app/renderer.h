@@ -27,13 +27,18 @@ struct DrawSettings {
   float floorY = -1.0f;
   bool wireframe = false;
   bool ground = true;
+  bool skeleton = false;      // bones and joint markers, drawn over the surface
+  uint32_t jointCount = 0;    // per avatar, in the joints buffer
+  VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
 };
 
 class Renderer {
  public:
   // `finalLayout`: the color attachment's layout after the pass (present source, or transfer source for read-back).
-  Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces);
+  // `parents` (J, -1 for roots) gives the skeleton's bones.
+  Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces,
+           const std::vector<int32_t>& parents = {});
   ~Renderer();
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
@@ -48,14 +53,17 @@ class Renderer {
               const std::function<void(VkCommandBuffer)>& inPass = {});
 
  private:
-  VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology);
+  VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
+                            bool depthTest = true);
   vk::Context& m_ctx;
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
   VkRenderPass m_renderPass = VK_NULL_HANDLE;
   VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;
   VkPipelineLayout m_layout = VK_NULL_HANDLE;
-  VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE;
+  VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
+  uint32_t m_boneIndexCount = 0;
+  vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
 
 // An offscreen color + depth target of one size with a framebuffer, readable as RGBA8 pixels.

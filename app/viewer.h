@@ -18,6 +18,7 @@ struct ViewerOptions {
   bool animate = false;
   bool wireframe = false;
   bool ground = true;
+  bool skeleton = false;
   std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
 };
 

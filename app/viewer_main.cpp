@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cli.add_flag("--animate", o.animate, "loop a walk cycle");
   cli.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   cli.add_flag("!--no-ground", o.ground, "do not draw the ground grid");
+  cli.add_flag("--skeleton", o.skeleton, "draw bones and joint markers");
   cli.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR");
   CLI11_PARSE(cli, argc, argv);
   try {

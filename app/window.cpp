@@ -210,7 +210,8 @@ void Viewer::createSwapchain() {
   m_swap.images.resize(count);
   vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, m_swap.images.data());
   if (!m_renderer)
-    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces);
+    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
+                                            m_scene->model().parents);
   m_swap.depth = vk::Image(*m_ctx, m_swap.extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
                            VK_IMAGE_ASPECT_DEPTH_BIT);
   for (VkImage image : m_swap.images) {
@@ -298,12 +299,14 @@ void Viewer::loadModel(const std::string& path) {
   m_scene->setAvatars(std::min(m_avatars, m_scene->maxAvatars()));
   if (m_renderer) {  // a new mesh: new index buffer, same pass
     VkFormat format = m_swap.format;
-    m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces);
+    m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
+                                            m_scene->model().parents);
   }
   float lo[3], hi[3];
   m_scene->bounds(lo, hi);
   m_camera.frame(lo, hi);
   m_draw.vertexCount = m_scene->model().vertexCount;
+  m_draw.jointCount = m_scene->model().jointCount;
   m_draw.floorY = m_scene->floorY();
   std::snprintf(m_modelPath, sizeof m_modelPath, "%s", path.c_str());
 }
@@ -367,6 +370,8 @@ void Viewer::panels() {
   ImGui::Checkbox("wireframe", &m_draw.wireframe);
   ImGui::SameLine();
   ImGui::Checkbox("ground", &m_draw.ground);
+  ImGui::SameLine();
+  ImGui::Checkbox("skeleton", &m_draw.skeleton);
   if (ImGui::Checkbox("vsync", &m_vsync)) m_resize = true;
   ImGui::SameLine();
   ImGui::Checkbox("profiler (F1)", &m_showOverlay);
@@ -470,8 +475,9 @@ void Viewer::overlay() {
     }
     ImGui::EndTable();
   }
-  VkPhysicalDeviceMemoryProperties mem;
-  vkGetPhysicalDeviceMemoryProperties(m_ctx->physicalDevice(), &mem);
+  auto [used, budget] = m_ctx->deviceLocalUsage();
+  if (budget) ImGui::Text("GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0, budget / 1048576.0);
+  else ImGui::TextUnformatted("GPU memory: n/a (no VK_EXT_memory_budget)");
   ImGui::Text("frame %llu, %u avatar(s), %ux%u", (unsigned long long)m_frameIndex, m_scene->avatars(), m_swap.extent.width,
               m_swap.extent.height);
   if (ImGui::Button("export profile")) {
@@ -519,6 +525,7 @@ void Viewer::drawFrame() {
   if (m_scene->backend() != Backend::Vulkan)
     rec.gpu.insert(rec.gpu.begin(), {m_scene->backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", m_scene->lastSkinningMs()});
   uint32_t zone = m_timer->beginZone(fr.cmd, "draw + ui");
+  m_draw.joints = m_scene->joints();
   m_renderer->record(fr.cmd, m_swap.framebuffers[imageIndex], m_swap.extent, m_camera, m_scene->positions(), m_draw,
                      [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); });
   m_timer->endZone(fr.cmd, zone);
@@ -648,6 +655,7 @@ int Viewer::run() {
     m_scene->setAvatars(m_avatars);
     m_draw.avatars = m_avatars;
     m_draw.wireframe = m_options.wireframe;
+    m_draw.skeleton = m_options.skeleton;
     std::string backend = m_options.backend;
     setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
     createSwapchain();

@@ -31,7 +31,7 @@ bench=$b/bin/armature-bench
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
   v=$b/bin/armature-viewer
-  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --profile "$out/viewer_cuda_1.json" --screenshot "$out/viewer_cuda_1.png"
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --skeleton --profile "$out/viewer_cuda_1.json" --screenshot "$out/viewer_cuda_1.png"
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
   $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --profile "$out/viewer_vulkan_1.json"
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --no-ground --profile "$out/viewer_cuda_1_noground.json"

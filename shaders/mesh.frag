@@ -20,6 +20,10 @@ void main() {
     color = vec4(0.08, 0.08, 0.1, 1.0);
     return;
   }
+  if (pc.mode == RENDER_MODE_BONES || pc.mode == RENDER_MODE_JOINTS) {
+    color = pc.mode == RENDER_MODE_BONES ? vec4(0.2, 0.85, 0.95, 1.0) : vec4(1.0, 0.75, 0.2, 1.0);
+    return;
+  }
   vec3 n = normalize(cross(dFdx(worldPos), dFdy(worldPos)));
   if (dot(n, toEye) < 0.0) n = -n;  // two-sided: the normal faces the eye
   vec3 key = normalize(vec3(-0.4, 0.8, 0.6));

@@ -18,4 +18,5 @@ void main() {
     worldPos = vec3(positions[base], positions[base + 1], positions[base + 2]);
   }
   gl_Position = pc.viewProj * vec4(worldPos, 1.0);
+  gl_PointSize = 6.0;  // joint markers; ignored for triangles and lines
 }

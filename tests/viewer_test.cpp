@@ -186,6 +186,7 @@ TEST(Viewer, ProfileAndScreenshotAreWritten) {
   o.width = 96, o.height = 64;
   o.backend = "vulkan";
   o.animate = true;
+  o.skeleton = true;  // bones and joint markers drawn from the joint buffer, under the validation layer
   o.screenshot = (dir / "shot.png").string();
   o.profile = (dir / "profile.json").string();
   o.model = defaultModelPath();

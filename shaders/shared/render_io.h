@@ -6,6 +6,8 @@
 #define RENDER_MODE_MESH 0u     // indexed draw of the skinned avatars, one instance per avatar
 #define RENDER_MODE_GROUND 1u   // 6 vertices: the ground plane with a grid
 #define RENDER_MODE_LINES 2u    // the mesh again as lines (wireframe overlay)
+#define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
+#define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
 
 #if defined(__cplusplus)
 struct RenderPush {

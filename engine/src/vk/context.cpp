@@ -104,6 +104,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.externalMemoryFd = hasExtension(exts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   d.externalSemaphoreFd = hasExtension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
   d.pushDescriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  d.memoryBudget = hasExtension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   uint32_t qn = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, nullptr);
@@ -299,7 +300,8 @@ void Context::createDevice(const ContextOptions& options) {
   std::vector<const char*> exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   if (options.swapchain) exts.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
   // Interop extensions, enabled whenever the driver has them (interop/ reports what is missing).
-  for (const char* e : {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME})
+  for (const char* e : {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME,
+                        VK_EXT_MEMORY_BUDGET_EXTENSION_NAME})
     if (hasExtension(available, e)) exts.push_back(e);
 
   VkPhysicalDeviceVulkan12Features s12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -361,6 +363,18 @@ void Context::destroy() {
   m_device = VK_NULL_HANDLE;
   m_messenger = VK_NULL_HANDLE;
   m_instance = VK_NULL_HANDLE;
+}
+
+std::pair<uint64_t, uint64_t> Context::deviceLocalUsage() const {
+  if (!m_info.memoryBudget) return {0, 0};
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, &budget};
+  vkGetPhysicalDeviceMemoryProperties2(m_info.handle, &props);
+  uint64_t used = 0, total = 0;
+  for (uint32_t i = 0; i < props.memoryProperties.memoryHeapCount; ++i)
+    if (props.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      used += budget.heapUsage[i], total += budget.heapBudget[i];
+  return {used, total};
 }
 
 uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {

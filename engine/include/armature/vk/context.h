@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "armature/error.h"
@@ -46,6 +47,7 @@ struct PhysicalDeviceInfo {
   bool int64Atomics = false;         // shaderBufferInt64Atomics
   bool float64 = false;              // shaderFloat64
   bool float32AtomicAdd = false;     // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
+  bool memoryBudget = false;         // VK_EXT_memory_budget
   bool timelineSemaphore = false;
   bool externalMemoryFd = false;     // VK_KHR_external_memory_fd
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd
@@ -115,6 +117,9 @@ class Context {
   VkQueue queue() const { return m_queue; }
   uint32_t queueFamily() const { return m_queueFamily; }
   uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred = 0) const;
+  // Bytes of device-local memory in use by this process and the budget the driver grants (both 0 without
+  // VK_EXT_memory_budget).
+  std::pair<uint64_t, uint64_t> deviceLocalUsage() const;
   // Number of validation messages seen so far (warnings and errors).
   uint32_t validationMessageCount() const { return m_messageCount; }
 
