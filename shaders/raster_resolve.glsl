@@ -10,7 +10,7 @@
 layout(local_size_x = RASTER_GROUP) in;
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
 layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) readonly buffer ZBuffer { uint64_t zbuffer[]; };
+layout(std430, binding = 2) readonly buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, level]
 layout(std430, binding = 3) writeonly buffer FaceIds { int findices[]; };
 layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
@@ -18,13 +18,13 @@ layout(push_constant) uniform Push { RasterPush p; };
 void main() {
   uint total = p.width * p.height, stride = gl_NumWorkGroups.x * RASTER_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
-    uint64_t token = zbuffer[pix];
-    if (token == ~uint64_t(0)) {
+    uint faceWord = zwords[pix * 2];
+    if (faceWord == ~0u) {
       findices[pix] = 0;
       barycentrics[pix * 3] = 0, barycentrics[pix * 3 + 1] = 0, barycentrics[pix * 3 + 2] = 0;
       continue;
     }
-    int face1 = int(token % RASTER_FACE_MULT);
+    int face1 = int(faceWord);
     findices[pix] = face1;
     RasterReal sx[3], sy[3], iw[3];
     for (int k = 0; k < 3; ++k) {

@@ -1,5 +1,6 @@
 #version 450
-// Float-only variant for devices without shaderFloat64.
+// Variant: float divide/barycentrics, 64-bit atomics.
 #define RASTER_FP64 0
+#define RASTER_ATOMIC64 1
 #extension GL_GOOGLE_include_directive : require
 #include "raster_triangles.glsl"

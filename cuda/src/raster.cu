@@ -47,7 +47,7 @@ __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
       bary[pix * 3] = bary[pix * 3 + 1] = bary[pix * 3 + 2] = 0;
       continue;
     }
-    int face1 = int(token % RASTER_FACE_MULT);
+    int face1 = int(token & 0xffffffffull);
     findices[pix] = face1;
     double sx[3], sy[3], w[3];
     for (int k = 0; k < 3; ++k) {
@@ -113,7 +113,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   ARM_CHECK(!d.useDepthPrior || depthPrior, "cuda::rasterize: useDepthPrior without a depth prior");
   size_t pixels = size_t(d.width) * d.height;
   cudaStream_t s = raw(stream);
-  Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 0, 0},
+  Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, 0},
            reinterpret_cast<const float4*>(positions), faces, depthPrior, reinterpret_cast<unsigned long long*>(zbuffer)};
   CUDA_CHECK(cudaMemsetAsync(zbuffer, 0xff, pixels * 8, s));  // the empty token: above every fragment
   if (faceCount) {

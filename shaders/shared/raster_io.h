@@ -13,7 +13,6 @@
 #include "common_io.h"
 
 #define RASTER_SUBPIXEL_BITS 4        // 1/16 pixel: exact products fit int64 for images up to 8192 pixels wide
-#define RASTER_FACE_MULT 2147483647ul // 2^31 - 1: token = depthLevel * RASTER_FACE_MULT + (face + 1)
 #define RASTER_GROUP 64
 
 ARM_SHARED_STRUCT(RasterPush) {
@@ -23,7 +22,8 @@ ARM_SHARED_STRUCT(RasterPush) {
   uint triangleCount;
   uint useDepthPrior;        // 1: keep fragments at or behind the prior (+ truncation): depth peeling
   float occlusionTruncation; // added to the prior's depth
-  uint pad0, pad1;
+  uint pass;                 // without 64-bit atomics: 1 = nearest level, 2 = lowest face at that level
+  uint pad0;
 };
 
 #ifdef __cplusplus
@@ -92,7 +92,8 @@ ARM_FN float rasterDepth(float zOverW) {
 // 2^18 levels (rasterTokenLevel).
 ARM_FN int64_t rasterDepthLevel(float depth) { return int64_t(depth * 67108864.0f); }
 ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
-  int64_t level = depthLevel >> 8, cap = int64_t(1) << 32;  // far fragments share the last level
+  // Far fragments share the last level; ~0 means empty. (Not a hex literal: GLSL would read 0xfffffffe as -2.)
+  int64_t level = depthLevel >> 8, cap = (int64_t(1) << 32) - int64_t(2);
   return level < cap ? level : cap;
 }
 // A triangle on the grid, set up once: fixed-point vertices, depth levels, orientation and pixel box.
@@ -156,8 +157,11 @@ ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
   return (w0 * t.d0 + w1 * t.d1 + w2 * t.d2) / t.area;
 }
 
-// The z-buffer token of a fragment that passed the depth-prior test: (2^18 level, face + 1); lower is nearer.
+// The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and
+// face + 1 in the low word, so the smallest token is the nearest fragment and, at equal depth, the lower face —
+// the original's order (it packs the same pair as level·(2^31−1) + face + 1). Read as two 32-bit words, the same
+// layout serves devices without 64-bit atomics (two passes: min level, then min face at that level).
 ARM_FN uint64_t rasterToken(int64_t level, uint face) {
-  return uint64_t(rasterTokenLevel(level)) * RASTER_FACE_MULT + uint64_t(face + 1u);
+  return (uint64_t(rasterTokenLevel(level)) << 32) | uint64_t(face + 1u);
 }
 #endif

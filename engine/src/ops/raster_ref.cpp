@@ -53,7 +53,7 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
                           const std::vector<float>& prior) {
   validateRasterInputs(pos.size(), faces, d, prior.size());
   const uint32_t W = d.width, H = d.height;
-  const uint64_t kEmpty = ~uint64_t(0);  // above every token: (2^32 + 1)(2^31 - 1) + 2^31 < 2^64 - 1
+  const uint64_t kEmpty = ~uint64_t(0);  // above every token: levels stop at 2^32 - 2
   std::vector<uint64_t> z(size_t(W) * H, kEmpty);
   size_t M = faces.size() / 3;
   for (size_t f = 0; f < M; ++f)
@@ -69,7 +69,7 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
     for (uint32_t px = 0; px < W; ++px) {
       size_t pix = size_t(py) * W + px;
       if (z[pix] == kEmpty) continue;
-      uint64_t face1 = z[pix] % RASTER_FACE_MULT;
+      uint64_t face1 = z[pix] & 0xffffffffu;
       r.findices[pix] = int32_t(face1);
       size_t f = size_t(face1 - 1);
       double sx[3], sy[3], w[3];

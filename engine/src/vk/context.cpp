@@ -91,6 +91,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   vkGetPhysicalDeviceFeatures2(pd, &f);
   d.int64Atomics = f12.shaderBufferInt64Atomics;
   d.float64 = f.features.shaderFloat64;
+  d.int64 = f.features.shaderInt64;
   d.timelineSemaphore = f12.timelineSemaphore;
   d.hostQueryReset = f12.hostQueryReset;
 

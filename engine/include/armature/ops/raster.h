@@ -14,6 +14,7 @@ struct RasterDesc {
   uint32_t width = 0, height = 0;
   bool useDepthPrior = false;         // keep only fragments at or behind the prior + truncation (depth peeling)
   float occlusionTruncation = 1e-6f;  // the original wrapper's value
+  bool noInt64Atomics = false;        // Vulkan: use the two-pass 32-bit path even where 64-bit atomics exist (tests)
 };
 
 struct RasterResult {
@@ -52,7 +53,8 @@ void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixel
                            const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics);
 
 // Vulkan compute: records into `cmd`. findices (H·W int32) and barycentrics (H·W·3 float) are caller buffers;
-// `zbuffer` is scratch of H·W uint64 (rasterScratchBytes). Needs 64-bit buffer atomics.
+// `zbuffer` is scratch of H·W uint64 (rasterScratchBytes). Uses 64-bit buffer atomics where the device has them,
+// else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 size_t rasterScratchBytes(const RasterDesc& desc);
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,

@@ -46,6 +46,7 @@ struct PhysicalDeviceInfo {
   uint32_t subgroupSize = 0;
   bool int64Atomics = false;         // shaderBufferInt64Atomics
   bool float64 = false;              // shaderFloat64
+  bool int64 = false;                // shaderInt64
   bool float32AtomicAdd = false;     // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
   bool memoryBudget = false;         // VK_EXT_memory_budget
   bool timelineSemaphore = false;
