@@ -58,9 +58,9 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                push);
   vk::computeBarrier(cmd);
   const auto& blend = m_ctx.program(shaders::skin_blend, 4, sizeof push);
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, blend.pipeline);
-  vk::dispatch(cmd, blend, 0, {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
-  vkCmdDispatch(cmd, vk::groupCount(size_t(t.vertexCount) * 3, SKIN_BLEND_COLUMNS), (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS, 1);
+  vk::dispatch(cmd, blend, vk::groupCount(size_t(t.vertexCount) * 3, SKIN_BLEND_COLUMNS),
+               {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push,
+               (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS);
   vk::computeBarrier(cmd);
   const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),

@@ -474,7 +474,7 @@ void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, 
 }
 
 void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
-              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize) {
+              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize, uint32_t groupCountY) {
   assert(buffers.size() == program.bindingCount && pushSize == program.pushSize);
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
@@ -490,7 +490,7 @@ void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t group
   vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, program.layout, 0, uint32_t(writes.size()),
                             writes.data());
   if (pushSize) vkCmdPushConstants(cmd, program.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pushSize, push);
-  if (groupCountX) vkCmdDispatch(cmd, groupCountX, 1, 1);
+  if (groupCountX && groupCountY) vkCmdDispatch(cmd, groupCountX, groupCountY, 1);
 }
 
 uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap) {

@@ -169,14 +169,14 @@ class Context {
 std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion = nullptr);
 
 // Records a compute dispatch: binds the program, pushes the buffer descriptors (binding i = buffers[i]) and
-// the push constants, and dispatches groupCountX groups.
+// the push constants, and dispatches groupCountX × groupCountY groups.
 void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
-              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize);
+              const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize, uint32_t groupCountY = 1);
 
 template <typename Push>
 void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
-              const std::vector<BufferView>& buffers, const Push& push) {
-  dispatch(cmd, program, groupCountX, buffers, &push, sizeof(Push));
+              const std::vector<BufferView>& buffers, const Push& push, uint32_t groupCountY = 1) {
+  dispatch(cmd, program, groupCountX, buffers, &push, sizeof(Push), groupCountY);
 }
 
 // Groups for `count` items with `groupSize` items per group, capped for grid-stride shaders.
