@@ -397,7 +397,8 @@ unsigned blocks(size_t n, unsigned threads) { return unsigned((n + threads - 1) 
 }  // namespace
 
 struct Skinning::Impl {
-  SkinningTables host;
+  SkinningDims sizes;
+  size_t tableBytes = 0;
   Dims dims{};
   uint32_t maxBatch;
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
@@ -451,8 +452,9 @@ struct Skinning::Impl {
 
 Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch) : m(std::make_unique<Impl>()) {
   ARM_CHECK(maxBatch >= 1, "cuda::Skinning: maxBatch must be >= 1");
-  m->host = buildSkinningTables(model, S, E);
-  auto& h = m->host;
+  const SkinningTables h = buildSkinningTables(model, S, E);  // host copies live only until they are uploaded
+  m->sizes = h;
+  m->tableBytes = h.deviceBytes();
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
   size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
@@ -494,9 +496,9 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
 }
 
 Skinning::~Skinning() = default;
-uint32_t Skinning::vertexCount() const { return m->host.vertexCount; }
-uint32_t Skinning::jointCount() const { return m->host.jointCount; }
-size_t Skinning::deviceBytes() const { return m->host.deviceBytes(); }
+uint32_t Skinning::vertexCount() const { return m->sizes.vertexCount; }
+uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
+size_t Skinning::deviceBytes() const { return m->tableBytes; }
 
 void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream) {
   ARM_CHECK(batch >= 1 && batch <= m->maxBatch, "cuda::Skinning::forward: batch %u outside [1, %u]", batch, m->maxBatch);

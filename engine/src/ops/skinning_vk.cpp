@@ -12,9 +12,10 @@ vk::Buffer table(vk::Context& ctx, const std::vector<T>& v) {
 }  // namespace
 
 SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
-    : m_ctx(ctx), m_tables(buildSkinningTables(model, S, E)), m_maxBatch(maxBatch) {
+    : m_ctx(ctx), m_maxBatch(maxBatch) {
   ARM_CHECK(maxBatch >= 1, "SkinningVk: maxBatch must be >= 1");
-  auto& t = m_tables;
+  const SkinningTables t = buildSkinningTables(model, S, E);
+  m_dims = t;
   size_t F = t.featureCount + t.coefCount();
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
   // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
@@ -38,7 +39,7 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
 
 void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
                          const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints) {
-  auto& t = m_tables;
+  const SkinningDims& t = m_dims;
   ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "SkinningVk::forward: batch %u outside [1, %u]", batch, m_maxBatch);
   auto need = [&](const vk::Buffer& b, size_t floats, const char* name) {
     ARM_CHECK(b.size() >= std::max<size_t>(floats, 1) * 4, "SkinningVk::forward: %s holds %llu bytes, needs %zu", name,

@@ -14,10 +14,15 @@
 
 namespace armature {
 
-// Host-side tables shared by every GPU backend (see shaders/shared/skinning_io.h for the layouts).
-struct SkinningTables {
+// The sizes a skinning backend works with; what a backend keeps once its tables are on the device.
+struct SkinningDims {
   uint32_t vertexCount = 0, jointCount = 0, featureCount = 0, shapeCount = 0, exprCount = 0;
   uint32_t coefCount() const { return shapeCount + exprCount; }
+};
+
+// Host-side tables shared by every GPU backend (see shaders/shared/skinning_io.h for the layouts); built for the
+// upload and dropped after it (the blend matrix alone is 64 MB for SMPL-X).
+struct SkinningTables : SkinningDims {
   std::vector<float> vTemplate;      // (V,3)
   std::vector<float> blendMatrix;    // (P+K, V*3)
   std::vector<float> jointTemplate;  // (J,3)
@@ -45,11 +50,11 @@ class SkinningVk {
   // pose (B,J,3), betas (B,S), expression (B,E), transl (B,3): float storage buffers.
   void forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
                const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints);
-  const SkinningTables& tables() const { return m_tables; }
+  const SkinningDims& dims() const { return m_dims; }
 
  private:
   vk::Context& m_ctx;
-  SkinningTables m_tables;
+  SkinningDims m_dims;
   uint32_t m_maxBatch;
   vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
       m_parents, m_order;
