@@ -18,6 +18,8 @@ struct AvatarScene::CudaPath {
   cuda::Stream stream;
   std::unique_ptr<cuda::Skinning> skin;
   cuda::DeviceMemory pose, betas, expression, transl;
+  std::vector<float> staging[4];  // float parameters for the stream-ordered uploads, reused every frame
+  cuda::EventTimer timer;
   std::unique_ptr<interop::SharedBuffer> positions, joints;  // drawn by Vulkan straight from CUDA's output
   std::string status;
 #endif
@@ -199,21 +201,23 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
 #ifdef ARMATURE_HAS_INTEROP
   if (m_backend == Backend::Cuda) {
     auto& c = *m_cuda;
-    auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-    c.pose.upload(f(m_params.pose).data(), m_params.pose.size() * 4);
-    if (m_shape) c.betas.upload(f(m_params.betas).data(), m_params.betas.size() * 4);
-    if (m_expr) c.expression.upload(f(m_params.expression).data(), m_params.expression.size() * 4);
-    c.transl.upload(f(m_params.transl).data(), m_params.transl.size() * 4);
-    cuda::EventTimer timerCuda;
-    timerCuda.start(c.stream);
+    // Stream-ordered uploads: the frame's one host wait is the stream sync below, which also keeps the staging
+    // vectors alive long enough.
+    const std::vector<double>* params[4] = {&m_params.pose, &m_params.betas, &m_params.expression, &m_params.transl};
+    cuda::DeviceMemory* targets[4] = {&c.pose, &c.betas, &c.expression, &c.transl};
+    for (int i = 0; i < 4; ++i) {
+      c.staging[i].assign(params[i]->begin(), params[i]->end());
+      targets[i]->uploadAsync(c.staging[i].data(), c.staging[i].size() * 4, c.stream);
+    }
+    c.timer.start(c.stream);
     c.skin->forward(B, {c.pose.as<float>(), c.betas.as<float>(), c.expression.as<float>(), c.transl.as<float>()},
                     static_cast<float*>(c.positions->cudaPointer()), static_cast<float*>(c.joints->cudaPointer()), c.stream);
-    timerCuda.stop(c.stream);
+    c.timer.stop(c.stream);
     c.positions->toVulkan(c.stream);
     c.joints->toVulkan(c.stream);
     // Headless/simple path: the host waits for CUDA before the draw is submitted (FrameRing avoids this).
     c.stream.synchronize();
-    m_lastSkinningMs = timerCuda.milliseconds();
+    m_lastSkinningMs = c.timer.milliseconds();
     return;
   }
 #endif

@@ -287,8 +287,8 @@ void Viewer::loadModel(const std::string& path) {
   BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
   if (m_ctx->device()) vkDeviceWaitIdle(m_ctx->device());
   Backend backend = m_scene ? m_scene->backend() : Backend::Vulkan;
-  auto scene = std::make_unique<AvatarScene>(*m_ctx, std::move(model), std::max(m_options.avatars, 64u),
-                                             std::min<uint32_t>(10, model.shapeCount), std::min<uint32_t>(10, model.exprCount));
+  uint32_t shape = std::min<uint32_t>(10, model.shapeCount), expr = std::min<uint32_t>(10, model.exprCount);
+  auto scene = std::make_unique<AvatarScene>(*m_ctx, std::move(model), std::max(m_options.avatars, 64u), shape, expr);
   scene->applyPose(posePreset(scene->model(), m_options.pose));
   scene->animate = m_options.animate;
   m_scene = std::move(scene);

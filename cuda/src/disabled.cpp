@@ -19,6 +19,7 @@ DeviceMemory::DeviceMemory(size_t) { notBuilt(); }
 void DeviceMemory::reset() {}
 void DeviceMemory::upload(const void*, size_t, size_t) { notBuilt(); }
 void DeviceMemory::download(void*, size_t, size_t) const { notBuilt(); }
+void DeviceMemory::uploadAsync(const void*, size_t, const Stream&, size_t) { notBuilt(); }
 void DeviceMemory::fill32(uint32_t) { notBuilt(); }
 EventTimer::EventTimer() { notBuilt(); }
 EventTimer::~EventTimer() = default;

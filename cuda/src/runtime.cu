@@ -89,6 +89,13 @@ void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
   // order against the legacy stream): wait, so the data is there for work on any stream.
   CUDA_CHECK(cudaDeviceSynchronize());
 }
+void DeviceMemory::uploadAsync(const void* src, size_t bytes, const Stream& stream, size_t offset) {
+  ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
+  if (bytes)
+    CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice,
+                               static_cast<cudaStream_t>(stream.handle())));
+}
+
 void DeviceMemory::download(void* dst, size_t bytes, size_t offset) const {
   ARM_CHECK(offset + bytes <= m_bytes, "download of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
   if (bytes) CUDA_CHECK(cudaMemcpy(dst, static_cast<const char*>(m_ptr) + offset, bytes, cudaMemcpyDeviceToHost));

@@ -80,6 +80,9 @@ class DeviceMemory {
   // against work on every stream.
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
+  // A stream-ordered host-to-device copy for hot paths: work later on `stream` sees the bytes; `src` must stay
+  // unchanged until the stream has passed the copy.
+  void uploadAsync(const void* src, size_t bytes, const Stream& stream, size_t offset = 0);
   void fill32(uint32_t pattern);  // every 32-bit word (NaN poisoning)
 
   template <typename T>
