@@ -190,7 +190,7 @@ Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage)
   loadVulkan();
   try {
     createInstance(options);
-    pickDevice(options.swapchain);
+    pickDevice();
     createDevice(options);
   } catch (...) {
     destroy();  // a half-built context frees what it created
@@ -249,7 +249,7 @@ void Context::createInstance(const ContextOptions& options) {
   }
 }
 
-void Context::pickDevice(bool /*needPresent*/) {
+void Context::pickDevice() {
   m_allDevices = listDevices(m_instance);
   if (m_allDevices.empty()) throw Error("no Vulkan physical device found (install mesa-vulkan-drivers for lavapipe)");
   std::vector<PhysicalDeviceInfo> usable;

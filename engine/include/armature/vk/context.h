@@ -139,7 +139,7 @@ class Context {
 
  private:
   void createInstance(const ContextOptions& options);
-  void pickDevice(bool needPresent);
+  void pickDevice();
   void createDevice(const ContextOptions& options);
   void destroy();
 
