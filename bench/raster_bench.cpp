@@ -1,6 +1,7 @@
 // armature-bench raster: the rasterizer issue's three scenes (a) 10k triangles at 1024², (b) 5k at 512²,
-// (c) 1M at 2048², as a sphere of small triangles filling most of the image.
+// (c) 1M at 2048², each four overlapping noise-displaced spheres; rasterize alone and + interpolate of 3 floats.
 #include <cmath>
+#include <memory>
 
 #include "armature/cuda/raster.h"
 #include "armature/ops/raster.h"
@@ -10,73 +11,95 @@
 namespace armature::bench {
 
 namespace {
-// A UV sphere with about `triangles` faces, radius 0.8 in NDC, in front of the eye (w = 2).
-void sphere(size_t triangles, std::vector<float>& pos, std::vector<int32_t>& faces) {
-  int rings = int(std::sqrt(double(triangles) / 2.0)), segments = rings;
-  for (int r = 0; r <= rings; ++r)
-    for (int s = 0; s <= segments; ++s) {
-      double th = M_PI * r / rings, ph = 2 * M_PI * s / segments, w = 2.0;
-      pos.insert(pos.end(), {float(0.8 * std::sin(th) * std::cos(ph) * w), float(0.8 * std::cos(th) * w),
-                             float(0.5 * std::sin(th) * std::sin(ph) * w), float(w)});
-    }
-  for (int r = 0; r < rings; ++r)
-    for (int s = 0; s < segments; ++s) {
-      int a = r * (segments + 1) + s, b = a + 1, c = a + segments + 1, d = c + 1;
-      faces.insert(faces.end(), {a, c, b, b, c, d});
-    }
+// The scenes: four overlapping noise-displaced spheres (depth complexity about 3 where they overlap), about
+// `triangles` faces in all, in front of a pinhole eye (w = distance).
+void spheres(size_t triangles, std::vector<float>& pos, std::vector<int32_t>& faces) {
+  int rings = std::max(2, int(std::sqrt(double(triangles) / 8.0))), segments = rings;
+  const double centres[4][3] = {{-0.25, -0.2, 0.0}, {0.25, -0.15, 0.1}, {-0.1, 0.25, 0.2}, {0.2, 0.2, -0.1}};
+  for (const auto& c : centres) {
+    int32_t base = int32_t(pos.size() / 4);
+    for (int r = 0; r <= rings; ++r)
+      for (int s = 0; s <= segments; ++s) {
+        double th = M_PI * r / rings, ph = 2 * M_PI * s / segments;
+        double radius = 0.42 * (1 + 0.08 * std::sin(5 * th + 3 * c[0]) * std::cos(7 * ph + 2 * c[1]));  // smooth noise
+        double x = c[0] + radius * std::sin(th) * std::cos(ph), y = c[1] + radius * std::cos(th);
+        double z = c[2] + radius * std::sin(th) * std::sin(ph), w = 2.0 + z;  // perspective: w grows with depth
+        pos.insert(pos.end(), {float(x * 2), float(y * 2), float(z * 0.9 * w), float(w)});
+      }
+    for (int r = 0; r < rings; ++r)
+      for (int s = 0; s < segments; ++s) {
+        int32_t a = base + r * (segments + 1) + s, b = a + 1, c2 = a + segments + 1, d = c2 + 1;
+        faces.insert(faces.end(), {a, c2, b, b, c2, d});
+      }
+  }
 }
 }  // namespace
 
 void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
   struct Scene { const char* name; size_t tris; uint32_t size; };
+  std::unique_ptr<vk::Context> ctx;
+  if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   for (Scene sc : {Scene{"(a) 10k tris 1024^2", 10000, 1024}, Scene{"(b) 5k tris 512^2", 5000, 512},
-                   Scene{"(c) 1M tris 2048^2", 1000000, 2048}}) {
-    std::vector<float> pos;
-    std::vector<int32_t> faces;
-    sphere(sc.tris, pos, faces);
-    RasterDesc d{sc.size, sc.size};
-    size_t pixels = size_t(sc.size) * sc.size;
-    Row r{"raster", backendName(backend), sc.name, uint32_t(faces.size() / 3), 0, 0,
-          double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12)), 0};
-    if (backend == Backend::Cuda) {
-      auto dp = cuda::DeviceMemory::from(pos);
-      auto df = cuda::DeviceMemory::from(faces);
-      cuda::DeviceMemory z(pixels * 8), ids(pixels * 4), bary(pixels * 12);
+                   Scene{"(c) 1M tris 2048^2", 1000000, 2048}})
+    for (bool withInterpolate : {false, true}) {
+      std::vector<float> pos;
+      std::vector<int32_t> faces;
+      spheres(sc.tris, pos, faces);
+      std::vector<float> attr(pos.size() / 4 * 3);
+      for (size_t i = 0; i < attr.size(); ++i) attr[i] = float(i % 7) * 0.1f;
+      RasterDesc d{sc.size, sc.size};
+      const uint32_t N = uint32_t(pos.size() / 4), M = uint32_t(faces.size() / 3);
+      const size_t pixels = d.pixels();
+      // Bytes that must move: the mesh, the z-buffer cleared, written and read, the outputs; + interpolate's reads
+      // of ids, barycentrics and three floats per pixel and its (H,W,3) output.
+      double bytes = double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12));
+      if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
+      Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : ""), M, 0, 0, bytes, 0};
       std::vector<double> ms;
-      cuda::Stream s;
-      cuda::EventTimer t;
-      for (int i = 0; i < iters + 5; ++i) {
-        t.start(s);
-        cuda::rasterize(d, dp.as<float>(), uint32_t(pos.size() / 4), df.as<int32_t>(), uint32_t(faces.size() / 3), nullptr,
-                        z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), s);
-        t.stop(s);
-        double v = t.milliseconds();
-        if (i >= 5) ms.push_back(v);
+      if (backend == Backend::Cuda) {
+        auto dp = cuda::DeviceMemory::from(pos);
+        auto df = cuda::DeviceMemory::from(faces);
+        auto da = cuda::DeviceMemory::from(attr);
+        cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), out(pixels * 12);
+        cuda::Stream s;
+        cuda::EventTimer t;
+        for (int i = 0; i < iters + 5; ++i) {
+          t.start(s);
+          cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
+          if (withInterpolate)
+            cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
+                              out.as<float>(), s);
+          t.stop(s);
+          double v = t.milliseconds();
+          if (i >= 5) ms.push_back(v);
+        }
+      } else if (backend == Backend::Vulkan) {
+        auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
+        auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
+        auto ba = vk::makeStorageBuffer<float>(*ctx, attr);
+        vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
+            bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
+        vk::GpuTimer timer(*ctx, 2, 1);
+        for (int i = 0; i < iters + 3; ++i) {
+          ctx->submitAndWait([&](VkCommandBuffer cmd) {
+            timer.beginFrame(cmd, uint64_t(i));
+            uint32_t zone = timer.beginZone(cmd, "raster");
+            rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary);
+            if (withInterpolate) {
+              vk::computeBarrier(cmd);
+              interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
+            }
+            timer.endZone(cmd, zone);
+          });
+          double v = timer.waitFrame(uint64_t(i))[0].milliseconds;
+          if (i >= 3) ms.push_back(v);
+        }
+      } else {
+        throw Error("raster benchmark: cuda or vulkan");
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
-    } else if (backend == Backend::Vulkan) {
-      vk::Context ctx;
-      auto bp = vk::makeStorageBuffer<float>(ctx, pos);
-      auto bf = vk::makeStorageBuffer<int32_t>(ctx, faces);
-      vk::Buffer z(ctx, pixels * 8, vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
-      vk::GpuTimer timer(ctx, 2, 1);
-      std::vector<double> ms;
-      for (int i = 0; i < iters + 3; ++i) {
-        ctx.submitAndWait([&](VkCommandBuffer cmd) {
-          timer.beginFrame(cmd, uint64_t(i));
-          uint32_t zone = timer.beginZone(cmd, "raster");
-          rasterizeVk(ctx, cmd, d, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3), nullptr, z, ids, bary);
-          timer.endZone(cmd, zone);
-        });
-        double v = timer.waitFrame(uint64_t(i))[0].milliseconds;
-        if (i >= 3) ms.push_back(v);
-      }
-      r.medianMs = median(ms), r.minMs = minOf(ms);
-    } else {
-      throw Error("raster benchmark: cuda or vulkan");
+      rows.push_back(r);
     }
-    rows.push_back(r);
-  }
 }
 
 }  // namespace armature::bench

@@ -16,7 +16,7 @@ layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 void main() {
-  uint total = p.width * p.height, stride = gl_NumWorkGroups.x * RASTER_GROUP;
+  uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
     uint faceWord = zwords[pix * 2];
     if (faceWord == ~0u) {
@@ -26,14 +26,16 @@ void main() {
     }
     int face1 = int(faceWord);
     findices[pix] = face1;
+    uint image = pix / imagePixels, inImage = pix - image * imagePixels;
+    uint base = p.instanced != 0u ? image * p.vertexCount : 0u;
     RasterReal sx[3], sy[3], iw[3];
     for (int k = 0; k < 3; ++k) {
-      vec4 v = positions[faces[(face1 - 1) * 3 + k]];
+      vec4 v = positions[base + uint(faces[(face1 - 1) * 3 + k])];
       sx[k] = RasterReal(rasterScreen(rasterDivide(v.x, v.w), p.width));
       sy[k] = RasterReal(rasterScreen(rasterDivide(v.y, v.w), p.height));
       iw[k] = RasterReal(v.w);
     }
-    RasterReal cx = RasterReal(pix % p.width) + RasterReal(0.5), cy = RasterReal(pix / p.width) + RasterReal(0.5);
+    RasterReal cx = RasterReal(inImage % p.width) + RasterReal(0.5), cy = RasterReal(inImage / p.width) + RasterReal(0.5);
     for (int k = 0; k < 3; ++k)
       barycentrics[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], iw[0], iw[1], iw[2], cx, cy, k));
   }

@@ -141,29 +141,85 @@ TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
 }
 
 namespace {
-void expectSameAsReference(const Scene& s, const RasterDesc& d, const std::vector<float>& prior,
-                           const std::vector<int32_t>& findices, const std::vector<float>& bary) {
-  auto ref = rasterizeRef(s.pos, s.faces, d, prior);
-  size_t differ = 0;
-  for (size_t i = 0; i < ref.findices.size(); ++i) differ += ref.findices[i] != findices[i];
-  EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " pixels of " << d.width << "x" << d.height;
-  EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
-}
-// Fresh random scenes at awkward sizes: 1×1, odd sizes, a depth prior, and 4097×3.
+// Fresh random scenes at awkward sizes: 1×1, odd sizes, a depth prior, 4097×3, a batch of instanced views with
+// priors, a batch of face ranges (one empty, two overlapping), and a queue too small for the big triangles (the
+// overflow path walks them one invocation each).
 struct RandomCase {
+  std::string name;
   Scene scene;
   RasterDesc desc;
   std::vector<float> prior;
+  std::vector<int32_t> ranges;
 };
 std::vector<RandomCase> randomCases() {
-  struct Size { uint32_t w, h; size_t tris; bool prior; };
   std::vector<RandomCase> cases;
+  struct Size { uint32_t w, h; size_t tris; bool prior; };
   for (Size z : {Size{1, 1, 50, false}, Size{37, 23, 300, false}, Size{256, 128, 2000, true}, Size{4097, 3, 500, false}}) {
-    RandomCase c{randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}};
+    RandomCase c{std::to_string(z.w) + "x" + std::to_string(z.h), randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}, {}};
     if (z.prior) c.prior = cast<float>(uniform(size_t(z.w) * z.h, -0.5, 0.5));
     cases.push_back(std::move(c));
   }
+  {  // three views of one mesh: each image's positions are the mesh moved and scaled
+    RandomCase c{"instanced 3x 45x31", {}, RasterDesc{45, 31, true}, {}, {}};
+    Scene base = randomScene(400);
+    c.scene.faces = base.faces;
+    for (int image = 0; image < 3; ++image)
+      for (size_t v = 0; v < base.pos.size(); v += 4) {
+        float w = base.pos[v + 3];
+        c.scene.pos.insert(c.scene.pos.end(), {base.pos[v] * (1 - 0.2f * image) + 0.1f * image * w, base.pos[v + 1],
+                                               base.pos[v + 2], w});
+      }
+    c.desc.images = 3;
+    c.prior = cast<float>(uniform(c.desc.pixels(), -0.9, 0.2));
+    cases.push_back(std::move(c));
+  }
+  {
+    RandomCase c{"ranges 4x 29x41", randomScene(600), RasterDesc{29, 41}, {}, {0, 250, 250, 0, 100, 400, 590, 10}};
+    c.desc.images = 4;
+    c.desc.batch = RasterBatch::Ranges;
+    cases.push_back(std::move(c));
+  }
+  {
+    RandomCase c{"queue overflow 300x200", randomScene(300), RasterDesc{300, 200}, {}, {}};
+    c.desc.queueCapacity = 40;
+    cases.push_back(std::move(c));
+  }
   return cases;
+}
+
+void expectSameAsReference(const RandomCase& c, const std::vector<int32_t>& findices, const std::vector<float>& bary) {
+  auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
+  size_t differ = 0, covered = 0;
+  for (size_t i = 0; i < ref.findices.size(); ++i) differ += ref.findices[i] != findices[i], covered += ref.findices[i] != 0;
+  EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " of " << ref.findices.size() << " pixels";
+  EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
+  EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
+}
+
+uint32_t vertexCountOf(const RandomCase& c) {
+  return uint32_t(c.scene.pos.size() / 4 / (c.desc.batch == RasterBatch::Instanced ? c.desc.images : 1));
+}
+
+struct VkRasterRun {
+  std::vector<int32_t> findices;
+  std::vector<float> barycentrics;
+};
+VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d) {
+  auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
+  auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
+  auto priorBuf = vk::makeStorageBuffer<float>(ctx, c.prior.empty() ? std::vector<float>{0} : c.prior);
+  auto ranges = vk::makeStorageBuffer<int32_t>(ctx, c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
+  size_t pixels = d.pixels();
+  vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage),
+      bary(ctx, pixels * 12, vk::kStorageUsage);
+  ids.fill(nanBits());
+  bary.fill(nanBits());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    rasterizeVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3),
+                d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary, d.batch == RasterBatch::Ranges ? &ranges : nullptr);
+    vk::computeBarrier(cmd);
+  });
+  return {ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
 }
 }  // namespace
 
@@ -172,27 +228,29 @@ TEST(RasterVulkan, MatchesReference) {
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
   // Both z-buffer paths: 64-bit atomics (where the device has them) and two 32-bit passes.
   for (bool noInt64Atomics : {false, true})
-  for (const RandomCase& c : randomCases()) {
-    SCOPED_TRACE(std::to_string(c.desc.width) + "x" + std::to_string(c.desc.height) + (noInt64Atomics ? " 32-bit" : " 64-bit"));
-    const Scene& s = c.scene;
-    RasterDesc d = c.desc;
-    d.noInt64Atomics = noInt64Atomics;
-    const std::vector<float>& prior = c.prior;
-    auto pos = vk::makeStorageBuffer<float>(ctx, s.pos);
-    auto faces = vk::makeStorageBuffer<int32_t>(ctx, s.faces);
-    auto priorBuf = vk::makeStorageBuffer<float>(ctx, prior.empty() ? std::vector<float>{0} : prior);
-    size_t pixels = size_t(d.width) * d.height;
-    vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage),
-        bary(ctx, pixels * 12, vk::kStorageUsage);
-    ids.fill(nanBits());
-    bary.fill(nanBits());
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      rasterizeVk(ctx, cmd, d, pos, uint32_t(s.pos.size() / 4), faces, uint32_t(s.faces.size() / 3),
-                  d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary);
-      vk::computeBarrier(cmd);
-    });
-    expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
-  }
+    for (const RandomCase& c : randomCases()) {
+      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
+      RasterDesc d = c.desc;
+      d.noInt64Atomics = noInt64Atomics;
+      VkRasterRun r = runVulkan(ctx, c, d);
+      expectSameAsReference(c, r.findices, r.barycentrics);
+    }
+}
+
+TEST(RasterVulkan, BadRangesDrawNothingOutsideTheFaces) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64) GTEST_SKIP() << "no shaderInt64";
+  // The reference refuses these ranges; on the GPU (whose buffers the host cannot check cheaply) a range is cut at
+  // the end of F and a negative start draws nothing — never a read out of bounds (validation and the checks
+  // below would see it).
+  RandomCase c{"bad ranges", randomScene(200), RasterDesc{33, 17}, {}, {-5, 10, 190, 100}};
+  c.desc.images = 2;
+  c.desc.batch = RasterBatch::Ranges;
+  EXPECT_THROW(rasterizeRef(c.scene.pos, c.scene.faces, c.desc, {}, c.ranges), Error);
+  VkRasterRun r = runVulkan(ctx, c, c.desc);
+  RandomCase clipped = c;
+  clipped.ranges = {0, 0, 190, 10};
+  expectSameAsReference(clipped, r.findices, r.barycentrics);
 }
 
 TEST(RasterVulkan, AvatarSceneMatchesReference) {
@@ -201,49 +259,39 @@ TEST(RasterVulkan, AvatarSceneMatchesReference) {
   const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
   BodyModel m = asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
   // A closed mesh in perspective: the front view of the default avatar.
-  Scene s;
-  s.faces = m.faces;
+  RandomCase c{"avatar", {}, RasterDesc{256, 256}, {}, {}};
+  c.scene.faces = m.faces;
   for (uint32_t v = 0; v < m.vertexCount; ++v) {
     double x = m.vTemplate[v * 3], y = m.vTemplate[v * 3 + 1], z = m.vTemplate[v * 3 + 2] - 2.5;
     double w = -z;  // a pinhole looking down -z
-    s.pos.insert(s.pos.end(), {float(x * 2.2), float(-y * 2.2), float((w - 0.1) * 1.02), float(w)});
+    c.scene.pos.insert(c.scene.pos.end(), {float(x * 2.2), float(-y * 2.2), float((w - 0.1) * 1.02), float(w)});
   }
-  RasterDesc d{256, 256};
-  auto pos = vk::makeStorageBuffer<float>(ctx, s.pos);
-  auto faces = vk::makeStorageBuffer<int32_t>(ctx, s.faces);
-  vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, 256 * 256 * 4, vk::kStorageUsage),
-      bary(ctx, 256 * 256 * 12, vk::kStorageUsage);
-  ids.fill(nanBits());
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    rasterizeVk(ctx, cmd, d, pos, m.vertexCount, faces, m.faceCount, nullptr, z, ids, bary);
-    vk::computeBarrier(cmd);
-  });
-  auto got = ids.download<int32_t>(256 * 256);
+  VkRasterRun r = runVulkan(ctx, c, c.desc);
   size_t covered = 0;
-  for (int32_t f : got) covered += f != 0;
+  for (int32_t f : r.findices) covered += f != 0;
   EXPECT_GT(covered, 3000u);
-  expectSameAsReference(s, d, {}, got, bary.download<float>(256 * 256 * 3));
+  expectSameAsReference(c, r.findices, r.barycentrics);
 }
 
 TEST(RasterCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
   for (const RandomCase& c : randomCases()) {
-    SCOPED_TRACE(std::to_string(c.desc.width) + "x" + std::to_string(c.desc.height));
-    const Scene& s = c.scene;
+    SCOPED_TRACE(c.name);
     const RasterDesc& d = c.desc;
-    const std::vector<float>& prior = c.prior;
-    size_t pixels = size_t(d.width) * d.height;
-    auto pos = cuda::DeviceMemory::from(s.pos);
-    auto faces = cuda::DeviceMemory::from(s.faces);
-    auto priorBuf = cuda::DeviceMemory::from(prior.empty() ? std::vector<float>{0} : prior);
-    cuda::DeviceMemory z(pixels * 8), ids(pixels * 4), bary(pixels * 12);
+    size_t pixels = d.pixels();
+    auto pos = cuda::DeviceMemory::from(c.scene.pos);
+    auto faces = cuda::DeviceMemory::from(c.scene.faces);
+    auto priorBuf = cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior);
+    auto ranges = cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
+    cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12);
     ids.fill32(nanBits());
     bary.fill32(nanBits());
-    cuda::rasterize(d, pos.as<float>(), uint32_t(s.pos.size() / 4), faces.as<int32_t>(), uint32_t(s.faces.size() / 3),
-                    d.useDepthPrior ? priorBuf.as<float>() : nullptr, z.as<uint64_t>(), ids.as<int32_t>(), bary.as<float>(), stream);
+    cuda::rasterize(d, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
+                    d.useDepthPrior ? priorBuf.as<float>() : nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), stream,
+                    d.batch == RasterBatch::Ranges ? ranges.as<int32_t>() : nullptr);
     stream.synchronize();
-    expectSameAsReference(s, d, prior, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+    expectSameAsReference(c, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
   }
 }
 

@@ -51,8 +51,8 @@ void emptyKernel(const Stream&) { notBuilt(); }
 
 #include "armature/cuda/raster.h"
 namespace armature::cuda {
-void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, uint64_t*, int32_t*,
-               float*, const Stream&) { notBuilt(); }
+void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, void*, int32_t*,
+               float*, const Stream&, const int32_t*) { notBuilt(); }
 void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t, float*,
                  const Stream&) { notBuilt(); }
 void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,

@@ -12,34 +12,88 @@ struct Params {
   const float4* positions;
   const int32_t* faces;
   const float* prior;
+  const int32_t* ranges;
   unsigned long long* zbuffer;
+  uint32_t* queue;
 };
 
-__device__ void rasterTriangle(const Params& a, uint32_t f) {
+// As shaders/raster_triangles.glsl: the setup, or an invalid triangle for out-of-range vertex ids.
+__device__ RasterTri setupTriangle(const Params& a, uint32_t f, uint32_t image) {
   const RasterPush& p = a.p;
   int ia = a.faces[f * 3], ib = a.faces[f * 3 + 1], ic = a.faces[f * 3 + 2];
-  if (ia < 0 || ib < 0 || ic < 0 || uint32_t(max(ia, max(ib, ic))) >= p.vertexCount) return;
-  float4 u = a.positions[ia], v = a.positions[ib], w = a.positions[ic];
-  RasterTri t = rasterSetup(u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w, w.x, w.y, w.z, w.w, p.width, p.height);
-  if (!t.valid) return;
-  for (int py = t.minY; py <= t.maxY; ++py)
-    for (int px = t.minX; px <= t.maxX; ++px) {
-      int64_t level = rasterCover(t, px, py);
-      if (level == RASTER_MISS) continue;
-      size_t pix = size_t(py) * p.width + size_t(px);
-      if (p.useDepthPrior && level < rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation)) continue;
-      if (level < 0) continue;  // in front of the near plane (the original's depth threshold 0)
-      atomicMin(a.zbuffer + pix, (unsigned long long)rasterToken(level, f));
-    }
+  if (ia < 0 || ib < 0 || ic < 0 || uint32_t(max(ia, max(ib, ic))) >= p.vertexCount) {
+    RasterTri none;
+    none.valid = 0;
+    return none;
+  }
+  size_t base = p.instanced ? size_t(image) * p.vertexCount : 0;
+  float4 u = a.positions[base + ia], v = a.positions[base + ib], w = a.positions[base + ic];
+  return rasterSetup(u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w, w.x, w.y, w.z, w.w, p.width, p.height);
 }
 
+__device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, int px, int py) {
+  const RasterPush& p = a.p;
+  int64_t level = rasterCover(t, px, py);
+  if (level == RASTER_MISS) return;
+  size_t pix = (size_t(image) * p.height + size_t(py)) * p.width + size_t(px);
+  if (p.useDepthPrior && level < rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation)) return;
+  if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
+  atomicMin(a.zbuffer + pix, (unsigned long long)rasterToken(level, f));
+}
+
+__device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, uint32_t first, uint32_t end,
+                        uint32_t step) {
+  uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1);
+  for (uint32_t q = first; q < end; q += step) fragment(a, t, f, image, t.minX + int(q % boxWidth), t.minY + int(q / boxWidth));
+}
+
+// Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks.
 __global__ void trianglesKernel(Params a) {
-  for (uint32_t f = blockIdx.x * blockDim.x + threadIdx.x; f < a.p.triangleCount; f += gridDim.x * blockDim.x)
-    rasterTriangle(a, f);
+  const RasterPush& p = a.p;
+  uint32_t image = blockIdx.y;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.triangleCount; i += gridDim.x * blockDim.x) {
+    uint32_t f = i;
+    if (p.useRanges) {
+      int first = a.ranges[image * 2];
+      if (int(i) >= a.ranges[image * 2 + 1]) return;
+      f = uint32_t(first) + i;
+      if (first < 0 || f >= p.triangleCount) return;  // a bad range draws nothing, reads nothing
+    }
+    RasterTri t = setupTriangle(a, f, image);
+    if (!t.valid) continue;
+    uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1);
+    if (box > RASTER_SMALL_PIXELS) {
+      uint32_t chunkPixels = rasterChunkPixels(box), chunks = (box + chunkPixels - 1) / chunkPixels;
+      // queue[0] counts entries - 1 from ~0; look first so an overflowing queue grows only by what is in flight.
+      if (*(volatile uint32_t*)a.queue + 1u + chunks <= p.queueCapacity) {
+        uint32_t slot = atomicAdd(a.queue, chunks) + 1u;
+        if (slot + chunks <= p.queueCapacity) {
+          for (uint32_t c = 0; c < chunks; ++c) {
+            uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
+            e[0] = f, e[1] = image, e[2] = c;
+          }
+          continue;
+        }
+      }
+    }
+    walkBox(a, t, f, image, 0, box, 1);
+  }
+}
+
+// Stage 1: one block of RASTER_GROUP threads per queued chunk.
+__global__ void chunksKernel(Params a) {
+  uint32_t entries = min(a.queue[0] + 1u, a.p.queueCapacity);
+  for (uint32_t e = blockIdx.x; e < entries; e += gridDim.x) {
+    const uint32_t* entry = a.queue + RASTER_QUEUE_HEADER + size_t(e) * RASTER_QUEUE_ENTRY;
+    uint32_t f = entry[0], image = entry[1], chunk = entry[2];
+    RasterTri t = setupTriangle(a, f, image);
+    uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
+    walkBox(a, t, f, image, chunk * chunkPixels + threadIdx.x, min(box, (chunk + 1) * chunkPixels), RASTER_GROUP);
+  }
 }
 
 __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
-  size_t total = size_t(a.p.width) * a.p.height;
+  size_t imagePixels = size_t(a.p.width) * a.p.height, total = imagePixels * a.p.images;
   for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < total; pix += size_t(gridDim.x) * blockDim.x) {
     unsigned long long token = a.zbuffer[pix];
     if (token == ~0ull) {
@@ -49,14 +103,16 @@ __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
     }
     int face1 = int(token & 0xffffffffull);
     findices[pix] = face1;
+    size_t image = pix / imagePixels, inImage = pix - image * imagePixels;
+    size_t base = a.p.instanced ? image * a.p.vertexCount : 0;
     double sx[3], sy[3], w[3];
     for (int k = 0; k < 3; ++k) {
-      float4 v = a.positions[a.faces[(face1 - 1) * 3 + k]];
+      float4 v = a.positions[base + a.faces[(face1 - 1) * 3 + k]];
       sx[k] = rasterScreen(rasterDivide(v.x, v.w), a.p.width);
       sy[k] = rasterScreen(rasterDivide(v.y, v.w), a.p.height);
       w[k] = v.w;
     }
-    double cx = double(pix % a.p.width) + 0.5, cy = double(pix / a.p.width) + 0.5;
+    double cx = double(inImage % a.p.width) + 0.5, cy = double(inImage / a.p.width) + 0.5;
     for (int k = 0; k < 3; ++k)
       bary[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
   }
@@ -106,21 +162,28 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
 }  // namespace
 
 void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces, uint32_t faceCount,
-               const float* depthPrior, uint64_t* zbuffer, int32_t* findices, float* barycentrics, const Stream& stream) {
-  ARM_CHECK(d.width >= 1 && d.height >= 1 && d.width <= 8192 && d.height <= 8192, "rasterize: image size %ux%u outside 1..8192",
-            d.width, d.height);
-  ARM_CHECK(positions && faces && zbuffer && findices && barycentrics, "cuda::rasterize: null pointer");
+               const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics, const Stream& stream,
+               const int32_t* ranges) {
+  RasterScratchLayout layout = rasterScratchLayout(d);
+  ARM_CHECK(positions && faces && scratch && findices && barycentrics, "cuda::rasterize: null pointer");
   ARM_CHECK(!d.useDepthPrior || depthPrior, "cuda::rasterize: useDepthPrior without a depth prior");
-  size_t pixels = size_t(d.width) * d.height;
+  const bool instanced = d.batch == RasterBatch::Instanced;
+  ARM_CHECK(instanced || ranges, "cuda::rasterize: Ranges mode without ranges");
   cudaStream_t s = raw(stream);
-  Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, 0},
-           reinterpret_cast<const float4*>(positions), faces, depthPrior, reinterpret_cast<unsigned long long*>(zbuffer)};
-  CUDA_CHECK(cudaMemsetAsync(zbuffer, 0xff, pixels * 8, s));  // the empty token: above every fragment
+  auto* bytes = static_cast<unsigned char*>(scratch);
+  Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
+            instanced ? 1u : 0u, instanced ? 0u : 1u, layout.queueCapacity, 0},
+           reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
+           reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset)};
+  // One memset: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
+  CUDA_CHECK(cudaMemsetAsync(scratch, 0xff, layout.queueOffset + 16, s));
   if (faceCount) {
-    trianglesKernel<<<grid(faceCount), 256, 0, s>>>(a);
+    trianglesKernel<<<dim3(std::min<unsigned>((faceCount + 255) / 256, 65535u * 4), d.images), 256, 0, s>>>(a);
+    CUDA_CHECK_LAUNCH();
+    chunksKernel<<<std::min<uint32_t>(layout.queueCapacity, 4096), RASTER_GROUP, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   }
-  resolveKernel<<<grid(pixels), 256, 0, s>>>(a, findices, barycentrics);
+  resolveKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, barycentrics);
   CUDA_CHECK_LAUNCH();
 }
 

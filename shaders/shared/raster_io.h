@@ -14,20 +14,32 @@
 
 #define RASTER_SUBPIXEL_BITS 4        // 1/16 pixel: exact products fit int64 for images up to 8192 pixels wide
 #define RASTER_GROUP 64
+// Binning by size: one invocation walks a triangle whose pixel box has at most RASTER_SMALL_PIXELS pixels; larger
+// ones go to a queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big
+// triangle is spread over many invocations instead of serialising on one (the original's slow case).
+#define RASTER_SMALL_PIXELS 64
+#define RASTER_CHUNK_PIXELS 512
+#define RASTER_MAX_CHUNKS 4096        // per triangle: chunks grow beyond 512 pixels for boxes over 2M pixels
+#define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries written - 1 (starts at ~0)
+#define RASTER_QUEUE_ENTRY 3          // uints per entry: face, image, chunk
 
 ARM_SHARED_STRUCT(RasterPush) {
   uint width;
   uint height;
-  uint vertexCount;
-  uint triangleCount;
+  uint vertexCount;          // vertices per image (instanced) or in all
+  uint triangleCount;        // faces in F
   uint useDepthPrior;        // 1: keep fragments at or behind the prior (+ truncation): depth peeling
   float occlusionTruncation; // added to the prior's depth
   uint pass;                 // without 64-bit atomics: 1 = nearest level, 2 = lowest face at that level
-  uint pad0;
+  uint images;               // B: images in the batch
+  uint instanced;            // 1: positions (B,N,4), every image draws all of F; 0: positions shared
+  uint useRanges;            // 1 (with instanced 0): image b draws faces ranges[2b] .. ranges[2b] + ranges[2b+1] - 1
+  uint queueCapacity;        // entries the big-triangle queue holds
+  uint stage;                // 0: one invocation per triangle, big ones queued; 1: one workgroup per queued chunk
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(RasterPush) == 32);
+static_assert(sizeof(RasterPush) == 48);
 #endif
 #endif
 
@@ -137,7 +149,7 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   hi = t.y0 > t.y1 ? (t.y0 > t.y2 ? t.y0 : t.y2) : (t.y1 > t.y2 ? t.y1 : t.y2);
   t.minY = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
   t.maxY = (hi - 8) / 16 + 1 < int(height) - 1 ? (hi - 8) / 16 + 1 : int(height) - 1;
-  t.valid = 1u;
+  t.valid = t.minX <= t.maxX && t.minY <= t.maxY ? 1u : 0u;  // off screen: an empty box (whose size would wrap)
   return t;
 }
 
@@ -163,5 +175,12 @@ ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
 // layout serves devices without 64-bit atomics (two passes: min level, then min face at that level).
 ARM_FN uint64_t rasterToken(int64_t level, uint face) {
   return (uint64_t(rasterTokenLevel(level)) << 32) | uint64_t(face + 1u);
+}
+
+// Pixels per chunk of a big triangle's box: RASTER_CHUNK_PIXELS, more for huge boxes so no triangle needs more
+// than RASTER_MAX_CHUNKS queue entries. A pure function of the box, so producer and consumer agree.
+ARM_FN uint rasterChunkPixels(uint boxPixels) {
+  uint perChunk = (boxPixels + uint(RASTER_MAX_CHUNKS) - 1u) / uint(RASTER_MAX_CHUNKS);
+  return perChunk > uint(RASTER_CHUNK_PIXELS) ? perChunk : uint(RASTER_CHUNK_PIXELS);
 }
 #endif

@@ -10,24 +10,58 @@
 
 namespace armature {
 
-void validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& d, size_t priorFloats) {
+void checkRasterDesc(const RasterDesc& d) {
   ARM_CHECK(d.width >= 1 && d.height >= 1 && d.width <= 8192 && d.height <= 8192,
             "rasterize: image size %ux%u outside 1..8192", d.width, d.height);
-  ARM_CHECK(positionFloats % 4 == 0, "rasterize: positions must be (N,4), got %zu floats", positionFloats);
+  ARM_CHECK(d.images >= 1 && d.images <= 65535, "rasterize: %u images outside 1..65535", d.images);
+  ARM_CHECK(d.pixels() <= (size_t(1) << 28), "rasterize: %u images of %ux%u exceed 2^28 pixels", d.images, d.width, d.height);
+}
+
+RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
+  checkRasterDesc(d);
+  RasterScratchLayout l{};
+  l.zbufferBytes = d.pixels() * 8;
+  l.queueOffset = (l.zbufferBytes + 255) / 256 * 256;  // any storage-buffer offset alignment
+  // Room for every pixel to be walked about four times by big triangles (depth complexity ~3 plus box waste).
+  l.queueCapacity = d.queueCapacity ? d.queueCapacity
+                                    : uint32_t(std::max<size_t>(size_t(1) << 16, d.pixels() / RASTER_CHUNK_PIXELS * 4));
+  l.queueBytes = (RASTER_QUEUE_HEADER + size_t(l.queueCapacity) * RASTER_QUEUE_ENTRY) * 4;
+  l.totalBytes = l.queueOffset + l.queueBytes;
+  return l;
+}
+
+uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& d,
+                              size_t priorFloats, const std::vector<int32_t>* ranges) {
+  checkRasterDesc(d);
+  bool instanced = d.batch == RasterBatch::Instanced;
+  size_t rows = instanced ? size_t(d.images) * 4 : 4;
+  ARM_CHECK(positionFloats % rows == 0, "rasterize: positions must be (%s,4), got %zu floats",
+            instanced && d.images > 1 ? "B,N" : "N", positionFloats);
   ARM_CHECK(faces.size() % 3 == 0, "rasterize: faces must be (M,3), got %zu values", faces.size());
-  size_t n = positionFloats / 4;
+  size_t n = positionFloats / rows, m = faces.size() / 3;
+  ARM_CHECK(n <= UINT32_MAX && m < UINT32_MAX, "rasterize: more than 2^32 vertices or faces");
   for (size_t i = 0; i < faces.size(); ++i)
     ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < n, "rasterize: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
               faces[i], n);
-  ARM_CHECK(!d.useDepthPrior || priorFloats == size_t(d.width) * d.height,
-            "rasterize: depth prior must be (H,W) = %u x %u, got %zu values", d.height, d.width, priorFloats);
+  ARM_CHECK(!d.useDepthPrior || priorFloats == d.pixels(),
+            "rasterize: depth prior must be (B,H,W) = %u x %u x %u, got %zu values", d.images, d.height, d.width, priorFloats);
+  if (!instanced) {
+    ARM_CHECK(ranges && ranges->size() == size_t(d.images) * 2, "rasterize: Ranges mode needs ranges (B,2) = %u x 2, got %zu",
+              d.images, ranges ? ranges->size() : size_t(0));
+    for (size_t b = 0; b < d.images; ++b) {
+      int64_t first = (*ranges)[b * 2], count = (*ranges)[b * 2 + 1];
+      ARM_CHECK(first >= 0 && count >= 0 && first + count <= int64_t(m),
+                "rasterize: range %zu = (%lld, %lld) outside the %zu faces", b, (long long)first, (long long)count, m);
+    }
+  }
+  return uint32_t(n);
 }
 
 namespace {
-// Calls visit(pixel, depthLevel) for every pixel centre the triangle covers under the fill rule.
+// Calls visit(pixel, depthLevel) for every pixel centre the triangle covers under the fill rule; pos points at
+// the image's vertices.
 template <typename Visit>
-void walkTriangle(const std::vector<float>& pos, const std::vector<int32_t>& faces, size_t f, uint32_t W, uint32_t H,
-                  Visit visit) {
+void walkTriangle(const float* pos, const std::vector<int32_t>& faces, size_t f, uint32_t W, uint32_t H, Visit visit) {
   const float* a = &pos[size_t(faces[f * 3]) * 4];
   const float* b = &pos[size_t(faces[f * 3 + 1]) * 4];
   const float* c = &pos[size_t(faces[f * 3 + 2]) * 4];
@@ -39,50 +73,69 @@ void walkTriangle(const std::vector<float>& pos, const std::vector<int32_t>& fac
       if (level != RASTER_MISS) visit(size_t(py) * W + size_t(px), level);
     }
 }
+
+// One image of the batch: its vertices and its faces [first, end).
+struct ImageWork {
+  const float* pos;
+  size_t first, end;
+};
+ImageWork imageWork(const std::vector<float>& pos, size_t vertices, const std::vector<int32_t>& faces, const RasterDesc& d,
+                    const std::vector<int32_t>& ranges, size_t image) {
+  if (d.batch == RasterBatch::Instanced) return {pos.data() + image * vertices * 4, 0, faces.size() / 3};
+  size_t first = size_t(ranges[image * 2]);
+  return {pos.data(), first, first + size_t(ranges[image * 2 + 1])};
+}
 }  // namespace
 
 std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d) {
+  ARM_CHECK(d.images == 1, "rasterCoverageRef: one image");
   validateRasterInputs(pos.size(), faces, d, 0);
-  std::vector<uint32_t> count(size_t(d.width) * d.height, 0);
+  std::vector<uint32_t> count(d.imagePixels(), 0);
   for (size_t f = 0; f < faces.size() / 3; ++f)
-    walkTriangle(pos, faces, f, d.width, d.height, [&](size_t pix, int64_t) { count[pix]++; });
+    walkTriangle(pos.data(), faces, f, d.width, d.height, [&](size_t pix, int64_t) { count[pix]++; });
   return count;
 }
 
 RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d,
-                          const std::vector<float>& prior) {
-  validateRasterInputs(pos.size(), faces, d, prior.size());
+                          const std::vector<float>& prior, const std::vector<int32_t>& ranges) {
+  const size_t vertices = validateRasterInputs(pos.size(), faces, d, prior.size(), &ranges);
   const uint32_t W = d.width, H = d.height;
+  const size_t imagePixels = d.imagePixels();
   const uint64_t kEmpty = ~uint64_t(0);  // above every token: levels stop at 2^32 - 2
-  std::vector<uint64_t> z(size_t(W) * H, kEmpty);
-  size_t M = faces.size() / 3;
-  for (size_t f = 0; f < M; ++f)
-    walkTriangle(pos, faces, f, W, H, [&](size_t pix, int64_t level) {
-      if (d.useDepthPrior && level < rasterDepthLevel(rasterDepth(prior[pix]) + d.occlusionTruncation)) return;
-      if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
-      z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f)));
-    });
   RasterResult r;
-  r.findices.assign(size_t(W) * H, 0);
-  r.barycentrics.assign(size_t(W) * H * 3, 0.f);
-  for (uint32_t py = 0; py < H; ++py)
-    for (uint32_t px = 0; px < W; ++px) {
-      size_t pix = size_t(py) * W + px;
-      if (z[pix] == kEmpty) continue;
-      uint64_t face1 = z[pix] & 0xffffffffu;
-      r.findices[pix] = int32_t(face1);
-      size_t f = size_t(face1 - 1);
-      double sx[3], sy[3], w[3];
-      for (int k = 0; k < 3; ++k) {
-        const float* v = &pos[size_t(faces[f * 3 + size_t(k)]) * 4];
-        sx[k] = rasterScreen(rasterDivide(v[0], v[3]), W);
-        sy[k] = rasterScreen(rasterDivide(v[1], v[3]), H);
-        w[k] = v[3];
+  r.findices.assign(d.pixels(), 0);
+  r.barycentrics.assign(d.pixels() * 3, 0.f);
+  std::vector<uint64_t> z(imagePixels);
+  for (size_t image = 0; image < d.images; ++image) {
+    ImageWork work = imageWork(pos, vertices, faces, d, ranges, image);
+    const float* imagePrior = d.useDepthPrior ? &prior[image * imagePixels] : nullptr;
+    std::fill(z.begin(), z.end(), kEmpty);
+    for (size_t f = work.first; f < work.end; ++f)
+      walkTriangle(work.pos, faces, f, W, H, [&](size_t pix, int64_t level) {
+        if (imagePrior && level < rasterDepthLevel(rasterDepth(imagePrior[pix]) + d.occlusionTruncation)) return;
+        if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
+        z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f)));
+      });
+    for (uint32_t py = 0; py < H; ++py)
+      for (uint32_t px = 0; px < W; ++px) {
+        size_t pix = size_t(py) * W + px, out = image * imagePixels + pix;
+        if (z[pix] == kEmpty) continue;
+        uint64_t face1 = z[pix] & 0xffffffffu;
+        r.findices[out] = int32_t(face1);
+        size_t f = size_t(face1 - 1);
+        double sx[3], sy[3], w[3];
+        for (int k = 0; k < 3; ++k) {
+          const float* v = &work.pos[size_t(faces[f * 3 + size_t(k)]) * 4];
+          sx[k] = rasterScreen(rasterDivide(v[0], v[3]), W);
+          sy[k] = rasterScreen(rasterDivide(v[1], v[3]), H);
+          w[k] = v[3];
+        }
+        double cx = px + 0.5, cy = py + 0.5;
+        for (int k = 0; k < 3; ++k)
+          r.barycentrics[out * 3 + size_t(k)] =
+              float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
       }
-      double cx = px + 0.5, cy = py + 0.5;
-      for (int k = 0; k < 3; ++k)
-        r.barycentrics[pix * 3 + size_t(k)] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
-    }
+  }
   return r;
 }
 

@@ -4,42 +4,51 @@
 
 namespace armature {
 
-size_t rasterScratchBytes(const RasterDesc& d) { return size_t(d.width) * d.height * 8; }
-
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
-                 vk::Buffer& zbuffer, vk::Buffer& findices, vk::Buffer& barycentrics) {
+                 vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges) {
   ARM_CHECK(ctx.info().int64, "rasterizeVk: '%s' has no shaderInt64 (the exact edge functions need it)", ctx.info().name.c_str());
-  ARM_CHECK(d.width >= 1 && d.height >= 1 && d.width <= 8192 && d.height <= 8192, "rasterize: image size %ux%u outside 1..8192",
-            d.width, d.height);
-  size_t pixels = size_t(d.width) * d.height;
-  ARM_CHECK(positions.size() >= size_t(vertexCount) * 16 && faces.size() >= size_t(faceCount) * 12,
+  RasterScratchLayout layout = rasterScratchLayout(d);
+  const size_t pixels = d.pixels();
+  const bool instanced = d.batch == RasterBatch::Instanced;
+  ARM_CHECK(positions.size() >= size_t(vertexCount) * 16 * (instanced ? d.images : 1) && faces.size() >= size_t(faceCount) * 12,
             "rasterizeVk: position or face buffer smaller than its count");
-  ARM_CHECK(zbuffer.size() >= pixels * 8 && findices.size() >= pixels * 4 && barycentrics.size() >= pixels * 12,
-            "rasterizeVk: output buffers smaller than %ux%u", d.width, d.height);
-  ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold H*W floats");
-  RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, 0};
-  vkCmdFillBuffer(cmd, zbuffer.handle(), 0, pixels * 8, 0xffffffffu);  // the empty token: above every fragment
+  ARM_CHECK(scratch.size() >= layout.totalBytes && findices.size() >= pixels * 4 && barycentrics.size() >= pixels * 12,
+            "rasterizeVk: scratch or output buffers smaller than %u images of %ux%u", d.images, d.width, d.height);
+  ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
+  ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
+  RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
+                  instanced ? 1u : 0u, instanced ? 0u : 1u, layout.queueCapacity, 0};
+  // One fill: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
+  vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);
   bool fp64 = ctx.info().float64;  // exact divide and double barycentrics where the device has doubles
   bool atomic64 = ctx.info().int64Atomics && !d.noInt64Atomics;
   const auto& tri = ctx.program(fp64 ? (atomic64 ? shaders::raster_triangles_fp64 : shaders::raster_triangles_fp64_atomic32)
                                      : (atomic64 ? shaders::raster_triangles : shaders::raster_triangles_atomic32),
-                                4, sizeof push);
-  // Without a prior the binding is never read; bind the z-buffer so the descriptor is valid.
-  vk::BufferView prior = d.useDepthPrior ? depthPrior->view() : zbuffer.view();
-  if (faceCount) {
-    vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP), {positions.view(), faces.view(), prior, zbuffer.view()}, push);
-    if (!atomic64) {  // second pass: the lowest face among the fragments at each pixel's nearest level
+                                6, sizeof push);
+  vk::BufferView zbuffer = scratch.view(0, layout.zbufferBytes), queue = scratch.view(layout.queueOffset, layout.queueBytes);
+  // Unused bindings point at the z-buffer so every descriptor is valid; they are never read.
+  std::vector<vk::BufferView> views{positions.view(), faces.view(), d.useDepthPrior ? depthPrior->view() : zbuffer, zbuffer,
+                                    instanced ? zbuffer : ranges->view(), queue};
+  // Stage 1's group count: enough resident groups to drain any queue; idle ones exit at once.
+  const uint32_t chunkGroups = std::min<uint32_t>(layout.queueCapacity, 4096);
+  for (uint32_t pass = 1; pass <= (atomic64 ? 1u : 2u) && faceCount; ++pass) {
+    if (pass == 2) {  // the lowest face among the fragments at each pixel's nearest level; the queue refills
+      vkCmdFillBuffer(cmd, scratch.handle(), layout.queueOffset, 16, 0xffffffffu);
       vk::computeBarrier(cmd);
-      push.pass = 2;
-      vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP), {positions.view(), faces.view(), prior, zbuffer.view()}, push);
     }
+    push.pass = pass;
+    push.stage = 0;
+    vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP), views, push, d.images);
+    vk::computeBarrier(cmd);
+    push.stage = 1;
+    vk::dispatch(cmd, tri, chunkGroups, views, push);
+    vk::computeBarrier(cmd);
   }
-  vk::computeBarrier(cmd);
   const auto& resolve = ctx.program(fp64 ? shaders::raster_resolve_fp64 : shaders::raster_resolve, 5, sizeof push);
   vk::dispatch(cmd, resolve, vk::groupCount(pixels, RASTER_GROUP),
-               {positions.view(), faces.view(), zbuffer.view(), findices.view(), barycentrics.view()}, push);
+               {positions.view(), faces.view(), zbuffer, findices.view(), barycentrics.view()}, push);
 }
 
 }  // namespace armature

@@ -1,6 +1,6 @@
 #pragma once
 // The rasteriser on CUDA (armature/ops/raster.h for the contract). Device pointers, the caller's stream, no host
-// synchronisation. zbuffer: H·W uint64 scratch.
+// synchronisation. scratch: rasterScratchBytes(desc) bytes; ranges: device (B,2) int32 in Ranges mode.
 #include <cstdint>
 
 #include "armature/cuda/runtime.h"
@@ -8,8 +8,8 @@
 
 namespace armature::cuda {
 void rasterize(const RasterDesc& desc, const float* positions, uint32_t vertexCount, const int32_t* faces,
-               uint32_t faceCount, const float* depthPrior, uint64_t* zbuffer, int32_t* findices, float* barycentrics,
-               const Stream& stream);
+               uint32_t faceCount, const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics,
+               const Stream& stream, const int32_t* ranges = nullptr);
 // interpolate (armature/ops/raster.h): out (H,W,C); backward accumulates gradAttr with float atomics (zero it
 // first; not bitwise reproducible) and writes gradBarycentrics.
 void interpolate(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr, const int32_t* findices,

@@ -10,28 +10,39 @@
 
 namespace armature {
 
+// A batch of B images (nvdiffrast's two modes): Instanced — positions (B,N,4), every image draws all of F (many views
+// of one mesh, texture baking); Ranges — positions (N,4) shared, image b draws faces ranges[2b] ..
+// ranges[2b] + ranges[2b+1] - 1 (many meshes packed in one buffer). Face ids are indices into F either way.
+enum class RasterBatch { Instanced, Ranges };
+
 struct RasterDesc {
   uint32_t width = 0, height = 0;
   bool useDepthPrior = false;         // keep only fragments at or behind the prior + truncation (depth peeling)
   float occlusionTruncation = 1e-6f;  // the original wrapper's value
   bool noInt64Atomics = false;        // Vulkan: use the two-pass 32-bit path even where 64-bit atomics exist (tests)
+  uint32_t images = 1;                // B
+  RasterBatch batch = RasterBatch::Instanced;
+  uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
+  size_t imagePixels() const { return size_t(width) * height; }
+  size_t pixels() const { return imagePixels() * images; }
 };
 
 struct RasterResult {
-  std::vector<int32_t> findices;   // (H,W): face + 1, 0 = background; row 0 is NDC y = -1
-  std::vector<float> barycentrics; // (H,W,3): for the face's vertices in F's order; 0 for background
+  std::vector<int32_t> findices;   // (B,H,W): face + 1, 0 = background; row 0 is NDC y = -1
+  std::vector<float> barycentrics; // (B,H,W,3): for the face's vertices in F's order; 0 for background
 };
 
-// positions (N,4) clip space; faces (M,3); depthPrior (H,W) in NDC z when useDepthPrior.
-// Throws armature::Error for wrong sizes, out-of-range face indices or sizes beyond 8192.
+// positions (B,N,4) or (N,4) clip space; faces (M,3); depthPrior (B,H,W) in NDC z when useDepthPrior; ranges (B,2)
+// in Ranges mode. Throws armature::Error for wrong sizes, out-of-range face indices or ranges, sizes beyond 8192.
 RasterResult rasterizeRef(const std::vector<float>& positions, const std::vector<int32_t>& faces, const RasterDesc& desc,
-                          const std::vector<float>& depthPrior = {});
+                          const std::vector<float>& depthPrior = {}, const std::vector<int32_t>& ranges = {});
 // How many triangles cover each pixel centre, ignoring depth (w > 0 triangles): 1 everywhere inside a
 // watertight mesh seen from one side shows the fill rule covers shared edges exactly once.
 std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& positions, const std::vector<int32_t>& faces,
                                         const RasterDesc& desc);
-void validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& desc,
-                          size_t depthPriorFloats);
+// Checks sizes and face indices (and ranges when given); returns the vertex count per image (instanced) or in all.
+uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& desc,
+                              size_t depthPriorFloats, const std::vector<int32_t>* ranges = nullptr);
 
 // interpolate: out (H,W,C) = Σ_k bary[k] · attr[face[k]] at covered pixels, 0 at background (findices 0).
 // attr (N,C). Backward: gradAttr (N,C) += Σ_pixels bary[k] · gradOut, gradBary (H,W,3) = attr[face[k]] · gradOut.
@@ -52,12 +63,22 @@ void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixel
                            const vk::Buffer& barycentrics, const vk::Buffer& faces, uint32_t faceCount,
                            const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics);
 
-// Vulkan compute: records into `cmd`. findices (H·W int32) and barycentrics (H·W·3 float) are caller buffers;
-// `zbuffer` is scratch of H·W uint64 (rasterScratchBytes). Uses 64-bit buffer atomics where the device has them,
-// else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
-size_t rasterScratchBytes(const RasterDesc& desc);
+// GPU scratch: the z-buffer (B·H·W uint64) and the big-triangle queue, laid out by rasterScratchLayout.
+struct RasterScratchLayout {
+  size_t zbufferBytes, queueOffset, queueBytes, totalBytes;
+  uint32_t queueCapacity;  // entries
+};
+RasterScratchLayout rasterScratchLayout(const RasterDesc& desc);
+inline size_t rasterScratchBytes(const RasterDesc& desc) { return rasterScratchLayout(desc).totalBytes; }
+
+// Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
+// `scratch` holds rasterScratchBytes. vertexCount is per image in Instanced mode. ranges: (B,2) int32 in Ranges
+// mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the device has them, else two passes
+// with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
-                 vk::Buffer& zbuffer, vk::Buffer& findices, vk::Buffer& barycentrics);
+                 vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges = nullptr);
+// Image size 1..8192, 1..65535 images, at most 2^28 pixels in all: the limits every backend shares.
+void checkRasterDesc(const RasterDesc& desc);
 
 }  // namespace armature
