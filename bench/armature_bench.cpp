@@ -86,7 +86,10 @@ int main(int argc, char** argv) {
   auto* interopCmd = cli.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
   auto* rasterCmd = cli.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
   rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
-  for (auto* c : {skin, axpy, interopCmd, rasterCmd}) {
+  auto* hierarchyCmd = cli.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
+  std::string hierarchySizes = "128,512";
+  hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)");
+  for (auto* c : {skin, axpy, interopCmd, rasterCmd, hierarchyCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON");
     c->add_option("--iters", iters, "timed calls per row (after warm-up)");
     c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(cli, argc, argv);
   std::vector<Row> rows;
   try {
+    if (*hierarchyCmd) backendName = "cpu";
     Backend backend = parseBackend(backendName);
     if (backend == Backend::Cuda && !*interopCmd)
       if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
     }
 
     if (*rasterCmd) bench::runRaster(rows, backend, iters);
+    if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 
     if (*axpy) {
       size_t n = size_t(1) << 26;

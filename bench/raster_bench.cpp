@@ -1,9 +1,11 @@
 // armature-bench raster: the rasterizer issue's three scenes (a) 10k triangles at 1024², (b) 5k at 512²,
 // (c) 1M at 2048², each four overlapping noise-displaced spheres; rasterize alone and + interpolate of 3 floats.
+#include <chrono>
 #include <cmath>
 #include <memory>
 
 #include "armature/cuda/raster.h"
+#include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/raster.h"
 #include "armature/vk/timer.h"
 #include "bench/bench.h"
@@ -100,6 +102,36 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
     }
+}
+
+}  // namespace armature::bench
+
+namespace armature::bench {
+
+void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, int iters) {
+  for (uint32_t size : sizes) {
+    auto views = makeGridViews(size, 4, 3, 0.02, 7);
+    const int levels = 4, resolution = int(size);
+    size_t pixels = 0;
+    for (const GridView& v : views) pixels += size_t(v.layers) * v.height * v.width;
+    for (bool reference : {true, false}) {
+      std::vector<double> ms;
+      size_t cells = 0;
+      for (int i = 0; i < (reference ? std::min(iters, 3) : std::min(iters, 10)); ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        GridHierarchy h = reference ? buildGridHierarchyRef(views, levels, resolution) : buildGridHierarchy(views, levels, resolution);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        cells = h.isOriginal.size();
+      }
+      // Bytes: the input positions and normals read once, the outputs written.
+      Row r{"hierarchy", reference ? "cpu-ref" : "cpu",
+            "3 views x 4 layers x " + std::to_string(size) + "^2, R " + std::to_string(resolution) + ", " +
+                std::to_string(levels) + " levels, " + std::to_string(cells) + " cells",
+            0, 0, 0, double(pixels * 28 + cells * 12 * 8), 0};
+      r.medianMs = median(ms), r.minMs = minOf(ms);
+      rows.push_back(r);
+    }
+  }
 }
 
 }  // namespace armature::bench
