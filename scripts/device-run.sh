@@ -21,6 +21,15 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   done
 fi
 bench=$b/bin/armature-bench
+# BENCH=raster: only the rasteriser and hierarchy rows (a quick iteration on that code).
+if [ "${BENCH:-all}" = raster ]; then
+{
+  $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
+  $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
+  ${EXTRA_BENCH:-true}
+} >"$out/bench.log" 2>&1
+else
 {
   $bench axpy --backend cuda --json "$out/bench_axpy_cuda.json"
   $bench axpy --backend vulkan --json "$out/bench_axpy_vulkan.json"
@@ -35,13 +44,15 @@ bench=$b/bin/armature-bench
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
   $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --profile "$out/viewer_vulkan_1.json"
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --no-ground --profile "$out/viewer_cuda_1_noground.json"
+  $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
+fi
 # At most 8 files come back: the summaries, and everything else in one archive.
 cp "$out/info.log" "$out/tests.log" "$out/bench.log" "$final/"
 tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
 echo "sanitizer:$san"
-grep -E "^(op|axpy|skinning|interop|raster|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
+grep -E "^(op|axpy|skinning|interop|raster|hierarchy|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
 exit $tests_rc

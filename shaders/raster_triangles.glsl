@@ -18,9 +18,9 @@ layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
 layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
 layout(std430, binding = 2) readonly buffer Prior { float prior[]; };
 #if RASTER_ATOMIC64
-layout(std430, binding = 3) buffer ZBuffer { uint64_t zbuffer[]; };
+layout(std430, binding = 3) coherent buffer ZBuffer { uint64_t zbuffer[]; };
 #else
-layout(std430, binding = 3) buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, level]
+layout(std430, binding = 3) coherent buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, level]
 #endif
 layout(std430, binding = 4) readonly buffer Ranges { int ranges[]; };
 layout(std430, binding = 5) coherent buffer Queue { uint queue[]; };
@@ -45,11 +45,15 @@ void fragment(RasterTri t, uint f, uint image, int px, int py) {
   uint pix = (image * p.height + uint(py)) * p.width + uint(px);
   if (p.useDepthPrior != 0u && level < rasterDepthLevel(rasterDepth(prior[pix]) + p.occlusionTruncation)) return;
   if (level < int64_t(0)) return;  // in front of the near plane (the original's depth threshold 0)
+  // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
 #if RASTER_ATOMIC64
-  atomicMin(zbuffer[pix], rasterToken(level, f));
+  uint64_t token = rasterToken(level, f);
+  if (token < zbuffer[pix]) atomicMin(zbuffer[pix], token);
 #else
   uint tokenLevel = uint(rasterTokenLevel(level));
-  if (p.pass == 1u) atomicMin(zwords[pix * 2 + 1], tokenLevel);
+  if (p.pass == 1u) {
+    if (tokenLevel < zwords[pix * 2 + 1]) atomicMin(zwords[pix * 2 + 1], tokenLevel);
+  }
   else if (zwords[pix * 2 + 1] == tokenLevel) atomicMin(zwords[pix * 2], f + 1u);
 #endif
 }
@@ -72,16 +76,17 @@ void perTriangle(uint i, uint image) {
   if (box > uint(RASTER_SMALL_PIXELS)) {
     uint chunkPixels = rasterChunkPixels(box), chunks = (box + chunkPixels - 1u) / chunkPixels;
     // The first word counts entries - 1 from ~0. Look before adding so an overflowing queue grows only by what
-    // is in flight; a triangle that does not fit is walked here, slowly but correctly.
-    if (queue[0] + 1u + chunks <= p.queueCapacity) {
+    // is in flight. Slots past the end are walked here (slowly but correctly); those before it are filled, so
+    // the consumer never reads a hole.
+    if (queue[0] + 1u < p.queueCapacity) {
       uint slot = atomicAdd(queue[0], chunks) + 1u;
-      if (slot + chunks <= p.queueCapacity) {
-        for (uint c = 0u; c < chunks; ++c) {
-          uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
-          queue[e] = f, queue[e + 1u] = image, queue[e + 2u] = c;
-        }
-        return;
+      uint queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
+      for (uint c = 0u; c < queued; ++c) {
+        uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
+        queue[e] = f, queue[e + 1u] = image, queue[e + 2u] = c;
       }
+      walkBox(t, f, image, queued * chunkPixels, box, 1u);
+      return;
     }
   }
   walkBox(t, f, image, 0u, box, 1u);

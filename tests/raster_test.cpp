@@ -2,6 +2,7 @@
 // paths against it on fresh random scenes of awkward sizes, with NaN-poisoned outputs.
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <tuple>
 
 #include "armature/body/synth.h"
@@ -9,6 +10,7 @@
 #include "armature/ops/raster.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
+#include "shared/raster_io.h"
 
 using namespace armature;
 using namespace armature::test;
@@ -59,6 +61,28 @@ Scene randomScene(size_t triangles) {
 }
 
 }  // namespace
+
+TEST(RasterReference, NarrowTrianglesUseExact32BitEdges) {
+  // The 32-bit edge functions of narrow triangles against the 64-bit ones: the same coverage and depth everywhere.
+  Scene s = randomScene(3000);
+  size_t checked = 0;
+  for (size_t f = 0; f < 3000; ++f) {
+    const float* a = &s.pos[size_t(s.faces[f * 3]) * 4];
+    const float* b = &s.pos[size_t(s.faces[f * 3 + 1]) * 4];
+    const float* c = &s.pos[size_t(s.faces[f * 3 + 2]) * 4];
+    for (uint32_t size : {64u, 700u, 4000u}) {
+      RasterTri t = rasterSetup(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3], size, size);
+      if (!t.valid || !t.narrow) continue;
+      RasterTri wide = t;
+      wide.narrow = 0;
+      ++checked;
+      for (int py = t.minY; py <= t.maxY; py += 1 + (t.maxY - t.minY) / 16)
+        for (int px = t.minX; px <= t.maxX; px += 1 + (t.maxX - t.minX) / 16)
+          ASSERT_EQ(rasterCover(t, px, py), rasterCover(wide, px, py)) << "face " << f << " at " << px << "," << py;
+    }
+  }
+  EXPECT_GT(checked, 3000u);
+}
 
 TEST(RasterReference, SharedEdgesAreCoveredExactlyOnce) {
   // A plane of 2·40² triangles filling the screen, at an angle so edges cross pixel centres irregularly, and a

@@ -38,7 +38,9 @@ __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32
   size_t pix = (size_t(image) * p.height + size_t(py)) * p.width + size_t(px);
   if (p.useDepthPrior && level < rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation)) return;
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
-  atomicMin(a.zbuffer + pix, (unsigned long long)rasterToken(level, f));
+  // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
+  unsigned long long token = rasterToken(level, f);
+  if (token < *(volatile unsigned long long*)(a.zbuffer + pix)) atomicMin(a.zbuffer + pix, token);
 }
 
 __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, uint32_t first, uint32_t end,
@@ -64,16 +66,16 @@ __global__ void trianglesKernel(Params a) {
     uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1);
     if (box > RASTER_SMALL_PIXELS) {
       uint32_t chunkPixels = rasterChunkPixels(box), chunks = (box + chunkPixels - 1) / chunkPixels;
-      // queue[0] counts entries - 1 from ~0; look first so an overflowing queue grows only by what is in flight.
-      if (*(volatile uint32_t*)a.queue + 1u + chunks <= p.queueCapacity) {
+      // As the GLSL: queue[0] counts entries - 1 from ~0; slots past the end are walked here, none left empty.
+      if (*(volatile uint32_t*)a.queue + 1u < p.queueCapacity) {
         uint32_t slot = atomicAdd(a.queue, chunks) + 1u;
-        if (slot + chunks <= p.queueCapacity) {
-          for (uint32_t c = 0; c < chunks; ++c) {
-            uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
-            e[0] = f, e[1] = image, e[2] = c;
-          }
-          continue;
+        uint32_t queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
+        for (uint32_t c = 0; c < queued; ++c) {
+          uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
+          e[0] = f, e[1] = image, e[2] = c;
         }
+        walkBox(a, t, f, image, queued * chunkPixels, box, 1);
+        continue;
       }
     }
     walkBox(a, t, f, image, 0, box, 1);

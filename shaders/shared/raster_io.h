@@ -116,6 +116,7 @@ ARM_SHARED_STRUCT(RasterTri) {
   int sign;      // +1 or -1: the triangle's winding on screen
   int minX, maxX, minY, maxY;
   uint valid;    // 0: a vertex has w <= 0 (or NaN), or the triangle is degenerate
+  uint narrow;   // 1: vertex extent under 2^14 grid steps (1024 pixels): edge functions are exact in 32 bits
 };
 
 ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, float by, float bz, float bw, float cx,
@@ -125,6 +126,7 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.x0 = t.y0 = t.x1 = t.y1 = t.x2 = t.y2 = 0;
   t.d0 = t.d1 = t.d2 = t.area = int64_t(0);
   t.sign = 1;
+  t.narrow = 0u;
   t.minX = t.minY = 0;
   t.maxX = t.maxY = -1;
   if (!(aw > 0.0f) || !(bw > 0.0f) || !(cw > 0.0f)) return t;  // w <= 0 or NaN: rejected
@@ -143,24 +145,37 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.area = area * int64_t(t.sign);
   int lo = t.x0 < t.x1 ? (t.x0 < t.x2 ? t.x0 : t.x2) : (t.x1 < t.x2 ? t.x1 : t.x2);
   int hi = t.x0 > t.x1 ? (t.x0 > t.x2 ? t.x0 : t.x2) : (t.x1 > t.x2 ? t.x1 : t.x2);
+  bool narrowX = hi - lo < 16384;
   t.minX = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
   t.maxX = (hi - 8) / 16 + 1 < int(width) - 1 ? (hi - 8) / 16 + 1 : int(width) - 1;
   lo = t.y0 < t.y1 ? (t.y0 < t.y2 ? t.y0 : t.y2) : (t.y1 < t.y2 ? t.y1 : t.y2);
   hi = t.y0 > t.y1 ? (t.y0 > t.y2 ? t.y0 : t.y2) : (t.y1 > t.y2 ? t.y1 : t.y2);
   t.minY = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
   t.maxY = (hi - 8) / 16 + 1 < int(height) - 1 ? (hi - 8) / 16 + 1 : int(height) - 1;
+  // Pixels lie within 2 pixels of the vertex box, so |products| < 2^28.1 and edge values < 2^29.1.
+  t.narrow = narrowX && hi - lo < 16384 ? 1u : 0u;
   t.valid = t.minX <= t.maxX && t.minY <= t.maxY ? 1u : 0u;  // off screen: an empty box (whose size would wrap)
   return t;
 }
 
 #define RASTER_MISS (-(int64_t(1) << 62))  // rasterCover's "not covered"
 
+// Twice the signed area of (a, b, p) in 32-bit arithmetic: equal to rasterEdge when the triangle is narrow.
+ARM_FN int rasterEdge32(int ax, int ay, int bx, int by, int px, int py) { return (bx - ax) * (py - ay) - (by - ay) * (px - ax); }
+
 // The depth level (2^26 scale) of the fragment at pixel (px, py), or RASTER_MISS when the fill rule excludes it.
 ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
   int cx = rasterCentre(px), cy = rasterCentre(py), s = t.sign;
-  int64_t w0 = int64_t(s) * rasterEdge(t.x1, t.y1, t.x2, t.y2, cx, cy);
-  int64_t w1 = int64_t(s) * rasterEdge(t.x2, t.y2, t.x0, t.y0, cx, cy);
-  int64_t w2 = int64_t(s) * rasterEdge(t.x0, t.y0, t.x1, t.y1, cx, cy);
+  int64_t w0, w1, w2;
+  if (t.narrow != 0u) {
+    w0 = int64_t(s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy));
+    w1 = int64_t(s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy));
+    w2 = int64_t(s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy));
+  } else {
+    w0 = int64_t(s) * rasterEdge(t.x1, t.y1, t.x2, t.y2, cx, cy);
+    w1 = int64_t(s) * rasterEdge(t.x2, t.y2, t.x0, t.y0, cx, cy);
+    w2 = int64_t(s) * rasterEdge(t.x0, t.y0, t.x1, t.y1, cx, cy);
+  }
   if (w0 < int64_t(0) || w1 < int64_t(0) || w2 < int64_t(0)) return RASTER_MISS;
   if ((w0 == int64_t(0) && !rasterOwnsEdge(s * (t.x2 - t.x1), s * (t.y2 - t.y1))) ||
       (w1 == int64_t(0) && !rasterOwnsEdge(s * (t.x0 - t.x2), s * (t.y0 - t.y2))) ||
