@@ -96,35 +96,10 @@ struct Builder {
 
   void neighbors(const Level& g, int seq, const float* pos, int dim, int boundary, int32_t* out) const {
     const GridView& v = views[size_t(dim)];
-    int ci, cj, s = g.stride, k = 0;
-    projectToView(pos, dim, int(v.height), int(v.width), ci, cj);
-    for (int ni = ci + s; ni >= ci - s; ni -= s)
-      for (int nj = cj - s; nj <= cj + s; nj += s) {
-        int idx = -1;
-        if (ni == ci && nj == cj) idx = seq;
-        else if (ni >= 0 && ni < int(v.height) && nj >= 0 && nj < int(v.width)) {
-          if (boundary == -1) idx = seqAt(g, dim, 0, ni, nj);
-          else if (boundary == 1) {  // the last layer before the first hole
-            idx = seqAt(g, dim, 0, ni, nj);
-            for (int l = 1; l < int(v.layers); ++l) {
-              int next = seqAt(g, dim, l, ni, nj);
-              if (next == -1) break;
-              idx = next;
-            }
-          } else {  // the layer nearest in depth
-            float best = 1e10f, depth = pos[(dim + 2) % 3];
-            for (int l = 0; l < int(v.layers); ++l) {
-              int cand = seqAt(g, dim, l, ni, nj);
-              if (cand == -1) break;
-              float p[3];
-              cellPoint(g.keys[size_t(cand)], g.resolution, p);
-              float dist = std::abs(depth - p[(dim + 2) % 3]);
-              if (dist < best) best = dist, idx = cand;
-            }
-          }
-        }
-        out[k++] = idx;
-      }
+    scanNeighbors(v, pos, dim, g.stride, seq, [&](int ni, int nj) {
+      return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys, g.resolution,
+                       [&](int l) { return seqAt(g, dim, l, ni, nj); });
+    }, out);
   }
 
   // Corner flags from every reachable occurrence (layers before the first hole), and each cell's boundary kind
@@ -144,10 +119,7 @@ struct Builder {
             int dim = g.normal[size_t(seq)];
             float pos[3];
             cellPoint(g.keys[size_t(seq)], g.resolution, pos);
-            int ci, cj;
-            projectToView(pos, dim, int(t.height), int(t.width), ci, cj);
-            if (ci % (s * 2) < s && cj % (s * 2) >= s) g.even[size_t(seq)] = 1;
-            if (ci % (s * 2) >= s && cj % (s * 2) < s) g.odd[size_t(seq)] = 1;
+            cornerMarks(pos, dim, int(t.height), int(t.width), s, g.even[size_t(seq)], g.odd[size_t(seq)]);
             if (boundary[size_t(seq)] != 2) continue;
             bool edge = vd == dim && (l == 0 || l == int(t.layers) - 1 || seqAt(g, vd, l + 1, i, j) == -1);
             boundary[size_t(seq)] = int8_t(edge ? (l == 0 ? -1 : 1) : 0);

@@ -1,6 +1,7 @@
 #pragma once
 // Pieces both grid hierarchy builders share: cell keys, cell centres and the view projection, with the original's
 // exact float/double roundings (they decide which pixel a cell's neighbours are read from), and input validation.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +45,55 @@ inline int majority(const int* counts) {
   for (int j = 1; j < 3; ++j)
     if (counts[j] > counts[t]) t = j;
   return t;
+}
+
+// The 3×3 neighbours of a cell at `pos` in the view facing `dim` (rows top to bottom, `stride` pixels apart):
+// the cell itself in the middle, -1 outside the image, read(row, column) elsewhere.
+template <typename Read>
+void scanNeighbors(const GridView& view, const float* pos, int dim, int stride, int seq, Read read, int32_t* out) {
+  int ci, cj, k = 0;
+  projectToView(pos, dim, int(view.height), int(view.width), ci, cj);
+  for (int ni = ci + stride; ni >= ci - stride; ni -= stride)
+    for (int nj = cj - stride; nj <= cj + stride; nj += stride) {
+      bool inside = ni >= 0 && ni < int(view.height) && nj >= 0 && nj < int(view.width);
+      out[k++] = ni == ci && nj == cj ? seq : inside ? read(ni, nj) : -1;
+    }
+}
+
+// The cell a neighbour pixel contributes, among its layers: boundary -1 the first layer, 1 the last before the
+// first hole, 0 the one nearest to `depth` along the view axis (the first of equals). seqAt(l): the cell of layer l,
+// -1 when empty — a hash lookup in the reference, an array read in the fast builder.
+template <typename SeqAt>
+int pickLayer(int layers, int boundary, int dim, float depth, const std::vector<int64_t>& keys, int R, SeqAt seqAt) {
+  int idx = seqAt(0);
+  if (boundary == -1) return idx;
+  if (boundary == 1) {
+    for (int l = 1; l < layers; ++l) {
+      int next = seqAt(l);
+      if (next == -1) break;
+      idx = next;
+    }
+    return idx;
+  }
+  float best = 1e10f;
+  idx = -1;
+  for (int l = 0; l < layers; ++l) {
+    int cand = seqAt(l);
+    if (cand == -1) break;
+    float p[3];
+    cellPoint(keys[size_t(cand)], R, p);
+    float dist = std::abs(depth - p[(dim + 2) % 3]);
+    if (dist < best) best = dist, idx = cand;
+  }
+  return idx;
+}
+
+// The original's even/odd corner marks of a cell at `pos` seen in a height × width view facing `dim`.
+inline void cornerMarks(const float* pos, int dim, int height, int width, int stride, int8_t& even, int8_t& odd) {
+  int ci, cj, s = stride;
+  projectToView(pos, dim, height, width, ci, cj);
+  if (ci % (s * 2) < s && cj % (s * 2) >= s) even = 1;
+  if (ci % (s * 2) >= s && cj % (s * 2) < s) odd = 1;
 }
 
 // Throws armature::Error on a bad view set; returns the feature channel count (0 without features).

@@ -53,7 +53,8 @@ struct RefGrid {
   std::vector<int> normal;                // seq -> axis code
   std::vector<int> neighbor;              // seq -> 9 seqs
   std::unordered_map<int64_t, int> seqOf; // cell key -> seq
-  std::vector<int> downsample, even, odd;
+  std::vector<int> downsample;
+  std::vector<int8_t> even, odd;
   int originSeqs = 0, resolution = 0, stride = 1;
 };
 
@@ -69,46 +70,14 @@ int fetch(const RefGrid& g, const GridView& v, int l, int i, int j) {
   return it->second;
 }
 
-int fetchLast(const RefGrid& g, const GridView& v, int i, int j) {
-  int l = 0, seq = fetch(g, v, 0, i, j);
-  while (l < int(v.layers) - 1) {
-    int next = fetch(g, v, ++l, i, j);
-    if (next == -1) break;
-    seq = next;
-  }
-  return seq;
-}
-
-int fetchNearest(const RefGrid& g, const GridView& v, int i, int j, int dim, float depth) {
-  float best = 1e10f;
-  int bestSeq = -1;
-  for (int l = 0; l < int(v.layers); ++l) {
-    int seq = fetch(g, v, l, i, j);
-    if (seq == -1) break;
-    float p[3];
-    cellPoint(g.keys[size_t(seq)], g.resolution, p);
-    float dist = std::abs(depth - p[(dim + 2) % 3]);
-    if (dist < best) best = dist, bestSeq = seq;
-  }
-  return bestSeq;
-}
-
 // boundary: -1 read the first layer, 1 the last non-empty one, 0 the layer nearest in depth.
 void fetchNeighbors(const RefGrid& g, int seq, const float* pos, int dim, int boundary, const std::vector<GridView>& views,
                     int* out) {
   const GridView& v = views[size_t(dim)];
-  int ci, cj, s = g.stride, k = 0;
-  projectToView(pos, dim, int(v.height), int(v.width), ci, cj);
-  for (int ni = ci + s; ni >= ci - s; ni -= s)
-    for (int nj = cj - s; nj <= cj + s; nj += s) {
-      int idx = -1;
-      if (ni == ci && nj == cj) idx = seq;
-      else if (ni >= 0 && ni < int(v.height) && nj >= 0 && nj < int(v.width))
-        idx = boundary == -1 ? fetch(g, v, 0, ni, nj)
-              : boundary == 1 ? fetchLast(g, v, ni, nj)
-                              : fetchNearest(g, v, ni, nj, dim, pos[(dim + 2) % 3]);
-      out[k++] = idx;
-    }
+  scanNeighbors(v, pos, dim, g.stride, seq, [&](int ni, int nj) {
+    return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys, g.resolution,
+                     [&](int l) { return fetch(g, v, l, ni, nj); });
+  }, out);
 }
 
 void downsampleGrid(RefGrid& src, RefGrid& tar) {
@@ -145,10 +114,7 @@ void neighborGrid(RefGrid& g, const std::vector<GridView>& views, int v) {
           if (dim != v) continue;
           float pos[3];
           cellPoint(g.keys[size_t(seq)], g.resolution, pos);
-          int ci, cj, s = g.stride;
-          projectToView(pos, dim, int(t.height), int(t.width), ci, cj);
-          if (ci % (s * 2) < s && cj % (s * 2) >= s) g.even[size_t(seq)] = 1;
-          if (ci % (s * 2) >= s && cj % (s * 2) < s) g.odd[size_t(seq)] = 1;
+          cornerMarks(pos, dim, int(t.height), int(t.width), g.stride, g.even[size_t(seq)], g.odd[size_t(seq)]);
           bool boundary = vd == v && (l == 0 || l == int(t.layers) - 1 || fetch(g, t, l + 1, i, j) == -1);
           if (!visited.insert(seq).second) continue;
           fetchNeighbors(g, seq, pos, dim, boundary ? (l == 0 ? -1 : 1) : 0, views, &g.neighbor[size_t(seq) * 9]);
@@ -186,7 +152,10 @@ void padGrid(RefGrid& src, RefGrid& tar, const std::vector<GridView>& views) {
   }
 }
 
-std::vector<int64_t> widen(const std::vector<int>& v) { return {v.begin(), v.end()}; }
+template <typename T>
+std::vector<int64_t> widen(const std::vector<T>& v) {
+  return {v.begin(), v.end()};
+}
 }  // namespace
 
 GridHierarchy buildGridHierarchyRef(const std::vector<GridView>& views, int levels, int resolution) {
