@@ -45,6 +45,8 @@ uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>&
                               size_t depthPriorFloats, const std::vector<int32_t>* ranges = nullptr);
 
 // interpolate: out (H,W,C) = Σ_k bary[k] · attr[face[k]] at covered pixels, 0 at background (findices 0).
+// A batch is B·H·W pixels with the attributes (N,C) shared by every image (many views of one mesh, or face ranges
+// of one vertex buffer); per-image attributes (B,N,C) are not supported yet.
 // attr (N,C). Backward: gradAttr (N,C) += Σ_pixels bary[k] · gradOut, gradBary (H,W,3) = attr[face[k]] · gradOut.
 std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
                                    const std::vector<double>& barycentrics, const std::vector<int32_t>& faces);
