@@ -65,7 +65,7 @@ void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
 
 void perTriangle(uint i, uint image) {
   uint f = i;
-  if (p.useRanges != 0u) {
+  if (p.instanced == 0u) {
     if (int(i) >= ranges[image * 2 + 1]) return;
     f = uint(ranges[image * 2]) + i;
     if (ranges[image * 2] < 0 || f >= p.triangleCount) return;  // a bad range draws nothing, reads nothing

@@ -55,7 +55,7 @@ __global__ void trianglesKernel(Params a) {
   uint32_t image = blockIdx.y;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.triangleCount; i += gridDim.x * blockDim.x) {
     uint32_t f = i;
-    if (p.useRanges) {
+    if (!p.instanced) {
       int first = a.ranges[image * 2];
       if (int(i) >= a.ranges[image * 2 + 1]) return;
       f = uint32_t(first) + i;
@@ -174,15 +174,15 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   cudaStream_t s = raw(stream);
   auto* bytes = static_cast<unsigned char*>(scratch);
   Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-            instanced ? 1u : 0u, instanced ? 0u : 1u, layout.queueCapacity, 0},
+            instanced ? 1u : 0u, 0, layout.queueCapacity, 0},
            reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
            reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset)};
   // One memset: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
   CUDA_CHECK(cudaMemsetAsync(scratch, 0xff, layout.queueOffset + 16, s));
   if (faceCount) {
-    trianglesKernel<<<dim3(std::min<unsigned>((faceCount + 255) / 256, 65535u * 4), d.images), 256, 0, s>>>(a);
+    trianglesKernel<<<dim3(grid(faceCount), d.images), 256, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
-    chunksKernel<<<std::min<uint32_t>(layout.queueCapacity, 4096), RASTER_GROUP, 0, s>>>(a);
+    chunksKernel<<<std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS), RASTER_GROUP, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
   }
   resolveKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, barycentrics);

@@ -22,6 +22,7 @@
 #define RASTER_MAX_CHUNKS 4096        // per triangle: chunks grow beyond 512 pixels for boxes over 2M pixels
 #define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries written - 1 (starts at ~0)
 #define RASTER_QUEUE_ENTRY 3          // uints per entry: face, image, chunk
+#define RASTER_CHUNK_GROUPS 4096      // stage 1's workgroups: enough to drain any queue; idle ones exit at once
 
 ARM_SHARED_STRUCT(RasterPush) {
   uint width;
@@ -32,8 +33,9 @@ ARM_SHARED_STRUCT(RasterPush) {
   float occlusionTruncation; // added to the prior's depth
   uint pass;                 // without 64-bit atomics: 1 = nearest level, 2 = lowest face at that level
   uint images;               // B: images in the batch
-  uint instanced;            // 1: positions (B,N,4), every image draws all of F; 0: positions shared
-  uint useRanges;            // 1 (with instanced 0): image b draws faces ranges[2b] .. ranges[2b] + ranges[2b+1] - 1
+  uint instanced;            // 1: positions (B,N,4), every image draws all of F; 0: positions (N,4) shared, image b
+                             //    draws faces ranges[2b] .. ranges[2b] + ranges[2b+1] - 1
+  uint pad0;
   uint queueCapacity;        // entries the big-triangle queue holds
   uint stage;                // 0: one invocation per triangle, big ones queued; 1: one workgroup per queued chunk
 };

@@ -18,7 +18,7 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
   RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-                  instanced ? 1u : 0u, instanced ? 0u : 1u, layout.queueCapacity, 0};
+                  instanced ? 1u : 0u, 0, layout.queueCapacity, 0};
   // One fill: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
   vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);
@@ -31,8 +31,7 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   // Unused bindings point at the z-buffer so every descriptor is valid; they are never read.
   std::vector<vk::BufferView> views{positions.view(), faces.view(), d.useDepthPrior ? depthPrior->view() : zbuffer, zbuffer,
                                     instanced ? zbuffer : ranges->view(), queue};
-  // Stage 1's group count: enough resident groups to drain any queue; idle ones exit at once.
-  const uint32_t chunkGroups = std::min<uint32_t>(layout.queueCapacity, 4096);
+  const uint32_t chunkGroups = std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS);
   for (uint32_t pass = 1; pass <= (atomic64 ? 1u : 2u) && faceCount; ++pass) {
     if (pass == 2) {  // the lowest face among the fragments at each pixel's nearest level; the queue refills
       vkCmdFillBuffer(cmd, scratch.handle(), layout.queueOffset, 16, 0xffffffffu);
