@@ -31,8 +31,8 @@ void main() {
     RasterReal sx[3], sy[3], iw[3];
     for (int k = 0; k < 3; ++k) {
       vec4 v = positions[base + uint(faces[(face1 - 1) * 3 + k])];
-      sx[k] = RasterReal(rasterScreen(rasterDivide(v.x, v.w), p.width));
-      sy[k] = RasterReal(rasterScreen(rasterDivide(v.y, v.w), p.height));
+      sx[k] = rasterScreen(rasterDivide(v.x, v.w), p.width);
+      sy[k] = rasterScreen(rasterDivide(v.y, v.w), p.height);
       iw[k] = RasterReal(v.w);
     }
     RasterReal cx = RasterReal(inImage % p.width) + RasterReal(0.5), cy = RasterReal(inImage / p.width) + RasterReal(0.5);

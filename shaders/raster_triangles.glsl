@@ -43,7 +43,7 @@ void fragment(RasterTri t, uint f, uint image, int px, int py) {
   int64_t level = rasterCover(t, px, py);
   if (level == RASTER_MISS) return;
   uint pix = (image * p.height + uint(py)) * p.width + uint(px);
-  if (p.useDepthPrior != 0u && level < rasterDepthLevel(rasterDepth(prior[pix]) + p.occlusionTruncation)) return;
+  if (p.useDepthPrior != 0u && level < rasterPriorLevel(prior[pix], p.occlusionTruncation)) return;
   if (level < int64_t(0)) return;  // in front of the near plane (the original's depth threshold 0)
   // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
 #if RASTER_ATOMIC64

@@ -1,6 +1,8 @@
 // The rasteriser: the reference's fill rule, depth order, ties, depth peeling and rejection; the Vulkan and CUDA
 // paths against it on fresh random scenes of awkward sizes, with NaN-poisoned outputs.
 #include <cmath>
+#include <iomanip>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <tuple>
@@ -8,6 +10,7 @@
 #include "armature/body/synth.h"
 #include "armature/cuda/raster.h"
 #include "armature/ops/raster.h"
+#include "armature/shaders.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
 #include "shared/raster_io.h"
@@ -50,6 +53,8 @@ Scene randomScene(size_t triangles) {
       float w = float(0.5 + std::abs(u[t * 12 + 3 + size_t(k)]));
       if (t % 17 == 3 && k == 0) w = -0.2f;  // crosses the eye plane: rejected
       float x = cx + size * float(u[t * 12 + 6 + size_t(k)]), y = cy + size * float(u[t * 12 + 9 + size_t(k) % 3]);
+      if (t % 29 == 7 && k == 1) x *= 3000;  // far outside the guard band: rejected
+      if (t % 31 == 9 && k == 2) y *= 8;     // near the guard band: rejected or drawn, depending on the image size
       float z = float(u[(t * 12 + 5 + size_t(k)) % u.size()]) * 0.9f;
       s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
     }
@@ -149,6 +154,17 @@ TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
   behind.faces = {0, 1, 2};
   auto r = rasterizeRef(behind.pos, behind.faces, RasterDesc{8, 8});
   for (int32_t f : r.findices) EXPECT_EQ(f, 0);
+  // The guard band: a vertex 4096 pixels beyond an 8192-pixel image is still drawn, one further is rejected.
+  Scene far;
+  far.pos = {-1, -1, 0, 1, 1, -1, 0, 1, 0, 1, 0, 1};
+  far.faces = {0, 1, 2};
+  for (auto [x, drawn] : {std::pair{1.99f, true}, std::pair{2.01f, false}}) {
+    far.pos[4] = x;  // x = 2 lands 4096 pixels right of the last column at width 8192
+    r = rasterizeRef(far.pos, far.faces, RasterDesc{8192, 2});
+    size_t covered = 0;
+    for (int32_t f : r.findices) covered += f != 0;
+    EXPECT_EQ(covered > 0, drawn) << "x = " << x;
+  }
   // Perspective-correct barycentrics: at a pixel centre they reproduce the vertex attribute of a 3-D point.
   Scene one;
   one.pos = {-2, -2, 0, 2, 1, -1, 0, 1, -1, 1, 0, 1};
@@ -211,11 +227,36 @@ std::vector<RandomCase> randomCases() {
   return cases;
 }
 
+// Where two results disagree: the first differing pixel, both faces, and each face's depth level there (so a
+// failure says whether a fragment went missing or the order differs).
+std::string describeDifference(const RandomCase& c, const std::vector<int32_t>& want, const std::vector<int32_t>& got) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == got[i]) continue;
+    const RasterDesc& d = c.desc;
+    size_t image = i / d.imagePixels(), inImage = i % d.imagePixels();
+    int px = int(inImage % d.width), py = int(inImage / d.width);
+    size_t base = d.batch == RasterBatch::Instanced ? image * (c.scene.pos.size() / 4 / d.images) : 0;
+    auto level = [&](int32_t face1) -> std::string {
+      if (face1 <= 0) return "background";
+      const float* v[3];
+      for (int k = 0; k < 3; ++k) v[k] = &c.scene.pos[(base + size_t(c.scene.faces[size_t(face1 - 1) * 3 + size_t(k)])) * 4];
+      RasterTri t = rasterSetup(v[0][0], v[0][1], v[0][2], v[0][3], v[1][0], v[1][1], v[1][2], v[1][3], v[2][0], v[2][1],
+                                v[2][2], v[2][3], d.width, d.height);
+      int64_t l = rasterCover(t, px, py);
+      return "face " + std::to_string(face1 - 1) + " level " + (l == RASTER_MISS ? "miss" : std::to_string(rasterTokenLevel(l)));
+    };
+    return "pixel " + std::to_string(i) + " (" + std::to_string(px) + "," + std::to_string(py) + ") reference " +
+           level(want[i]) + ", got " + level(got[i]);
+  }
+  return "none";
+}
+
 void expectSameAsReference(const RandomCase& c, const std::vector<int32_t>& findices, const std::vector<float>& bary) {
   auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
   size_t differ = 0, covered = 0;
   for (size_t i = 0; i < ref.findices.size(); ++i) differ += ref.findices[i] != findices[i], covered += ref.findices[i] != 0;
-  EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " of " << ref.findices.size() << " pixels";
+  EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " of " << ref.findices.size()
+                        << " pixels; first: " << describeDifference(c, ref.findices, findices);
   EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
   EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
 }
@@ -259,6 +300,53 @@ TEST(RasterVulkan, MatchesReference) {
       VkRasterRun r = runVulkan(ctx, c, d);
       expectSameAsReference(c, r.findices, r.barycentrics);
     }
+}
+
+// The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
+// for bit; face-id comparisons alone find a difference only where it happens to flip a pixel.
+TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64 || !ctx.info().float64) GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
+  static_assert(sizeof(RasterTri) == 88, "RasterTri must have GLSL's std430 layout");
+  for (auto [w, h] : {std::pair{256u, 128u}, std::pair{4097u, 3u}, std::pair{45u, 31u}}) {
+    Scene scene = randomScene(20000);
+    std::vector<float> corners;  // three vertices per triangle
+    for (int32_t v : scene.faces) corners.insert(corners.end(), &scene.pos[size_t(v) * 4], &scene.pos[size_t(v) * 4 + 4]);
+    uint32_t n = uint32_t(scene.faces.size() / 3);
+    auto pos = vk::makeStorageBuffer<float>(ctx, corners);
+    vk::Buffer out(ctx, size_t(n) * sizeof(RasterTri), vk::kStorageUsage);
+    out.fill(nanBits());
+    RasterPush push{};
+    push.width = w, push.height = h, push.triangleCount = n;
+    const auto& probe = ctx.program(shaders::raster_setup_probe, 2, sizeof push);
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      vk::dispatch(cmd, probe, vk::groupCount(n, RASTER_GROUP), {pos.view(), out.view()}, push);
+      vk::computeBarrier(cmd);
+    });
+    std::vector<RasterTri> gpu(n);
+    std::vector<uint8_t> bytes = out.download<uint8_t>(gpu.size() * sizeof(RasterTri));
+    std::memcpy(gpu.data(), bytes.data(), bytes.size());
+    size_t differ = 0, valid = 0;
+    for (uint32_t f = 0; f < n; ++f) {
+      const float* c = &corners[size_t(f) * 12];
+      RasterTri t = rasterSetup(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], w, h);
+      valid += t.valid;
+      const RasterTri& g = gpu[f];
+      bool same = t.valid == g.valid && (!t.valid || (t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 && t.y1 == g.y1 &&
+                                                      t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
+                                                      t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
+                                                      t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&
+                                                      t.narrow == g.narrow && t.sign == g.sign));
+      if (!same && differ++ < 3)
+        ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << "," << t.y1
+                      << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid " << t.valid
+                      << "; gpu (" << g.x0 << "," << g.y0 << ") (" << g.x1 << "," << g.y1 << ") (" << g.x2 << "," << g.y2
+                      << ") d " << g.d0 << " " << g.d1 << " " << g.d2 << " valid " << g.valid << std::setprecision(9) << "; clip z " << c[2] << " " << c[6] << " " << c[10] << " w " << c[3] << " "
+                      << c[7] << " " << c[11];
+    }
+    EXPECT_EQ(differ, 0u) << "of " << n << " triangles at " << w << "x" << h;
+    EXPECT_GT(valid, size_t(n) / 10);
+  }
 }
 
 TEST(RasterVulkan, BadRangesDrawNothingOutsideTheFaces) {

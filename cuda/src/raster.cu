@@ -36,7 +36,7 @@ __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32
   int64_t level = rasterCover(t, px, py);
   if (level == RASTER_MISS) return;
   size_t pix = (size_t(image) * p.height + size_t(py)) * p.width + size_t(px);
-  if (p.useDepthPrior && level < rasterDepthLevel(rasterDepth(a.prior[pix]) + p.occlusionTruncation)) return;
+  if (p.useDepthPrior && level < rasterPriorLevel(a.prior[pix], p.occlusionTruncation)) return;
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
   // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
   unsigned long long token = rasterToken(level, f);

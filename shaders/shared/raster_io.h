@@ -1,18 +1,27 @@
 // Triangle rasteriser (visibility buffer): layouts and the per-pixel arithmetic shared by the CPU reference,
 // CUDA and GLSL, so every backend computes bit-identical coverage, depth tokens and face indices.
 //
-// Semantics follow Hunyuan3D-2's custom_rasterizer (viewport, depth packing, tie-breaking, depth prior), with two
-// deliberate differences, both about robustness:
+// Semantics follow Hunyuan3D-2's custom_rasterizer (viewport, depth packing, tie-breaking, depth prior), with these
+// deliberate differences, all about robustness and backends agreeing bit for bit:
 //  * Coverage is decided on a 1/16-pixel fixed-point grid with exact integer edge functions and a top-left rule,
 //    so a pixel centre on an edge shared by two triangles is covered exactly once (the original's inclusive float
 //    test covers it twice, or neither when rounding disagrees).
 //  * Triangles with a vertex at w <= 0 (crossing or behind the eye plane) are rejected; the original has no
-//    clipping and rasterises garbage for them.
+//    clipping and rasterises garbage for them. So are triangles reaching more than 4096 pixels beyond the image
+//    (the guard band below; exact integer arithmetic needs bounded coordinates). Clipping both is not implemented.
+//  * Depth is the original's z/w * 0.49999 + 0.5, but mapped to levels in double with exact products (the same
+//    bits on every backend, fused or not) and interpolated exactly on the fixed-point grid; z/w is clamped to
+//    [-2, 2]. The prior's threshold is its level plus the truncation's (the original adds them in float first).
 #ifndef ARMATURE_RASTER_IO_H
 #define ARMATURE_RASTER_IO_H
 #include "common_io.h"
 
-#define RASTER_SUBPIXEL_BITS 4        // 1/16 pixel: exact products fit int64 for images up to 8192 pixels wide
+#define RASTER_SUBPIXEL_BITS 4        // 1/16 pixel
+// Guard band: a triangle with a vertex outside grid coordinates [LO, HI) — 4096 pixels beyond an 8192-pixel image
+// on every side — is rejected, like one crossing the eye plane. Its extent then stays under 2^18 grid steps, so
+// twice its area (< 2^36) times a depth level (< 2^26.6) fits int64: every product below is exact.
+#define RASTER_GUARD_LO (-65536)
+#define RASTER_GUARD_HI 196608
 #define RASTER_GROUP 64
 // Binning by size: one invocation walks a triangle whose pixel box has at most RASTER_SMALL_PIXELS pixels; larger
 // ones go to a queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big
@@ -48,8 +57,7 @@ static_assert(sizeof(RasterPush) == 48);
 #ifndef ARMATURE_RASTER_FN_H
 #define ARMATURE_RASTER_FN_H
 // --- per-vertex and per-pixel arithmetic, one definition for every backend ---------------------------------
-// The perspective divide, rounded exactly as IEEE float division: in double, then to float (GLSL's own float
-// division may be off by an ulp, which would move a vertex across a 1/16-pixel step on one backend only).
+// Doubles where the device has them (exact setup arithmetic, below); the perspective divide for barycentrics.
 #if defined(__cplusplus) || defined(__CUDACC__) || (defined(RASTER_FP64) && RASTER_FP64)
 #define RASTER_EXACT 1
 #define RasterReal double   // barycentrics are resolved in double (GLSL has no typedef)
@@ -76,16 +84,27 @@ ARM_FN RasterReal rasterBary(RasterReal sx0, RasterReal sy0, RasterReal sx1, Ras
   return (k == 0 ? p0 : (k == 1 ? p1 : p2)) / sum;
 }
 
+// Setup arithmetic that every backend must round identically. Each value is one IEEE division of an exact
+// numerator: the products are exact in double (a float times a constant of at most 24 bits), so a fused
+// multiply-add gives the same bits as a separate one, and the numerator is no float, so no compiler may demote
+// the division to an approximate float one. (NVIDIA's Vulkan driver did both to the earlier form, float(double(a) /
+// double(w)) followed by a float multiply-add: a vertex's depth level moved by one in about one scene in thirty.)
+// Devices without doubles get the same formulas in float, which are not exact.
+//
 // The original's viewport: NDC -1 maps to the centre of pixel 0, +1 to the centre of pixel size-1; no y flip.
-ARM_FN float rasterScreen(float ndc, uint size) {
-  ARM_PRECISE float t = ndc * 0.5f + 0.5f;
-  ARM_PRECISE float s = t * float(size - 1u) + 0.5f;
+// In pixels: ndc * (size-1)/2 + size/2. (Barycentrics only, which have a tolerance.)
+ARM_FN RasterReal rasterScreen(float ndc, uint size) {
+  RasterReal halfSpan = RasterReal(size - 1u) * RasterReal(0.5);
+  ARM_PRECISE RasterReal s = RasterReal(ndc) * halfSpan + (halfSpan + RasterReal(0.5));
   return s;
 }
-// A screen coordinate (pixels) on the 1/16-pixel grid.
-ARM_FN int rasterFixed(float pixels) {
-  ARM_PRECISE float g = pixels * 16.0f + 0.5f;
-  return int(floor(g));
+// The screen coordinate of clip (a, w) on the 1/16-pixel grid, rounded to nearest:
+// floor(a/w * S + S + 8.5) with S = 8(size-1), computed as floor((a*S + w*(S + 8.5)) / w).
+ARM_FN int rasterFixed(float a, float w, uint size) {
+  RasterReal scale = RasterReal(size - 1u) * RasterReal(8);
+  ARM_PRECISE RasterReal g = (RasterReal(a) * scale + RasterReal(w) * (scale + RasterReal(8.5))) / RasterReal(w);
+  g = g > RasterReal(-4194304) ? (g < RasterReal(4194304) ? g : RasterReal(4194304)) : RasterReal(-4194304);
+  return int(floor(g));  // far off (or NaN): clamped to 2^22, outside the guard band, inside int
 }
 // The pixel centre of column (or row) i on the grid.
 ARM_FN int rasterCentre(int i) { return i * 16 + 8; }
@@ -96,15 +115,25 @@ ARM_FN int64_t rasterEdge(int ax, int ay, int bx, int by, int px, int py) {
 // Top-left rule for an edge with direction (dx, dy) in a triangle oriented so that inside is positive: of the
 // two triangles sharing an edge, exactly one owns it, so a centre on the edge is covered once.
 ARM_FN bool rasterOwnsEdge(int dx, int dy) { return dy < 0 || (dy == 0 && dx > 0); }
-// The original's depth mapping, quantised to its 2^18 levels.
-ARM_FN float rasterDepth(float zOverW) {
-  ARM_PRECISE float d = zOverW * 0.49999f + 0.5f;
-  return d;
+// The original's depth, z/w * 0.49999 + 0.5, in fixed point with 2^26 levels: fine enough that the prior's
+// truncation (1e-6) separates layers, coarse enough that twice a triangle's area (< 2^36, see the guard band)
+// times a depth level stays inside int64: z/w is clamped to [-2, 2], outside the visible [-1, 1], so
+// |levels| < 1.5 * 2^26. Computed as (z*C + w*2^25) / w with C = float(0.49999) * 2^26 (see the setup arithmetic
+// above).
+// The token keeps the original's 2^18 levels (rasterTokenLevel).
+ARM_FN int64_t rasterDepthLevel(float z, float w) {
+  // 33553760 = float(0.49999) * 2^26 exactly, as a literal: glslang folds float(0.49999f) into a double unrounded.
+  const RasterReal scale = RasterReal(33553760.0), lo = RasterReal(33554432.0) - RasterReal(2) * scale,
+                   hi = RasterReal(33554432.0) + RasterReal(2) * scale;
+  ARM_PRECISE RasterReal level = (RasterReal(z) * scale + RasterReal(w) * RasterReal(33554432.0)) / RasterReal(w);
+  level = level > lo ? (level < hi ? level : hi) : lo;  // NaN -> in front of the near plane: dropped
+  return int64_t(level);
 }
-// Depth in fixed point with 2^26 levels: fine enough that the prior's truncation (1e-6) separates layers, coarse
-// enough that edge function (< 2^35) times depth (< 2^27) sums stay inside int64. The token keeps the original's
-// 2^18 levels (rasterTokenLevel).
-ARM_FN int64_t rasterDepthLevel(float depth) { return int64_t(depth * 67108864.0f); }
+// The depth prior's threshold (the prior in z/w units, plus the truncation) in the same levels: fragments in
+// front of it are peeled away.
+ARM_FN int64_t rasterPriorLevel(float prior, float truncation) {
+  return rasterDepthLevel(prior, 1.0f) + int64_t(RasterReal(truncation) * RasterReal(67108864.0));
+}
 ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
   // Far fragments share the last level; ~0 means empty. (Not a hex literal: GLSL would read 0xfffffffe as -2.)
   int64_t level = depthLevel >> 8, cap = (int64_t(1) << 32) - int64_t(2);
@@ -121,6 +150,9 @@ ARM_SHARED_STRUCT(RasterTri) {
   uint narrow;   // 1: vertex extent under 2^14 grid steps (1024 pixels): edge functions are exact in 32 bits
 };
 
+ARM_FN int rasterMin(int a, int b) { return a < b ? a : b; }  // (GLSL's min is not C++'s)
+ARM_FN int rasterMax(int a, int b) { return a > b ? a : b; }
+
 ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, float by, float bz, float bw, float cx,
                              float cy, float cz, float cw, uint width, uint height) {
   RasterTri t;
@@ -132,30 +164,28 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.minX = t.minY = 0;
   t.maxX = t.maxY = -1;
   if (!(aw > 0.0f) || !(bw > 0.0f) || !(cw > 0.0f)) return t;  // w <= 0 or NaN: rejected
-  t.x0 = rasterFixed(rasterScreen(rasterDivide(ax, aw), width));
-  t.y0 = rasterFixed(rasterScreen(rasterDivide(ay, aw), height));
-  t.x1 = rasterFixed(rasterScreen(rasterDivide(bx, bw), width));
-  t.y1 = rasterFixed(rasterScreen(rasterDivide(by, bw), height));
-  t.x2 = rasterFixed(rasterScreen(rasterDivide(cx, cw), width));
-  t.y2 = rasterFixed(rasterScreen(rasterDivide(cy, cw), height));
-  t.d0 = rasterDepthLevel(rasterDepth(rasterDivide(az, aw)));
-  t.d1 = rasterDepthLevel(rasterDepth(rasterDivide(bz, bw)));
-  t.d2 = rasterDepthLevel(rasterDepth(rasterDivide(cz, cw)));
+  t.x0 = rasterFixed(ax, aw, width);
+  t.y0 = rasterFixed(ay, aw, height);
+  t.x1 = rasterFixed(bx, bw, width);
+  t.y1 = rasterFixed(by, bw, height);
+  t.x2 = rasterFixed(cx, cw, width);
+  t.y2 = rasterFixed(cy, cw, height);
+  t.d0 = rasterDepthLevel(az, aw);
+  t.d1 = rasterDepthLevel(bz, bw);
+  t.d2 = rasterDepthLevel(cz, cw);
+  int lo = rasterMin(t.x0, rasterMin(t.x1, t.x2)), hi = rasterMax(t.x0, rasterMax(t.x1, t.x2));
+  int loY = rasterMin(t.y0, rasterMin(t.y1, t.y2)), hiY = rasterMax(t.y0, rasterMax(t.y1, t.y2));
+  if (lo < RASTER_GUARD_LO || loY < RASTER_GUARD_LO || hi >= RASTER_GUARD_HI || hiY >= RASTER_GUARD_HI) return t;
   int64_t area = rasterEdge(t.x0, t.y0, t.x1, t.y1, t.x2, t.y2);
   if (area == int64_t(0)) return t;
   t.sign = area > int64_t(0) ? 1 : -1;
   t.area = area * int64_t(t.sign);
-  int lo = t.x0 < t.x1 ? (t.x0 < t.x2 ? t.x0 : t.x2) : (t.x1 < t.x2 ? t.x1 : t.x2);
-  int hi = t.x0 > t.x1 ? (t.x0 > t.x2 ? t.x0 : t.x2) : (t.x1 > t.x2 ? t.x1 : t.x2);
-  bool narrowX = hi - lo < 16384;
-  t.minX = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
-  t.maxX = (hi - 8) / 16 + 1 < int(width) - 1 ? (hi - 8) / 16 + 1 : int(width) - 1;
-  lo = t.y0 < t.y1 ? (t.y0 < t.y2 ? t.y0 : t.y2) : (t.y1 < t.y2 ? t.y1 : t.y2);
-  hi = t.y0 > t.y1 ? (t.y0 > t.y2 ? t.y0 : t.y2) : (t.y1 > t.y2 ? t.y1 : t.y2);
-  t.minY = (lo - 8) / 16 - 1 > 0 ? (lo - 8) / 16 - 1 : 0;
-  t.maxY = (hi - 8) / 16 + 1 < int(height) - 1 ? (hi - 8) / 16 + 1 : int(height) - 1;
+  t.minX = rasterMax((lo - 8) / 16 - 1, 0);
+  t.maxX = rasterMin((hi - 8) / 16 + 1, int(width) - 1);
+  t.minY = rasterMax((loY - 8) / 16 - 1, 0);
+  t.maxY = rasterMin((hiY - 8) / 16 + 1, int(height) - 1);
   // Pixels lie within 2 pixels of the vertex box, so |products| < 2^28.1 and edge values < 2^29.1.
-  t.narrow = narrowX && hi - lo < 16384 ? 1u : 0u;
+  t.narrow = hi - lo < 16384 && hiY - loY < 16384 ? 1u : 0u;
   t.valid = t.minX <= t.maxX && t.minY <= t.maxY ? 1u : 0u;  // off screen: an empty box (whose size would wrap)
   return t;
 }

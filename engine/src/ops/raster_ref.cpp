@@ -112,7 +112,7 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
     std::fill(z.begin(), z.end(), kEmpty);
     for (size_t f = work.first; f < work.end; ++f)
       walkTriangle(work.pos, faces, f, W, H, [&](size_t pix, int64_t level) {
-        if (imagePrior && level < rasterDepthLevel(rasterDepth(imagePrior[pix]) + d.occlusionTruncation)) return;
+        if (imagePrior && level < rasterPriorLevel(imagePrior[pix], d.occlusionTruncation)) return;
         if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
         z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f)));
       });
