@@ -19,7 +19,7 @@ struct AvatarScene::CudaPath {
   std::unique_ptr<cuda::Skinning> skin;
   cuda::DeviceMemory pose, betas, expression, transl;
   std::vector<float> staging[4];  // float parameters for the stream-ordered uploads, reused every frame
-  cuda::EventTimer timer;
+  cuda::EventTimer timer, rasterTimer;
   std::unique_ptr<interop::SharedBuffer> positions, joints;  // drawn by Vulkan straight from CUDA's output
   std::string status;
 #endif
@@ -222,6 +222,25 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   }
 #endif
   m_lastSkinningMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
+                                         VkExtent2D extent) {
+  if (!m_raster) m_raster = std::make_unique<VisibilityRaster>(m_ctx, m_model.faces, m_model.vertexCount);
+  m_lastRasterMs = 0;
+#ifdef ARMATURE_HAS_INTEROP
+  if (m_backend == Backend::Cuda) {
+    auto& c = *m_cuda;
+    c.rasterTimer.start(c.stream);
+    VisibilityBuffers out = m_raster->runCuda(static_cast<const float*>(c.positions->cudaPointer()), m_avatars, viewProj,
+                                              extent, c.stream);
+    c.rasterTimer.stop(c.stream);
+    c.stream.synchronize();
+    m_lastRasterMs = c.rasterTimer.milliseconds();
+    return out;
+  }
+#endif
+  return m_raster->recordVulkan(cmd, positions(), m_avatars, viewProj, extent, timer);
 }
 
 }  // namespace armature::app

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "app/visibility.h"
 #include "armature/backend.h"
 #include "armature/body/body_model.h"
 #include "armature/ops/skinning.h"
@@ -46,6 +47,11 @@ class AvatarScene {
   // The skinned positions of every avatar after the last skin() has executed (Vulkan and CPU backends).
   std::vector<float> readPositions() const;
   double lastSkinningMs() const { return m_lastSkinningMs; }
+  // The compute-raster mode, after skin(): every avatar through the project's rasteriser into a visibility
+  // buffer for Renderer — CUDA's for the CUDA backend (runs now, lastRasterMs()), Vulkan compute's for the
+  // others (recorded into `cmd` in a "raster" timer zone). `viewProj`: the camera's, as Renderer draws with.
+  VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj, VkExtent2D extent);
+  double lastRasterMs() const { return m_lastRasterMs; }
   // The axis-aligned box of avatar 0 at rest (for framing the camera) and the floor height.
   void bounds(float lo[3], float hi[3]) const;
   float floorY() const { return m_floorY; }
@@ -59,7 +65,8 @@ class AvatarScene {
   uint32_t m_maxAvatars, m_avatars = 1, m_shape, m_expr;
   Backend m_backend = Backend::Vulkan;
   BodyParams m_base, m_params;
-  double m_time = 0, m_lastSkinningMs = 0;
+  double m_time = 0, m_lastSkinningMs = 0, m_lastRasterMs = 0;
+  std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
   std::unique_ptr<SkinningVk> m_vkSkin;
   vk::Buffer m_pose, m_betas, m_expression, m_transl, m_joints;  // host-visible parameter buffers

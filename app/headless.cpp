@@ -64,6 +64,8 @@ int runHeadless(const ViewerOptions& o) {
   draw.skeleton = o.skeleton;
   draw.jointCount = scene.model().jointCount;
 
+  ARM_CHECK(o.raster == "hardware" || o.raster == "compute", "--raster must be hardware or compute, got '%s'", o.raster.c_str());
+  const float aspect = float(o.width) / float(o.height);
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
   auto start = std::chrono::steady_clock::now();
@@ -73,6 +75,7 @@ int runHeadless(const ViewerOptions& o) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
       scene.skin(cmd, &timer);
+      if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       uint32_t z = timer.beginZone(cmd, "draw");
       draw.joints = scene.joints();
       renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
@@ -83,6 +86,7 @@ int runHeadless(const ViewerOptions& o) {
     rec.startMs = std::chrono::duration<double, std::milli>(t0 - start).count();
     if (scene.backend() != Backend::Vulkan)
       rec.gpu.push_back({scene.backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", scene.lastSkinningMs()});
+    if (o.raster == "compute" && scene.backend() == Backend::Cuda) rec.gpu.push_back({"raster (cuda)", scene.lastRasterMs()});
     for (auto& z : timer.waitFrame(uint64_t(f))) rec.gpu.push_back({z.name, z.milliseconds});
     rec.cpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     profiler.add(std::move(rec));
@@ -99,8 +103,8 @@ int runHeadless(const ViewerOptions& o) {
     profiler.writeCsv(csv);
     std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());
   }
-  std::printf("device: %s; skinning: %s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
-              scene.backendStatus().c_str(), o.avatars, o.frames, o.width, o.height);
+  std::printf("device: %s; skinning: %s; raster: %s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
+              scene.backendStatus().c_str(), o.raster.c_str(), o.avatars, o.frames, o.width, o.height);
   std::printf("%-18s %9s %9s %9s %9s\n", "stage (ms)", "last", "mean", "p99", "max");
   for (auto& [name, s] : profiler.stats())
     std::printf("%-18s %9.4f %9.4f %9.4f %9.4f\n", name.c_str(), s.last, s.mean, s.p99, s.max);

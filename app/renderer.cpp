@@ -100,7 +100,8 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   dep.srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
                      VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   dep.dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
-                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT;
+                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT |
+                     VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT;  // the visibility pass reads compute output there
   dep.srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
@@ -128,6 +129,20 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   pl.pPushConstantRanges = &range;
   VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_layout));
 
+  // The visibility pass reads four buffers in its fragment shader.
+  VkDescriptorSetLayoutBinding vb[4];
+  for (uint32_t i = 0; i < 4; ++i) vb[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, nullptr};
+  sl.bindingCount = 4;
+  sl.pBindings = vb;
+  VK_CHECK(vkCreateDescriptorSetLayout(dev, &sl, nullptr, &m_visibilitySetLayout));
+  pl.pSetLayouts = &m_visibilitySetLayout;
+  VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_visibilityLayout));
+  VkShaderModule fullscreen = module(dev, shaders::visibility_vert), shade = module(dev, shaders::visibility_frag);
+  m_visibility = createPipeline(fullscreen, shade, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true,
+                                m_visibilityLayout);
+  vkDestroyShaderModule(dev, fullscreen, nullptr);
+  vkDestroyShaderModule(dev, shade, nullptr);
+
   VkShaderModule vert = module(dev, shaders::mesh_vert), frag = module(dev, shaders::mesh_frag);
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   VkPhysicalDeviceFeatures f;
@@ -141,7 +156,7 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
 }
 
 VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
-                                    bool depthTest) {
+                                    bool depthTest, VkPipelineLayout layout) {
   VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
                                                {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};
   stages[0].stage = VK_SHADER_STAGE_VERTEX_BIT;
@@ -192,7 +207,7 @@ VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, Vk
   ci.pDepthStencilState = &ds;
   ci.pColorBlendState = &cb;
   ci.pDynamicState = &dy;
-  ci.layout = m_layout;
+  ci.layout = layout ? layout : m_layout;
   ci.renderPass = m_renderPass;
   VkPipeline p;
   VK_CHECK(vkCreateGraphicsPipelines(m_ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &p));
@@ -205,6 +220,9 @@ Renderer::~Renderer() {
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
   vkDestroyPipeline(dev, m_bones, nullptr);
   vkDestroyPipeline(dev, m_points, nullptr);
+  vkDestroyPipeline(dev, m_visibility, nullptr);
+  vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
+  vkDestroyDescriptorSetLayout(dev, m_visibilitySetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
@@ -252,7 +270,24 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
     }
   };
   if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
-  if (s.avatars) draw(m_fill, RENDER_MODE_MESH);
+  if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
+    VkDescriptorBufferInfo infos[4] = {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE}, {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet writes[4];
+    for (uint32_t i = 0; i < 4; ++i) {
+      writes[i] = w;
+      writes[i].dstBinding = i;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    push.mode = RENDER_MODE_VISIBILITY;
+    push.width = extent.width;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibility);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 4, writes);
+    vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    vkCmdDraw(cmd, 3, 1, 0, 0);
+  } else if (s.avatars) {
+    draw(m_fill, RENDER_MODE_MESH);
+  }
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
   if (s.skeleton && s.joints && s.jointCount) {
     info.buffer = s.joints;  // the same shader reads joints instead of vertices

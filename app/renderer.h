@@ -21,6 +21,13 @@ struct Camera {
   void frame(const float lo[3], const float hi[3]);
 };
 
+// The compute rasteriser's output for one frame (app/visibility.h): drawn instead of the hardware-rasterised mesh.
+struct VisibilityBuffers {
+  VkBuffer faces = VK_NULL_HANDLE;       // every avatar's faces, vertex ids offset into the position buffer
+  VkBuffer faceIds = VK_NULL_HANDLE;     // H × W int32: face + 1, 0 = background
+  VkBuffer barycentrics = VK_NULL_HANDLE;  // H × W × 3 floats
+};
+
 struct DrawSettings {
   uint32_t vertexCount = 0;  // per avatar
   uint32_t avatars = 1;
@@ -31,6 +38,7 @@ struct DrawSettings {
   uint32_t jointCount = 0;    // per avatar, in the joints buffer
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
+  VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
 };
 
 class Renderer {
@@ -54,13 +62,16 @@ class Renderer {
 
  private:
   VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
-                            bool depthTest = true);
+                            bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
   vk::Context& m_ctx;
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
   VkRenderPass m_renderPass = VK_NULL_HANDLE;
   VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;
   VkPipelineLayout m_layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout m_visibilitySetLayout = VK_NULL_HANDLE;  // positions, faces, face ids, barycentrics
+  VkPipelineLayout m_visibilityLayout = VK_NULL_HANDLE;
+  VkPipeline m_visibility = VK_NULL_HANDLE;
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)

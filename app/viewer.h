@@ -19,6 +19,7 @@ struct ViewerOptions {
   bool wireframe = false;
   bool ground = true;
   bool skeleton = false;
+  std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
   std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
 };
 

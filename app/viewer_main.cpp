@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   cli.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   cli.add_flag("!--no-ground", o.ground, "do not draw the ground grid");
   cli.add_flag("--skeleton", o.skeleton, "draw bones and joint markers");
+  cli.add_option("--raster", o.raster, "how the avatars are rasterised: hardware (graphics pipeline) | compute "
+                 "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")
+      ->check(CLI::IsMember({"hardware", "compute"}));
   cli.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR");
   CLI11_PARSE(cli, argc, argv);
   try {

@@ -100,6 +100,7 @@ class Viewer {
   Camera m_camera;
   DrawSettings m_draw;
   bool m_vsync = true, m_showOverlay = true, m_resize = false;
+  bool m_computeRaster = false;  // draw through the project's rasteriser (visibility buffer) instead of the hardware
   uint64_t m_frameIndex = 0;
   Clock::time_point m_start = Clock::now();
   double m_animTime = 0;
@@ -355,6 +356,12 @@ void Viewer::panels() {
   int backend = int(m_scene->backend());
   const char* names[] = {"CPU reference", "Vulkan compute", "CUDA (interop)"};
   if (ImGui::Combo("backend", &backend, names, 3)) setBackend(Backend(backend));
+  int raster = m_computeRaster ? 1 : 0;
+  const char* rasterNames[] = {"hardware (graphics pipeline)", "compute (visibility buffer)"};
+  if (ImGui::Combo("rasterizer", &raster, rasterNames, 2)) m_computeRaster = raster == 1;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("compute: the project's rasterizer (CUDA with the CUDA backend, Vulkan compute otherwise)\n"
+                      "writes face ids and barycentrics, then one fullscreen pass shades them");
   int avatars = int(m_scene->avatars());
   if (ImGui::SliderInt("avatars", &avatars, 1, int(m_scene->maxAvatars()))) {
     try {
@@ -524,6 +531,17 @@ void Viewer::drawFrame() {
   m_scene->skin(fr.cmd, m_timer.get());
   if (m_scene->backend() != Backend::Vulkan)
     rec.gpu.insert(rec.gpu.begin(), {m_scene->backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", m_scene->lastSkinningMs()});
+  m_draw.visibility = {};
+  if (m_computeRaster) {
+    try {
+      m_draw.visibility = m_scene->rasterize(fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap.extent.width) / float(m_swap.extent.height)),
+                                             m_swap.extent);
+      if (m_scene->backend() == Backend::Cuda) rec.gpu.push_back({"raster (cuda)", m_scene->lastRasterMs()});
+    } catch (const std::exception& e) {
+      m_computeRaster = false;  // e.g. a crowd too large for it: back to the hardware rasteriser
+      m_status = std::string("compute raster: ") + e.what();
+    }
+  }
   uint32_t zone = m_timer->beginZone(fr.cmd, "draw + ui");
   m_draw.joints = m_scene->joints();
   m_renderer->record(fr.cmd, m_swap.framebuffers[imageIndex], m_swap.extent, m_camera, m_scene->positions(), m_draw,
@@ -615,9 +633,22 @@ int Viewer::guiTest() {
   for (size_t i = 0; i < before.size(); i += 4)
     changed += std::abs(int(before[i]) - int(after[i])) + std::abs(int(before[i + 1]) - int(after[i + 1])) > 24;
   std::printf("gui test: %zu of %zu pixels changed after moving the left shoulder\n", changed, before.size() / 4);
+  // Switched live to the compute rasteriser, the same frame looks the same (edges may differ by a pixel).
+  m_computeRaster = true;
+  frameOnce();
+  m_pendingScreenshot = dir + "/gui_compute.png";
+  frameOnce();
+  auto compute = m_lastScreenshot;
+  size_t differ = 0;
+  for (size_t i = 0; i < after.size() && compute.size() == after.size(); i += 4)
+    differ += std::abs(int(compute[i]) - int(after[i])) + std::abs(int(compute[i + 1]) - int(after[i + 1])) > 24;
+  std::printf("gui test: compute rasteriser differs from the hardware one at %zu of %zu pixels%s\n", differ,
+              after.size() / 4, m_computeRaster ? "" : (" (it failed: " + m_status + ")").c_str());
   std::string json = dir + "/gui_profile.json";
   m_profiler.writeChromeTrace(json);
-  return changed > before.size() / 4 / 200 ? 0 : 1;  // at least 0.5% of the image
+  bool moved = changed > before.size() / 4 / 200;  // at least 0.5% of the image
+  bool agree = m_computeRaster && compute.size() == after.size() && differ < after.size() / 4 / 100;  // under 1%
+  return moved && agree ? 0 : 1;
 }
 
 void Viewer::cleanup() {
@@ -656,6 +687,7 @@ int Viewer::run() {
     m_draw.avatars = m_avatars;
     m_draw.wireframe = m_options.wireframe;
     m_draw.skeleton = m_options.skeleton;
+    m_computeRaster = m_options.raster == "compute";
     std::string backend = m_options.backend;
     setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
     createSwapchain();

@@ -44,6 +44,9 @@ else
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
   $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --profile "$out/viewer_vulkan_1.json"
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --no-ground --profile "$out/viewer_cuda_1_noground.json"
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --raster compute --profile "$out/viewer_cuda_1_compute.json" --screenshot "$out/viewer_cuda_1_compute.png"
+  $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --raster compute --profile "$out/viewer_vulkan_1_compute.json"
+  $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --raster compute --profile "$out/viewer_cuda_1024_compute.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1

@@ -3,6 +3,7 @@
 // the ground; dark lines for the wireframe overlay.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/render_io.h"
+#include "shade.glsl"
 
 layout(location = 0) in vec3 worldPos;
 layout(location = 0) out vec4 color;
@@ -24,13 +25,6 @@ void main() {
     color = pc.mode == RENDER_MODE_BONES ? vec4(0.2, 0.85, 0.95, 1.0) : vec4(1.0, 0.75, 0.2, 1.0);
     return;
   }
-  vec3 n = normalize(cross(dFdx(worldPos), dFdy(worldPos)));
-  if (dot(n, toEye) < 0.0) n = -n;  // two-sided: the normal faces the eye
-  vec3 key = normalize(vec3(-0.4, 0.8, 0.6));
-  float diffuse = max(dot(n, key), 0.0);
-  vec3 hemi = mix(vec3(0.25, 0.22, 0.2), vec3(0.55, 0.6, 0.7), 0.5 + 0.5 * n.y);
-  vec3 h = normalize(key + toEye);
-  float spec = pow(max(dot(n, h), 0.0), 32.0) * 0.15;
-  vec3 skin = vec3(0.86, 0.68, 0.58);
-  color = vec4(skin * (0.75 * diffuse + hemi * 0.55) + spec, 1.0);
+  vec3 n = normalize(cross(dFdx(worldPos), dFdy(worldPos)));  // flat: the triangle's normal
+  color = vec4(shadeSkin(n, toEye), 1.0);
 }

@@ -161,7 +161,28 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
     }
 }
 
+struct Matrix {
+  float m[16];
+};
+__global__ void clipKernel(const float* positions, uint32_t count, Matrix a, float4* clip) {
+  uint32_t v = blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= count) return;
+  float x = positions[v * 3], y = positions[v * 3 + 1], z = positions[v * 3 + 2];
+  const float* m = a.m;
+  clip[v] = make_float4(m[0] * x + m[4] * y + m[8] * z + m[12], m[1] * x + m[5] * y + m[9] * z + m[13],
+                        m[2] * x + m[6] * y + m[10] * z + m[14], m[3] * x + m[7] * y + m[11] * z + m[15]);
+}
+
 }  // namespace
+
+void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, const Stream& stream) {
+  ARM_CHECK(positions && viewProj && clip, "cuda::transformToClip: null pointer");
+  if (!count) return;
+  Matrix a;
+  for (int i = 0; i < 16; ++i) a.m[i] = viewProj[i];
+  clipKernel<<<(count + 255) / 256, 256, 0, raw(stream)>>>(positions, count, a, reinterpret_cast<float4*>(clip));
+  CUDA_CHECK_LAUNCH();
+}
 
 void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces, uint32_t faceCount,
                const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics, const Stream& stream,

@@ -8,6 +8,7 @@
 #define RENDER_MODE_LINES 2u    // the mesh again as lines (wireframe overlay)
 #define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
 #define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
+#define RENDER_MODE_VISIBILITY 5u  // a fullscreen pass shading the compute rasteriser's visibility buffer
 
 #if defined(__cplusplus)
 struct RenderPush {
@@ -16,9 +17,17 @@ struct RenderPush {
   uint mode;            // RENDER_MODE_*
   uint vertexCount;     // vertices per avatar in the position buffer
   float floorY;         // ground height
-  uint pad0;
+  uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's row length
 };
 static_assert(sizeof(RenderPush) == 96);
+
+// clip_transform.comp: skinned positions (3 floats each) to the rasteriser's clip space (4 floats each).
+struct ClipPush {
+  float viewProj[16];   // column-major, world -> the rasteriser's clip space
+  uint count;           // vertices
+  uint pad[3];
+};
+static_assert(sizeof(ClipPush) == 80);
 #else
 layout(push_constant) uniform RenderPushBlock {
   mat4 viewProj;
@@ -26,7 +35,7 @@ layout(push_constant) uniform RenderPushBlock {
   uint mode;
   uint vertexCount;
   float floorY;
-  uint pad0;
+  uint width;
 } pc;
 #endif
 #endif

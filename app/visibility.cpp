@@ -1,0 +1,119 @@
+#include "app/visibility.h"
+
+#include <algorithm>
+
+#include "armature/cuda/raster.h"
+#include "armature/shaders.h"
+#include "shared/render_io.h"
+#ifdef ARMATURE_HAS_INTEROP
+#include "armature/interop/interop.h"
+#endif
+
+namespace armature::app {
+
+struct VisibilityRaster::Cuda {
+#ifdef ARMATURE_HAS_INTEROP
+  cuda::DeviceMemory faces, clip, scratch;
+  std::unique_ptr<interop::SharedBuffer> faceIds, barycentrics;
+#endif
+};
+
+VisibilityRaster::VisibilityRaster(vk::Context& ctx, std::vector<int32_t> faces, uint32_t vertexCount)
+    : m_ctx(ctx), m_faces(std::move(faces)), m_vertexCount(vertexCount) {
+  ARM_CHECK(!m_faces.empty() && m_faces.size() % 3 == 0, "VisibilityRaster: faces must be a non-empty (F,3) array");
+}
+
+VisibilityRaster::~VisibilityRaster() = default;
+
+std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& viewProj, VkExtent2D extent) {
+  std::array<float, 16> m = viewProj;
+  float sx = float(extent.width) / float(std::max(extent.width, 2u) - 1), sy = float(extent.height) / float(std::max(extent.height, 2u) - 1);
+  for (int col = 0; col < 4; ++col) {  // column-major: row r of column c is m[c * 4 + r]
+    m[size_t(col * 4)] *= sx;
+    m[size_t(col * 4 + 1)] *= sy;
+    m[size_t(col * 4 + 2)] = 2 * m[size_t(col * 4 + 2)] - m[size_t(col * 4 + 3)];  // z' = 2z - w
+  }
+  return m;
+}
+
+void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) {
+  bool cudaReady = m_cuda != nullptr;
+  if (avatars <= m_avatars && extent.width == m_extent.width && extent.height == m_extent.height && onCuda == cudaReady) return;
+  const size_t F = m_faces.size() / 3, V = m_vertexCount;
+  const size_t faceBytes = size_t(avatars) * F * 12;
+  ARM_CHECK(faceBytes <= (size_t(1) << 30), "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use the "
+            "hardware rasteriser for crowds this large", avatars, faceBytes >> 20);
+  vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still read the old buffers
+  // Every avatar's faces, offset to its vertices: the crowd is one mesh to the rasteriser (face id = b·F + f).
+  std::vector<int32_t> all(size_t(avatars) * F * 3);
+  for (size_t b = 0; b < avatars; ++b)
+    for (size_t i = 0; i < F * 3; ++i) all[b * F * 3 + i] = m_faces[i] + int32_t(b * V);
+  m_allFaces = vk::makeStorageBuffer<int32_t>(m_ctx, all);
+  RasterDesc d{extent.width, extent.height};
+  const size_t pixels = d.pixels();
+  m_cuda.reset();
+  for (vk::Buffer* b : {&m_clip, &m_scratch, &m_faceIds, &m_barycentrics}) *b = vk::Buffer();
+  if (onCuda) {
+#ifdef ARMATURE_HAS_INTEROP
+    auto c = std::make_unique<Cuda>();
+    c->faces = cuda::DeviceMemory::from(all);
+    c->clip = cuda::DeviceMemory(size_t(avatars) * V * 16);
+    c->scratch = cuda::DeviceMemory(rasterScratchBytes(d));
+    c->faceIds = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 4);
+    c->barycentrics = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 12);
+    m_cuda = std::move(c);
+#else
+    throw Error("compute raster on CUDA: this build has no CUDA");
+#endif
+  } else {
+    m_clip = vk::Buffer(m_ctx, size_t(avatars) * V * 16, vk::kStorageUsage);
+    m_scratch = vk::Buffer(m_ctx, rasterScratchBytes(d), vk::kStorageUsage);
+    m_faceIds = vk::Buffer(m_ctx, pixels * 4, vk::kStorageUsage);
+    m_barycentrics = vk::Buffer(m_ctx, pixels * 12, vk::kStorageUsage);
+  }
+  m_avatars = avatars;
+  m_extent = extent;
+}
+
+VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
+                                                 const std::array<float, 16>& viewProj, VkExtent2D extent, vk::GpuTimer* timer) {
+  ensure(avatars, extent, false);
+  // The previous frame's visibility pass may still read these buffers: its fragment shading comes first.
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       0, 0, nullptr, 0, nullptr, 0, nullptr);
+  uint32_t zone = timer ? timer->beginZone(cmd, "raster") : 0;
+  ClipPush push{};
+  auto m = clipMatrix(viewProj, extent);
+  std::copy(m.begin(), m.end(), push.viewProj);
+  push.count = avatars * m_vertexCount;
+  const auto& transform = m_ctx.program(shaders::clip_transform, 2, sizeof push);
+  vk::dispatch(cmd, transform, vk::groupCount(push.count, 64), {{positions, 0, VK_WHOLE_SIZE}, m_clip.view()}, push);
+  vk::computeBarrier(cmd);
+  rasterizeVk(m_ctx, cmd, RasterDesc{extent.width, extent.height}, m_clip, push.count, m_allFaces,
+              uint32_t(avatars * (m_faces.size() / 3)), nullptr, m_scratch, m_faceIds, m_barycentrics);
+  if (timer) timer->endZone(cmd, zone);
+  vk::computeBarrier(cmd);
+  return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle()};
+}
+
+VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
+                                            VkExtent2D extent, const cuda::Stream& stream) {
+#ifdef ARMATURE_HAS_INTEROP
+  ensure(avatars, extent, true);
+  Cuda& c = *m_cuda;
+  auto m = clipMatrix(viewProj, extent);
+  uint32_t count = avatars * m_vertexCount;
+  cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), stream);
+  cuda::rasterize(RasterDesc{extent.width, extent.height}, c.clip.as<float>(), count, c.faces.as<int32_t>(),
+                  uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
+                  static_cast<int32_t*>(c.faceIds->cudaPointer()), static_cast<float*>(c.barycentrics->cudaPointer()), stream);
+  c.faceIds->toVulkan(stream);
+  c.barycentrics->toVulkan(stream);
+  return {m_allFaces.handle(), c.faceIds->buffer(), c.barycentrics->buffer()};
+#else
+  (void)positions, (void)avatars, (void)viewProj, (void)extent, (void)stream;
+  throw Error("compute raster on CUDA: this build has no CUDA");
+#endif
+}
+
+}  // namespace armature::app
