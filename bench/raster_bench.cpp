@@ -7,6 +7,7 @@
 #include "armature/cuda/raster.h"
 #include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/raster.h"
+#include "armature/ops/raster_hardware.h"
 #include "armature/vk/timer.h"
 #include "bench/bench.h"
 
@@ -34,6 +35,31 @@ void spheres(size_t triangles, std::vector<float>& pos, std::vector<int32_t>& fa
         faces.insert(faces.end(), {a, c2, b, b, c2, d});
       }
   }
+}
+// The GPU's own rasteriser writing the same visibility buffer through a graphics pipeline (the physical reference):
+// the render pass alone (clears + draw), timed like the compute path.
+Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const std::vector<float>& pos,
+                const std::vector<int32_t>& faces, int iters) {
+  auto bp = vk::makeStorageBuffer<float>(ctx, pos);
+  auto bf = vk::makeStorageBuffer<int32_t>(ctx, faces);
+  HardwareRasterVk hw(ctx, d.width, d.height);
+  vk::GpuTimer timer(ctx, 2, 1);
+  std::vector<double> ms;
+  for (int i = 0; i < iters + 3; ++i) {
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      timer.beginFrame(cmd, uint64_t(i));
+      uint32_t zone = timer.beginZone(cmd, "hardware raster");
+      hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3));
+      timer.endZone(cmd, zone);
+    });
+    double v = timer.waitFrame(uint64_t(i))[0].milliseconds;
+    if (i >= 3) ms.push_back(v);
+  }
+  // Bytes: the mesh, the depth buffer cleared, tested and written, the two colour targets (4 + 8 bytes) written.
+  double bytes = double(pos.size() * 4 + faces.size() * 4 + d.pixels() * (4 * 3 + 12));
+  Row r{"raster", "vulkan-hw", std::string(scene) + " hardware", uint32_t(faces.size() / 3), 0, 0, bytes, 0};
+  r.medianMs = median(ms), r.minMs = minOf(ms);
+  return r;
 }
 }  // namespace
 
@@ -101,6 +127,7 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
+      if (backend == Backend::Vulkan && !withInterpolate) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
 }
 
