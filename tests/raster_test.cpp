@@ -418,8 +418,9 @@ TEST(RasterHardware, AgreesWithTheReferenceOnAClosedMesh) {
     covered += ref.findices[i] != 0 || got[i] != 0;
     if (ref.findices[i] == 0 || got[i] != ref.findices[i]) continue;
     ++same;
-    // The hardware interpolates in float with its own precision: 1e-3 is far below one texel of any use.
-    baryOk += std::abs(b[i * 2] - ref.barycentrics[i * 3]) < 1e-3f && std::abs(b[i * 2 + 1] - ref.barycentrics[i * 3 + 1]) < 1e-3f;
+    // The hardware interpolates from vertices snapped to its own subpixel grid (1/256 pixel on NVIDIA): on triangles
+    // a few pixels across that moves barycentrics by up to ~1e-2 (lavapipe agrees to 1e-3 everywhere).
+    baryOk += std::abs(b[i * 2] - ref.barycentrics[i * 3]) < 1e-2f && std::abs(b[i * 2 + 1] - ref.barycentrics[i * 3 + 1]) < 1e-2f;
   }
   ASSERT_GT(covered, 3000u);
   EXPECT_GE(double(same), 0.98 * double(covered)) << same << " of " << covered << " covered pixels agree";
