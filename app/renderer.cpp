@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "armature/shaders.h"
+#include "armature/vk/graphics.h"
 #include "shared/render_io.h"
 
 namespace armature::app {
@@ -15,14 +15,6 @@ Mat4 multiply(const Mat4& a, const Mat4& b) {  // column-major a·b
     for (int row = 0; row < 4; ++row)
       for (int k = 0; k < 4; ++k) c[size_t(col * 4 + row)] += a[size_t(k * 4 + row)] * b[size_t(col * 4 + k)];
   return c;
-}
-VkShaderModule module(VkDevice device, const shaders::SpirvBlob& blob) {
-  VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  ci.codeSize = blob.wordCount * 4;
-  ci.pCode = blob.words;
-  VkShaderModule m;
-  VK_CHECK(vkCreateShaderModule(device, &ci, nullptr, &m));
-  return m;
 }
 }  // namespace
 
@@ -115,35 +107,16 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   rp.pDependencies = &dep;
   VK_CHECK(vkCreateRenderPass(dev, &rp, nullptr, &m_renderPass));
 
-  VkDescriptorSetLayoutBinding b{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_VERTEX_BIT, nullptr};
-  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  sl.bindingCount = 1;
-  sl.pBindings = &b;
-  VK_CHECK(vkCreateDescriptorSetLayout(dev, &sl, nullptr, &m_setLayout));
-  VkPushConstantRange range{VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof(RenderPush)};
-  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &m_setLayout;
-  pl.pushConstantRangeCount = 1;
-  pl.pPushConstantRanges = &range;
-  VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_layout));
-
-  // The visibility pass reads four buffers in its fragment shader.
-  VkDescriptorSetLayoutBinding vb[4];
-  for (uint32_t i = 0; i < 4; ++i) vb[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, nullptr};
-  sl.bindingCount = 4;
-  sl.pBindings = vb;
-  VK_CHECK(vkCreateDescriptorSetLayout(dev, &sl, nullptr, &m_visibilitySetLayout));
-  pl.pSetLayouts = &m_visibilitySetLayout;
-  VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_visibilityLayout));
-  VkShaderModule fullscreen = module(dev, shaders::visibility_vert), shade = module(dev, shaders::visibility_frag);
-  m_visibility = createPipeline(fullscreen, shade, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true,
-                                m_visibilityLayout);
-  vkDestroyShaderModule(dev, fullscreen, nullptr);
-  vkDestroyShaderModule(dev, shade, nullptr);
-
-  VkShaderModule vert = module(dev, shaders::mesh_vert), frag = module(dev, shaders::mesh_frag);
+  const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
+  auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
+  m_setLayout = layouts.set, m_layout = layouts.pipeline;
+  // The visibility pass reads four buffers in its fragment shader: positions, faces, face ids, barycentrics.
+  layouts = vk::createDrawLayouts(ctx, 4, VK_SHADER_STAGE_FRAGMENT_BIT, sizeof(RenderPush), both);
+  m_visibilitySetLayout = layouts.set, m_visibilityLayout = layouts.pipeline;
+  m_visibility = createPipeline(shaders::visibility_vert, shaders::visibility_frag, VK_POLYGON_MODE_FILL,
+                                VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
+  const auto& vert = shaders::mesh_vert;
+  const auto& frag = shaders::mesh_frag;
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
@@ -151,67 +124,20 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
   m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
   m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
-  vkDestroyShaderModule(dev, vert, nullptr);
-  vkDestroyShaderModule(dev, frag, nullptr);
 }
 
-VkPipeline Renderer::createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
-                                    bool depthTest, VkPipelineLayout layout) {
-  VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
-                                               {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};
-  stages[0].stage = VK_SHADER_STAGE_VERTEX_BIT;
-  stages[0].module = vert;
-  stages[0].pName = "main";
-  stages[1].stage = VK_SHADER_STAGE_FRAGMENT_BIT;
-  stages[1].module = frag;
-  stages[1].pName = "main";
-  VkPipelineVertexInputStateCreateInfo vi{VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
-  VkPipelineInputAssemblyStateCreateInfo ia{VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO};
-  ia.topology = topology;
-  VkPipelineViewportStateCreateInfo vp{VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO};
-  vp.viewportCount = 1;
-  vp.scissorCount = 1;
-  VkPipelineRasterizationStateCreateInfo rs{VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO};
-  rs.polygonMode = mode;
-  rs.cullMode = VK_CULL_MODE_NONE;  // the ground and thin parts are seen from both sides
-  rs.frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE;
-  rs.lineWidth = 1.0f;
-  if (mode == VK_POLYGON_MODE_LINE) {
-    rs.depthBiasEnable = VK_TRUE;  // lines win against the surface they lie on
-    rs.depthBiasConstantFactor = -1.0f;
-    rs.depthBiasSlopeFactor = -1.0f;
-  }
-  VkPipelineMultisampleStateCreateInfo ms{VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO};
-  ms.rasterizationSamples = VK_SAMPLE_COUNT_1_BIT;
-  VkPipelineDepthStencilStateCreateInfo ds{VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO};
-  ds.depthTestEnable = depthTest;
-  ds.depthWriteEnable = depthTest;
-  ds.depthCompareOp = VK_COMPARE_OP_LESS_OR_EQUAL;
-  VkPipelineColorBlendAttachmentState blend{};
-  blend.colorWriteMask = 0xf;
-  VkPipelineColorBlendStateCreateInfo cb{VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO};
-  cb.attachmentCount = 1;
-  cb.pAttachments = &blend;
-  VkDynamicState dyn[2] = {VK_DYNAMIC_STATE_VIEWPORT, VK_DYNAMIC_STATE_SCISSOR};
-  VkPipelineDynamicStateCreateInfo dy{VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO};
-  dy.dynamicStateCount = 2;
-  dy.pDynamicStates = dyn;
-  VkGraphicsPipelineCreateInfo ci{VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
-  ci.stageCount = 2;
-  ci.pStages = stages;
-  ci.pVertexInputState = &vi;
-  ci.pInputAssemblyState = &ia;
-  ci.pViewportState = &vp;
-  ci.pRasterizationState = &rs;
-  ci.pMultisampleState = &ms;
-  ci.pDepthStencilState = &ds;
-  ci.pColorBlendState = &cb;
-  ci.pDynamicState = &dy;
-  ci.layout = layout ? layout : m_layout;
-  ci.renderPass = m_renderPass;
-  VkPipeline p;
-  VK_CHECK(vkCreateGraphicsPipelines(m_ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &p));
-  return p;
+VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
+                                    VkPrimitiveTopology topology, bool depthTest, VkPipelineLayout layout) {
+  vk::GraphicsPipelineDesc d;
+  d.vertex = &vert;
+  d.fragment = &frag;
+  d.layout = layout ? layout : m_layout;
+  d.renderPass = m_renderPass;
+  d.topology = topology;
+  d.polygonMode = mode;
+  d.depthTest = depthTest;
+  d.depthBias = mode == VK_POLYGON_MODE_LINE ? -1.0f : 0.0f;  // lines win against the surface they lie on
+  return vk::createGraphicsPipeline(m_ctx, d);
 }
 
 Renderer::~Renderer() {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "armature/shaders.h"
 #include "armature/vk/buffer.h"
 #include "armature/vk/image.h"
 
@@ -61,8 +62,8 @@ class Renderer {
               const std::function<void(VkCommandBuffer)>& inPass = {});
 
  private:
-  VkPipeline createPipeline(VkShaderModule vert, VkShaderModule frag, VkPolygonMode mode, VkPrimitiveTopology topology,
-                            bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
+  VkPipeline createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
+                            VkPrimitiveTopology topology, bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
   vk::Context& m_ctx;
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;

@@ -1,20 +1,10 @@
 #include "armature/ops/raster_hardware.h"
 
-#include "armature/shaders.h"
+#include "armature/vk/graphics.h"
 #include "shared/raster_io.h"
 
 namespace armature {
 
-namespace {
-VkShaderModule shaderModule(VkDevice device, const shaders::SpirvBlob& blob) {
-  VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  ci.codeSize = blob.wordCount * 4;
-  ci.pCode = blob.words;
-  VkShaderModule m;
-  VK_CHECK(vkCreateShaderModule(device, &ci, nullptr, &m));
-  return m;
-}
-}  // namespace
 
 HardwareRasterVk::HardwareRasterVk(vk::Context& ctx, uint32_t width, uint32_t height)
     : m_ctx(ctx), m_extent{width, height} {
@@ -74,72 +64,21 @@ HardwareRasterVk::HardwareRasterVk(vk::Context& ctx, uint32_t width, uint32_t he
   fi.layers = 1;
   VK_CHECK(vkCreateFramebuffer(dev, &fi, nullptr, &m_framebuffer));
 
-  VkDescriptorSetLayoutBinding b[2] = {{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_VERTEX_BIT, nullptr},
-                                       {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_VERTEX_BIT, nullptr}};
-  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  sl.bindingCount = 2;
-  sl.pBindings = b;
-  VK_CHECK(vkCreateDescriptorSetLayout(dev, &sl, nullptr, &m_setLayout));
-  VkPushConstantRange range{VK_SHADER_STAGE_VERTEX_BIT, 0, sizeof(RasterPush)};
-  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &m_setLayout;
-  pl.pushConstantRangeCount = 1;
-  pl.pPushConstantRanges = &range;
-  VK_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &m_layout));
+  auto layouts = vk::createDrawLayouts(ctx, 2, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RasterPush), VK_SHADER_STAGE_VERTEX_BIT);
+  m_setLayout = layouts.set, m_layout = layouts.pipeline;
 
-  VkShaderModule vert = shaderModule(dev, shaders::raster_hw_vert), frag = shaderModule(dev, shaders::raster_hw_frag);
-  VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
-                                               {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};
-  stages[0].stage = VK_SHADER_STAGE_VERTEX_BIT;
-  stages[0].module = vert;
-  stages[0].pName = "main";
-  stages[1].stage = VK_SHADER_STAGE_FRAGMENT_BIT;
-  stages[1].module = frag;
-  stages[1].pName = "main";
-  VkPipelineVertexInputStateCreateInfo vi{VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
-  VkPipelineInputAssemblyStateCreateInfo ia{VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO};
-  ia.topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST;
+  vk::GraphicsPipelineDesc desc;
+  desc.vertex = &shaders::raster_hw_vert;
+  desc.fragment = &shaders::raster_hw_frag;
+  desc.layout = m_layout;
+  desc.renderPass = m_renderPass;
+  desc.depthCompare = VK_COMPARE_OP_LESS;
+  desc.colorAttachments = 2;
   // The original's viewport: NDC -1 at the centre of pixel 0 and +1 at the centre of pixel size-1; no y flip.
-  VkViewport viewport{0.5f, 0.5f, float(width - 1), float(height - 1), 0.0f, 1.0f};
-  VkRect2D scissor{{0, 0}, m_extent};
-  VkPipelineViewportStateCreateInfo vp{VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO};
-  vp.viewportCount = 1;
-  vp.pViewports = &viewport;
-  vp.scissorCount = 1;
-  vp.pScissors = &scissor;
-  VkPipelineRasterizationStateCreateInfo rs{VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO};
-  rs.polygonMode = VK_POLYGON_MODE_FILL;
-  rs.cullMode = VK_CULL_MODE_NONE;
-  rs.lineWidth = 1.0f;
-  VkPipelineMultisampleStateCreateInfo ms{VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO};
-  ms.rasterizationSamples = VK_SAMPLE_COUNT_1_BIT;
-  VkPipelineDepthStencilStateCreateInfo ds{VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO};
-  ds.depthTestEnable = VK_TRUE;
-  ds.depthWriteEnable = VK_TRUE;
-  ds.depthCompareOp = VK_COMPARE_OP_LESS;
-  VkPipelineColorBlendAttachmentState blend[2] = {};  // identical (no independentBlend needed): all channels
-  blend[0].colorWriteMask = blend[1].colorWriteMask = 0xf;
-  VkPipelineColorBlendStateCreateInfo cb{VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO};
-  cb.attachmentCount = 2;
-  cb.pAttachments = blend;
-  VkGraphicsPipelineCreateInfo ci{VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
-  ci.stageCount = 2;
-  ci.pStages = stages;
-  ci.pVertexInputState = &vi;
-  ci.pInputAssemblyState = &ia;
-  ci.pViewportState = &vp;
-  ci.pRasterizationState = &rs;
-  ci.pMultisampleState = &ms;
-  ci.pDepthStencilState = &ds;
-  ci.pColorBlendState = &cb;
-  ci.layout = m_layout;
-  ci.renderPass = m_renderPass;
-  VkResult r = vkCreateGraphicsPipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &m_pipeline);
-  vkDestroyShaderModule(dev, vert, nullptr);
-  vkDestroyShaderModule(dev, frag, nullptr);
-  VK_CHECK(r);
+  desc.fixedViewport = true;
+  desc.viewport = {0.5f, 0.5f, float(width - 1), float(height - 1), 0.0f, 1.0f};
+  desc.scissor = {{0, 0}, m_extent};
+  m_pipeline = vk::createGraphicsPipeline(ctx, desc);
 }
 
 HardwareRasterVk::~HardwareRasterVk() {
