@@ -110,8 +110,8 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
   m_setLayout = layouts.set, m_layout = layouts.pipeline;
-  // The visibility pass reads four buffers in its fragment shader: positions, faces, face ids, barycentrics.
-  layouts = vk::createDrawLayouts(ctx, 4, VK_SHADER_STAGE_FRAGMENT_BIT, sizeof(RenderPush), both);
+  // The visibility pass reads positions, faces, face ids, barycentrics (fragment) and the bounds (vertex).
+  layouts = vk::createDrawLayouts(ctx, 5, both, sizeof(RenderPush), both);
   m_visibilitySetLayout = layouts.set, m_visibilityLayout = layouts.pipeline;
   m_visibility = createPipeline(shaders::visibility_vert, shaders::visibility_frag, VK_POLYGON_MODE_FILL,
                                 VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
@@ -197,20 +197,21 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
   };
   if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
   if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
-    VkDescriptorBufferInfo infos[4] = {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE}, {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}};
-    VkWriteDescriptorSet writes[4];
-    for (uint32_t i = 0; i < 4; ++i) {
+    VkDescriptorBufferInfo infos[5] = {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE}, {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.bounds, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet writes[5];
+    for (uint32_t i = 0; i < 5; ++i) {
       writes[i] = w;
       writes[i].dstBinding = i;
       writes[i].pBufferInfo = &infos[i];
     }
     push.mode = RENDER_MODE_VISIBILITY;
-    push.width = extent.width;
+    push.width = extent.width, push.height = extent.height;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibility);
-    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 4, writes);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 5, writes);
     vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
-    vkCmdDraw(cmd, 3, 1, 0, 0);
+    vkCmdDraw(cmd, 6, 1, 0, 0);  // a rectangle over the bounds
   } else if (s.avatars) {
     draw(m_fill, RENDER_MODE_MESH);
   }

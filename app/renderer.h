@@ -27,6 +27,7 @@ struct VisibilityBuffers {
   VkBuffer faces = VK_NULL_HANDLE;       // every avatar's faces, vertex ids offset into the position buffer
   VkBuffer faceIds = VK_NULL_HANDLE;     // H × W int32: face + 1, 0 = background
   VkBuffer barycentrics = VK_NULL_HANDLE;  // H × W × 3 floats
+  VkBuffer bounds = VK_NULL_HANDLE;        // 4 uints: the pixel rectangle the avatars can cover (minX, minY, maxX, maxY)
 };
 
 struct DrawSettings {

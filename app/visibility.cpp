@@ -14,7 +14,7 @@ namespace armature::app {
 struct VisibilityRaster::Cuda {
 #ifdef ARMATURE_HAS_INTEROP
   cuda::DeviceMemory faces, clip, scratch;
-  std::unique_ptr<interop::SharedBuffer> faceIds, barycentrics;
+  std::unique_ptr<interop::SharedBuffer> faceIds, barycentrics, bounds;
 #endif
 };
 
@@ -52,7 +52,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) 
   RasterDesc d{extent.width, extent.height};
   const size_t pixels = d.pixels();
   m_cuda.reset();
-  for (vk::Buffer* b : {&m_clip, &m_scratch, &m_faceIds, &m_barycentrics}) *b = vk::Buffer();
+  for (vk::Buffer* b : {&m_clip, &m_scratch, &m_faceIds, &m_barycentrics, &m_bounds}) *b = vk::Buffer();
   if (onCuda) {
 #ifdef ARMATURE_HAS_INTEROP
     auto c = std::make_unique<Cuda>();
@@ -61,6 +61,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) 
     c->scratch = cuda::DeviceMemory(rasterScratchBytes(d));
     c->faceIds = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 4);
     c->barycentrics = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 12);
+    c->bounds = std::make_unique<interop::SharedBuffer>(m_ctx, 16);
     m_cuda = std::move(c);
 #else
     throw Error("compute raster on CUDA: this build has no CUDA");
@@ -70,6 +71,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) 
     m_scratch = vk::Buffer(m_ctx, rasterScratchBytes(d), vk::kStorageUsage);
     m_faceIds = vk::Buffer(m_ctx, pixels * 4, vk::kStorageUsage);
     m_barycentrics = vk::Buffer(m_ctx, pixels * 12, vk::kStorageUsage);
+    m_bounds = vk::Buffer(m_ctx, 16, vk::kStorageUsage);
   }
   m_avatars = avatars;
   m_extent = extent;
@@ -86,14 +88,19 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
   auto m = clipMatrix(viewProj, extent);
   std::copy(m.begin(), m.end(), push.viewProj);
   push.count = avatars * m_vertexCount;
-  const auto& transform = m_ctx.program(shaders::clip_transform, 2, sizeof push);
-  vk::dispatch(cmd, transform, vk::groupCount(push.count, 64), {{positions, 0, VK_WHOLE_SIZE}, m_clip.view()}, push);
+  push.width = extent.width, push.height = extent.height;
+  vkCmdFillBuffer(cmd, m_bounds.handle(), 0, 8, ~0u);  // min x, y
+  vkCmdFillBuffer(cmd, m_bounds.handle(), 8, 8, 0u);   // max x, y
+  vk::computeBarrier(cmd);
+  const auto& transform = m_ctx.program(shaders::clip_transform, 3, sizeof push);
+  vk::dispatch(cmd, transform, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
+               {{positions, 0, VK_WHOLE_SIZE}, m_clip.view(), m_bounds.view()}, push);
   vk::computeBarrier(cmd);
   rasterizeVk(m_ctx, cmd, RasterDesc{extent.width, extent.height}, m_clip, push.count, m_allFaces,
               uint32_t(avatars * (m_faces.size() / 3)), nullptr, m_scratch, m_faceIds, m_barycentrics);
   if (timer) timer->endZone(cmd, zone);
   vk::computeBarrier(cmd);
-  return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle()};
+  return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle(), m_bounds.handle()};
 }
 
 VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
@@ -103,13 +110,15 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   Cuda& c = *m_cuda;
   auto m = clipMatrix(viewProj, extent);
   uint32_t count = avatars * m_vertexCount;
-  cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), stream);
+  cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
+                        static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
   cuda::rasterize(RasterDesc{extent.width, extent.height}, c.clip.as<float>(), count, c.faces.as<int32_t>(),
                   uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
                   static_cast<int32_t*>(c.faceIds->cudaPointer()), static_cast<float*>(c.barycentrics->cudaPointer()), stream);
   c.faceIds->toVulkan(stream);
   c.barycentrics->toVulkan(stream);
-  return {m_allFaces.handle(), c.faceIds->buffer(), c.barycentrics->buffer()};
+  c.bounds->toVulkan(stream);
+  return {m_allFaces.handle(), c.faceIds->buffer(), c.barycentrics->buffer(), c.bounds->buffer()};
 #else
   (void)positions, (void)avatars, (void)viewProj, (void)extent, (void)stream;
   throw Error("compute raster on CUDA: this build has no CUDA");

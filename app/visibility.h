@@ -45,7 +45,7 @@ class VisibilityRaster {
   uint32_t m_vertexCount;
   uint32_t m_avatars = 0;  // the buffers' capacity
   VkExtent2D m_extent{0, 0};
-  vk::Buffer m_allFaces, m_clip, m_scratch, m_faceIds, m_barycentrics;  // Vulkan path (m_allFaces: both)
+  vk::Buffer m_allFaces, m_clip, m_scratch, m_faceIds, m_barycentrics, m_bounds;  // Vulkan path (m_allFaces: both)
   std::unique_ptr<Cuda> m_cuda;
 };
 

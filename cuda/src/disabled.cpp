@@ -57,5 +57,5 @@ void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, con
                  const Stream&) { notBuilt(); }
 void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
                          const float*, float*, float*, const Stream&) { notBuilt(); }
-void transformToClip(const float*, uint32_t, const float*, float*, const Stream&) { notBuilt(); }
+void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda

@@ -17,18 +17,21 @@ struct RenderPush {
   uint mode;            // RENDER_MODE_*
   uint vertexCount;     // vertices per avatar in the position buffer
   float floorY;         // ground height
-  uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's row length
+  uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's size
+  uint height;
+  uint pad[3];
 };
-static_assert(sizeof(RenderPush) == 96);
+static_assert(sizeof(RenderPush) == 112);
 
 // clip_transform.comp: skinned positions (3 floats each) to the rasteriser's clip space (4 floats each).
 struct ClipPush {
   float viewProj[16];   // column-major, world -> the rasteriser's clip space
   uint count;           // vertices
-  uint pad[3];
+  uint width, height;   // the image: clip_transform also bounds the pixels the vertices can cover
+  uint pad;
 };
 static_assert(sizeof(ClipPush) == 80);
-#else
+#elif !defined(RENDER_IO_OWN_PUSH)  // clip_transform.comp declares its own
 layout(push_constant) uniform RenderPushBlock {
   mat4 viewProj;
   vec4 camera;
@@ -36,6 +39,20 @@ layout(push_constant) uniform RenderPushBlock {
   uint vertexCount;
   float floorY;
   uint width;
+  uint height;
 } pc;
 #endif
+
+#define CLIP_BOUNDS_GROUP 256   // clip_transform's workgroup (and CUDA block): one bounds reduction per group
+#define CLIP_BOUNDS_GROUPS 1024 // at most: grid-stride beyond, so the global atomics stay few
+// The pixel column (or row) of a clip-space vertex in the rasteriser's viewport (NDC ±1 at pixel centres 0 and
+// size-1), widened by a pixel each side: every pixel whose centre a triangle covers lies between its vertices'.
+ARM_FN uint clipBoundsLow(float ndc, uint size) {
+  float p = ndc * (float(size) - 1.0f) * 0.5f + float(size) * 0.5f - 1.0f;
+  return p > 0.0f ? (p < float(size) - 1.0f ? uint(p) : size - 1u) : 0u;
+}
+ARM_FN uint clipBoundsHigh(float ndc, uint size) {
+  float p = ndc * (float(size) - 1.0f) * 0.5f + float(size) * 0.5f + 1.0f;
+  return p > 0.0f ? (p < float(size) - 1.0f ? uint(p) : size - 1u) : 0u;
+}
 #endif

@@ -18,6 +18,8 @@ void interpolateBackward(uint32_t pixels, uint32_t channels, uint32_t vertexCoun
                          const int32_t* findices, const float* barycentrics, const int32_t* faces, uint32_t faceCount,
                          const float* gradOut, float* gradAttr, float* gradBarycentrics, const Stream& stream);
 // clip[v] = viewProj · (positions[v], 1) for `count` points of 3 floats: float4 clip-space input for rasterize
-// (the viewer's compute-raster mode). viewProj: column-major 4×4, passed by value.
-void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, const Stream& stream);
+// (the viewer's compute-raster mode), and bounds = the pixel rectangle {minX, minY, maxX, maxY} of a width × height
+// image that the points can cover (shaders/clip_transform.comp). viewProj: column-major 4×4, passed by value.
+void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
+                     uint32_t height, uint32_t* bounds, const Stream& stream);
 }  // namespace armature::cuda
