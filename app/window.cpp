@@ -503,7 +503,8 @@ void Viewer::overlay() {
 void Viewer::drawFrame() {
   Frame& fr = m_frames[m_frameIndex % kFramesInFlight];
   VkDevice dev = m_ctx->device();
-  // The only host wait: this frame slot's previous submission (two frames ago).
+  // This frame slot's previous submission (two frames ago); the other slot is waited for below, before the
+  // shared scene buffers are written.
   VkResult wr = vkWaitForFences(dev, 1, &fr.fence, VK_TRUE, 10'000'000'000ull);
   if (wr == VK_TIMEOUT) throw Error("the GPU did not finish a frame within 10 s");
   VK_CHECK(wr);
@@ -528,6 +529,16 @@ void Viewer::drawFrame() {
   // GPU zones of the frame that last used this timer slot arrive now: file them under that frame.
   if (auto previous = m_timer->beginFrame(fr.cmd, m_frameIndex); previous && m_frameIndex >= kFramesInFlight)
     m_profiler.attachGpu(m_frameIndex - kFramesInFlight, *previous);
+  // The scene's parameter, position and visibility buffers are one set, not one per frame in flight: before this
+  // frame writes them (the host for Vulkan's parameters and the CPU backend, CUDA for its outputs), the other frame
+  // must be done reading them. (A ring of those buffers would keep the CPU a frame ahead; interop::FrameRing is
+  // that protocol for the CUDA side.)
+  for (uint32_t k = 1; k < kFramesInFlight; ++k) {
+    Frame& other = m_frames[(m_frameIndex + k) % kFramesInFlight];
+    VkResult w = vkWaitForFences(dev, 1, &other.fence, VK_TRUE, 10'000'000'000ull);
+    if (w == VK_TIMEOUT) throw Error("the GPU did not finish a frame within 10 s");
+    VK_CHECK(w);
+  }
   m_scene->skin(fr.cmd, m_timer.get());
   if (m_scene->backend() != Backend::Vulkan)
     rec.gpu.insert(rec.gpu.begin(), {m_scene->backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", m_scene->lastSkinningMs()});
