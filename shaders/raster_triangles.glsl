@@ -92,12 +92,17 @@ void perTriangle(uint i, uint image) {
   walkBox(t, f, image, 0u, box, 1u);
 }
 
+shared RasterTri sharedTri;  // stage 1: one invocation sets the chunk's triangle up for the whole group
+
 void perChunk() {
-  uint entries = min(queue[0] + 1u, p.queueCapacity);  // ~0 + 1 = 0: empty
+  uint entries = min(queue[0] + 1u, p.queueCapacity);  // ~0 + 1 = 0: empty (the same for the whole group)
   for (uint e = gl_WorkGroupID.x; e < entries; e += gl_NumWorkGroups.x) {
     uint at = RASTER_QUEUE_HEADER + e * RASTER_QUEUE_ENTRY;
     uint f = queue[at], image = queue[at + 1u], chunk = queue[at + 2u];
-    RasterTri t = setupTriangle(f, image);
+    if (gl_LocalInvocationIndex == 0u) sharedTri = setupTriangle(f, image);
+    barrier();
+    RasterTri t = sharedTri;
+    barrier();  // read before the next entry's setup overwrites it
     uint box = uint(t.maxX - t.minX + 1) * uint(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
     walkBox(t, f, image, chunk * chunkPixels + gl_LocalInvocationID.x, min(box, (chunk + 1u) * chunkPixels), RASTER_GROUP);
   }

@@ -143,6 +143,28 @@ TEST(RasterReference, NearestWinsTiesGoToTheLowerFaceAndThePriorPeels) {
   for (int32_t f : r.findices) ASSERT_TRUE(f == 1 || f == 2);
 }
 
+// rasterQuotient replaces the per-fragment 64-bit division: it must equal C's truncating division exactly, for
+// the numerators a fragment can produce (|num| < 2^63, |num / den| < 2^28) and far beyond the estimate's range.
+TEST(RasterReference, QuotientEqualsIntegerDivision) {
+  std::mt19937_64& gen = rng();
+  size_t checked = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    int64_t den = int64_t(gen() >> (1 + gen() % 62)) + 1;                 // 1 … 2^63
+    int64_t quotientScale = int64_t(1) << (gen() % 29);                   // |quotient| up to 2^28
+    __int128 wide = (__int128)den * (__int128)(int64_t(gen() % uint64_t(quotientScale)) - quotientScale / 2) +
+                    (__int128)(int64_t(gen() % uint64_t(den)));
+    if (wide > INT64_MAX || wide < INT64_MIN) continue;
+    int64_t num = int64_t(wide);
+    if (i % 3 == 0) num = int64_t(gen());                                 // any numerator: the fallback path
+    ASSERT_EQ(rasterQuotient(num, den, 1.0 / double(den)), num / den) << num << " / " << den;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000000u);
+  for (int64_t num : {int64_t(0), int64_t(-1), int64_t(1), int64_t(-7), int64_t(7), INT64_MAX, INT64_MIN + 1})
+    for (int64_t den : {int64_t(1), int64_t(2), int64_t(3), int64_t(7), INT64_MAX})
+      EXPECT_EQ(rasterQuotient(num, den, 1.0 / double(den)), num / den) << num << " / " << den;
+}
+
 TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
   Scene g = grid(2, 0.f);
   g.faces[4] = 9;  // 9 vertices: out of range
@@ -308,7 +330,7 @@ TEST(RasterVulkan, MatchesReference) {
 TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64 || !ctx.info().float64) GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
-  static_assert(sizeof(RasterTri) == 88, "RasterTri must have GLSL's std430 layout");
+  static_assert(sizeof(RasterTri) == 96, "RasterTri must have GLSL's std430 layout");
   for (auto [w, h] : {std::pair{256u, 128u}, std::pair{4097u, 3u}, std::pair{45u, 31u}}) {
     Scene scene = randomScene(20000);
     std::vector<float> corners;  // three vertices per triangle
@@ -333,7 +355,7 @@ TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
       RasterTri t = rasterSetup(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], w, h);
       valid += t.valid;
       const RasterTri& g = gpu[f];
-      bool same = t.valid == g.valid && (!t.valid || (t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 && t.y1 == g.y1 &&
+      bool same = t.valid == g.valid && (!t.valid || (t.inverseArea == g.inverseArea && t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 && t.y1 == g.y1 &&
                                                       t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
                                                       t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
                                                       t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&

@@ -83,13 +83,17 @@ __global__ void trianglesKernel(Params a) {
   }
 }
 
-// Stage 1: one block of RASTER_GROUP threads per queued chunk.
+// Stage 1: one block of RASTER_GROUP threads per queued chunk; one thread sets the triangle up for all of them.
 __global__ void chunksKernel(Params a) {
+  __shared__ RasterTri shared;
   uint32_t entries = min(a.queue[0] + 1u, a.p.queueCapacity);
   for (uint32_t e = blockIdx.x; e < entries; e += gridDim.x) {
     const uint32_t* entry = a.queue + RASTER_QUEUE_HEADER + size_t(e) * RASTER_QUEUE_ENTRY;
     uint32_t f = entry[0], image = entry[1], chunk = entry[2];
-    RasterTri t = setupTriangle(a, f, image);
+    if (threadIdx.x == 0) shared = setupTriangle(a, f, image);
+    __syncthreads();
+    RasterTri t = shared;
+    __syncthreads();  // read before the next entry's setup overwrites it
     uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
     walkBox(a, t, f, image, chunk * chunkPixels + threadIdx.x, min(box, (chunk + 1) * chunkPixels), RASTER_GROUP);
   }

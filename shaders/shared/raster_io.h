@@ -144,6 +144,7 @@ ARM_SHARED_STRUCT(RasterTri) {
   int x0, y0, x1, y1, x2, y2;
   int64_t d0, d1, d2;
   int64_t area;  // twice the signed area, times sign: > 0
+  RasterReal inverseArea;  // 1 / area, for rasterQuotient's estimate
   int sign;      // +1 or -1: the triangle's winding on screen
   int minX, maxX, minY, maxY;
   uint valid;    // 0: a vertex has w <= 0 (or NaN), or the triangle is degenerate
@@ -159,6 +160,7 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.valid = 0u;
   t.x0 = t.y0 = t.x1 = t.y1 = t.x2 = t.y2 = 0;
   t.d0 = t.d1 = t.d2 = t.area = int64_t(0);
+  t.inverseArea = RasterReal(0);
   t.sign = 1;
   t.narrow = 0u;
   t.minX = t.minY = 0;
@@ -180,6 +182,7 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   if (area == int64_t(0)) return t;
   t.sign = area > int64_t(0) ? 1 : -1;
   t.area = area * int64_t(t.sign);
+  t.inverseArea = RasterReal(1) / RasterReal(t.area);
   t.minX = rasterMax((lo - 8) / 16 - 1, 0);
   t.maxX = rasterMin((hi - 8) / 16 + 1, int(width) - 1);
   t.minY = rasterMax((loY - 8) / 16 - 1, 0);
@@ -194,6 +197,19 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
 
 // Twice the signed area of (a, b, p) in 32-bit arithmetic: equal to rasterEdge when the triangle is narrow.
 ARM_FN int rasterEdge32(int ax, int ay, int bx, int by, int px, int py) { return (bx - ax) * (py - ay) - (by - ay) * (px - ax); }
+
+// num / den truncated toward zero (C's and GLSL's integer division) for den > 0, exactly, without a 64-bit
+// division (a long emulated sequence on GPUs): an estimate from the precomputed 1/den, corrected with 64-bit
+// multiplies. With doubles the estimate is within one of the quotient (|num/den| < 2^28); if it is further off
+// (float-only devices) the exact division is the fallback, so the result never depends on the estimate.
+ARM_FN int64_t rasterQuotient(int64_t num, int64_t den, RasterReal inverseDen) {
+  int64_t q = int64_t(RasterReal(num) * inverseDen);
+  int64_t r = num - q * den;  // the estimate as floor: r must land in [0, den)
+  if (r < int64_t(0)) q -= int64_t(1), r += den;
+  else if (r >= den) q += int64_t(1), r -= den;
+  if (r < int64_t(0) || r >= den) return num / den;
+  return num < int64_t(0) && r != int64_t(0) ? q + int64_t(1) : q;  // floor to truncation
+}
 
 // The depth level (2^26 scale) of the fragment at pixel (px, py), or RASTER_MISS when the fill rule excludes it.
 ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
@@ -213,7 +229,7 @@ ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
       (w1 == int64_t(0) && !rasterOwnsEdge(s * (t.x0 - t.x2), s * (t.y0 - t.y2))) ||
       (w2 == int64_t(0) && !rasterOwnsEdge(s * (t.x1 - t.x0), s * (t.y1 - t.y0))))
     return RASTER_MISS;
-  return (w0 * t.d0 + w1 * t.d1 + w2 * t.d2) / t.area;
+  return rasterQuotient(w0 * t.d0 + w1 * t.d1 + w2 * t.d2, t.area, t.inverseArea);
 }
 
 // The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and
