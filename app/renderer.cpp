@@ -63,8 +63,6 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
     if (parents[j] >= 0) bones.insert(bones.end(), {uint32_t(j), uint32_t(parents[j])});
   m_boneIndexCount = uint32_t(bones.size());
   if (!bones.empty()) m_boneIndices = vk::makeStorageBuffer<uint32_t>(ctx, bones, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
-  VkDevice dev = ctx.device();
-
   VkAttachmentDescription att[2] = {};
   att[0].format = colorFormat;
   att[0].samples = VK_SAMPLE_COUNT_1_BIT;
@@ -98,14 +96,7 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
-  VkRenderPassCreateInfo rp{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
-  rp.attachmentCount = 2;
-  rp.pAttachments = att;
-  rp.subpassCount = 1;
-  rp.pSubpasses = &sub;
-  rp.dependencyCount = 1;
-  rp.pDependencies = &dep;
-  VK_CHECK(vkCreateRenderPass(dev, &rp, nullptr, &m_renderPass));
+  m_renderPass = vk::createRenderPass(ctx, 2, att, sub, dep);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);

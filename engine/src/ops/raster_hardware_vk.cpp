@@ -46,14 +46,7 @@ HardwareRasterVk::HardwareRasterVk(vk::Context& ctx, uint32_t width, uint32_t he
                       VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
   dep.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT;
-  VkRenderPassCreateInfo rp{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
-  rp.attachmentCount = 3;
-  rp.pAttachments = att;
-  rp.subpassCount = 1;
-  rp.pSubpasses = &sub;
-  rp.dependencyCount = 1;
-  rp.pDependencies = &dep;
-  VK_CHECK(vkCreateRenderPass(dev, &rp, nullptr, &m_renderPass));
+  m_renderPass = vk::createRenderPass(ctx, 3, att, sub, dep);
   VkImageView views[3] = {m_faceIds.view(), m_barycentrics.view(), m_depth.view()};
   VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
   fi.renderPass = m_renderPass;

@@ -78,6 +78,20 @@ VkPipeline createGraphicsPipeline(Context& ctx, const GraphicsPipelineDesc& d) {
   return p;
 }
 
+VkRenderPass createRenderPass(Context& ctx, uint32_t attachmentCount, const VkAttachmentDescription* attachments,
+                              const VkSubpassDescription& subpass, const VkSubpassDependency& dependency) {
+  VkRenderPassCreateInfo rp{VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO};
+  rp.attachmentCount = attachmentCount;
+  rp.pAttachments = attachments;
+  rp.subpassCount = 1;
+  rp.pSubpasses = &subpass;
+  rp.dependencyCount = 1;
+  rp.pDependencies = &dependency;
+  VkRenderPass pass = VK_NULL_HANDLE;
+  VK_CHECK(vkCreateRenderPass(ctx.device(), &rp, nullptr, &pass));
+  return pass;
+}
+
 DrawLayouts createDrawLayouts(Context& ctx, uint32_t buffers, VkShaderStageFlags bufferStages, uint32_t pushSize,
                               VkShaderStageFlags pushStages) {
   std::vector<VkDescriptorSetLayoutBinding> bindings(buffers);

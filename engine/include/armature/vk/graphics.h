@@ -25,6 +25,10 @@ struct GraphicsPipelineDesc {
 
 VkPipeline createGraphicsPipeline(Context& ctx, const GraphicsPipelineDesc& desc);
 
+// A render pass of one subpass over `attachmentCount` attachments with one external dependency.
+VkRenderPass createRenderPass(Context& ctx, uint32_t attachmentCount, const VkAttachmentDescription* attachments,
+                              const VkSubpassDescription& subpass, const VkSubpassDependency& dependency);
+
 // A push-descriptor set layout of `buffers` storage buffers (bindings 0 … buffers-1) seen by `bufferStages`, and a
 // pipeline layout with it plus `pushSize` bytes of push constants seen by `pushStages`. The caller destroys both.
 struct DrawLayouts {
