@@ -78,7 +78,7 @@ int runHeadless(const ViewerOptions& o) {
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       uint32_t z = timer.beginZone(cmd, "draw");
       draw.joints = scene.joints();
-      renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
+      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
       timer.endZone(cmd, z);
       if (f == o.frames - 1) target.recordReadback(cmd);
     });

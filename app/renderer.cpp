@@ -16,6 +16,31 @@ Mat4 multiply(const Mat4& a, const Mat4& b) {  // column-major a·b
       for (int k = 0; k < 4; ++k) c[size_t(col * 4 + row)] += a[size_t(k * 4 + row)] * b[size_t(col * 4 + k)];
   return c;
 }
+// The inverse of a 4×4 matrix (column-major), by cofactors in double.
+Mat4 invert(const Mat4& m) {
+  double a[16], inv[16];
+  for (int i = 0; i < 16; ++i) a[i] = m[size_t(i)];
+  inv[0] = a[5] * a[10] * a[15] - a[5] * a[11] * a[14] - a[9] * a[6] * a[15] + a[9] * a[7] * a[14] + a[13] * a[6] * a[11] - a[13] * a[7] * a[10];
+  inv[4] = -a[4] * a[10] * a[15] + a[4] * a[11] * a[14] + a[8] * a[6] * a[15] - a[8] * a[7] * a[14] - a[12] * a[6] * a[11] + a[12] * a[7] * a[10];
+  inv[8] = a[4] * a[9] * a[15] - a[4] * a[11] * a[13] - a[8] * a[5] * a[15] + a[8] * a[7] * a[13] + a[12] * a[5] * a[11] - a[12] * a[7] * a[9];
+  inv[12] = -a[4] * a[9] * a[14] + a[4] * a[10] * a[13] + a[8] * a[5] * a[14] - a[8] * a[6] * a[13] - a[12] * a[5] * a[10] + a[12] * a[6] * a[9];
+  inv[1] = -a[1] * a[10] * a[15] + a[1] * a[11] * a[14] + a[9] * a[2] * a[15] - a[9] * a[3] * a[14] - a[13] * a[2] * a[11] + a[13] * a[3] * a[10];
+  inv[5] = a[0] * a[10] * a[15] - a[0] * a[11] * a[14] - a[8] * a[2] * a[15] + a[8] * a[3] * a[14] + a[12] * a[2] * a[11] - a[12] * a[3] * a[10];
+  inv[9] = -a[0] * a[9] * a[15] + a[0] * a[11] * a[13] + a[8] * a[1] * a[15] - a[8] * a[3] * a[13] - a[12] * a[1] * a[11] + a[12] * a[3] * a[9];
+  inv[13] = a[0] * a[9] * a[14] - a[0] * a[10] * a[13] - a[8] * a[1] * a[14] + a[8] * a[2] * a[13] + a[12] * a[1] * a[10] - a[12] * a[2] * a[9];
+  inv[2] = a[1] * a[6] * a[15] - a[1] * a[7] * a[14] - a[5] * a[2] * a[15] + a[5] * a[3] * a[14] + a[13] * a[2] * a[7] - a[13] * a[3] * a[6];
+  inv[6] = -a[0] * a[6] * a[15] + a[0] * a[7] * a[14] + a[4] * a[2] * a[15] - a[4] * a[3] * a[14] - a[12] * a[2] * a[7] + a[12] * a[3] * a[6];
+  inv[10] = a[0] * a[5] * a[15] - a[0] * a[7] * a[13] - a[4] * a[1] * a[15] + a[4] * a[3] * a[13] + a[12] * a[1] * a[7] - a[12] * a[3] * a[5];
+  inv[14] = -a[0] * a[5] * a[14] + a[0] * a[6] * a[13] + a[4] * a[1] * a[14] - a[4] * a[2] * a[13] - a[12] * a[1] * a[6] + a[12] * a[2] * a[5];
+  inv[3] = -a[1] * a[6] * a[11] + a[1] * a[7] * a[10] + a[5] * a[2] * a[11] - a[5] * a[3] * a[10] - a[9] * a[2] * a[7] + a[9] * a[3] * a[6];
+  inv[7] = a[0] * a[6] * a[11] - a[0] * a[7] * a[10] - a[4] * a[2] * a[11] + a[4] * a[3] * a[10] + a[8] * a[2] * a[7] - a[8] * a[3] * a[6];
+  inv[11] = -a[0] * a[5] * a[11] + a[0] * a[7] * a[9] + a[4] * a[1] * a[11] - a[4] * a[3] * a[9] - a[8] * a[1] * a[7] + a[8] * a[3] * a[5];
+  inv[15] = a[0] * a[5] * a[10] - a[0] * a[6] * a[9] - a[4] * a[1] * a[10] + a[4] * a[2] * a[9] + a[8] * a[1] * a[6] - a[8] * a[2] * a[5];
+  double det = a[0] * inv[0] + a[1] * inv[4] + a[2] * inv[8] + a[3] * inv[12];
+  Mat4 out{};
+  for (int i = 0; i < 16; ++i) out[size_t(i)] = float(inv[i] / det);
+  return out;
+}
 }  // namespace
 
 std::array<float, 3> Camera::eye() const {
@@ -53,7 +78,7 @@ void Camera::frame(const float lo[3], const float hi[3]) {
 
 Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, const std::vector<int32_t>& faces,
                    const std::vector<int32_t>& parents)
-    : m_ctx(ctx) {
+    : m_ctx(ctx), m_colorFormat(colorFormat), m_finalLayout(finalLayout) {
   ARM_CHECK(!faces.empty() && faces.size() % 3 == 0, "Renderer: faces must be a non-empty (F,3) array");
   m_indexCount = uint32_t(faces.size());
   std::vector<uint32_t> idx(faces.begin(), faces.end());
@@ -97,6 +122,10 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
   m_renderPass = vk::createRenderPass(ctx, 2, att, sub, dep);
+  // The overlay pass after a compute-shaded frame: the colour is loaded (it arrives in COLOR_ATTACHMENT_OPTIMAL).
+  att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
+  att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+  m_overlayPass = vk::createRenderPass(ctx, 2, att, sub, dep);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
@@ -143,16 +172,31 @@ Renderer::~Renderer() {
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
+  vkDestroyRenderPass(dev, m_overlayPass, nullptr);
 }
 
-void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
-                      VkBuffer positions, const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
+void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
+                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
+  const VkExtent2D extent = target.extent;
+  // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
+  // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton and the UI.
+  const bool computeFrame = s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
+                            (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
+  const bool overlays = (s.skeleton && s.joints && s.jointCount) || inPass;
+  if (computeFrame) {
+    recordComputeFrame(cmd, target, camera, positions, s);
+    if (!overlays) {
+      imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
+      return;
+    }
+    imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
+  }
   VkClearValue clear[2];
   clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
   clear[1].depthStencil = {1.0f, 0};
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
-  bi.renderPass = m_renderPass;
-  bi.framebuffer = framebuffer;
+  bi.renderPass = computeFrame ? m_overlayPass : m_renderPass;
+  bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
   bi.clearValueCount = 2;
   bi.pClearValues = clear;
@@ -186,8 +230,10 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
       vkCmdDrawIndexed(cmd, m_indexCount, s.avatars, 0, 0, 0);
     }
   };
-  if (s.ground) draw(m_fill, RENDER_MODE_GROUND);
-  if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
+  if (s.ground && !computeFrame) draw(m_fill, RENDER_MODE_GROUND);
+  if (computeFrame) {
+    // shaded already
+  } else if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
     VkDescriptorBufferInfo infos[5] = {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE},
                                        {s.visibility.faceIds, 0, VK_WHOLE_SIZE}, {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
                                        {s.visibility.bounds, 0, VK_WHOLE_SIZE}};
@@ -227,9 +273,57 @@ void Renderer::record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D
   vkCmdEndRenderPass(cmd);
 }
 
+void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
+                                  const DrawSettings& s) {
+  const VkExtent2D extent = target.extent;
+  const size_t bytes = size_t(extent.width) * extent.height * 4;
+  if (m_pixels.size() < bytes) {
+    vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still copy from the old buffer
+    m_pixels = vk::Buffer(m_ctx, bytes, vk::kStorageUsage);
+  }
+  ShadePush push{};
+  auto inverse = invert(camera.viewProj(float(extent.width) / float(extent.height)));
+  std::copy(inverse.begin(), inverse.end(), push.inverseViewProj);
+  auto e = camera.eye();
+  std::copy(e.begin(), e.end(), push.camera);
+  std::copy(s.clear, s.clear + 3, push.clear);
+  push.width = extent.width, push.height = extent.height, push.floorY = s.floorY;
+  push.flags = (s.ground ? SHADE_GROUND : 0u) | (m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM ? SHADE_BGRA : 0u);
+  // The previous frame's copy out of m_pixels comes first.
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
+  const auto& shade = m_ctx.program(shaders::shade_frame, 5, sizeof push);
+  vk::dispatch(cmd, shade, (extent.width + 7) / 8,
+               {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE}, {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
+                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}, m_pixels.view()},
+               push, (extent.height + 7) / 8);
+  vk::computeBarrier(cmd);
+  imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL);
+  VkBufferImageCopy region{};
+  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  region.imageExtent = {extent.width, extent.height, 1};
+  vkCmdCopyBufferToImage(cmd, m_pixels.handle(), target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+}
+
+// A full barrier on the colour image between the transfer, colour-output and present uses this renderer makes
+// of it, with a layout change.
+void Renderer::imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to) {
+  VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_COLOR_ATTACHMENT_READ_BIT |
+                    VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
+  b.oldLayout = from;
+  b.newLayout = to;
+  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  b.image = image;
+  b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+  vkCmdPipelineBarrier(cmd, stages, stages, 0, 0, nullptr, 0, nullptr, 1, &b);
+}
+
 OffscreenTarget::OffscreenTarget(vk::Context& ctx, const Renderer& renderer, VkExtent2D extent)
     : m_ctx(ctx),
-      m_color(ctx, extent, kColorFormat, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+      m_color(ctx, extent, kColorFormat,
+              VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
               VK_IMAGE_ASPECT_COLOR_BIT),
       m_depth(ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT),
       m_readback(ctx, size_t(extent.width) * extent.height * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible) {

@@ -43,6 +43,14 @@ struct DrawSettings {
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
 };
 
+// Where a frame goes: the framebuffer (colour + depth of `extent`) and its colour image. With `image` set (and
+// TRANSFER_DST usage), the compute-raster mode may shade the frame in a compute pass and copy it in.
+struct FrameTarget {
+  VkFramebuffer framebuffer = VK_NULL_HANDLE;
+  VkExtent2D extent{};
+  VkImage image = VK_NULL_HANDLE;
+};
+
 class Renderer {
  public:
   // `finalLayout`: the color attachment's layout after the pass (present source, or transfer source for read-back).
@@ -56,16 +64,25 @@ class Renderer {
   VkRenderPass renderPass() const { return m_renderPass; }
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
-  // Records the whole pass into `framebuffer` (color + depth attachments of `extent`).
-  // `inPass` records extra drawing (the UI) inside the pass, after the scene.
-  void record(VkCommandBuffer cmd, VkFramebuffer framebuffer, VkExtent2D extent, const Camera& camera,
-              VkBuffer positions, const DrawSettings& settings,
-              const std::function<void(VkCommandBuffer)>& inPass = {});
+  // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
+  // `inPass` records extra drawing (the UI) inside the pass, after the scene. With a visibility buffer, no
+  // wireframe and a target image, the frame is shaded by one compute pass (shade_frame.comp) and copied into the
+  // image; a render pass that loads it follows only for the skeleton and `inPass`. Otherwise the ground, then the
+  // visibility pass or the mesh, are drawn by the graphics pipeline.
+  void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
+              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {});
 
  private:
+  void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
+                          const DrawSettings& settings);
+  static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
   VkPipeline createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
                             VkPrimitiveTopology topology, bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
   vk::Context& m_ctx;
+  VkFormat m_colorFormat;
+  VkImageLayout m_finalLayout;
+  VkRenderPass m_overlayPass = VK_NULL_HANDLE;  // loads the compute-shaded colour, for the skeleton and UI
+  vk::Buffer m_pixels;                          // the compute-shaded frame, 8-bit RGBA, copied into the image
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
   VkRenderPass m_renderPass = VK_NULL_HANDLE;
@@ -89,6 +106,7 @@ class OffscreenTarget {
   static constexpr VkFormat kColorFormat = VK_FORMAT_R8G8B8A8_UNORM;
   VkFramebuffer framebuffer() const { return m_framebuffer; }
   VkExtent2D extent() const { return m_color.extent(); }
+  FrameTarget frameTarget() const { return {m_framebuffer, extent(), m_color.handle()}; }
   // Records a copy of the color image into the read-back buffer (after the render pass).
   void recordReadback(VkCommandBuffer cmd);
   // The pixels copied by the last executed recordReadback: width × height × 4 bytes, top row first.

@@ -36,6 +36,7 @@ struct Swapchain {
   VkFormat format = VK_FORMAT_B8G8R8A8_UNORM;
   VkExtent2D extent{};
   std::vector<VkImage> images;
+  bool transferDst = false;  // the images accept copies (the compute-shaded frame)
   std::vector<VkImageView> views;
   std::vector<VkFramebuffer> framebuffers;
   vk::Image depth;
@@ -197,6 +198,9 @@ void Viewer::createSwapchain() {
   ci.imageExtent = m_swap.extent;
   ci.imageArrayLayers = 1;
   ci.imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT;  // screenshots copy from it
+  // The compute-raster mode copies its compute-shaded frame in, where the surface allows.
+  m_swap.transferDst = (caps.supportedUsageFlags & VK_IMAGE_USAGE_TRANSFER_DST_BIT) != 0;
+  if (m_swap.transferDst) ci.imageUsage |= VK_IMAGE_USAGE_TRANSFER_DST_BIT;
   ci.preTransform = caps.currentTransform;
   ci.compositeAlpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR;
   ci.presentMode = mode;
@@ -555,12 +559,14 @@ void Viewer::drawFrame() {
   }
   uint32_t zone = m_timer->beginZone(fr.cmd, "draw + ui");
   m_draw.joints = m_scene->joints();
-  m_renderer->record(fr.cmd, m_swap.framebuffers[imageIndex], m_swap.extent, m_camera, m_scene->positions(), m_draw,
+  FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent, m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
+  m_renderer->record(fr.cmd, target, m_camera, m_scene->positions(), m_draw,
                      [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); });
   m_timer->endZone(fr.cmd, zone);
   if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
   VK_CHECK(vkEndCommandBuffer(fr.cmd));
-  VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+  // The image is first written by a colour attachment or, for a compute-shaded frame, by a copy.
+  VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.waitSemaphoreCount = 1;
   si.pWaitSemaphores = &fr.acquired;

@@ -11,10 +11,7 @@ layout(location = 0) out vec4 color;
 void main() {
   vec3 toEye = normalize(pc.camera.xyz - worldPos);
   if (pc.mode == RENDER_MODE_GROUND) {
-    vec2 cell = abs(fract(worldPos.xz - 0.5) - 0.5) / fwidth(worldPos.xz);
-    float line = 1.0 - min(min(cell.x, cell.y), 1.0);
-    float fade = exp(-0.04 * dot(worldPos.xz, worldPos.xz));
-    color = vec4(mix(vec3(0.16, 0.17, 0.19), vec3(0.42, 0.44, 0.48), line * fade), 1.0);
+    color = vec4(shadeGround(worldPos.xz, fwidth(worldPos.xz)), 1.0);
     return;
   }
   if (pc.mode == RENDER_MODE_LINES) {

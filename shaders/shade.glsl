@@ -10,3 +10,12 @@ vec3 shadeSkin(vec3 n, vec3 toEye) {
   vec3 skin = vec3(0.86, 0.68, 0.58);
   return skin * (0.75 * diffuse + hemi * 0.55) + spec;
 }
+
+// The ground's grid at world point q (xz), given how much q moves per pixel (fwidth): faint lines every metre,
+// fading with distance from the origin.
+vec3 shadeGround(vec2 q, vec2 perPixel) {
+  vec2 cell = abs(fract(q - 0.5) - 0.5) / perPixel;
+  float line = 1.0 - min(min(cell.x, cell.y), 1.0);
+  float fade = exp(-0.04 * dot(q, q));
+  return mix(vec3(0.16, 0.17, 0.19), vec3(0.42, 0.44, 0.48), line * fade);
+}

@@ -121,14 +121,18 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
   draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
   auto ref = bodyForwardRef(scene.model(), scene.params());
   auto cpu = cpuCoverage(ref.vertices, scene.model().faces, camera.viewProj(float(W) / H), W, H);
-  // Both render modes: the hardware rasteriser, and the project's compute rasteriser's visibility buffer.
-  std::vector<uint8_t> images[2];
-  for (bool compute : {false, true}) {
-    SCOPED_TRACE(compute ? "compute raster" : "hardware raster");
+  // Every render path: the hardware rasteriser; the project's compute rasteriser's visibility buffer shaded by
+  // the compute frame pass; and the same buffer shaded by the graphics pass (used when the target image cannot be
+  // copied into, or with the wireframe).
+  std::vector<uint8_t> images[3];
+  for (int mode : {0, 1, 2}) {
+    SCOPED_TRACE(mode == 0 ? "hardware raster" : mode == 1 ? "compute raster, compute-shaded" : "compute raster, graphics-shaded");
+    FrameTarget frame = target.frameTarget();
+    if (mode == 2) frame.image = VK_NULL_HANDLE;
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       scene.skin(cmd, nullptr);
-      draw.visibility = compute ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
-      renderer.record(cmd, target.framebuffer(), target.extent(), camera, scene.positions(), draw);
+      draw.visibility = mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+      renderer.record(cmd, frame, camera, scene.positions(), draw);
       target.recordReadback(cmd);
     });
     auto px = target.pixels();
@@ -142,13 +146,57 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
     ASSERT_GT(gpuCount, size_t(W) * H / 50) << "the avatar is missing from the image";
     double iou = double(inter) / double(uni);
     EXPECT_GE(iou, 0.99) << "GPU " << gpuCount << " px, union " << uni << ", intersection " << inter;
-    images[compute] = std::move(px);
+    images[mode] = std::move(px);
   }
-  // The two modes shade the same surface points: colours agree except at a few silhouette and tie pixels.
-  size_t differ = 0;
-  for (size_t i = 0; i < images[0].size(); i += 4)
-    differ += std::abs(int(images[0][i]) - int(images[1][i])) + std::abs(int(images[0][i + 1]) - int(images[1][i + 1])) > 24;
-  EXPECT_LT(differ, size_t(W) * H / 200) << "hardware and compute rasterisers differ at " << differ << " pixels";
+  // The paths shade the same surface points: colours agree except at a few silhouette and tie pixels.
+  for (int mode : {1, 2}) {
+    size_t differ = 0;
+    for (size_t i = 0; i < images[0].size(); i += 4)
+      differ += std::abs(int(images[0][i]) - int(images[mode][i])) + std::abs(int(images[0][i + 1]) - int(images[mode][i + 1])) > 24;
+    EXPECT_LT(differ, size_t(W) * H / 200) << "path " << mode << " differs from the hardware rasteriser at " << differ << " pixels";
+  }
+}
+
+// With the ground grid, the compute-shaded frame (ground found by intersecting each pixel's eye ray with the floor)
+// matches the graphics pipeline's ground quad, apart from grid-line antialiasing and the horizon.
+TEST(Viewer, ComputeShadedFrameMatchesTheGraphicsPipeline) {
+  ARM_REQUIRE_VULKAN(ctx);
+  AvatarScene scene(ctx, avatar(), 1);
+  scene.applyPose(posePreset(scene.model(), "a-pose"));
+  scene.setBackend(Backend::Vulkan);
+  scene.update(0);
+  const uint32_t W = 211, H = 163;
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
+                    scene.model().parents);
+  OffscreenTarget target(ctx, renderer, {W, H});
+  Camera camera;
+  float lo[3], hi[3];
+  scene.bounds(lo, hi);
+  camera.frame(lo, hi);
+  DrawSettings draw;
+  draw.vertexCount = scene.model().vertexCount;
+  draw.floorY = scene.floorY();
+  std::vector<uint8_t> images[2];
+  for (int mode : {0, 1}) {
+    FrameTarget frame = target.frameTarget();
+    if (mode == 0) frame.image = VK_NULL_HANDLE;  // the graphics pipeline's ground and visibility pass
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      scene.skin(cmd, nullptr);
+      draw.visibility = scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent());
+      renderer.record(cmd, frame, camera, scene.positions(), draw);
+      target.recordReadback(cmd);
+    });
+    images[mode] = target.pixels();
+  }
+  size_t differ = 0, ground = 0;
+  for (size_t i = 0; i < images[0].size(); i += 4) {
+    int d = 0;
+    for (int c = 0; c < 3; ++c) d = std::max(d, std::abs(int(images[0][i + c]) - int(images[1][i + c])));
+    differ += d > 24;
+    ground += images[0][i] != 28;  // not the clear colour (0.11 * 255)
+  }
+  EXPECT_GT(ground, size_t(W) * H / 3) << "the ground is missing";
+  EXPECT_LT(differ, size_t(W) * H / 100) << "the compute-shaded frame differs at " << differ << " pixels";
 }
 
 TEST(Viewer, PoseChangesMoveTheRightVertices) {

@@ -43,6 +43,21 @@ layout(push_constant) uniform RenderPushBlock {
 } pc;
 #endif
 
+// shade_frame.comp: the compute-raster mode's frame in one compute pass.
+#define SHADE_GROUND 1u
+#define SHADE_BGRA 2u
+#if defined(__cplusplus)
+struct ShadePush {
+  float inverseViewProj[16];  // column-major, clip -> world
+  float camera[4];
+  float clear[4];
+  uint width, height;
+  float floorY;
+  uint flags;
+};
+static_assert(sizeof(ShadePush) == 112);
+#endif
+
 #define CLIP_BOUNDS_GROUP 256   // clip_transform's workgroup (and CUDA block): one bounds reduction per group
 #define CLIP_BOUNDS_GROUPS 1024 // at most: grid-stride beyond, so the global atomics stay few
 // The pixel column (or row) of a clip-space vertex in the rasteriser's viewport (NDC ±1 at pixel centres 0 and
