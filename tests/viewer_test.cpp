@@ -99,24 +99,36 @@ struct Json {
   bool valid() { bool ok = value(); ws(); return ok && i == s.size(); }
 };
 
+// One posed avatar (Vulkan skinning), a renderer, an offscreen target of W × H and a camera framing the avatar.
+struct Rig {
+  AvatarScene scene;
+  Renderer renderer;
+  OffscreenTarget target;
+  Camera camera;
+  DrawSettings draw;
+  Rig(vk::Context& ctx, const char* pose, uint32_t W, uint32_t H)
+      : scene(ctx, avatar(), 1),
+        renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, avatar().faces, avatar().parents),
+        target(ctx, renderer, {W, H}) {
+    scene.applyPose(posePreset(scene.model(), pose));
+    scene.setBackend(Backend::Vulkan);
+    scene.update(0);
+    float lo[3], hi[3];
+    scene.bounds(lo, hi);
+    camera.frame(lo, hi);
+    draw.vertexCount = scene.model().vertexCount;
+    draw.floorY = scene.floorY();
+  }
+};
+
 }  // namespace
 
 TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
   ARM_REQUIRE_VULKAN(ctx);
-  AvatarScene scene(ctx, avatar(), 1);
-  scene.applyPose(posePreset(scene.model(), "walk"));
-  scene.setBackend(Backend::Vulkan);
-  scene.update(0);
   const uint32_t W = 240, H = 180;
-  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces);
-  OffscreenTarget target(ctx, renderer, {W, H});
-  Camera camera;
-  float lo[3], hi[3];
-  scene.bounds(lo, hi);
-  camera.frame(lo, hi);
+  Rig rig(ctx, "walk", W, H);
+  auto& [scene, renderer, target, camera, draw] = rig;
   camera.yaw = 0.6f;
-  DrawSettings draw;
-  draw.vertexCount = scene.model().vertexCount;
   draw.ground = false;  // background = the clear colour, so coverage is exact
   draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
   auto ref = bodyForwardRef(scene.model(), scene.params());
@@ -161,21 +173,9 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
 // matches the graphics pipeline's ground quad, apart from grid-line antialiasing and the horizon.
 TEST(Viewer, ComputeShadedFrameMatchesTheGraphicsPipeline) {
   ARM_REQUIRE_VULKAN(ctx);
-  AvatarScene scene(ctx, avatar(), 1);
-  scene.applyPose(posePreset(scene.model(), "a-pose"));
-  scene.setBackend(Backend::Vulkan);
-  scene.update(0);
   const uint32_t W = 211, H = 163;
-  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
-                    scene.model().parents);
-  OffscreenTarget target(ctx, renderer, {W, H});
-  Camera camera;
-  float lo[3], hi[3];
-  scene.bounds(lo, hi);
-  camera.frame(lo, hi);
-  DrawSettings draw;
-  draw.vertexCount = scene.model().vertexCount;
-  draw.floorY = scene.floorY();
+  Rig rig(ctx, "a-pose", W, H);
+  auto& [scene, renderer, target, camera, draw] = rig;
   std::vector<uint8_t> images[2];
   for (int mode : {0, 1}) {
     FrameTarget frame = target.frameTarget();
