@@ -37,52 +37,62 @@ std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& 
 }
 
 void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) {
-  bool cudaReady = m_cuda != nullptr;
-  if (avatars <= m_avatars && extent.width == m_extent.width && extent.height == m_extent.height && onCuda == cudaReady) return;
-  const size_t F = m_faces.size() / 3, V = m_vertexCount;
-  const size_t faceBytes = size_t(avatars) * F * 12;
-  ARM_CHECK(faceBytes <= (size_t(1) << 30), "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use the "
-            "hardware rasteriser for crowds this large", avatars, faceBytes >> 20);
+  // Face indices and clip positions depend on the avatar count, the image-sized buffers on the extent: a resize
+  // must not re-upload a crowd's faces (257 MB for 1,024 avatars). Both live on the backend's side.
+  const bool facesFit = avatars <= m_avatars && onCuda == (m_cuda != nullptr);
+  if (facesFit && extent.width == m_extent.width && extent.height == m_extent.height) return;
   vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still read the old buffers
-  // Every avatar's faces, offset to its vertices: the crowd is one mesh to the rasteriser (face id = b·F + f).
-  std::vector<int32_t> all(size_t(avatars) * F * 3);
-  for (size_t b = 0; b < avatars; ++b)
-    for (size_t i = 0; i < F * 3; ++i) all[b * F * 3 + i] = m_faces[i] + int32_t(b * V);
-  m_allFaces = vk::makeStorageBuffer<int32_t>(m_ctx, all);
+  const size_t F = m_faces.size() / 3, V = m_vertexCount;
+  if (!facesFit) {
+    const size_t faceBytes = size_t(avatars) * F * 12;
+    ARM_CHECK(faceBytes <= (size_t(1) << 30), "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use "
+              "the hardware rasteriser for crowds this large", avatars, faceBytes >> 20);
+    // Every avatar's faces, offset to its vertices: the crowd is one mesh to the rasteriser (face id = b·F + f).
+    std::vector<int32_t> all(size_t(avatars) * F * 3);
+    for (size_t b = 0; b < avatars; ++b)
+      for (size_t i = 0; i < F * 3; ++i) all[b * F * 3 + i] = m_faces[i] + int32_t(b * V);
+    m_allFaces = vk::makeStorageBuffer<int32_t>(m_ctx, all);  // the shading passes read it on either backend
+    m_cuda.reset();
+    m_clip = vk::Buffer();
+    if (onCuda) {
+#ifdef ARMATURE_HAS_INTEROP
+      m_cuda = std::make_unique<Cuda>();
+      m_cuda->faces = cuda::DeviceMemory::from(all);
+      m_cuda->clip = cuda::DeviceMemory(size_t(avatars) * V * 16);
+#else
+      throw Error("compute raster on CUDA: this build has no CUDA");
+#endif
+    } else {
+      m_clip = vk::Buffer(m_ctx, size_t(avatars) * V * 16, vk::kStorageUsage);
+    }
+    m_avatars = avatars;
+  }
   RasterDesc d{extent.width, extent.height};
   const size_t pixels = d.pixels();
-  m_cuda.reset();
-  for (vk::Buffer* b : {&m_clip, &m_scratch, &m_faceIds, &m_barycentrics, &m_bounds}) *b = vk::Buffer();
+  for (vk::Buffer* b : {&m_scratch, &m_faceIds, &m_barycentrics, &m_bounds}) *b = vk::Buffer();
   if (onCuda) {
 #ifdef ARMATURE_HAS_INTEROP
-    auto c = std::make_unique<Cuda>();
-    c->faces = cuda::DeviceMemory::from(all);
-    c->clip = cuda::DeviceMemory(size_t(avatars) * V * 16);
-    c->scratch = cuda::DeviceMemory(rasterScratchBytes(d));
-    c->faceIds = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 4);
-    c->barycentrics = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 12);
-    c->bounds = std::make_unique<interop::SharedBuffer>(m_ctx, 16);
-    m_cuda = std::move(c);
-#else
-    throw Error("compute raster on CUDA: this build has no CUDA");
+    Cuda& c = *m_cuda;
+    c.scratch = cuda::DeviceMemory(rasterScratchBytes(d));
+    c.faceIds = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 4);
+    c.barycentrics = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 12);
+    c.bounds = std::make_unique<interop::SharedBuffer>(m_ctx, 16);
 #endif
   } else {
-    m_clip = vk::Buffer(m_ctx, size_t(avatars) * V * 16, vk::kStorageUsage);
     m_scratch = vk::Buffer(m_ctx, rasterScratchBytes(d), vk::kStorageUsage);
     m_faceIds = vk::Buffer(m_ctx, pixels * 4, vk::kStorageUsage);
     m_barycentrics = vk::Buffer(m_ctx, pixels * 12, vk::kStorageUsage);
     m_bounds = vk::Buffer(m_ctx, 16, vk::kStorageUsage);
   }
-  m_avatars = avatars;
   m_extent = extent;
 }
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
                                                  const std::array<float, 16>& viewProj, VkExtent2D extent, vk::GpuTimer* timer) {
   ensure(avatars, extent, false);
-  // The previous frame's visibility pass may still read these buffers: its fragment shading comes first.
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       0, 0, nullptr, 0, nullptr, 0, nullptr);
+  // The previous frame's shading (a compute pass or the graphics visibility pass) may still read these buffers.
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
   uint32_t zone = timer ? timer->beginZone(cmd, "raster") : 0;
   ClipPush push{};
   auto m = clipMatrix(viewProj, extent);

@@ -1,7 +1,8 @@
 #pragma once
 // The viewer's compute-raster mode: every skinned avatar through the project's own rasteriser — CUDA for the CUDA
 // backend (its visibility buffer shared with Vulkan through interop), Vulkan compute otherwise — into a visibility
-// buffer (face id + barycentrics per pixel) that Renderer shades in one fullscreen pass.
+// buffer (face id + barycentrics per pixel) that Renderer shades (a compute pass for the whole frame, or a graphics
+// pass over the avatars' pixel bounds).
 #include <array>
 #include <memory>
 #include <vector>

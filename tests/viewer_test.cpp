@@ -176,6 +176,12 @@ TEST(Viewer, ComputeShadedFrameMatchesTheGraphicsPipeline) {
   const uint32_t W = 211, H = 163;
   Rig rig(ctx, "a-pose", W, H);
   auto& [scene, renderer, target, camera, draw] = rig;
+  // A first raster at another size: the frames below then run after a resize (new image-sized buffers, the same
+  // face indices).
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    scene.skin(cmd, nullptr);
+    scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), {W / 2, H / 3});
+  });
   std::vector<uint8_t> images[2];
   for (int mode : {0, 1}) {
     FrameTarget frame = target.frameTarget();
