@@ -30,9 +30,11 @@ Backend chooseBackend(const std::string& name) {
 }
 }  // namespace
 
-int runHeadless(const ViewerOptions& o) {
+int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   ARM_CHECK(o.frames >= 1, "--frames must be >= 1");
-  vk::Context ctx;
+  vk::ContextOptions contextOptions;
+  if (o.ui) contextOptions.instanceExtensions.push_back("VK_KHR_surface");  // Dear ImGui's backend loads its functions
+  vk::Context ctx(contextOptions);
   std::string path = o.model.empty() ? defaultModelPath() : o.model;
   BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
   AvatarScene scene(ctx, model, std::max(o.avatars, 1u));
@@ -44,6 +46,8 @@ int runHeadless(const ViewerOptions& o) {
   Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
                     scene.model().parents);
   OffscreenTarget target(ctx, renderer, {o.width, o.height});
+  if (o.ui && !uiFactory) throw Error("--ui: this build has no Dear ImGui (scripts/install-deps.sh installs it)");
+  std::unique_ptr<HeadlessUi> ui = o.ui ? uiFactory(ctx, renderer.renderPass()) : nullptr;
   Camera camera;
   float lo[3], hi[3];
   scene.bounds(lo, hi);
@@ -71,19 +75,27 @@ int runHeadless(const ViewerOptions& o) {
   auto start = std::chrono::steady_clock::now();
   for (int f = 0; f < o.frames; ++f) {
     auto t0 = std::chrono::steady_clock::now();
+    double uiCpuMs = 0;
     scene.update(f / 60.0);
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
       scene.skin(cmd, &timer);
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
-      uint32_t z = timer.beginZone(cmd, "draw");
       draw.joints = scene.joints();
-      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
-      timer.endZone(cmd, z);
+      if (ui) {
+        auto u0 = std::chrono::steady_clock::now();
+        draw.inPassArea = ui->build(profiler, uint64_t(f), o.avatars, target.extent());
+        uiCpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
+        recordDrawAndUi(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw,
+                        [&](VkCommandBuffer c) { ui->record(c); });
+      } else {
+        recordDrawAndUi(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw);
+      }
       if (f == o.frames - 1) target.recordReadback(cmd);
     });
     FrameRecord rec;
     rec.startMs = std::chrono::duration<double, std::milli>(t0 - start).count();
+    if (ui) rec.cpu.push_back({"ui (cpu)", uiCpuMs});
     if (scene.backend() != Backend::Vulkan)
       rec.gpu.push_back({scene.backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", scene.lastSkinningMs()});
     if (o.raster == "compute" && scene.backend() == Backend::Cuda) rec.gpu.push_back({"raster (cuda)", scene.lastRasterMs()});
@@ -103,8 +115,8 @@ int runHeadless(const ViewerOptions& o) {
     profiler.writeCsv(csv);
     std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());
   }
-  std::printf("device: %s; skinning: %s; raster: %s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
-              scene.backendStatus().c_str(), o.raster.c_str(), o.avatars, o.frames, o.width, o.height);
+  std::printf("device: %s; skinning: %s; raster: %s%s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
+              scene.backendStatus().c_str(), o.raster.c_str(), ui ? "; overlay drawn" : "", o.avatars, o.frames, o.width, o.height);
   std::printf("%-18s %9s %9s %9s %9s\n", "stage (ms)", "last", "mean", "p99", "max");
   for (auto& [name, s] : profiler.stats())
     std::printf("%-18s %9.4f %9.4f %9.4f %9.4f\n", name.c_str(), s.last, s.mean, s.p99, s.max);

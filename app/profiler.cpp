@@ -14,6 +14,7 @@ std::map<std::string, StageStats> Profiler::stats(size_t window) const {
   for (size_t i = first; i < m_frames.size(); ++i) {
     const auto& f = m_frames[i];
     samples["cpu frame"].push_back(f.cpuMs);
+    for (auto& [name, ms] : f.cpu) samples[name].push_back(ms);
     if (f.gpu.empty()) continue;  // its GPU times have not arrived yet (timer ring)
     double total = 0;
     for (auto& [name, ms] : f.gpu) samples[name].push_back(ms), total += ms;
@@ -46,6 +47,11 @@ void Profiler::writeChromeTrace(const std::string& path) const {
     std::snprintf(buf, sizeof buf, ",\n  {\"name\": \"frame\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"frame\": %zu}}",
                   fr.startMs * 1e3, fr.cpuMs * 1e3, i);
     f << buf;
+    for (auto& [name, ms] : fr.cpu) {  // host stages: drawn inside the frame, from its start
+      std::snprintf(buf, sizeof buf, ",\n  {\"name\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f}",
+                    name.c_str(), fr.startMs * 1e3, ms * 1e3);
+      f << buf;
+    }
     // GPU stages are laid end to end from the frame's start: durations are exact, offsets approximate.
     double t = fr.startMs * 1e3;
     for (auto& [name, ms] : fr.gpu) {

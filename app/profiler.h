@@ -11,6 +11,7 @@ struct FrameRecord {
   double startMs = 0;                         // host time since the first frame
   double cpuMs = 0;                           // host time spent on the frame
   std::vector<std::pair<std::string, double>> gpu;  // stage -> ms, in execution order
+  std::vector<std::pair<std::string, double>> cpu;  // host stages inside the frame (e.g. "ui (cpu)"), not in the GPU total
 };
 
 struct StageStats {

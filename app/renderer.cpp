@@ -1,5 +1,6 @@
 #include "app/renderer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <glm/gtc/type_ptr.hpp>
@@ -184,6 +185,14 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   bi.renderPass = computeFrame ? m_overlayPass : m_renderPass;
   bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
+  const bool skeleton = s.skeleton && s.joints && s.jointCount;
+  if (computeFrame && !skeleton && s.inPassArea.extent.width && s.inPassArea.extent.height) {
+    // Only the UI's pixels are loaded and stored (the rest of the image keeps the compute-shaded frame).
+    int32_t x0 = std::clamp(s.inPassArea.offset.x, 0, int32_t(extent.width)), y0 = std::clamp(s.inPassArea.offset.y, 0, int32_t(extent.height));
+    int32_t x1 = std::clamp(s.inPassArea.offset.x + int32_t(s.inPassArea.extent.width), x0, int32_t(extent.width));
+    int32_t y1 = std::clamp(s.inPassArea.offset.y + int32_t(s.inPassArea.extent.height), y0, int32_t(extent.height));
+    bi.renderArea = {{x0, y0}, {uint32_t(x1 - x0), uint32_t(y1 - y0)}};
+  }
   bi.clearValueCount = 2;
   bi.pClearValues = clear;
   vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
@@ -239,7 +248,7 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     draw(m_fill, RENDER_MODE_MESH);
   }
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
-  if (s.skeleton && s.joints && s.jointCount) {
+  if (skeleton) {
     info.buffer = s.joints;  // the same shader reads joints instead of vertices
     push.vertexCount = s.jointCount;
     push.mode = RENDER_MODE_BONES;
@@ -257,6 +266,22 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   }
   if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
+}
+
+void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
+                     const Camera& camera, VkBuffer positions, const DrawSettings& settings,
+                     const std::function<void(VkCommandBuffer)>& ui) {
+  uint32_t zone = timer.beginZone(cmd, "draw");
+  std::function<void(VkCommandBuffer)> timedUi;
+  if (ui) {
+    timedUi = [&](VkCommandBuffer c) {
+      timer.endZone(c, zone);
+      zone = timer.beginZone(c, "ui");
+      ui(c);
+    };
+  }
+  renderer.record(cmd, target, camera, positions, settings, timedUi);
+  timer.endZone(cmd, zone);
 }
 
 void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,

@@ -8,6 +8,7 @@
 #include "armature/shaders.h"
 #include "armature/vk/buffer.h"
 #include "armature/vk/image.h"
+#include "armature/vk/timer.h"
 
 namespace armature::app {
 
@@ -41,6 +42,9 @@ struct DrawSettings {
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
+  // The pixels the `inPass` drawing (the UI) touches; zero size: anywhere. A compute-shaded frame's overlay pass,
+  // which exists only for that drawing when the skeleton is off, then loads and stores just this rectangle.
+  VkRect2D inPassArea{};
 };
 
 // Where a frame goes: the framebuffer (colour + depth of `extent`) and its colour image. With `image` set (and
@@ -95,6 +99,12 @@ class Renderer {
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
+
+// Records the frame between GPU zones "draw" and, with `ui`, "ui": the UI's draws and the end of the pass (its store)
+// are timed apart from the scene, so the overlay's own cost is in the profile.
+void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
+                     const Camera& camera, VkBuffer positions, const DrawSettings& settings,
+                     const std::function<void(VkCommandBuffer)>& ui = {});
 
 // An offscreen color + depth target of one size with a framebuffer, readable as RGBA8 pixels.
 class OffscreenTarget {

@@ -1,7 +1,10 @@
 #pragma once
 // armature-viewer: options and the two ways to run it.
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "armature/vk/context.h"
 
 namespace armature::app {
 
@@ -20,10 +23,26 @@ struct ViewerOptions {
   bool ground = true;
   bool skeleton = false;
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
+  bool ui = false;                 // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
   std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
 };
 
-int runHeadless(const ViewerOptions& options);
+class Profiler;
+
+// The UI headless mode draws with --ui. Dear ImGui lives in armature-viewer, not in the core library, so the
+// executable hands headless mode a factory (null in a build without it).
+class HeadlessUi {
+ public:
+  virtual ~HeadlessUi() = default;
+  // Builds this frame's UI (the GPU frame-time overlay) from the profile so far; returns the pixels it covers.
+  virtual VkRect2D build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) = 0;
+  // Records the built UI inside the frame's render pass.
+  virtual void record(VkCommandBuffer cmd) = 0;
+};
+using HeadlessUiFactory = std::unique_ptr<HeadlessUi> (*)(vk::Context& ctx, VkRenderPass pass);
+HeadlessUiFactory headlessUiFactory();  // null when this build has no Dear ImGui
+
+int runHeadless(const ViewerOptions& options, HeadlessUiFactory ui = nullptr);
 int runWindow(const ViewerOptions& options);
 
 // The model a viewer or tool opens when none is named: ARMATURE_DEFAULT_MODEL, else the build's generated avatar.

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   cli.add_option("--raster", o.raster, "how the avatars are rasterised: hardware (graphics pipeline) | compute "
                  "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")
       ->check(CLI::IsMember({"hardware", "compute"}));
+  cli.add_flag("--ui", o.ui, "headless: draw the GPU frame-time overlay into the frames (its cost is the \"ui\" stage)");
   cli.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR");
   CLI11_PARSE(cli, argc, argv);
   try {
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
         throw armature::Error("--size must be WxH with positive sizes up to 16384, got '" + size + "'");
       o.width = w, o.height = h;
     }
-    return o.headless ? armature::app::runHeadless(o) : armature::app::runWindow(o);
+    return o.headless ? armature::app::runHeadless(o, armature::app::headlessUiFactory()) : armature::app::runWindow(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature-viewer: %s\n", e.what());
     return 1;

@@ -6,8 +6,6 @@
 #define GLFW_INCLUDE_VULKAN
 #include <GLFW/glfw3.h>
 #include <imgui.h>
-#include <imgui_impl_glfw.h>
-#include <imgui_impl_vulkan.h>
 #include <stb_image_write.h>
 
 #include <chrono>
@@ -17,6 +15,7 @@
 #include <random>
 
 #include "app/avatar_scene.h"
+#include "app/imgui_layer.h"
 #include "app/poses.h"
 #include "app/profiler.h"
 #include "app/renderer.h"
@@ -78,7 +77,6 @@ class Viewer {
   void createWindow();
   void createSwapchain();
   void destroySwapchain();
-  void initImGui();
   void panels();
   void overlay();
   void handleCamera();
@@ -93,7 +91,7 @@ class Viewer {
   VkSurfaceKHR m_surface = VK_NULL_HANDLE;
   Swapchain m_swap;
   Frame m_frames[kFramesInFlight];
-  VkDescriptorPool m_imguiPool = VK_NULL_HANDLE;
+  std::unique_ptr<ImGuiLayer> m_ui;
   std::unique_ptr<AvatarScene> m_scene;
   std::unique_ptr<Renderer> m_renderer;
   std::unique_ptr<vk::GpuTimer> m_timer;
@@ -105,6 +103,7 @@ class Viewer {
   uint64_t m_frameIndex = 0;
   Clock::time_point m_start = Clock::now();
   double m_animTime = 0;
+  double m_uiCpuMs = 0;  // building this frame's panels and overlay
   std::string m_status;
   char m_modelPath[512] = {};
   uint32_t m_avatars = 1;
@@ -252,40 +251,6 @@ void Viewer::destroySwapchain() {
   m_swap.depth = vk::Image();
   if (m_swap.handle) vkDestroySwapchainKHR(dev, m_swap.handle, nullptr);
   m_swap.handle = VK_NULL_HANDLE;
-}
-
-void Viewer::initImGui() {
-  IMGUI_CHECKVERSION();
-  ImGui::CreateContext();
-  ImGui::StyleColorsDark();
-  ImGui::GetIO().IniFilename = nullptr;
-  VkInstance instance = m_ctx->instance();
-  // Debian's prebuilt backend objects call Vulkan through prototypes; ours are rebuilt without them, so they
-  // load their entry points here, before any other ImGui Vulkan call (../shared/TOOLCHAIN.md).
-  ImGui_ImplVulkan_LoadFunctions([](const char* name, void* user) {
-    return vkGetInstanceProcAddr(*static_cast<VkInstance*>(user), name);
-  }, &instance);
-  ImGui_ImplGlfw_InitForVulkan(m_window, true);
-  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 16}};
-  VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pi.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
-  pi.maxSets = 16;
-  pi.poolSizeCount = 1;
-  pi.pPoolSizes = sizes;
-  VK_CHECK(vkCreateDescriptorPool(m_ctx->device(), &pi, nullptr, &m_imguiPool));
-  ImGui_ImplVulkan_InitInfo info{};
-  info.Instance = m_ctx->instance();
-  info.PhysicalDevice = m_ctx->physicalDevice();
-  info.Device = m_ctx->device();
-  info.QueueFamily = m_ctx->queueFamily();
-  info.Queue = m_ctx->queue();
-  info.DescriptorPool = m_imguiPool;
-  info.MinImageCount = 2;
-  info.ImageCount = uint32_t(std::max<size_t>(m_swap.images.size(), 2));
-  info.MSAASamples = VK_SAMPLE_COUNT_1_BIT;
-  ImGui_ImplVulkan_Init(&info, m_renderer->renderPass());
-  m_ctx->submitAndWait([](VkCommandBuffer cmd) { ImGui_ImplVulkan_CreateFontsTexture(cmd); });
-  ImGui_ImplVulkan_DestroyFontUploadObjects();
 }
 
 void Viewer::loadModel(const std::string& path) {
@@ -454,54 +419,8 @@ void Viewer::panels() {
 
 void Viewer::overlay() {
   if (!m_showOverlay) return;
-  auto stats = m_profiler.stats(300);
-  ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos({io.DisplaySize.x - 430, 10}, ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize({420, 330}, ImGuiCond_FirstUseEver);
-  ImGui::Begin("GPU frame time");
-  // Rolling graph of the last frames' GPU total.
-  const auto& frames = m_profiler.frames();
-  size_t n = std::min<size_t>(frames.size(), 300);
-  std::vector<float> total(n), cpu(n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto& f = frames[frames.size() - n + i];
-    for (auto& [name, ms] : f.gpu) total[i] += float(ms);
-    cpu[i] = float(f.cpuMs);
-  }
-  if (n) {
-    ImGui::PlotLines("GPU ms", total.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 60});
-    ImGui::PlotLines("CPU ms", cpu.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 40});
-  }
-  if (ImGui::BeginTable("stages", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
-    for (const char* h : {"stage", "last", "mean", "p99", "max"}) ImGui::TableSetupColumn(h);
-    ImGui::TableHeadersRow();
-    for (auto& [name, s] : stats) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(name.c_str());
-      for (double v : {s.last, s.mean, s.p99, s.max}) {
-        ImGui::TableNextColumn();
-        ImGui::Text("%.3f", v);
-      }
-    }
-    ImGui::EndTable();
-  }
-  auto [used, budget] = m_ctx->deviceLocalUsage();
-  if (budget) ImGui::Text("GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0, budget / 1048576.0);
-  else ImGui::TextUnformatted("GPU memory: n/a (no VK_EXT_memory_budget)");
-  ImGui::Text("frame %llu, %u avatar(s), %ux%u", (unsigned long long)m_frameIndex, m_scene->avatars(), m_swap.extent.width,
-              m_swap.extent.height);
-  if (ImGui::Button("export profile")) {
-    std::string path = m_options.profile.empty() ? "armature-profile.json" : m_options.profile;
-    try {
-      m_profiler.writeChromeTrace(path);
-      m_profiler.writeCsv(path.substr(0, path.rfind('.')) + ".csv");
-      m_status = "wrote " + path;
-    } catch (const std::exception& e) {
-      m_status = e.what();
-    }
-  }
-  ImGui::End();
+  OverlayInfo info{m_ctx.get(), m_frameIndex, m_scene->avatars(), m_swap.extent, m_options.profile};
+  profilerOverlay(m_profiler, info, m_status);
 }
 
 void Viewer::drawFrame() {
@@ -530,6 +449,7 @@ void Viewer::drawFrame() {
   VK_CHECK(vkBeginCommandBuffer(fr.cmd, &bi));
   FrameRecord rec;
   rec.startMs = std::chrono::duration<double, std::milli>(t0 - m_start).count();
+  rec.cpu.push_back({"ui (cpu)", m_uiCpuMs});
   // GPU zones of the frame that last used this timer slot arrive now: file them under that frame.
   if (auto previous = m_timer->beginFrame(fr.cmd, m_frameIndex); previous && m_frameIndex >= kFramesInFlight)
     m_profiler.attachGpu(m_frameIndex - kFramesInFlight, *previous);
@@ -557,12 +477,10 @@ void Viewer::drawFrame() {
       m_status = std::string("compute raster: ") + e.what();
     }
   }
-  uint32_t zone = m_timer->beginZone(fr.cmd, "draw + ui");
   m_draw.joints = m_scene->joints();
   FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent, m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
-  m_renderer->record(fr.cmd, target, m_camera, m_scene->positions(), m_draw,
-                     [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); });
-  m_timer->endZone(fr.cmd, zone);
+  recordDrawAndUi(*m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
+                  [&](VkCommandBuffer cmd) { m_ui->record(cmd); });
   if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
   VK_CHECK(vkEndCommandBuffer(fr.cmd));
   // The image is first written by a colour attachment or, for a compute-shaded frame, by a copy.
@@ -619,13 +537,13 @@ void Viewer::frameOnce() {
     m_resize = false;
     if (!m_swap.handle) return;
   }
-  ImGui_ImplVulkan_NewFrame();
-  ImGui_ImplGlfw_NewFrame();
-  ImGui::NewFrame();
+  auto u0 = Clock::now();
+  m_ui->newFrame();
   handleCamera();
   panels();
   overlay();
-  ImGui::Render();
+  m_draw.inPassArea = m_ui->render();
+  m_uiCpuMs = std::chrono::duration<double, std::milli>(Clock::now() - u0).count();
   drawFrame();
 }
 
@@ -671,12 +589,7 @@ int Viewer::guiTest() {
 void Viewer::cleanup() {
   if (!m_ctx) return;
   vkDeviceWaitIdle(m_ctx->device());
-  if (m_imguiPool) {
-    ImGui_ImplVulkan_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    vkDestroyDescriptorPool(m_ctx->device(), m_imguiPool, nullptr);
-  }
+  m_ui.reset();
   for (auto& f : m_frames) {
     if (f.pool) vkDestroyCommandPool(m_ctx->device(), f.pool, nullptr);
     if (f.fence) vkDestroyFence(m_ctx->device(), f.fence, nullptr);
@@ -724,7 +637,7 @@ int Viewer::run() {
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.acquired));
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.rendered));
     }
-    initImGui();
+    m_ui = std::make_unique<ImGuiLayer>(*m_ctx, m_renderer->renderPass(), uint32_t(m_swap.images.size()), m_window);
     if (!m_options.guiTest.empty()) {
       status = guiTest();
     } else {

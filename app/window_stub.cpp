@@ -4,6 +4,8 @@
 #include "app/viewer.h"
 
 namespace armature::app {
+HeadlessUiFactory headlessUiFactory() { return nullptr; }
+
 int runWindow(const ViewerOptions&) {
   std::fprintf(stderr, "armature-viewer: the window mode is not available in this build yet; use --headless\n");
   return 2;

@@ -47,6 +47,10 @@ else
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --raster compute --profile "$out/viewer_cuda_1_compute.json" --screenshot "$out/viewer_cuda_1_compute.png"
   $v --headless --frames 300 --backend vulkan --size 1920x1080 --animate --raster compute --profile "$out/viewer_vulkan_1_compute.json"
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --raster compute --profile "$out/viewer_cuda_1024_compute.json"
+  # The overlay's own cost: the same frames with the GPU frame-time overlay drawn ("ui" and "ui (cpu)" stages).
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --ui --profile "$out/viewer_cuda_1_ui.json" --screenshot "$out/viewer_cuda_1_ui.png"
+  $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --raster compute --ui --profile "$out/viewer_cuda_1_compute_ui.json"
+  $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --raster compute --ui --profile "$out/viewer_cuda_1024_compute_ui.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
