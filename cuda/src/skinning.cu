@@ -6,6 +6,9 @@
 #include "check.h"
 #include "shared/skinning_io.h"
 
+#include <algorithm>
+#include <type_traits>
+
 namespace armature::cuda {
 
 namespace {
@@ -139,7 +142,7 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
 // With split-K (gridDim.z > 1) block z sums k in [z·kChunk, (z+1)·kChunk) into C + z·M·N; sumSlicesKernel then
 // adds the slices in order, so the result stays deterministic.
 template <bool TransB>
-__global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A,
+__global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda,
                                                   const float* __restrict__ Bm, int ldb, float* __restrict__ C,
                                                   const float* __restrict__ bias, int kChunk) {
   __shared__ float As[16][64 + 4], Bs[16][64 + 4];
@@ -152,7 +155,7 @@ __global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const flo
     for (int i = threadIdx.x; i < 64 * 16; i += 256) {
       int r = i / 16, kk = i % 16;  // A: row r, column kk (consecutive threads read consecutive k)
       int m = m0 + r, k = k0 + kk;
-      As[kk][r] = (m < M && k < kEnd) ? A[size_t(m) * K + k] : 0.f;
+      As[kk][r] = (m < M && k < kEnd) ? A[size_t(m) * lda + k] : 0.f;
       if (TransB) {
         int n = n0 + r;
         Bs[kk][r] = (n < N && k < kEnd) ? Bm[size_t(n) * ldb + k] : 0.f;
@@ -192,18 +195,26 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// (2, few items) C = A·B + bias for M ≤ 8. A block owns 128 columns, 4 per thread (16-byte loads from the
-// padded matrix, row stride ldb); its 8 warps split K and add their partial sums in a fixed order.
-constexpr int kSkinnyThreadsPerSlice = 32, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 8;
+// (2, few items) C = A·B + bias for M ≤ 32 rows: bandwidth-bound on B (the 64 MB blend matrix at B = 1).
+// Block (chunk, column group): Rows rows of A (transposed into shared memory, so one 16-byte load gives 4 rows)
+// against 64 columns, 4 per thread (16-byte loads of the padded matrix, row stride ldb); its 16 slices of 16
+// threads split K and add their partial sums in a fixed order (deterministic). Chunks of the same columns are
+// adjacent in launch order, so a second chunk finds B in L2.
+constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16;
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
                                                         const float* __restrict__ Bm, int ldb, float* __restrict__ C,
                                                         const float* __restrict__ bias) {
-  extern __shared__ float a[];  // M×K, then one row of partial sums per slice
-  for (int i = threadIdx.x; i < M * K; i += blockDim.x) a[i] = A[i];
+  extern __shared__ float4 shared4[];
+  float* aT = reinterpret_cast<float*>(shared4);  // K × Rows (row-chunk of A, transposed), then partial sums
+  const int m0 = blockIdx.x * Rows, rows = min(Rows, M - m0);
+  for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
+    int k = i / Rows, r = i % Rows;
+    aT[i] = r < rows ? A[size_t(m0 + r) * K + k] : 0.f;
+  }
   __syncthreads();
   int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
-  int n = blockIdx.x * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
+  int n = blockIdx.y * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
   float acc[Rows][4] = {};
   if (n < N) {
     const float4* B4 = reinterpret_cast<const float4*>(Bm) + n / 4;
@@ -211,15 +222,21 @@ __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, con
     for (int k = slice; k < K; k += kSkinnySlices) {
       float4 bv = __ldg(B4 + size_t(k) * (ldb / 4));
 #pragma unroll
-      for (int r = 0; r < Rows; ++r)
-        if (r < M) {
-          float x = a[r * K + k];
-          acc[r][0] += x * bv.x, acc[r][1] += x * bv.y, acc[r][2] += x * bv.z, acc[r][3] += x * bv.w;
+      for (int r4 = 0; r4 < Rows / 4; ++r4) {
+        float4 x = shared4[k * (Rows / 4) + r4];
+        float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float* a = acc[r4 * 4 + i];
+          a[0] += xs[i] * bv.x, a[1] += xs[i] * bv.y, a[2] += xs[i] * bv.z, a[3] += xs[i] * bv.w;
         }
+      }
     }
   }
-  float* part = a + M * K;  // [slice][kSkinnyCols]
-  for (int r = 0; r < M; ++r) {
+  float* part = aT + K * Rows;  // [slice][kSkinnyCols]
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    if (r >= rows) break;  // uniform across the block
     for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
     __syncthreads();
     if (slice == 0)
@@ -228,33 +245,53 @@ __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, con
         if (col >= N) break;
         float sum = bias[col];
         for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
-        C[size_t(r) * N + col] = sum;
+        C[size_t(m0 + r) * N + col] = sum;
       }
     __syncthreads();
   }
 }
 
-// (2ᵀ, few items) C = A·Bᵀ for M ≤ 8: one block per output column n, a fixed-order tree over K.
+// (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda) and B (N rows of K, stride ldb) padded to
+// multiples of 4 with zeros. A block owns two output columns (B rows): 16-byte loads, 4 in flight per thread,
+// each A load serving both; warp shuffles then the 8 warps in order: a fixed-order sum (deterministic).
 template <int Rows>
-__global__ void skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ Bm,
-                                      int ldb, float* __restrict__ C) {
-  __shared__ float red[Rows][256];
-  int n = blockIdx.x;
-  float acc[Rows] = {};
-  for (int k = threadIdx.x; k < K; k += 256) {
-    float bv = Bm[size_t(n) * ldb + k];
+__global__ void __launch_bounds__(256) skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, int lda,
+                                                             const float* __restrict__ Bm, int ldb, float* __restrict__ C) {
+  __shared__ float red[2][Rows][8];
+  const int n = blockIdx.x * 2, K4 = (K + 3) / 4;
+  const bool second = n + 1 < N;
+  const float4* B0 = reinterpret_cast<const float4*>(Bm + size_t(n) * ldb);
+  const float4* B1 = reinterpret_cast<const float4*>(Bm + size_t(second ? n + 1 : n) * ldb);
+  const float4* A4 = reinterpret_cast<const float4*>(A);
+  float acc0[Rows] = {}, acc1[Rows] = {};
+#pragma unroll 4
+  for (int k = threadIdx.x; k < K4; k += 256) {
+    float4 b0 = __ldg(B0 + k), b1 = __ldg(B1 + k);
 #pragma unroll
     for (int r = 0; r < Rows; ++r)
-      if (r < M) acc[r] += A[size_t(r) * K + k] * bv;
+      if (r < M) {
+        float4 a = __ldg(A4 + size_t(r) * (lda / 4) + k);
+        acc0[r] += a.x * b0.x + a.y * b0.y + a.z * b0.z + a.w * b0.w;
+        acc1[r] += a.x * b1.x + a.y * b1.y + a.z * b1.z + a.w * b1.w;
+      }
   }
-  for (int r = 0; r < Rows; ++r) red[r][threadIdx.x] = acc[r];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    for (int o = 16; o > 0; o >>= 1) {
+      acc0[r] += __shfl_down_sync(0xffffffffu, acc0[r], o);
+      acc1[r] += __shfl_down_sync(0xffffffffu, acc1[r], o);
+    }
+    if (lane == 0) red[0][r][warp] = acc0[r], red[1][r][warp] = acc1[r];
+  }
   __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      for (int r = 0; r < Rows; ++r) red[r][threadIdx.x] += red[r][threadIdx.x + s];
-    __syncthreads();
+  if (threadIdx.x < 2 * M) {
+    int col = threadIdx.x / M, r = threadIdx.x % M;
+    if (col == 1 && !second) return;
+    float sum = 0;
+    for (int w = 0; w < 8; ++w) sum += red[col][r][w];
+    C[size_t(r) * N + n + col] = sum;
   }
-  if (threadIdx.x < M) C[size_t(threadIdx.x) * N + n] = red[threadIdx.x][0];
 }
 
 // T = Σ_j w_vj A_j over the vertex's sparse weights (A: one item's J×12 transforms).
@@ -281,16 +318,17 @@ __global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vP
   for (int r = 0; r < 3; ++r) out[i * 3 + r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[b * 3 + r];
 }
 
-// Backward (1): dL/dv_posed = Tᵀ dL/dv.
+// Backward (1): dL/dv_posed = Tᵀ dL/dv, item rows `stride` floats apart (the padding stays zero).
 __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restrict__ transforms,
-                                         const float* __restrict__ gradV, float* __restrict__ gradVPosed) {
+                                         const float* __restrict__ gradV, float* __restrict__ gradVPosed, int stride) {
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= size_t(d.B) * d.V) return;
   int b = int(i / d.V), v = int(i % d.V);
   float T[12];
   blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
   const float* g = gradV + i * 3;
-  for (int c = 0; c < 3; ++c) gradVPosed[i * 3 + c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
+  float* out = gradVPosed + size_t(b) * stride + v * 3;
+  for (int c = 0; c < 3; ++c) out[c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
 }
 
 // Backward (2): per (joint, item) block: dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over the joint's vertices (CSC), in a
@@ -330,17 +368,30 @@ __global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restric
   }
 }
 
-// Backward (3): one block per item, one thread per joint; the reverse chain walk by thread 0 over shared memory.
-__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsBackwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                        const float* saved, const float* gradA,
-                                                                        const float* gradJoints,
-                                                                        const float* gradFeatures,
-                                                                        const float* gradTranslV, SkinningGrads out) {
-  // Per joint: gG (9), gT (3), gJrest (3), gR (9).
-  __shared__ float wk[SKIN_MAX_JOINTS * 24];
-  int b = blockIdx.x, j = threadIdx.x;
-  const float* sv = saved + size_t(b) * d.J * kSaved;
-  if (j < d.J) {
+// Backward (3): one block per item. The forward's per-joint values go to shared memory; the reverse chain runs
+// one tree level at a time, deepest first, with 9 threads per joint (one per 3×3 entry): a joint first gathers its
+// children's shares (final: they are one level deeper) in a fixed order, then adds its own rotation and rest-joint
+// gradients. Then the Rodrigues backward per joint, and shape/expression/translation gradients.
+constexpr int kJointsBackwardThreads = 9 * SKIN_MAX_JOINTS;
+__global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKernel(Dims d, Tables t, SkinningInputs in,
+                                                                               const float* saved, const float* gradA,
+                                                                               const float* gradJoints,
+                                                                               const float* gradFeatures,
+                                                                               const float* gradTranslV, SkinningGrads out) {
+  __shared__ float sv[SKIN_MAX_JOINTS * kSaved];  // per joint: R (9), G (9), rest joint (3)
+  __shared__ float wk[SKIN_MAX_JOINTS * 24];      // per joint: gG (9), gT (3), gJrest (3), gR (9)
+  __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
+  const int b = blockIdx.x, tid = threadIdx.x;
+  for (int i = tid; i < d.J * kSaved; i += blockDim.x) sv[i] = saved[size_t(b) * d.J * kSaved + i];
+  if (tid == 0) sMaxDepth = 0;
+  __syncthreads();
+  if (tid < d.J) {
+    const int j = tid;
+    sParent[j] = t.parents[j];
+    int depth = 0;  // the model is a validated forest; the cap only guards the loop
+    for (int p = t.parents[j]; p >= 0 && depth < d.J; p = t.parents[p]) ++depth;
+    sDepth[j] = depth;
+    atomicMax(&sMaxDepth, depth);
     const float* gA = gradA + (size_t(b) * d.J + j) * 12;
     const float *G = sv + j * kSaved + 9, *jr = sv + j * kSaved + 18;
     float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
@@ -357,49 +408,55 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsBackwardKernel(Dims d, 
       for (int e = 0; e < 9; ++e) gR[e] = gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e];
   }
   __syncthreads();
-  if (j == 0) {
-    for (int i = d.J - 1; i >= 0; --i) {
-      int q = t.order[i], par = t.parents[q];
-      float *gG = wk + q * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
-      const float* R = sv + q * kSaved;
-      if (par < 0) {
-        for (int e = 0; e < 9; ++e) gR[e] += gG[e];
-        for (int c = 0; c < 3; ++c) gJ[c] += gT[c];
-        continue;
-      }
-      float *gGp = wk + par * 24, *gTp = gGp + 9, *gJp = gGp + 12;
-      const float *Gp = sv + par * kSaved + 9, *jr = sv + q * kSaved + 18, *jp = sv + par * kSaved + 18;
-      float rel[3] = {jr[0] - jp[0], jr[1] - jp[1], jr[2] - jp[2]};
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 3; ++c) {
-          float aR = 0, aG = 0;
-          for (int k = 0; k < 3; ++k) aR += Gp[k * 3 + r] * gG[k * 3 + c], aG += gG[r * 3 + k] * R[c * 3 + k];
-          gR[r * 3 + c] += aR;
-          gGp[r * 3 + c] += aG + gT[r] * rel[c];
+  const int q = tid / 9, e = tid % 9, r = e / 3, c = e % 3;
+  for (int level = sMaxDepth; level >= 0; --level) {
+    const bool mine = q < d.J && sDepth[q] == level;
+    float *gG = wk + q * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
+    if (mine) {
+      const float *Gq = sv + q * kSaved + 9, *jq = sv + q * kSaved + 18;
+      float accG = 0, accT = 0, accJ = 0;
+      for (int ch = 0; ch < d.J; ++ch) {
+        if (sParent[ch] != q) continue;
+        const float *gGc = wk + ch * 24, *gTc = gGc + 9, *Rc = sv + ch * kSaved, *jc = sv + ch * kSaved + 18;
+        accG += gGc[r * 3] * Rc[c * 3] + gGc[r * 3 + 1] * Rc[c * 3 + 1] + gGc[r * 3 + 2] * Rc[c * 3 + 2] +
+                gTc[r] * (jc[c] - jq[c]);
+        if (e < 3) {
+          accT += gTc[e];
+          accJ -= Gq[e] * gTc[0] + Gq[3 + e] * gTc[1] + Gq[6 + e] * gTc[2];
         }
-      for (int c = 0; c < 3; ++c) {
-        float gRel = Gp[c] * gT[0] + Gp[3 + c] * gT[1] + Gp[6 + c] * gT[2];
-        gJ[c] += gRel;
-        gJp[c] -= gRel;
-        gTp[c] += gT[c];
+      }
+      gG[e] += accG;
+      if (e < 3) gT[e] += accT, gJ[e] += accJ;
+    }
+    __syncthreads();  // the joint's gG/gT are complete
+    if (mine) {
+      int par = sParent[q];
+      if (par < 0) {
+        gR[e] += gG[e];
+        if (e < 3) gJ[e] += gT[e];
+      } else {
+        const float* Gp = sv + par * kSaved + 9;
+        gR[e] += Gp[r] * gG[c] + Gp[3 + r] * gG[3 + c] + Gp[6 + r] * gG[6 + c];
+        if (e < 3) gJ[e] += Gp[e] * gT[0] + Gp[3 + e] * gT[1] + Gp[6 + e] * gT[2];
       }
     }
+    // No barrier needed here: the next level reads only this level's gG/gT (complete) and writes its own.
   }
   __syncthreads();
-  if (j < d.J) rodriguesBackward(in.pose + (size_t(b) * d.J + j) * 3, wk + j * 24 + 15, out.pose + (size_t(b) * d.J + j) * 3);
+  if (tid < d.J) rodriguesBackward(in.pose + (size_t(b) * d.J + tid) * 3, wk + tid * 24 + 15, out.pose + (size_t(b) * d.J + tid) * 3);
   int E = d.K - d.S;
-  for (int k = j; k < d.K; k += blockDim.x) {
+  for (int k = tid; k < d.K; k += blockDim.x) {
     float acc = gradFeatures[size_t(b) * d.F() + d.P + k];
-    for (int q = 0; q < d.J; ++q)
-      for (int c = 0; c < 3; ++c) acc += wk[q * 24 + 12 + c] * t.jointDirs[(k * d.J + q) * 3 + c];
+    for (int j = 0; j < d.J; ++j)
+      for (int cc = 0; cc < 3; ++cc) acc += wk[j * 24 + 12 + cc] * t.jointDirs[(k * d.J + j) * 3 + cc];
     if (k < d.S) out.betas[b * d.S + k] = acc;
     else out.expression[b * E + (k - d.S)] = acc;
   }
-  if (j < 3) {
-    float acc = gradTranslV[b * 3 + j];
+  if (tid < 3) {
+    float acc = gradTranslV[b * 3 + tid];
     if (gradJoints)
-      for (int q = 0; q < d.J; ++q) acc += gradJoints[(size_t(b) * d.J + q) * 3 + j];
-    out.transl[b * 3 + j] = acc;
+      for (int j = 0; j < d.J; ++j) acc += gradJoints[(size_t(b) * d.J + j) * 3 + tid];
+    out.transl[b * 3 + tid] = acc;
   }
 }
 
@@ -427,21 +484,32 @@ struct Skinning::Impl {
   // out (M × V3) = A (M × F) · blend + vTemplate
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     int N = dims.V3(), K = dims.F();
-    if (M <= 8) {
-      size_t shared = (size_t(M) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
-      skinnyGemmKernel<8><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride,
-                                                                             out, vTemplate.as<float>());
+    auto skinny = [&](auto rows) {
+      constexpr int Rows = decltype(rows)::value;
+      size_t shared = (size_t(Rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
+      dim3 grid(blocks(size_t(M), Rows), blocks(size_t(N), kSkinnyCols));
+      skinnyGemmKernel<Rows><<<grid, 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, vTemplate.as<float>());
+    };
+    auto fits = [&](int rows) { return (size_t(rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float) <= 48 * 1024; };
+    if (M <= 4 && fits(4)) {
+      skinny(std::integral_constant<int, 4>{});
+    } else if (M <= 8 && fits(8)) {
+      skinny(std::integral_constant<int, 8>{});
+    } else if (M <= 32 && fits(16)) {
+      skinny(std::integral_constant<int, 16>{});
     } else {
       dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, vTemplate.as<float>(), K);
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
-  // out (M × F) = G (M × V3) · blendᵀ
+  // out (M × F) = G (M × V3, row stride blendStride, zero padding) · blendᵀ
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
     int N = dims.F(), K = dims.V3();
-    if (M <= 8) {
-      skinnyGemmTransKernel<8><<<N, 256, 0, s>>>(M, N, K, G, blend.as<float>(), blendStride, out);
+    if (M <= 4) {
+      skinnyGemmTransKernel<4><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
+    } else if (M <= 8) {
+      skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works, then add the slices in order.
       dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64), 1);
@@ -449,7 +517,7 @@ struct Skinning::Impl {
       int kChunk = ((K + slices - 1) / slices + 15) / 16 * 16;
       slices = (K + kChunk - 1) / kChunk;
       grid.z = unsigned(slices);
-      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blend.as<float>(), blendStride, slices > 1 ? splitParts.as<float>() : out,
+      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, slices > 1 ? splitParts.as<float>() : out,
                                             nullptr, kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
@@ -498,7 +566,9 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->saved = DeviceMemory(B * J * kSaved * 4);
   m->vPosed = DeviceMemory(B * V3 * 4);
   m->gradA = DeviceMemory(B * J * 12 * 4);
-  m->gradVPosed = DeviceMemory(B * V3 * 4);
+  // dL/dv_posed rows padded like the blend matrix's (16-byte loads in the transposed product); padding zero.
+  m->gradVPosed = DeviceMemory(B * size_t(m->blendStride) * 4);
+  CUDA_CHECK(cudaMemset(m->gradVPosed.data(), 0, B * size_t(m->blendStride) * 4));
   m->gradFeatures = DeviceMemory(B * F * 4);
   m->gradTranslV = DeviceMemory(B * 3 * 4);
   // Split-K partial sums for the backward's blend product: enough slices to fill the GPU at any batch.
@@ -543,7 +613,8 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
   size_t n = size_t(batch) * d.V;
   if (gradVertices) {
     skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(d, t, m->transforms.as<float>(),
-                                                                                         gradVertices, m->gradVPosed.as<float>());
+                                                                                         gradVertices, m->gradVPosed.as<float>(),
+                                                                                         m->blendStride);
     CUDA_CHECK_LAUNCH();
     skinBackwardJointKernel<<<dim3(d.J + 1, batch), 128, 0, s>>>(d, t, m->vPosed.as<float>(), gradVertices,
                                                                  m->gradA.as<float>(), m->gradTranslV.as<float>());
@@ -554,7 +625,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
     CUDA_CHECK(cudaMemsetAsync(m->gradTranslV.data(), 0, size_t(batch) * 3 * 4, s));
     CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
   }
-  jointsBackwardKernel<<<batch, SKIN_MAX_JOINTS, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(),
+  jointsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(),
                                                          gradJoints, m->gradFeatures.as<float>(),
                                                          m->gradTranslV.as<float>(), out);
   CUDA_CHECK_LAUNCH();
