@@ -113,6 +113,9 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
   att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
   m_overlayPass = vk::createRenderPass(ctx, 2, att, sub, dep);
+  // The same for the UI alone: no depth test, so the depth attachment is neither cleared nor kept.
+  att[1].loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
+  m_uiPass = vk::createRenderPass(ctx, 2, att, sub, dep);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
@@ -160,33 +163,36 @@ Renderer::~Renderer() {
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
   vkDestroyRenderPass(dev, m_overlayPass, nullptr);
+  vkDestroyRenderPass(dev, m_uiPass, nullptr);
 }
 
 void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
+                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass,
+                      const std::function<void(VkCommandBuffer)>& beforeUiPass) {
   const VkExtent2D extent = target.extent;
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
   // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton and the UI.
   const bool computeFrame = s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
                             (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
-  const bool overlays = (s.skeleton && s.joints && s.jointCount) || inPass;
+  const bool skeleton = s.skeleton && s.joints && s.jointCount;
+  const bool uiOnly = computeFrame && !skeleton;  // then the pass below exists only for `inPass`
   if (computeFrame) {
     recordComputeFrame(cmd, target, camera, positions, s);
-    if (!overlays) {
+    if (!skeleton && !inPass) {
       imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
       return;
     }
+    if (uiOnly && beforeUiPass) beforeUiPass(cmd);
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
   }
   VkClearValue clear[2];
   clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
   clear[1].depthStencil = {1.0f, 0};
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
-  bi.renderPass = computeFrame ? m_overlayPass : m_renderPass;
+  bi.renderPass = uiOnly ? m_uiPass : computeFrame ? m_overlayPass : m_renderPass;
   bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
-  const bool skeleton = s.skeleton && s.joints && s.jointCount;
-  if (computeFrame && !skeleton && s.inPassArea.extent.width && s.inPassArea.extent.height) {
+  if (uiOnly && s.inPassArea.extent.width && s.inPassArea.extent.height) {
     // Only the UI's pixels are loaded and stored (the rest of the image keeps the compute-shaded frame).
     int32_t x0 = std::clamp(s.inPassArea.offset.x, 0, int32_t(extent.width)), y0 = std::clamp(s.inPassArea.offset.y, 0, int32_t(extent.height));
     int32_t x1 = std::clamp(s.inPassArea.offset.x + int32_t(s.inPassArea.extent.width), x0, int32_t(extent.width));
@@ -272,15 +278,22 @@ void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cm
                      const Camera& camera, VkBuffer positions, const DrawSettings& settings,
                      const std::function<void(VkCommandBuffer)>& ui) {
   uint32_t zone = timer.beginZone(cmd, "draw");
-  std::function<void(VkCommandBuffer)> timedUi;
+  bool inUi = false;
+  auto toUi = [&](VkCommandBuffer c) {
+    if (inUi) return;
+    timer.endZone(c, zone);
+    zone = timer.beginZone(c, "ui");
+    inUi = true;
+  };
+  std::function<void(VkCommandBuffer)> timedUi, uiPass;
   if (ui) {
     timedUi = [&](VkCommandBuffer c) {
-      timer.endZone(c, zone);
-      zone = timer.beginZone(c, "ui");
+      toUi(c);
       ui(c);
     };
+    uiPass = toUi;
   }
-  renderer.record(cmd, target, camera, positions, settings, timedUi);
+  renderer.record(cmd, target, camera, positions, settings, timedUi, uiPass);
   timer.endZone(cmd, zone);
 }
 

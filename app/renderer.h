@@ -73,8 +73,11 @@ class Renderer {
   // wireframe and a target image, the frame is shaded by one compute pass (shade_frame.comp) and copied into the
   // image; a render pass that loads it follows only for the skeleton and `inPass`. Otherwise the ground, then the
   // visibility pass or the mesh, are drawn by the graphics pipeline.
+  // `beforeUiPass` runs before a render pass that exists only for `inPass` (a compute-shaded frame without the
+  // skeleton), so a profiler can charge that pass to the UI.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {});
+              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {},
+              const std::function<void(VkCommandBuffer)>& beforeUiPass = {});
 
  private:
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
@@ -86,6 +89,7 @@ class Renderer {
   VkFormat m_colorFormat;
   VkImageLayout m_finalLayout;
   VkRenderPass m_overlayPass = VK_NULL_HANDLE;  // loads the compute-shaded colour, for the skeleton and UI
+  VkRenderPass m_uiPass = VK_NULL_HANDLE;       // the same for the UI alone (depth untouched)
   vk::Buffer m_pixels;                          // the compute-shaded frame, 8-bit RGBA, copied into the image
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
@@ -101,7 +105,8 @@ class Renderer {
 };
 
 // Records the frame between GPU zones "draw" and, with `ui`, "ui": the UI's draws and the end of the pass (its store)
-// are timed apart from the scene, so the overlay's own cost is in the profile.
+// — and for a compute-shaded frame the whole render pass the UI alone needs — are timed apart from the scene, so
+// the overlay's own cost is in the profile.
 void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
                      const Camera& camera, VkBuffer positions, const DrawSettings& settings,
                      const std::function<void(VkCommandBuffer)>& ui = {});
