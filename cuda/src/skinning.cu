@@ -137,54 +137,103 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
   }
 }
 
-// (2) C (M×N) = A (M×K) · op(B) + bias, op(B) = B (K×N) or Bᵀ (B stored N×K). 64×64 tiles, 4×4 per thread.
-// Each output is summed in a fixed order: deterministic.
-// With split-K (gridDim.z > 1) block z sums k in [z·kChunk, (z+1)·kChunk) into C + z·M·N; sumSlicesKernel then
+// (2) C (M×N, row stride ldc) = A (M×K, row stride lda) · op(B) + bias; op(B) = B (K×N, row stride ldb) or Bᵀ
+// (B stored N×K, row stride ldb). 128×128 tiles, 8 k per step, 256 threads of 8×8 outputs (two 4×4 quadrants 64
+// apart, so shared-memory reads are 16-byte and conflict-free), the next step's tiles loaded into registers while
+// this one is computed (double-buffered shared memory). Each output is summed in a fixed order: deterministic.
+// TransB needs lda and ldb multiples of 4 with zero padding up to K rounded to 4 (16-byte loads of A and B).
+// With split-K (gridDim.z > 1) block z sums k in [z·kChunk, (z+1)·kChunk) into C + z·M·ldc; sumSlicesKernel then
 // adds the slices in order, so the result stays deterministic.
+constexpr int kTile = 128, kTileK = 8;
 template <bool TransB>
-__global__ void __launch_bounds__(256) gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                  const float* __restrict__ Bm, int ldb, float* __restrict__ C,
-                                                  const float* __restrict__ bias, int kChunk) {
-  __shared__ float As[16][64 + 4], Bs[16][64 + 4];
-  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
-  int kBegin = blockIdx.z * kChunk, kEnd = min(K, kBegin + kChunk);
-  C += size_t(blockIdx.z) * M * N;
-  float acc[4][4] = {};
-  for (int k0 = kBegin; k0 < kEnd; k0 += 16) {
-    for (int i = threadIdx.x; i < 64 * 16; i += 256) {
-      int r = i / 16, kk = i % 16;  // A: row r, column kk (consecutive threads read consecutive k)
-      int m = m0 + r, k = k0 + kk;
-      As[kk][r] = (m < M && k < kEnd) ? A[size_t(m) * lda + k] : 0.f;
-      if (TransB) {
-        int n = n0 + r;
-        Bs[kk][r] = (n < N && k < kEnd) ? Bm[size_t(n) * ldb + k] : 0.f;
+__global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda,
+                                                     const float* __restrict__ Bm, int ldb, float* __restrict__ C, int ldc,
+                                                     const float* __restrict__ bias, int kChunk) {
+  __shared__ __align__(16) float As[2][kTileK][kTile], Bs[2][kTileK][kTile];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
+  const int kLimit = TransB ? (K + 3) / 4 * 4 : K;  // TransB: the zero padding is read as 16-byte groups
+  const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
+  C += size_t(blockIdx.z) * M * ldc;
+  // This thread's share of a step's tiles: A row tid/2, k (tid%2)·4 … +3; B (K×N) row tid/32, columns (tid%32)·4 … +3;
+  // Bᵀ: B row tid/2, k (tid%2)·4 … +3.
+  const int aRow = tid / 2, aK = (tid % 2) * 4;
+  const bool aVec = TransB;  // A rows are 16-byte aligned only in the transposed product (padded dL/dv_posed)
+  float4 aReg, bReg;
+  auto loadTiles = [&](int k0) {
+    int m = m0 + aRow, k = k0 + aK;
+    if (aVec) {
+      aReg = (m < M && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(A + size_t(m) * lda + k)) : make_float4(0, 0, 0, 0);
+    } else {
+      const float* a = A + size_t(m) * lda;
+      bool row = m < M;
+      aReg.x = row && k < kEnd ? __ldg(a + k) : 0.f;
+      aReg.y = row && k + 1 < kEnd ? __ldg(a + k + 1) : 0.f;
+      aReg.z = row && k + 2 < kEnd ? __ldg(a + k + 2) : 0.f;
+      aReg.w = row && k + 3 < kEnd ? __ldg(a + k + 3) : 0.f;
+    }
+    if (TransB) {
+      int n = n0 + aRow;
+      bReg = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(n) * ldb + k)) : make_float4(0, 0, 0, 0);
+    } else {
+      int kb = k0 + tid / 32, n = n0 + (tid % 32) * 4;
+      bReg = (kb < kEnd && n < ldb) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(kb) * ldb + n)) : make_float4(0, 0, 0, 0);
+    }
+  };
+  auto storeTiles = [&](int buf) {
+    As[buf][aK][aRow] = aReg.x, As[buf][aK + 1][aRow] = aReg.y, As[buf][aK + 2][aRow] = aReg.z, As[buf][aK + 3][aRow] = aReg.w;
+    if (TransB) {
+      Bs[buf][aK][aRow] = bReg.x, Bs[buf][aK + 1][aRow] = bReg.y, Bs[buf][aK + 2][aRow] = bReg.z, Bs[buf][aK + 3][aRow] = bReg.w;
+    } else {
+      *reinterpret_cast<float4*>(&Bs[buf][tid / 32][(tid % 32) * 4]) = bReg;
+    }
+  };
+  float acc[8][8] = {};
+  int buf = 0;
+  if (kBegin < kEnd) {
+    loadTiles(kBegin);
+    storeTiles(0);
+  }
+  __syncthreads();
+  for (int k0 = kBegin; k0 < kEnd; k0 += kTileK) {
+    const bool more = k0 + kTileK < kEnd;
+    if (more) loadTiles(k0 + kTileK);
+#pragma unroll
+    for (int kk = 0; kk < kTileK; ++kk) {
+      float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][ty * 4]);
+      float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][64 + ty * 4]);
+      float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][kk][tx * 4]);
+      float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][kk][64 + tx * 4]);
+      float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * bv[j];
+    }
+    if (more) storeTiles(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+  const bool vecStore = ldc % 4 == 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    int m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+    if (m >= M) continue;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int n = n0 + h * 64 + tx * 4;
+      float v[4];
+      for (int j = 0; j < 4; ++j) v[j] = acc[i][h * 4 + j] + (bias && n + j < N ? bias[n + j] : 0.f);
+      float* c = C + size_t(m) * ldc + n;
+      if (vecStore && n + 3 < N) {
+        *reinterpret_cast<float4*>(c) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
-        int kr = i / 64, nc = i % 64;  // B: consecutive threads read consecutive n
-        int kb = k0 + kr, n = n0 + nc;
-        Bs[kr][nc] = (n < N && kb < kEnd) ? Bm[size_t(kb) * ldb + n] : 0.f;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < N) c[j] = v[j];
       }
     }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) {
-      float a[4], bv[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty * 4 + i], bv[i] = Bs[kk][tx + 16 * i];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * bv[j];
-    }
-    __syncthreads();
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      int m = m0 + ty * 4 + i, n = n0 + tx + 16 * j;
-      if (m < M && n < N) C[size_t(m) * N + n] = acc[i][j] + (bias ? bias[n] : 0.f);
-    }
 }
 
 __global__ void sumSlicesKernel(int slices, size_t count, const float* __restrict__ parts, float* __restrict__ C) {
@@ -204,7 +253,7 @@ constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSl
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
                                                         const float* __restrict__ Bm, int ldb, float* __restrict__ C,
-                                                        const float* __restrict__ bias) {
+                                                        int ldc, const float* __restrict__ bias) {
   extern __shared__ float4 shared4[];
   float* aT = reinterpret_cast<float*>(shared4);  // K × Rows (row-chunk of A, transposed), then partial sums
   const int m0 = blockIdx.x * Rows, rows = min(Rows, M - m0);
@@ -245,7 +294,7 @@ __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, con
         if (col >= N) break;
         float sum = bias[col];
         for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
-        C[size_t(m0 + r) * N + col] = sum;
+        C[size_t(m0 + r) * ldc + col] = sum;
       }
     __syncthreads();
   }
@@ -306,14 +355,15 @@ __device__ void blendTransforms(const Tables& t, const float* __restrict__ A, in
 }
 
 // (3) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
-__global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, const float* __restrict__ transforms,
-                                  const float* __restrict__ transl, float* __restrict__ out) {
+__global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, int stride,
+                                  const float* __restrict__ transforms, const float* __restrict__ transl,
+                                  float* __restrict__ out) {
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= size_t(d.B) * d.V) return;
   int b = int(i / d.V), v = int(i % d.V);
   float T[12];
   blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
-  const float* p = vPosed + i * 3;
+  const float* p = vPosed + size_t(b) * stride + v * 3;
   float x = p[0], y = p[1], z = p[2];
   for (int r = 0; r < 3; ++r) out[i * 3 + r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[b * 3 + r];
 }
@@ -333,7 +383,7 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
 
 // Backward (2): per (joint, item) block: dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over the joint's vertices (CSC), in a
 // fixed order; block j == J sums dL/dv for the translation.
-__global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed,
+__global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed, int stride,
                                         const float* __restrict__ gradV, float* __restrict__ gradA,
                                         float* __restrict__ gradTranslV) {
   __shared__ float red[12][128];
@@ -341,7 +391,7 @@ __global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restric
   float acc[12] = {};
   const float* g = gradV + size_t(b) * d.V * 3;
   if (j < d.J) {
-    const float* p = vPosed + size_t(b) * d.V * 3;
+    const float* p = vPosed + size_t(b) * stride;
     for (uint32_t e = t.jointStart[j] + threadIdx.x; e < t.jointStart[j + 1]; e += 128) {
       uint32_t v = t.jointVertex[e];
       float w = t.jointWeight[e];
@@ -472,7 +522,8 @@ struct Skinning::Impl {
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
       jointVertex, jointWeight, parents, order;
   DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, splitParts;
-  int splitSlices = 1;
+  static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
+  int smCount = 132;
   int blendStride = 0;  // row stride of the blend matrix on the device: V·3 rounded up to 4 (16-byte rows)
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
@@ -481,14 +532,15 @@ struct Skinning::Impl {
             weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
             jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(), order.as<int32_t>()};
   }
-  // out (M × V3) = A (M × F) · blend + vTemplate
+  // out (M × V3, row stride blendStride) = A (M × F) · blend + vTemplate
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     int N = dims.V3(), K = dims.F();
     auto skinny = [&](auto rows) {
       constexpr int Rows = decltype(rows)::value;
       size_t shared = (size_t(Rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
       dim3 grid(blocks(size_t(M), Rows), blocks(size_t(N), kSkinnyCols));
-      skinnyGemmKernel<Rows><<<grid, 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, vTemplate.as<float>());
+      skinnyGemmKernel<Rows><<<grid, 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, blendStride,
+                                                       vTemplate.as<float>());
     };
     auto fits = [&](int rows) { return (size_t(rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float) <= 48 * 1024; };
     if (M <= 4 && fits(4)) {
@@ -498,8 +550,9 @@ struct Skinning::Impl {
     } else if (M <= 32 && fits(16)) {
       skinny(std::integral_constant<int, 16>{});
     } else {
-      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64));
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, vTemplate.as<float>(), K);
+      dim3 grid(blocks(size_t(N), kTile), blocks(size_t(M), kTile));
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, blendStride,
+                                             vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -511,14 +564,16 @@ struct Skinning::Impl {
     } else if (M <= 8) {
       skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
     } else {
-      // Few output tiles and a long K (V·3): split K so the whole GPU works, then add the slices in order.
-      dim3 grid(blocks(size_t(N), 64), blocks(size_t(M), 64), 1);
-      int slices = std::max(1, std::min(splitSlices, int((2 * 132 + grid.x * grid.y - 1) / (grid.x * grid.y))));
-      int kChunk = ((K + slices - 1) / slices + 15) / 16 * 16;
-      slices = (K + kChunk - 1) / kChunk;
+      // Few output tiles and a long K (V·3): split K so the whole GPU works (about two blocks per SM), then add
+      // the slices in order.
+      dim3 grid(blocks(size_t(N), kTile), blocks(size_t(M), kTile), 1);
+      int tiles = int(grid.x * grid.y), Kp = (K + 3) / 4 * 4;
+      int slices = std::max(1, std::min({(2 * smCount + tiles - 1) / tiles, kSplitRows / M, Kp / (4 * kTileK)}));
+      int kChunk = ((Kp + slices - 1) / slices + kTileK - 1) / kTileK * kTileK;
+      slices = (Kp + kChunk - 1) / kChunk;
       grid.z = unsigned(slices);
-      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, slices > 1 ? splitParts.as<float>() : out,
-                                            nullptr, kChunk);
+      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride,
+                                            slices > 1 ? splitParts.as<float>() : out, N, nullptr, kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
         size_t count = size_t(M) * N;
@@ -537,7 +592,8 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
   size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
-  size_t need = h.deviceBytes() + B * (F * (2 + 64) + J * (12 * 2 + kSaved) + V3 * 2 + 3) * 4;
+  size_t V3p = (V3 + 3) / 4 * 4;
+  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 * 2 + kSaved) + V3p * 2 + 3) * 4 + size_t(Impl::kSplitRows) * F * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
   ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
@@ -564,7 +620,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->features = DeviceMemory(B * F * 4);
   m->transforms = DeviceMemory(B * J * 12 * 4);
   m->saved = DeviceMemory(B * J * kSaved * 4);
-  m->vPosed = DeviceMemory(B * V3 * 4);
+  m->vPosed = DeviceMemory(B * size_t(m->blendStride) * 4);  // rows padded like the blend matrix's
   m->gradA = DeviceMemory(B * J * 12 * 4);
   // dL/dv_posed rows padded like the blend matrix's (16-byte loads in the transposed product); padding zero.
   m->gradVPosed = DeviceMemory(B * size_t(m->blendStride) * 4);
@@ -572,8 +628,10 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->gradFeatures = DeviceMemory(B * F * 4);
   m->gradTranslV = DeviceMemory(B * 3 * 4);
   // Split-K partial sums for the backward's blend product: enough slices to fill the GPU at any batch.
-  m->splitSlices = 64;
-  m->splitParts = DeviceMemory(size_t(m->splitSlices) * B * F * 4);
+  m->splitParts = DeviceMemory(size_t(Impl::kSplitRows) * F * 4);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&m->smCount, cudaDevAttrMultiProcessorCount, device));
 }
 
 Skinning::~Skinning() = default;
@@ -595,7 +653,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
   skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
-      d, t, m->vPosed.as<float>(), m->transforms.as<float>(), in.transl, vertices);
+      d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
   CUDA_CHECK_LAUNCH();
   m->lastInputs = in;
   m->lastBatch = batch;
@@ -616,7 +674,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
                                                                                          gradVertices, m->gradVPosed.as<float>(),
                                                                                          m->blendStride);
     CUDA_CHECK_LAUNCH();
-    skinBackwardJointKernel<<<dim3(d.J + 1, batch), 128, 0, s>>>(d, t, m->vPosed.as<float>(), gradVertices,
+    skinBackwardJointKernel<<<dim3(d.J + 1, batch), 128, 0, s>>>(d, t, m->vPosed.as<float>(), m->blendStride, gradVertices,
                                                                  m->gradA.as<float>(), m->gradTranslV.as<float>());
     CUDA_CHECK_LAUNCH();
     m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
