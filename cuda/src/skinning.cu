@@ -15,6 +15,7 @@ namespace {
 
 struct Dims {
   int B, V, J, P, K, S;
+  int chunks, translChunks;  // the backward's per-joint vertex chunks, then the translation's vertex chunks
   __host__ __device__ int F() const { return P + K; }  // features per item
   __host__ __device__ int V3() const { return V * 3; }
 };
@@ -65,7 +66,10 @@ struct Tables {
   const float *vTemplate, *blend, *jointTemplate, *jointDirs, *weightValue, *jointWeight;
   const uint32_t *weightStart, *weightJoint, *jointStart, *jointVertex;
   const int32_t *parents, *order;
+  const uint32_t *chunkRange, *jointFirstChunk;  // chunk c: CSC entries [2c, 2c+1); joint j: chunks [first[j], first[j+1])
 };
+
+constexpr int kChunkEntries = 256, kTranslChunkVertices = 1024, kChunkThreads = 128;
 
 constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 
@@ -75,19 +79,26 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
                                                                        float* features, float* transforms,
                                                                        float* saved, float* jointsOut) {
   __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
-  __shared__ int sDepth[SKIN_MAX_JOINTS], sMaxDepth;
+  __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
+  extern __shared__ float sCoef[];  // the item's K shape and expression coefficients
   int b = blockIdx.x, j = threadIdx.x;
   if (j == 0) sMaxDepth = 0;
-  __syncthreads();
+  if (j < d.J) sParent[j] = t.parents[j];
   float* feat = features + size_t(b) * d.F();
   int E = d.K - d.S;
-  auto coef = [&](int k) { return k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]; };
-  for (int k = j; k < d.K; k += blockDim.x) feat[d.P + k] = coef(k);
+  for (int k = j; k < d.K; k += blockDim.x) {
+    float x = k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)];
+    sCoef[k] = x;
+    feat[d.P + k] = x;
+  }
+  __syncthreads();
   float* sv = saved + size_t(b) * d.J * kSaved;
   if (j < d.J) {
+    // The rest joint from the folded regressor: K independent loads per coordinate, 8 in flight.
     for (int c = 0; c < 3; ++c) {
       float acc = t.jointTemplate[j * 3 + c];
-      for (int k = 0; k < d.K; ++k) acc += coef(k) * t.jointDirs[(k * d.J + j) * 3 + c];
+#pragma unroll 8
+      for (int k = 0; k < d.K; ++k) acc += sCoef[k] * __ldg(t.jointDirs + (k * d.J + j) * 3 + c);
       sJ[j * 3 + c] = acc;
       sv[j * kSaved + 18 + c] = acc;
     }
@@ -98,7 +109,7 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
     }
     // The joint's depth in its tree (the model is a validated forest; the cap only guards the loop).
     int depth = 0;
-    for (int p = t.parents[j]; p >= 0 && depth < d.J; p = t.parents[p]) ++depth;
+    for (int p = sParent[j]; p >= 0 && depth < d.J; p = sParent[p]) ++depth;
     sDepth[j] = depth;
     atomicMax(&sMaxDepth, depth);
   }
@@ -108,7 +119,7 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
   // joint as a serial walk: the same bits.
   for (int level = 0; level <= sMaxDepth; ++level) {
     if (j < d.J && sDepth[j] == level) {
-      int q = j, par = t.parents[q];
+      int q = j, par = sParent[q];
       const float* R = sR + q * 9;
       float *G = sG + q * 9, *T = sT + q * 3;
       if (par < 0) {
@@ -232,6 +243,95 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
         for (int j = 0; j < 4; ++j)
           if (n + j < N) c[j] = v[j];
       }
+    }
+  }
+}
+
+// (2, a few dozen items) The same product for M ≤ 64: 32×128 tiles, 32 k per step, 128 threads of 8 rows × 4
+// columns (a warp shares its rows: broadcast shared loads), the next step loaded into registers while this one is
+// computed. Big steps keep enough of B in flight to stream it at full bandwidth with few items.
+constexpr int kMidRows = 32, kMidCols = 128, kMidK = 32, kMidThreads = 128;
+template <bool TransB>
+__global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K, const float* __restrict__ A, int lda,
+                                                             const float* __restrict__ Bm, int ldb, float* __restrict__ C,
+                                                             int ldc, const float* __restrict__ bias, int kChunk) {
+  __shared__ __align__(16) float As[2][kMidK][kMidRows], Bs[2][kMidK][kMidCols];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int m0 = blockIdx.y * kMidRows, n0 = blockIdx.x * kMidCols;
+  const int kLimit = TransB ? (K + 3) / 4 * 4 : K;
+  const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
+  C += size_t(blockIdx.z) * M * ldc;
+  // A: row tid/4, k (tid%4)·8 … +7. B (K×N): rows tid/32 + 4i, columns (tid%32)·4 … +3. Bᵀ: B row tid, k 0 … 31.
+  const int aRow = tid / 4, aK = (tid % 4) * 8;
+  float aReg[8];
+  float4 bReg[8];
+  auto loadTiles = [&](int k0) {
+    int m = m0 + aRow;
+    const float* a = A + size_t(m) * lda + k0 + aK;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) aReg[i] = (m < M && k0 + aK + i < kEnd) ? __ldg(a + i) : 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (TransB) {
+        int n = n0 + tid, k = k0 + 4 * i;
+        bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(n) * ldb + k)) : make_float4(0, 0, 0, 0);
+      } else {
+        int k = k0 + tid / 32 + 4 * i, n = n0 + (tid % 32) * 4;
+        bReg[i] = (k < kEnd && n < ldb) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(k) * ldb + n)) : make_float4(0, 0, 0, 0);
+      }
+    }
+  };
+  auto storeTiles = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) As[buf][aK + i][aRow] = aReg[i];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (TransB) {
+        Bs[buf][4 * i][tid] = bReg[i].x, Bs[buf][4 * i + 1][tid] = bReg[i].y;
+        Bs[buf][4 * i + 2][tid] = bReg[i].z, Bs[buf][4 * i + 3][tid] = bReg[i].w;
+      } else {
+        *reinterpret_cast<float4*>(&Bs[buf][tid / 32 + 4 * i][(tid % 32) * 4]) = bReg[i];
+      }
+    }
+  };
+  float acc[8][4] = {};
+  int buf = 0;
+  if (kBegin < kEnd) {
+    loadTiles(kBegin);
+    storeTiles(0);
+  }
+  __syncthreads();
+  for (int k0 = kBegin; k0 < kEnd; k0 += kMidK) {
+    const bool more = k0 + kMidK < kEnd;
+    if (more) loadTiles(k0 + kMidK);
+#pragma unroll
+    for (int kk = 0; kk < kMidK; ++kk) {
+      float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][warp * 8]);
+      float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][warp * 8 + 4]);
+      float4 bv = *reinterpret_cast<const float4*>(&Bs[buf][kk][lane * 4]);
+      float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        acc[i][0] += a[i] * bv.x, acc[i][1] += a[i] * bv.y, acc[i][2] += a[i] * bv.z, acc[i][3] += a[i] * bv.w;
+      }
+    }
+    if (more) storeTiles(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+  const int n = n0 + lane * 4;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    int m = m0 + warp * 8 + i;
+    if (m >= M) continue;
+    float v[4];
+    for (int j = 0; j < 4; ++j) v[j] = acc[i][j] + (bias && n + j < N ? bias[n + j] : 0.f);
+    float* c = C + size_t(m) * ldc + n;
+    if (ldc % 4 == 0 && n + 3 < N) {
+      *reinterpret_cast<float4*>(c) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      for (int j = 0; j < 4; ++j)
+        if (n + j < N) c[j] = v[j];
     }
   }
 }
@@ -381,18 +481,20 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
   for (int c = 0; c < 3; ++c) out[c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
 }
 
-// Backward (2): per (joint, item) block: dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over the joint's vertices (CSC), in a
-// fixed order; block j == J sums dL/dv for the translation.
-__global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed, int stride,
-                                        const float* __restrict__ gradV, float* __restrict__ gradA,
-                                        float* __restrict__ gradTranslV) {
-  __shared__ float red[12][128];
-  int j = blockIdx.x, b = blockIdx.y;
+// Backward (2): per (chunk, item) block: a chunk's share of dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over up to 256 of
+// the joint's vertices (CSC), or (the last chunks) of Σ_v dL/dv for the translation; partial sums per chunk, summed
+// per joint in chunk order by the joints kernel: a fixed order, and enough blocks for the big joints at batch 1.
+__global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed,
+                                                                          int stride, const float* __restrict__ gradV,
+                                                                          float* __restrict__ parts) {
+  __shared__ float red[12][kChunkThreads / 32];
+  int chunk = blockIdx.x, b = blockIdx.y;
   float acc[12] = {};
   const float* g = gradV + size_t(b) * d.V * 3;
-  if (j < d.J) {
+  if (chunk < d.chunks) {
     const float* p = vPosed + size_t(b) * stride;
-    for (uint32_t e = t.jointStart[j] + threadIdx.x; e < t.jointStart[j + 1]; e += 128) {
+    uint32_t end = t.chunkRange[2 * chunk + 1];
+    for (uint32_t e = t.chunkRange[2 * chunk] + threadIdx.x; e < end; e += kChunkThreads) {
       uint32_t v = t.jointVertex[e];
       float w = t.jointWeight[e];
       float ph[4] = {p[v * 3], p[v * 3 + 1], p[v * 3 + 2], 1.f};
@@ -402,50 +504,58 @@ __global__ void skinBackwardJointKernel(Dims d, Tables t, const float* __restric
       }
     }
   } else {
-    for (int v = threadIdx.x; v < d.V; v += 128)
+    int v0 = (chunk - d.chunks) * kTranslChunkVertices, v1 = min(d.V, v0 + kTranslChunkVertices);
+    for (int v = v0 + threadIdx.x; v < v1; v += kChunkThreads)
       for (int r = 0; r < 3; ++r) acc[r] += g[v * 3 + r];
   }
-  for (int q = 0; q < 12; ++q) red[q][threadIdx.x] = acc[q];
-  __syncthreads();
-  for (int s = 64; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      for (int q = 0; q < 12; ++q) red[q][threadIdx.x] += red[q][threadIdx.x + s];
-    __syncthreads();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int q = 0; q < 12; ++q) {
+    for (int o = 16; o > 0; o >>= 1) acc[q] += __shfl_down_sync(0xffffffffu, acc[q], o);
+    if (lane == 0) red[q][warp] = acc[q];
   }
+  __syncthreads();
   if (threadIdx.x < 12) {
-    if (j < d.J) gradA[(size_t(b) * d.J + j) * 12 + threadIdx.x] = red[threadIdx.x][0];
-    else if (threadIdx.x < 3) gradTranslV[b * 3 + threadIdx.x] = red[threadIdx.x][0];
+    float sum = 0;
+    for (int w = 0; w < kChunkThreads / 32; ++w) sum += red[threadIdx.x][w];
+    parts[(size_t(b) * (d.chunks + d.translChunks) + chunk) * 12 + threadIdx.x] = sum;
   }
 }
 
 // Backward (3): one block per item. The forward's per-joint values go to shared memory; the reverse chain runs
 // one tree level at a time, deepest first, with 9 threads per joint (one per 3×3 entry): a joint first gathers its
 // children's shares (final: they are one level deeper) in a fixed order, then adds its own rotation and rest-joint
-// gradients. Then the Rodrigues backward per joint, and shape/expression/translation gradients.
+// gradients. Then the Rodrigues backward per joint, and shape/expression/translation gradients, each a fixed-order
+// sum spread over many threads (the loads in flight together, not one after another).
 constexpr int kJointsBackwardThreads = 9 * SKIN_MAX_JOINTS;
 __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                               const float* saved, const float* gradA,
-                                                                               const float* gradJoints,
-                                                                               const float* gradFeatures,
-                                                                               const float* gradTranslV, SkinningGrads out) {
+                                                                                  const float* saved, const float* parts,
+                                                                                  const float* gradJoints,
+                                                                                  const float* gradFeatures, SkinningGrads out) {
   __shared__ float sv[SKIN_MAX_JOINTS * kSaved];  // per joint: R (9), G (9), rest joint (3)
   __shared__ float wk[SKIN_MAX_JOINTS * 24];      // per joint: gG (9), gT (3), gJrest (3), gR (9)
   __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
+  __shared__ unsigned long long sChildren[SKIN_MAX_JOINTS];  // bit c: joint c is a child
   const int b = blockIdx.x, tid = threadIdx.x;
   for (int i = tid; i < d.J * kSaved; i += blockDim.x) sv[i] = saved[size_t(b) * d.J * kSaved + i];
+  if (tid < d.J) sParent[tid] = t.parents[tid], sChildren[tid] = 0;
   if (tid == 0) sMaxDepth = 0;
   __syncthreads();
+  const float* itemParts = parts + size_t(b) * (d.chunks + d.translChunks) * 12;
   if (tid < d.J) {
     const int j = tid;
-    sParent[j] = t.parents[j];
     int depth = 0;  // the model is a validated forest; the cap only guards the loop
-    for (int p = t.parents[j]; p >= 0 && depth < d.J; p = t.parents[p]) ++depth;
+    for (int p = sParent[j]; p >= 0 && depth < d.J; p = sParent[p]) ++depth;
     sDepth[j] = depth;
     atomicMax(&sMaxDepth, depth);
-    const float* gA = gradA + (size_t(b) * d.J + j) * 12;
+    if (sParent[j] >= 0) atomicOr(&sChildren[sParent[j]], 1ull << j);
+    float gA[12] = {};  // dL/dA_j: the joint's chunks in order
+    for (uint32_t c = t.jointFirstChunk[j]; c < t.jointFirstChunk[j + 1]; ++c)
+#pragma unroll
+      for (int q = 0; q < 12; ++q) gA[q] += itemParts[c * 12 + q];
     const float *G = sv + j * kSaved + 9, *jr = sv + j * kSaved + 18;
     float *gG = wk + j * 24, *gT = gG + 9, *gJ = gG + 12, *gR = gG + 15;
-    for (int q = 0; q < 24; ++q) gG[q] = 0;
+    for (int c = 0; c < 3; ++c) gJ[c] = 0;
     for (int r = 0; r < 3; ++r) {
       float gt = gA[r * 4 + 3];
       gT[r] = gt + (gradJoints ? gradJoints[(size_t(b) * d.J + j) * 3 + r] : 0.f);
@@ -454,8 +564,7 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
         gJ[c] -= G[r * 3 + c] * gt;
       }
     }
-    if (j > 0)
-      for (int e = 0; e < 9; ++e) gR[e] = gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e];
+    for (int e = 0; e < 9; ++e) gR[e] = j > 0 ? gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e] : 0.f;
   }
   __syncthreads();
   const int q = tid / 9, e = tid % 9, r = e / 3, c = e % 3;
@@ -465,8 +574,8 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
     if (mine) {
       const float *Gq = sv + q * kSaved + 9, *jq = sv + q * kSaved + 18;
       float accG = 0, accT = 0, accJ = 0;
-      for (int ch = 0; ch < d.J; ++ch) {
-        if (sParent[ch] != q) continue;
+      for (unsigned long long kids = sChildren[q]; kids; kids &= kids - 1) {  // children in increasing index
+        int ch = __ffsll(kids) - 1;
         const float *gGc = wk + ch * 24, *gTc = gGc + 9, *Rc = sv + ch * kSaved, *jc = sv + ch * kSaved + 18;
         accG += gGc[r * 3] * Rc[c * 3] + gGc[r * 3 + 1] * Rc[c * 3 + 1] + gGc[r * 3 + 2] * Rc[c * 3 + 2] +
                 gTc[r] * (jc[c] - jq[c]);
@@ -494,19 +603,32 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
   }
   __syncthreads();
   if (tid < d.J) rodriguesBackward(in.pose + (size_t(b) * d.J + tid) * 3, wk + tid * 24 + 15, out.pose + (size_t(b) * d.J + tid) * 3);
-  int E = d.K - d.S;
-  for (int k = tid; k < d.K; k += blockDim.x) {
-    float acc = gradFeatures[size_t(b) * d.F() + d.P + k];
-    for (int j = 0; j < d.J; ++j)
-      for (int cc = 0; cc < 3; ++cc) acc += wk[j * 24 + 12 + cc] * t.jointDirs[(k * d.J + j) * 3 + cc];
-    if (k < d.S) out.betas[b * d.S + k] = acc;
-    else out.expression[b * E + (k - d.S)] = acc;
+  // Coefficient k: dL/dfeature + Σ_j,c gJrest[j][c] · jointDirs[k][j][c], 16 lanes per k, then a shuffle tree.
+  const int E = d.K - d.S, lane16 = tid % 16, terms = d.J * 3;
+  for (int k0 = 0; k0 < d.K; k0 += kJointsBackwardThreads / 16) {
+    int k = k0 + tid / 16;
+    float acc = 0;
+    if (k < d.K)
+      for (int i = lane16; i < terms; i += 16) acc += wk[(i / 3) * 24 + 12 + i % 3] * __ldg(t.jointDirs + size_t(k) * terms + i);
+    for (int o = 8; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o, 16);
+    if (k < d.K && lane16 == 0) {
+      acc += gradFeatures[size_t(b) * d.F() + d.P + k];
+      if (k < d.S) out.betas[b * d.S + k] = acc;
+      else out.expression[b * E + (k - d.S)] = acc;
+    }
   }
-  if (tid < 3) {
-    float acc = gradTranslV[b * 3 + tid];
+  // Translation: Σ dL/dv (the translation chunks, in order) + Σ_j dL/djoint_j; warp w sums coordinate w.
+  const int warp = tid / 32, lane = tid % 32;
+  if (warp < 3) {
+    float acc = 0;
     if (gradJoints)
-      for (int j = 0; j < d.J; ++j) acc += gradJoints[(size_t(b) * d.J + j) * 3 + tid];
-    out.transl[b * 3 + tid] = acc;
+      for (int j = lane; j < d.J; j += 32) acc += gradJoints[(size_t(b) * d.J + j) * 3 + warp];
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (lane == 0) {
+      float v = 0;
+      for (int ch = 0; ch < d.translChunks; ++ch) v += itemParts[(d.chunks + ch) * 12 + warp];
+      out.transl[b * 3 + warp] = v + acc;
+    }
   }
 }
 
@@ -520,8 +642,8 @@ struct Skinning::Impl {
   Dims dims{};
   uint32_t maxBatch;
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
-      jointVertex, jointWeight, parents, order;
-  DeviceMemory features, transforms, saved, vPosed, gradA, gradVPosed, gradFeatures, gradTranslV, splitParts;
+      jointVertex, jointWeight, parents, order, chunkRange, jointFirstChunk;
+  DeviceMemory features, transforms, saved, vPosed, chunkParts, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
   int blendStride = 0;  // row stride of the blend matrix on the device: V·3 rounded up to 4 (16-byte rows)
@@ -530,7 +652,8 @@ struct Skinning::Impl {
   Tables tables() const {
     return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
             weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
-            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(), order.as<int32_t>()};
+            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(), order.as<int32_t>(),
+            chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>()};
   }
   // out (M × V3, row stride blendStride) = A (M × F) · blend + vTemplate
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
@@ -547,8 +670,10 @@ struct Skinning::Impl {
       skinny(std::integral_constant<int, 4>{});
     } else if (M <= 8 && fits(8)) {
       skinny(std::integral_constant<int, 8>{});
-    } else if (M <= 32 && fits(16)) {
-      skinny(std::integral_constant<int, 16>{});
+    } else if (M <= 64) {
+      dim3 grid(blocks(size_t(N), kMidCols), blocks(size_t(M), kMidRows));
+      gemmMidKernel<false><<<grid, kMidThreads, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, blendStride,
+                                                        vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(N), kTile), blocks(size_t(M), kTile));
       gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, blendStride,
@@ -564,16 +689,23 @@ struct Skinning::Impl {
     } else if (M <= 8) {
       skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
     } else {
-      // Few output tiles and a long K (V·3): split K so the whole GPU works (about two blocks per SM), then add
-      // the slices in order.
-      dim3 grid(blocks(size_t(N), kTile), blocks(size_t(M), kTile), 1);
-      int tiles = int(grid.x * grid.y), Kp = (K + 3) / 4 * 4;
-      int slices = std::max(1, std::min({(2 * smCount + tiles - 1) / tiles, kSplitRows / M, Kp / (4 * kTileK)}));
-      int kChunk = ((Kp + slices - 1) / slices + kTileK - 1) / kTileK * kTileK;
+      // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
+      // slices in order.
+      const bool mid = M <= 64;
+      const int rowsPerTile = mid ? kMidRows : kTile, colsPerTile = mid ? kMidCols : kTile, step = mid ? kMidK : kTileK;
+      dim3 grid(blocks(size_t(N), colsPerTile), blocks(size_t(M), rowsPerTile), 1);
+      int tiles = int(grid.x * grid.y), Kp = (K + 3) / 4 * 4, perSm = mid ? 4 : 2;
+      int slices = std::max(1, std::min({(perSm * smCount + tiles - 1) / tiles, kSplitRows / M, Kp / (4 * step)}));
+      int kChunk = ((Kp + slices - 1) / slices + step - 1) / step * step;
       slices = (Kp + kChunk - 1) / kChunk;
       grid.z = unsigned(slices);
-      gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride,
-                                            slices > 1 ? splitParts.as<float>() : out, N, nullptr, kChunk);
+      float* target = slices > 1 ? splitParts.as<float>() : out;
+      if (mid)
+        gemmMidKernel<true><<<grid, kMidThreads, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, target, N,
+                                                         nullptr, kChunk);
+      else
+        gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, target, N, nullptr,
+                                              kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
         size_t count = size_t(M) * N;
@@ -593,7 +725,9 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->maxBatch = maxBatch;
   size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
   size_t V3p = (V3 + 3) / 4 * 4;
-  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 * 2 + kSaved) + V3p * 2 + 3) * 4 + size_t(Impl::kSplitRows) * F * 4;
+  size_t chunksPerItem = h.jointVertex.size() / kChunkEntries + J + size_t(h.vertexCount) / kTranslChunkVertices + 1;
+  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 + kSaved) + V3p * 2 + chunksPerItem * 12) * 4 +
+                size_t(Impl::kSplitRows) * F * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
   ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
@@ -616,17 +750,28 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->jointVertex = DeviceMemory::from(h.jointVertex);
   m->jointWeight = DeviceMemory::from(h.jointWeight);
   m->parents = DeviceMemory::from(h.parents);
+  {  // each joint's CSC entries in chunks of ≤ kChunkEntries (the backward's per-joint sums), then the translation's
+    std::vector<uint32_t> range, first{0};
+    for (uint32_t j = 0; j < h.jointCount; ++j) {
+      for (uint32_t e = h.jointStart[j]; e < h.jointStart[j + 1]; e += kChunkEntries)
+        range.push_back(e), range.push_back(std::min<uint32_t>(h.jointStart[j + 1], e + kChunkEntries));
+      first.push_back(uint32_t(range.size() / 2));
+    }
+    m->dims.chunks = int(range.size() / 2);
+    m->dims.translChunks = int((h.vertexCount + kTranslChunkVertices - 1) / kTranslChunkVertices);
+    m->chunkRange = DeviceMemory::from(range.empty() ? std::vector<uint32_t>{0, 0} : range);
+    m->jointFirstChunk = DeviceMemory::from(first);
+  }
   m->order = DeviceMemory::from(h.order);
   m->features = DeviceMemory(B * F * 4);
   m->transforms = DeviceMemory(B * J * 12 * 4);
   m->saved = DeviceMemory(B * J * kSaved * 4);
   m->vPosed = DeviceMemory(B * size_t(m->blendStride) * 4);  // rows padded like the blend matrix's
-  m->gradA = DeviceMemory(B * J * 12 * 4);
+  m->chunkParts = DeviceMemory(B * size_t(m->dims.chunks + m->dims.translChunks) * 12 * 4);
   // dL/dv_posed rows padded like the blend matrix's (16-byte loads in the transposed product); padding zero.
   m->gradVPosed = DeviceMemory(B * size_t(m->blendStride) * 4);
   CUDA_CHECK(cudaMemset(m->gradVPosed.data(), 0, B * size_t(m->blendStride) * 4));
   m->gradFeatures = DeviceMemory(B * F * 4);
-  m->gradTranslV = DeviceMemory(B * 3 * 4);
   // Split-K partial sums for the backward's blend product: enough slices to fill the GPU at any batch.
   m->splitParts = DeviceMemory(size_t(Impl::kSplitRows) * F * 4);
   int device = 0;
@@ -648,7 +793,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, 0, s>>>(
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K) * sizeof(float), s>>>(
       d, t, in, m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints);
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
@@ -674,18 +819,17 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
                                                                                          gradVertices, m->gradVPosed.as<float>(),
                                                                                          m->blendStride);
     CUDA_CHECK_LAUNCH();
-    skinBackwardJointKernel<<<dim3(d.J + 1, batch), 128, 0, s>>>(d, t, m->vPosed.as<float>(), m->blendStride, gradVertices,
-                                                                 m->gradA.as<float>(), m->gradTranslV.as<float>());
+    skinBackwardJointKernel<<<dim3(d.chunks + d.translChunks, batch), kChunkThreads, 0, s>>>(
+        d, t, m->vPosed.as<float>(), m->blendStride, gradVertices, m->chunkParts.as<float>());
     CUDA_CHECK_LAUNCH();
     m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
   } else {
-    CUDA_CHECK(cudaMemsetAsync(m->gradA.data(), 0, size_t(batch) * d.J * 12 * 4, s));
-    CUDA_CHECK(cudaMemsetAsync(m->gradTranslV.data(), 0, size_t(batch) * 3 * 4, s));
+    CUDA_CHECK(cudaMemsetAsync(m->chunkParts.data(), 0, size_t(batch) * (d.chunks + d.translChunks) * 12 * 4, s));
     CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
   }
-  jointsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(), m->gradA.as<float>(),
-                                                         gradJoints, m->gradFeatures.as<float>(),
-                                                         m->gradTranslV.as<float>(), out);
+  jointsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(),
+                                                                m->chunkParts.as<float>(), gradJoints,
+                                                                m->gradFeatures.as<float>(), out);
   CUDA_CHECK_LAUNCH();
 }
 
