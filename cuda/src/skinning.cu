@@ -72,6 +72,9 @@ struct Tables {
 constexpr int kChunkEntries = 256, kTranslChunkVertices = 1024, kChunkThreads = 128;
 
 constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
+// Zeros after the coefficients in shared memory: the unrolled regression loop's vector loads may read past K
+// (compute-sanitizer flagged a 12-byte load at K − 2 with K = 6).
+constexpr int kCoefPad = 8;
 
 // (1) One block per item, one thread per joint: coefficients, rest joints, rotations and pose features in
 // parallel; the chain (a short serial walk over shared memory) by thread 0; then transforms and posed joints.
@@ -80,16 +83,16 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
                                                                        float* saved, float* jointsOut) {
   __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
   __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
-  extern __shared__ float sCoef[];  // the item's K shape and expression coefficients
+  extern __shared__ float sCoef[];  // the item's K shape and expression coefficients, then kCoefPad zeros
   int b = blockIdx.x, j = threadIdx.x;
   if (j == 0) sMaxDepth = 0;
   if (j < d.J) sParent[j] = t.parents[j];
   float* feat = features + size_t(b) * d.F();
   int E = d.K - d.S;
-  for (int k = j; k < d.K; k += blockDim.x) {
-    float x = k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)];
+  for (int k = j; k < d.K + kCoefPad; k += blockDim.x) {
+    float x = k < d.K ? (k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]) : 0.f;
     sCoef[k] = x;
-    feat[d.P + k] = x;
+    if (k < d.K) feat[d.P + k] = x;
   }
   __syncthreads();
   float* sv = saved + size_t(b) * d.J * kSaved;
@@ -793,7 +796,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K) * sizeof(float), s>>>(
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), s>>>(
       d, t, in, m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints);
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
