@@ -1,10 +1,11 @@
 #version 450
-// Per item: coefficients, rest joints (from the folded regressor tables), Rodrigues, pose features, the
-// kinematic chain, the skinning transforms A_j and the posed joints. Same math as cuda/src/skinning.cu.
+// Per item (one workgroup, one invocation per joint): coefficients, rest joints (from the folded regressor tables),
+// Rodrigues, pose features, the kinematic chain one tree level at a time (the joints of a level are independent),
+// the skinning transforms A_j and the posed joints. Same math as cuda/src/skinning.cu.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
-layout(local_size_x = SKIN_JOINT_GROUP) in;
+layout(local_size_x = SKIN_MAX_JOINTS) in;
 layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
 layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
 layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
@@ -12,32 +13,33 @@ layout(std430, binding = 3) readonly buffer Transl { float transl[]; };
 layout(std430, binding = 4) readonly buffer JointTemplate { float jointTemplate[]; };
 layout(std430, binding = 5) readonly buffer JointDirs { float jointDirs[]; };
 layout(std430, binding = 6) readonly buffer Parents { int parents[]; };
-layout(std430, binding = 7) readonly buffer Order { int order[]; };
-layout(std430, binding = 8) writeonly buffer Features { float features[]; };
-layout(std430, binding = 9) buffer Transforms { float transforms[]; };
-layout(std430, binding = 10) writeonly buffer Joints { float jointsOut[]; };
+layout(std430, binding = 7) writeonly buffer Features { float features[]; };
+layout(std430, binding = 8) buffer Transforms { float transforms[]; };
+layout(std430, binding = 9) writeonly buffer Joints { float jointsOut[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
-float R[SKIN_MAX_JOINTS * 9];
-float G[SKIN_MAX_JOINTS * 9];
-float jr[SKIN_MAX_JOINTS * 3];
-float tj[SKIN_MAX_JOINTS * 3];
+shared float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
+shared float sCoef[SKIN_MAX_COEFS];
+shared int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS];
+shared int sMaxDepth;
 
 void main() {
-  uint b = gl_GlobalInvocationID.x;
-  if (b >= p.batch) return;
-  uint F = p.featureCount + p.coefCount, J = p.jointCount, E = p.coefCount - p.shapeCount;
+  uint b = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
+  uint F = p.featureCount + p.coefCount, J = p.jointCount, K = p.coefCount, S = p.shapeCount, E = K - S;
   uint fbase = b * F;
-  for (uint k = 0; k < p.coefCount; ++k)
-    features[fbase + p.featureCount + k] = k < p.shapeCount ? betas[b * p.shapeCount + k] : expression[b * E + (k - p.shapeCount)];
-  for (uint j = 0; j < J; ++j) {
+  if (j == 0) sMaxDepth = 0;
+  if (j < J) sParent[j] = parents[j];
+  for (uint k = j; k < K; k += SKIN_MAX_JOINTS) {
+    float x = k < S ? betas[b * S + k] : expression[b * E + (k - S)];
+    sCoef[k] = x;
+    features[fbase + p.featureCount + k] = x;
+  }
+  barrier();
+  if (j < J) {
     for (uint c = 0; c < 3; ++c) {
       float acc = jointTemplate[j * 3 + c];
-      for (uint k = 0; k < p.coefCount; ++k) {
-        float coef = k < p.shapeCount ? betas[b * p.shapeCount + k] : expression[b * E + (k - p.shapeCount)];
-        acc += coef * jointDirs[(k * J + j) * 3 + c];
-      }
-      jr[j * 3 + c] = acc;
+      for (uint k = 0; k < K; ++k) acc += sCoef[k] * jointDirs[(k * J + j) * 3 + c];
+      sJ[j * 3 + c] = acc;
     }
     uint pb = (b * J + j) * 3;
     vec3 r = vec3(pose[pb], pose[pb + 1], pose[pb + 2]);
@@ -48,32 +50,42 @@ void main() {
                           s * u.z + oc * u.y * u.x, 1.0 + oc * (u.y * u.y - uu), -s * u.x + oc * u.y * u.z,
                           -s * u.y + oc * u.z * u.x, s * u.x + oc * u.z * u.y, 1.0 + oc * (u.z * u.z - uu));
     for (uint e = 0; e < 9; ++e) {
-      R[j * 9 + e] = m[e];
+      sR[j * 9 + e] = m[e];
       if (j > 0) features[fbase + (j - 1) * 9 + e] = m[e] - ((e % 4 == 0) ? 1.0 : 0.0);
     }
+    int depth = 0;  // the model is a validated forest; the cap only guards the loop
+    for (int q = sParent[j]; q >= 0 && depth < int(J); q = sParent[q]) ++depth;
+    sDepth[j] = depth;
+    atomicMax(sMaxDepth, depth);
   }
-  for (uint i = 0; i < J; ++i) {
-    uint j = uint(order[i]);
-    int par = parents[j];
-    if (par < 0) {
-      for (uint e = 0; e < 9; ++e) G[j * 9 + e] = R[j * 9 + e];
-      for (uint c = 0; c < 3; ++c) tj[j * 3 + c] = jr[j * 3 + c];
-    } else {
-      uint q = uint(par);
-      vec3 rel = vec3(jr[j * 3] - jr[q * 3], jr[j * 3 + 1] - jr[q * 3 + 1], jr[j * 3 + 2] - jr[q * 3 + 2]);
-      for (uint r0 = 0; r0 < 3; ++r0) {
-        for (uint c = 0; c < 3; ++c)
-          G[j * 9 + r0 * 3 + c] = G[q * 9 + r0 * 3] * R[j * 9 + c] + G[q * 9 + r0 * 3 + 1] * R[j * 9 + 3 + c] +
-                                  G[q * 9 + r0 * 3 + 2] * R[j * 9 + 6 + c];
-        tj[j * 3 + r0] = tj[q * 3 + r0] + G[q * 9 + r0 * 3] * rel.x + G[q * 9 + r0 * 3 + 1] * rel.y + G[q * 9 + r0 * 3 + 2] * rel.z;
+  barrier();
+  for (int level = 0; level <= sMaxDepth; ++level) {
+    if (j < J && sDepth[j] == level) {
+      int par = sParent[j];
+      if (par < 0) {
+        for (uint e = 0; e < 9; ++e) sG[j * 9 + e] = sR[j * 9 + e];
+        for (uint c = 0; c < 3; ++c) sT[j * 3 + c] = sJ[j * 3 + c];
+      } else {
+        uint q = uint(par);
+        vec3 rel = vec3(sJ[j * 3] - sJ[q * 3], sJ[j * 3 + 1] - sJ[q * 3 + 1], sJ[j * 3 + 2] - sJ[q * 3 + 2]);
+        for (uint r0 = 0; r0 < 3; ++r0) {
+          for (uint c = 0; c < 3; ++c)
+            sG[j * 9 + r0 * 3 + c] = sG[q * 9 + r0 * 3] * sR[j * 9 + c] + sG[q * 9 + r0 * 3 + 1] * sR[j * 9 + 3 + c] +
+                                     sG[q * 9 + r0 * 3 + 2] * sR[j * 9 + 6 + c];
+          sT[j * 3 + r0] = sT[q * 3 + r0] + sG[q * 9 + r0 * 3] * rel.x + sG[q * 9 + r0 * 3 + 1] * rel.y +
+                           sG[q * 9 + r0 * 3 + 2] * rel.z;
+        }
       }
     }
+    barrier();
+  }
+  if (j < J) {
     uint abase = (b * J + j) * 12;
     for (uint r0 = 0; r0 < 3; ++r0) {
-      for (uint c = 0; c < 3; ++c) transforms[abase + r0 * 4 + c] = G[j * 9 + r0 * 3 + c];
-      transforms[abase + r0 * 4 + 3] = tj[j * 3 + r0] - (G[j * 9 + r0 * 3] * jr[j * 3] + G[j * 9 + r0 * 3 + 1] * jr[j * 3 + 1] +
-                                                         G[j * 9 + r0 * 3 + 2] * jr[j * 3 + 2]);
-      jointsOut[(b * J + j) * 3 + r0] = tj[j * 3 + r0] + transl[b * 3 + r0];
+      for (uint c = 0; c < 3; ++c) transforms[abase + r0 * 4 + c] = sG[j * 9 + r0 * 3 + c];
+      transforms[abase + r0 * 4 + 3] = sT[j * 3 + r0] - (sG[j * 9 + r0 * 3] * sJ[j * 3] + sG[j * 9 + r0 * 3 + 1] * sJ[j * 3 + 1] +
+                                                         sG[j * 9 + r0 * 3 + 2] * sJ[j * 3 + 2]);
+      jointsOut[(b * J + j) * 3 + r0] = sT[j * 3 + r0] + transl[b * 3 + r0];
     }
   }
 }

@@ -7,6 +7,7 @@
 #include "armature/body/synth.h"
 #include "armature/cuda/skinning.h"
 #include "armature/ops/skinning.h"
+#include "shared/skinning_io.h"
 #include "support/body_fixtures.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
@@ -108,7 +109,9 @@ TEST(SkinningVulkan, RejectsBadInput) {
   EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 5, big, big, big, big, big, big); }), Error);
   EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, small, big, big, big, big, big); }), Error);
   EXPECT_THROW(SkinningVk(ctx, m, 3, 0, 4), Error);
-  EXPECT_THROW(SkinningVk(ctx, m, 2, 0, 100'000'000), Error);  // v_posed would exceed the storage-buffer range
+  EXPECT_THROW(SkinningVk(ctx, m, 2, 0, 100'000'000), Error);  // more items than workgroups; v_posed beyond the range
+  BodyModel many = randomBodyModel(20, 3, SKIN_MAX_COEFS + 8, 0, rng);
+  EXPECT_THROW(SkinningVk(ctx, many, SKIN_MAX_COEFS + 8, 0, 1), Error);  // more components than the joint kernel holds
 }
 
 class SkinningCuda : public ::testing::Test {

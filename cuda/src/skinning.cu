@@ -1,6 +1,7 @@
-// Body skinning kernels. Forward: (1) one thread per item computes joints, rotations, pose features and the
-// chain; (2) one GEMM applies pose correctives and shape/expression blends together; (3) one thread per vertex
-// skins with the sparse weights. Backward mirrors it with fixed-order reductions.
+// Body skinning kernels. Forward: (1) one block per item, one thread per joint: rest joints, rotations, pose
+// features and the chain (one tree level at a time); (2) one matrix product applies pose correctives and
+// shape/expression blends together (a streaming kernel for few items, register-tiled GEMMs for more); (3) one
+// thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
 #include "armature/cuda/skinning.h"
 #include "armature/ops/skinning.h"
 #include "check.h"
@@ -65,7 +66,7 @@ __device__ void rodriguesBackward(const float* r, const float* gR, float* g) {
 struct Tables {
   const float *vTemplate, *blend, *jointTemplate, *jointDirs, *weightValue, *jointWeight;
   const uint32_t *weightStart, *weightJoint, *jointStart, *jointVertex;
-  const int32_t *parents, *order;
+  const int32_t* parents;  // the chain runs one tree level at a time: no topological order needed
   const uint32_t *chunkRange, *jointFirstChunk;  // chunk c: CSC entries [2c, 2c+1); joint j: chunks [first[j], first[j+1])
 };
 
@@ -97,14 +98,21 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
   __syncthreads();
   float* sv = saved + size_t(b) * d.J * kSaved;
   if (j < d.J) {
-    // The rest joint from the folded regressor: K independent loads per coordinate, 8 in flight.
-    for (int c = 0; c < 3; ++c) {
-      float acc = t.jointTemplate[j * 3 + c];
-#pragma unroll 8
-      for (int k = 0; k < d.K; ++k) acc += sCoef[k] * __ldg(t.jointDirs + (k * d.J + j) * 3 + c);
-      sJ[j * 3 + c] = acc;
-      sv[j * kSaved + 18 + c] = acc;
+    // The rest joint from the folded regressor: 8 coefficients × 3 coordinates of loads in flight at a time (the
+    // tables are usually out of cache: the blend product streams 64 MB through L2 on every call).
+    float acc[3] = {t.jointTemplate[j * 3], t.jointTemplate[j * 3 + 1], t.jointTemplate[j * 3 + 2]};
+    for (int k0 = 0; k0 < d.K; k0 += 8) {
+      float dir[8][3];
+#pragma unroll
+      for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+        for (int c = 0; c < 3; ++c) dir[kk][c] = k0 + kk < d.K ? __ldg(t.jointDirs + ((k0 + kk) * d.J + j) * 3 + c) : 0.f;
+#pragma unroll
+      for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+        for (int c = 0; c < 3; ++c) acc[c] += sCoef[k0 + kk] * dir[kk][c];
     }
+    for (int c = 0; c < 3; ++c) sJ[j * 3 + c] = acc[c], sv[j * kSaved + 18 + c] = acc[c];
     rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
     for (int e = 0; e < 9; ++e) {
       sv[j * kSaved + e] = sR[j * 9 + e];
@@ -553,6 +561,7 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
     atomicMax(&sMaxDepth, depth);
     if (sParent[j] >= 0) atomicOr(&sChildren[sParent[j]], 1ull << j);
     float gA[12] = {};  // dL/dA_j: the joint's chunks in order
+#pragma unroll 4
     for (uint32_t c = t.jointFirstChunk[j]; c < t.jointFirstChunk[j + 1]; ++c)
 #pragma unroll
       for (int q = 0; q < 12; ++q) gA[q] += itemParts[c * 12 + q];
@@ -611,8 +620,16 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
   for (int k0 = 0; k0 < d.K; k0 += kJointsBackwardThreads / 16) {
     int k = k0 + tid / 16;
     float acc = 0;
-    if (k < d.K)
-      for (int i = lane16; i < terms; i += 16) acc += wk[(i / 3) * 24 + 12 + i % 3] * __ldg(t.jointDirs + size_t(k) * terms + i);
+    for (int i0 = lane16; i0 < terms; i0 += 4 * 16) {  // 4 loads in flight, summed in the same order
+      float dir[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) dir[u] = k < d.K && i0 + 16 * u < terms ? __ldg(t.jointDirs + size_t(k) * terms + i0 + 16 * u) : 0.f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        int i = i0 + 16 * u;
+        if (i < terms) acc += wk[(i / 3) * 24 + 12 + i % 3] * dir[u];
+      }
+    }
     for (int o = 8; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o, 16);
     if (k < d.K && lane16 == 0) {
       acc += gradFeatures[size_t(b) * d.F() + d.P + k];
@@ -645,7 +662,7 @@ struct Skinning::Impl {
   Dims dims{};
   uint32_t maxBatch;
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
-      jointVertex, jointWeight, parents, order, chunkRange, jointFirstChunk;
+      jointVertex, jointWeight, parents, chunkRange, jointFirstChunk;
   DeviceMemory features, transforms, saved, vPosed, chunkParts, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
@@ -655,7 +672,7 @@ struct Skinning::Impl {
   Tables tables() const {
     return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
             weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
-            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(), order.as<int32_t>(),
+            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(),
             chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>()};
   }
   // out (M × V3, row stride blendStride) = A (M × F) · blend + vTemplate
@@ -765,7 +782,6 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
     m->chunkRange = DeviceMemory::from(range.empty() ? std::vector<uint32_t>{0, 0} : range);
     m->jointFirstChunk = DeviceMemory::from(first);
   }
-  m->order = DeviceMemory::from(h.order);
   m->features = DeviceMemory(B * F * 4);
   m->transforms = DeviceMemory(B * J * 12 * 4);
   m->saved = DeviceMemory(B * J * kSaved * 4);

@@ -14,7 +14,7 @@
 #include "common_io.h"
 
 #define SKIN_MAX_JOINTS 64          // per-item joint kernels keep the chain in registers/local arrays
-#define SKIN_JOINT_GROUP 64         // joint kernel: items per workgroup
+#define SKIN_MAX_COEFS 512          // Vulkan joint kernel: shape + expression components it holds in shared memory
 #define SKIN_VERTEX_GROUP 256       // skinning kernel: vertices per workgroup
 #define SKIN_GEMM_ROWS 8            // Vulkan blend GEMM: batch rows per workgroup (reuses each matrix load 8x)
 #define SKIN_BLEND_COLUMNS 32       // Vulkan blend GEMM: columns per workgroup (one coalesced 128-byte row read)

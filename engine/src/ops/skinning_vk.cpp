@@ -13,9 +13,11 @@ vk::Buffer table(vk::Context& ctx, const std::vector<T>& v) {
 
 SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
     : m_ctx(ctx), m_maxBatch(maxBatch) {
-  ARM_CHECK(maxBatch >= 1, "SkinningVk: maxBatch must be >= 1");
+  ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "SkinningVk: maxBatch must be in [1, 65535] (one workgroup per item)");
   const SkinningTables t = buildSkinningTables(model, S, E);
   m_dims = t;
+  ARM_CHECK(t.coefCount() <= SKIN_MAX_COEFS, "SkinningVk: %u shape + expression components; the Vulkan path holds at most %d",
+            t.coefCount(), SKIN_MAX_COEFS);
   size_t F = t.featureCount + t.coefCount();
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
   // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
@@ -31,7 +33,6 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   m_weightJoint = table(ctx, t.weightJoint);
   m_weightValue = table(ctx, t.weightValue);
   m_parents = table(ctx, t.parents);
-  m_order = table(ctx, t.order);
   m_features = vk::Buffer(ctx, std::max<size_t>(maxBatch * F * 4, 4), vk::kStorageUsage);
   m_transforms = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
   m_vPosed = vk::Buffer(ctx, vposedBytes, vk::kStorageUsage);
@@ -52,16 +53,24 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
   need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
-  const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
-  vk::dispatch(cmd, joint, vk::groupCount(batch, SKIN_JOINT_GROUP),
+  const auto& joint = m_ctx.program(shaders::skin_joints, 10, sizeof push);
+  vk::dispatch(cmd, joint, batch,  // one workgroup per item
                {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
-                m_parents.view(), m_order.view(), m_features.view(), m_transforms.view(), joints.view()},
+                m_parents.view(), m_features.view(), m_transforms.view(), joints.view()},
                push);
   vk::computeBarrier(cmd);
-  const auto& blend = m_ctx.program(shaders::skin_blend, 4, sizeof push);
-  vk::dispatch(cmd, blend, vk::groupCount(size_t(t.vertexCount) * 3, SKIN_BLEND_COLUMNS),
-               {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push,
-               (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS);
+  // The blend product: few items stream the matrix (skin_blend), more use a register-tiled GEMM whose tile height
+  // (32 or 128 items) wastes little of the tile.
+  const size_t columns = size_t(t.vertexCount) * 3;
+  const std::vector<vk::BufferView> blendBuffers = {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()};
+  if (batch <= SKIN_GEMM_ROWS) {
+    vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 4, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
+                 blendBuffers, push, (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS);
+  } else {
+    const uint32_t rows = batch <= 64 ? 32 : 128;
+    vk::dispatch(cmd, m_ctx.program(batch <= 64 ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
+                 vk::groupCount(columns, 128), blendBuffers, push, (batch + rows - 1) / rows);
+  }
   vk::computeBarrier(cmd);
   const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),

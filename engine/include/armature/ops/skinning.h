@@ -57,7 +57,7 @@ class SkinningVk {
   SkinningDims m_dims;
   uint32_t m_maxBatch;
   vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
-      m_parents, m_order;
+      m_parents;
   vk::Buffer m_features, m_transforms, m_vPosed;
 };
 
