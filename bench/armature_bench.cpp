@@ -43,20 +43,30 @@ std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)
   return {median(ms), *std::min_element(ms.begin(), ms.end())};
 }
 
-// Times `record` with timestamp queries around it, one submit per call.
-std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record, int iters) {
-  vk::GpuTimer timer(ctx, 2, 1);
-  for (int i = 0; i < 3; ++i) ctx.submitAndWait(record);
+// Times `record` with timestamp queries around it, one submit per call; zones `record` opens on the timer it is
+// given become the row's stages (medians).
+std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record,
+                                     int iters, std::vector<std::pair<std::string, double>>* stages = nullptr) {
+  vk::GpuTimer timer(ctx, 2, 8);
+  for (int i = 0; i < 3; ++i) ctx.submitAndWait([&](VkCommandBuffer cmd) { record(cmd, nullptr); });
   std::vector<double> ms;
+  std::vector<std::pair<std::string, std::vector<double>>> perStage;
   for (int i = 0; i < iters; ++i) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(i));
       uint32_t z = timer.beginZone(cmd, "op");
-      record(cmd);
+      record(cmd, &timer);
       timer.endZone(cmd, z);
     });
-    ms.push_back(timer.waitFrame(uint64_t(i))[0].milliseconds);
+    auto zones = timer.waitFrame(uint64_t(i));
+    ms.push_back(zones[0].milliseconds);
+    for (size_t k = 1; k < zones.size(); ++k) {
+      if (perStage.size() < k) perStage.push_back({zones[k].name, {}});
+      perStage[k - 1].second.push_back(zones[k].milliseconds);
+    }
   }
+  if (stages)
+    for (auto& [name, v] : perStage) stages->push_back({name, median(v)});
   return {median(ms), *std::min_element(ms.begin(), ms.end())};
 }
 
@@ -126,7 +136,7 @@ int main(int argc, char** argv) {
         std::tie(r.medianMs, r.minMs) = timeCuda([&](const cuda::Stream& s) { cuda::axpy(0.5f, dx.as<float>(), dy.as<float>(), n, s); }, iters);
       } else if (backend == Backend::Vulkan) {
         auto bx = vk::makeStorageBuffer<float>(*ctx, x), by = vk::makeStorageBuffer<float>(*ctx, y);
-        std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
+        std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd, vk::GpuTimer*) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
       } else {
         throw Error("axpy benchmark: cuda or vulkan");
       }
@@ -175,7 +185,9 @@ int main(int argc, char** argv) {
           auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
                be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
           vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage), joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
-          std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd) { gpu.forward(cmd, B, bp, bb, be, bt, verts, joints); }, iters);
+          std::tie(r.medianMs, r.minMs) = timeVulkan(
+              *ctx, [&](VkCommandBuffer cmd, vk::GpuTimer* t) { gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t); }, iters,
+              &r.stages);
         } else {
           BodyParams p = BodyParams::zeros(model, B, S, E);
           std::copy(pose.begin(), pose.end(), p.pose.begin());
@@ -210,10 +222,14 @@ int main(int argc, char** argv) {
     double gbs = r.bytes / (r.medianMs * 1e-3) / 1e9, gfs = r.flops / (r.medianMs * 1e-3) / 1e9;
     std::printf("%-9s %-7s %-17s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
                 r.variant.c_str(), r.batch, r.medianMs, r.minMs, gbs, gfs, floorMs, r.medianMs / floorMs);
+    for (auto& [name, ms] : r.stages) std::printf("%-9s   %-22s %10.4f\n", "", name.c_str(), ms);
+    std::string stageJson;
+    for (auto& [name, ms] : r.stages) stageJson += (stageJson.empty() ? "" : ", ") + ("\"" + name + "\": " + std::to_string(ms));
     json << "    {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"variant\": \"" << r.variant
          << "\", \"batch\": " << r.batch << ", \"median_ms\": " << r.medianMs << ", \"min_ms\": " << r.minMs
          << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops << ", \"gb_per_s\": " << gbs
-         << ", \"gflop_per_s\": " << gfs << ", \"floor_ms\": " << floorMs << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+         << ", \"gflop_per_s\": " << gfs << ", \"floor_ms\": " << floorMs
+         << (stageJson.empty() ? "" : ", \"stages_ms\": {" + stageJson + "}") << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   json << "  ]\n}\n";
   if (!jsonPath.empty()) std::ofstream(jsonPath) << json.str();

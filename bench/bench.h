@@ -16,6 +16,7 @@ struct Row {
   std::string op, backend, variant;
   uint32_t batch = 0;
   double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
+  std::vector<std::pair<std::string, double>> stages;  // median ms of each stage inside the call, where timed
 };
 
 inline double median(std::vector<double> v) {

@@ -39,7 +39,8 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
 }
 
 void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
-                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints) {
+                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
+                         vk::GpuTimer* stages) {
   const SkinningDims& t = m_dims;
   ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "SkinningVk::forward: batch %u outside [1, %u]", batch, m_maxBatch);
   auto need = [&](const vk::Buffer& b, size_t floats, const char* name) {
@@ -53,12 +54,19 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
   need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
+  uint32_t zone = stages ? stages->beginZone(cmd, "skin: joints") : 0;
+  auto nextStage = [&](const char* name) {  // null: the last stage ends
+    if (!stages) return;
+    stages->endZone(cmd, zone);
+    if (name) zone = stages->beginZone(cmd, name);
+  };
   const auto& joint = m_ctx.program(shaders::skin_joints, 10, sizeof push);
   vk::dispatch(cmd, joint, batch,  // one workgroup per item
                {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
                 m_parents.view(), m_features.view(), m_transforms.view(), joints.view()},
                push);
   vk::computeBarrier(cmd);
+  nextStage("skin: blend");
   // The blend product: few items stream the matrix (skin_blend), more use a register-tiled GEMM whose tile height
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
@@ -72,11 +80,13 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                  vk::groupCount(columns, 128), blendBuffers, push, (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
+  nextStage("skin: vertices");
   const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),
                {m_vPosed.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
                 transl.view(), vertices.view()},
                push);
+  nextStage(nullptr);
 }
 
 }  // namespace armature
