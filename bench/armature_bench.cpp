@@ -30,8 +30,10 @@ using bench::Row;
 // Times `call` with CUDA events around each call (after warm-up): median and min in ms.
 std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)>& call, int iters) {
   cuda::Stream s;
-  for (int i = 0; i < 5; ++i) call(s);
-  s.synchronize();
+  for (bench::WarmUp w; !w.done();) {
+    call(s);
+    s.synchronize();
+  }
   std::vector<double> ms;
   cuda::EventTimer t;
   for (int i = 0; i < iters; ++i) {
@@ -48,7 +50,7 @@ std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)
 std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record,
                                      int iters, std::vector<std::pair<std::string, double>>* stages = nullptr) {
   vk::GpuTimer timer(ctx, 2, 8);
-  for (int i = 0; i < 3; ++i) ctx.submitAndWait([&](VkCommandBuffer cmd) { record(cmd, nullptr); });
+  for (bench::WarmUp w; !w.done();) ctx.submitAndWait([&](VkCommandBuffer cmd) { record(cmd, nullptr); });
   std::vector<double> ms;
   std::vector<std::pair<std::string, std::vector<double>>> perStage;
   for (int i = 0; i < iters; ++i) {

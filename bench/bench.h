@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of armature-bench.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,20 @@ struct Row {
   uint32_t batch = 0;
   double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
   std::vector<std::pair<std::string, double>> stages;  // median ms of each stage inside the call, where timed
+};
+
+// GPUs lower their clocks when idle: a row is timed only after at least 250 ms of back-to-back calls (and at least
+// 3), so the first rows of a run are not measured on a cold GPU. Use: for (WarmUp w; !w.done();) call();
+class WarmUp {
+ public:
+  bool done() {
+    if (m_calls++ < 3) return false;
+    return std::chrono::steady_clock::now() - m_start >= std::chrono::milliseconds(250);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  int m_calls = 0;
 };
 
 inline double median(std::vector<double> v) {

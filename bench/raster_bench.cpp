@@ -45,16 +45,18 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
   HardwareRasterVk hw(ctx, d.width, d.height);
   vk::GpuTimer timer(ctx, 2, 1);
   std::vector<double> ms;
-  for (int i = 0; i < iters + 3; ++i) {
+  auto once = [&](int i) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(i));
       uint32_t zone = timer.beginZone(cmd, "hardware raster");
       hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3));
       timer.endZone(cmd, zone);
     });
-    double v = timer.waitFrame(uint64_t(i))[0].milliseconds;
-    if (i >= 3) ms.push_back(v);
-  }
+    return timer.waitFrame(uint64_t(i))[0].milliseconds;
+  };
+  int i = 0;
+  for (WarmUp w; !w.done();) once(i++);
+  for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
   // Bytes: the mesh, the depth buffer cleared, tested and written, the two colour targets (4 + 8 bytes) written.
   double bytes = double(pos.size() * 4 + faces.size() * 4 + d.pixels() * (4 * 3 + 12));
   Row r{"raster", "vulkan-hw", std::string(scene) + " hardware", uint32_t(faces.size() / 3), 0, 0, bytes, 0};
@@ -91,16 +93,17 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
         cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), out(pixels * 12);
         cuda::Stream s;
         cuda::EventTimer t;
-        for (int i = 0; i < iters + 5; ++i) {
+        auto once = [&] {
           t.start(s);
           cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
           if (withInterpolate)
             cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
                               out.as<float>(), s);
           t.stop(s);
-          double v = t.milliseconds();
-          if (i >= 5) ms.push_back(v);
-        }
+          return t.milliseconds();
+        };
+        for (WarmUp w; !w.done();) once();
+        for (int i = 0; i < iters; ++i) ms.push_back(once());
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
@@ -108,7 +111,7 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
         vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
             bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
         vk::GpuTimer timer(*ctx, 2, 1);
-        for (int i = 0; i < iters + 3; ++i) {
+        auto once = [&](int i) {
           ctx->submitAndWait([&](VkCommandBuffer cmd) {
             timer.beginFrame(cmd, uint64_t(i));
             uint32_t zone = timer.beginZone(cmd, "raster");
@@ -119,9 +122,11 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
             }
             timer.endZone(cmd, zone);
           });
-          double v = timer.waitFrame(uint64_t(i))[0].milliseconds;
-          if (i >= 3) ms.push_back(v);
-        }
+          return timer.waitFrame(uint64_t(i))[0].milliseconds;
+        };
+        int i = 0;
+        for (WarmUp w; !w.done();) once(i++);
+        for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
       } else {
         throw Error("raster benchmark: cuda or vulkan");
       }
