@@ -77,24 +77,37 @@ constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 // (compute-sanitizer flagged a 12-byte load at K − 2 with K = 6).
 constexpr int kCoefPad = 8;
 
-// (1) One block per item, one thread per joint: coefficients, rest joints, rotations and pose features in
-// parallel; the chain (a short serial walk over shared memory) by thread 0; then transforms and posed joints.
+// (1a) The blend product's left side, one thread per (item, feature group): pose features R_j − I (Rodrigues) and
+// the shape/expression coefficients. Tiny, so the product starts early; the chain runs beside it (1b).
+__global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ features) {
+  const int perItem = d.J - 1 + d.K;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= size_t(d.B) * perItem) return;
+  int b = int(i / perItem), q = int(i % perItem);
+  float* feat = features + size_t(b) * d.F();
+  if (q < d.J - 1) {
+    float R[9];
+    rodrigues(in.pose + (size_t(b) * d.J + q + 1) * 3, R);
+    for (int e = 0; e < 9; ++e) feat[q * 9 + e] = R[e] - (e % 4 == 0 ? 1.f : 0.f);
+  } else {
+    int k = q - (d.J - 1), E = d.K - d.S;
+    feat[d.P + k] = k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)];
+  }
+}
+
+// (1b) One block per item, one thread per joint: rest joints and rotations in parallel, the chain one tree level at
+// a time, then transforms, posed joints and what the backward needs. Runs beside the blend product.
 __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                       float* features, float* transforms,
-                                                                       float* saved, float* jointsOut) {
+                                                                       float* transforms, float* saved, float* jointsOut) {
   __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
   __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
   extern __shared__ float sCoef[];  // the item's K shape and expression coefficients, then kCoefPad zeros
   int b = blockIdx.x, j = threadIdx.x;
   if (j == 0) sMaxDepth = 0;
   if (j < d.J) sParent[j] = t.parents[j];
-  float* feat = features + size_t(b) * d.F();
   int E = d.K - d.S;
-  for (int k = j; k < d.K + kCoefPad; k += blockDim.x) {
-    float x = k < d.K ? (k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]) : 0.f;
-    sCoef[k] = x;
-    if (k < d.K) feat[d.P + k] = x;
-  }
+  for (int k = j; k < d.K + kCoefPad; k += blockDim.x)
+    sCoef[k] = k < d.K ? (k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]) : 0.f;
   __syncthreads();
   float* sv = saved + size_t(b) * d.J * kSaved;
   if (j < d.J) {
@@ -116,7 +129,6 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
     rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
     for (int e = 0; e < 9; ++e) {
       sv[j * kSaved + e] = sR[j * 9 + e];
-      if (j > 0) feat[(j - 1) * 9 + e] = sR[j * 9 + e] - (e % 4 == 0 ? 1.f : 0.f);
     }
     // The joint's depth in its tree (the model is a validated forest; the cap only guards the loop).
     int depth = 0;
@@ -656,8 +668,19 @@ unsigned blocks(size_t n, unsigned threads) { return unsigned((n + threads - 1) 
 
 }  // namespace
 
+// A CUDA event without timing (fork/join between the caller's stream and the chain's).
+struct SyncEvent {
+  cudaEvent_t handle = nullptr;
+  SyncEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming)); }
+  ~SyncEvent() { cudaEventDestroy(handle); }
+  SyncEvent(const SyncEvent&) = delete;
+  SyncEvent& operator=(const SyncEvent&) = delete;
+};
+
 struct Skinning::Impl {
   SkinningDims sizes;
+  Stream chainStream;            // the joint chain runs here, beside the blend product on the caller's stream
+  SyncEvent chainFork, chainJoin;
   size_t tableBytes = 0;
   Dims dims{};
   uint32_t maxBatch;
@@ -812,10 +835,19 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), s>>>(
-      d, t, in, m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints);
+  // The chain does not feed the blend product: it runs on a second stream beside it (forked after the caller's
+  // earlier work, joined before skinning). Only GPU-side waits: no host synchronisation.
+  cudaStream_t chain = raw(m->chainStream);
+  CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
+  CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), chain>>>(
+      d, t, in, m->transforms.as<float>(), m->saved.as<float>(), joints);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
+  featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
+  CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
   skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
       d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
   CUDA_CHECK_LAUNCH();
