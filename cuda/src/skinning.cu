@@ -506,7 +506,7 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
 
 // Backward (2): per (chunk, item) block: a chunk's share of dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over up to 256 of
 // the joint's vertices (CSC), or (the last chunks) of Σ_v dL/dv for the translation; partial sums per chunk, summed
-// per joint in chunk order by the joints kernel: a fixed order, and enough blocks for the big joints at batch 1.
+// per joint in chunk order by chainBackwardKernel: a fixed order, and enough blocks for the big joints at batch 1.
 __global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed,
                                                                           int stride, const float* __restrict__ gradV,
                                                                           float* __restrict__ parts) {
@@ -545,16 +545,15 @@ __global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d,
   }
 }
 
-// Backward (3): one block per item. The forward's per-joint values go to shared memory; the reverse chain runs
-// one tree level at a time, deepest first, with 9 threads per joint (one per 3×3 entry): a joint first gathers its
-// children's shares (final: they are one level deeper) in a fixed order, then adds its own rotation and rest-joint
-// gradients. Then the Rodrigues backward per joint, and shape/expression/translation gradients, each a fixed-order
-// sum spread over many threads (the loads in flight together, not one after another).
+// Backward (3): one block per item, beside the blend product's backward (it needs only the per-joint sums). The
+// forward's per-joint values go to shared memory; the reverse chain runs one tree level at a time, deepest first,
+// with 9 threads per joint (one per 3×3 entry): a joint first gathers its children's shares (final: they are one
+// level deeper) in a fixed order, then adds its own rotation and rest-joint gradients. Out: per joint, the chain's
+// share of dL/dR (9) and dL/drest-joint (3) in chainGrads; the translation's gradient.
 constexpr int kJointsBackwardThreads = 9 * SKIN_MAX_JOINTS;
-__global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                                  const float* saved, const float* parts,
-                                                                                  const float* gradJoints,
-                                                                                  const float* gradFeatures, SkinningGrads out) {
+__global__ void __launch_bounds__(kJointsBackwardThreads, 2) chainBackwardKernel(Dims d, Tables t, const float* saved,
+                                                                                 const float* parts, const float* gradJoints,
+                                                                                 float* chainGrads, float* gradTransl) {
   __shared__ float sv[SKIN_MAX_JOINTS * kSaved];  // per joint: R (9), G (9), rest joint (3)
   __shared__ float wk[SKIN_MAX_JOINTS * 24];      // per joint: gG (9), gT (3), gJrest (3), gR (9)
   __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
@@ -588,7 +587,7 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
         gJ[c] -= G[r * 3 + c] * gt;
       }
     }
-    for (int e = 0; e < 9; ++e) gR[e] = j > 0 ? gradFeatures[size_t(b) * d.F() + (j - 1) * 9 + e] : 0.f;
+    for (int e = 0; e < 9; ++e) gR[e] = 0;  // dL/dfeatures joins in paramsBackwardKernel
   }
   __syncthreads();
   const int q = tid / 9, e = tid % 9, r = e / 3, c = e % 3;
@@ -626,7 +625,42 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
     // No barrier needed here: the next level reads only this level's gG/gT (complete) and writes its own.
   }
   __syncthreads();
-  if (tid < d.J) rodriguesBackward(in.pose + (size_t(b) * d.J + tid) * 3, wk + tid * 24 + 15, out.pose + (size_t(b) * d.J + tid) * 3);
+  if (tid < d.J) {
+    float* g = chainGrads + (size_t(b) * d.J + tid) * 12;
+    for (int e = 0; e < 9; ++e) g[e] = wk[tid * 24 + 15 + e];
+    for (int c = 0; c < 3; ++c) g[9 + c] = wk[tid * 24 + 12 + c];
+  }
+  // Translation: Σ dL/dv (the translation chunks, in order) + Σ_j dL/djoint_j; warp w sums coordinate w.
+  const int warp = tid / 32, lane = tid % 32;
+  if (warp < 3) {
+    float acc = 0;
+    if (gradJoints)
+      for (int j = lane; j < d.J; j += 32) acc += gradJoints[(size_t(b) * d.J + j) * 3 + warp];
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (lane == 0) {
+      float v = 0;
+      for (int ch = 0; ch < d.translChunks; ++ch) v += itemParts[(d.chunks + ch) * 12 + warp];
+      gradTransl[b * 3 + warp] = v + acc;
+    }
+  }
+}
+
+// Backward (4): one block per item, after the blend product's backward: the Rodrigues backward per joint (the
+// chain's share of dL/dR plus dL/dfeatures) and the shape/expression gradients, each coefficient a fixed-order sum
+// over 16 lanes (the loads in flight together, not one after another).
+__global__ void __launch_bounds__(kJointsBackwardThreads, 2) paramsBackwardKernel(Dims d, Tables t, SkinningInputs in,
+                                                                                  const float* chainGrads,
+                                                                                  const float* gradFeatures, SkinningGrads out) {
+  __shared__ float gJrest[SKIN_MAX_JOINTS * 3];
+  const int b = blockIdx.x, tid = threadIdx.x;
+  if (tid < d.J) {
+    const float* g = chainGrads + (size_t(b) * d.J + tid) * 12;
+    float gR[9];
+    for (int e = 0; e < 9; ++e) gR[e] = g[e] + (tid > 0 ? gradFeatures[size_t(b) * d.F() + (tid - 1) * 9 + e] : 0.f);
+    for (int c = 0; c < 3; ++c) gJrest[tid * 3 + c] = g[9 + c];
+    rodriguesBackward(in.pose + (size_t(b) * d.J + tid) * 3, gR, out.pose + (size_t(b) * d.J + tid) * 3);
+  }
+  __syncthreads();
   // Coefficient k: dL/dfeature + Σ_j,c gJrest[j][c] · jointDirs[k][j][c], 16 lanes per k, then a shuffle tree.
   const int E = d.K - d.S, lane16 = tid % 16, terms = d.J * 3;
   for (int k0 = 0; k0 < d.K; k0 += kJointsBackwardThreads / 16) {
@@ -639,7 +673,7 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         int i = i0 + 16 * u;
-        if (i < terms) acc += wk[(i / 3) * 24 + 12 + i % 3] * dir[u];
+        if (i < terms) acc += gJrest[i] * dir[u];
       }
     }
     for (int o = 8; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o, 16);
@@ -647,19 +681,6 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) jointsBackwardKerne
       acc += gradFeatures[size_t(b) * d.F() + d.P + k];
       if (k < d.S) out.betas[b * d.S + k] = acc;
       else out.expression[b * E + (k - d.S)] = acc;
-    }
-  }
-  // Translation: Σ dL/dv (the translation chunks, in order) + Σ_j dL/djoint_j; warp w sums coordinate w.
-  const int warp = tid / 32, lane = tid % 32;
-  if (warp < 3) {
-    float acc = 0;
-    if (gradJoints)
-      for (int j = lane; j < d.J; j += 32) acc += gradJoints[(size_t(b) * d.J + j) * 3 + warp];
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-    if (lane == 0) {
-      float v = 0;
-      for (int ch = 0; ch < d.translChunks; ++ch) v += itemParts[(d.chunks + ch) * 12 + warp];
-      out.transl[b * 3 + warp] = v + acc;
     }
   }
 }
@@ -686,7 +707,7 @@ struct Skinning::Impl {
   uint32_t maxBatch;
   DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
       jointVertex, jointWeight, parents, chunkRange, jointFirstChunk;
-  DeviceMemory features, transforms, saved, vPosed, chunkParts, gradVPosed, gradFeatures, splitParts;
+  DeviceMemory features, transforms, saved, vPosed, chunkParts, chainGrads, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
   int blendStride = 0;  // row stride of the blend matrix on the device: V·3 rounded up to 4 (16-byte rows)
@@ -769,7 +790,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
   size_t V3p = (V3 + 3) / 4 * 4;
   size_t chunksPerItem = h.jointVertex.size() / kChunkEntries + J + size_t(h.vertexCount) / kTranslChunkVertices + 1;
-  size_t need = h.deviceBytes() + B * (F * 2 + J * (12 + kSaved) + V3p * 2 + chunksPerItem * 12) * 4 +
+  size_t need = h.deviceBytes() + B * (F * 2 + J * (24 + kSaved) + V3p * 2 + chunksPerItem * 12) * 4 +
                 size_t(Impl::kSplitRows) * F * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
@@ -809,6 +830,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->transforms = DeviceMemory(B * J * 12 * 4);
   m->saved = DeviceMemory(B * J * kSaved * 4);
   m->vPosed = DeviceMemory(B * size_t(m->blendStride) * 4);  // rows padded like the blend matrix's
+  m->chainGrads = DeviceMemory(B * J * 12 * 4);
   m->chunkParts = DeviceMemory(B * size_t(m->dims.chunks + m->dims.translChunks) * 12 * 4);
   // dL/dv_posed rows padded like the blend matrix's (16-byte loads in the transposed product); padding zero.
   m->gradVPosed = DeviceMemory(B * size_t(m->blendStride) * 4);
@@ -865,21 +887,33 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   size_t n = size_t(batch) * d.V;
+  // Two lanes: the per-joint sums and the reverse chain (chain stream) beside the per-vertex gradient and the blend
+  // product's backward (caller's stream); the Rodrigues and coefficient gradients need both. GPU-side waits only.
+  cudaStream_t chain = raw(m->chainStream);
+  if (!gradVertices) {
+    CUDA_CHECK(cudaMemsetAsync(m->chunkParts.data(), 0, size_t(batch) * (d.chunks + d.translChunks) * 12 * 4, s));
+    CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
+  }
+  CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
+  CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  if (gradVertices) {
+    skinBackwardJointKernel<<<dim3(d.chunks + d.translChunks, batch), kChunkThreads, 0, chain>>>(
+        d, t, m->vPosed.as<float>(), m->blendStride, gradVertices, m->chunkParts.as<float>());
+    CUDA_CHECK_LAUNCH();
+  }
+  chainBackwardKernel<<<batch, kJointsBackwardThreads, 0, chain>>>(d, t, m->saved.as<float>(), m->chunkParts.as<float>(),
+                                                                   gradJoints, m->chainGrads.as<float>(), out.transl);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
   if (gradVertices) {
     skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(d, t, m->transforms.as<float>(),
                                                                                          gradVertices, m->gradVPosed.as<float>(),
                                                                                          m->blendStride);
     CUDA_CHECK_LAUNCH();
-    skinBackwardJointKernel<<<dim3(d.chunks + d.translChunks, batch), kChunkThreads, 0, s>>>(
-        d, t, m->vPosed.as<float>(), m->blendStride, gradVertices, m->chunkParts.as<float>());
-    CUDA_CHECK_LAUNCH();
     m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
-  } else {
-    CUDA_CHECK(cudaMemsetAsync(m->chunkParts.data(), 0, size_t(batch) * (d.chunks + d.translChunks) * 12 * 4, s));
-    CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
   }
-  jointsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->saved.as<float>(),
-                                                                m->chunkParts.as<float>(), gradJoints,
+  CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
+  paramsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->chainGrads.as<float>(),
                                                                 m->gradFeatures.as<float>(), out);
   CUDA_CHECK_LAUNCH();
 }
