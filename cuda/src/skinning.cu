@@ -270,11 +270,10 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
   }
 }
 
-// (2, a few dozen items) The same product for M ≤ 64: 32×128 tiles, 32 k per step, 256 threads of 4 rows × 4
+// (2, a few dozen items) The same product for M ≤ 64: 32×128 tiles, 32 k per step, 128 threads of 8 rows × 4
 // columns (a warp shares its rows: broadcast shared loads), the next step loaded into registers while this one is
-// computed. Big steps keep enough of B in flight to stream it at full bandwidth with few items; 8 warps per block
-// keep the SM busy with only one or two blocks on it.
-constexpr int kMidRows = 32, kMidCols = 128, kMidK = 32, kMidThreads = 256;
+// computed. Big steps keep enough of B in flight to stream it at full bandwidth with few items.
+constexpr int kMidRows = 32, kMidCols = 128, kMidK = 32, kMidThreads = 128;
 template <bool TransB>
 __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K, const float* __restrict__ A, int lda,
                                                              const float* __restrict__ Bm, int ldb, float* __restrict__ C,
@@ -285,41 +284,40 @@ __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K
   const int kLimit = TransB ? (K + 3) / 4 * 4 : K;
   const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
   C += size_t(blockIdx.z) * M * ldc;
-  // A: row tid/8, k (tid%8)·4 … +3. B (K×N): rows tid/32 + 8i, columns (tid%32)·4 … +3. Bᵀ: B row tid%128,
-  // k (tid/128)·16 + 4i … +3.
-  const int aRow = tid / 8, aK = (tid % 8) * 4;
-  float aReg[4];
-  float4 bReg[4];
+  // A: row tid/4, k (tid%4)·8 … +7. B (K×N): rows tid/32 + 4i, columns (tid%32)·4 … +3. Bᵀ: B row tid, k 0 … 31.
+  const int aRow = tid / 4, aK = (tid % 4) * 8;
+  float aReg[8];
+  float4 bReg[8];
   auto loadTiles = [&](int k0) {
     int m = m0 + aRow;
     const float* a = A + size_t(m) * lda + k0 + aK;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) aReg[i] = (m < M && k0 + aK + i < kEnd) ? __ldg(a + i) : 0.f;
+    for (int i = 0; i < 8; ++i) aReg[i] = (m < M && k0 + aK + i < kEnd) ? __ldg(a + i) : 0.f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 8; ++i) {
       if (TransB) {
-        int n = n0 + tid % 128, k = k0 + (tid / 128) * 16 + 4 * i;
+        int n = n0 + tid, k = k0 + 4 * i;
         bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(n) * ldb + k)) : make_float4(0, 0, 0, 0);
       } else {
-        int k = k0 + tid / 32 + 8 * i, n = n0 + (tid % 32) * 4;
+        int k = k0 + tid / 32 + 4 * i, n = n0 + (tid % 32) * 4;
         bReg[i] = (k < kEnd && n < ldb) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(k) * ldb + n)) : make_float4(0, 0, 0, 0);
       }
     }
   };
   auto storeTiles = [&](int buf) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) As[buf][aK + i][aRow] = aReg[i];
+    for (int i = 0; i < 8; ++i) As[buf][aK + i][aRow] = aReg[i];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 8; ++i) {
       if (TransB) {
-        int n = tid % 128, k = (tid / 128) * 16 + 4 * i;
-        Bs[buf][k][n] = bReg[i].x, Bs[buf][k + 1][n] = bReg[i].y, Bs[buf][k + 2][n] = bReg[i].z, Bs[buf][k + 3][n] = bReg[i].w;
+        Bs[buf][4 * i][tid] = bReg[i].x, Bs[buf][4 * i + 1][tid] = bReg[i].y;
+        Bs[buf][4 * i + 2][tid] = bReg[i].z, Bs[buf][4 * i + 3][tid] = bReg[i].w;
       } else {
-        *reinterpret_cast<float4*>(&Bs[buf][tid / 32 + 8 * i][(tid % 32) * 4]) = bReg[i];
+        *reinterpret_cast<float4*>(&Bs[buf][tid / 32 + 4 * i][(tid % 32) * 4]) = bReg[i];
       }
     }
   };
-  float acc[4][4] = {};
+  float acc[8][4] = {};
   int buf = 0;
   if (kBegin < kEnd) {
     loadTiles(kBegin);
@@ -331,11 +329,12 @@ __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K
     if (more) loadTiles(k0 + kMidK);
 #pragma unroll
     for (int kk = 0; kk < kMidK; ++kk) {
-      float4 a4 = *reinterpret_cast<const float4*>(&As[buf][kk][warp * 4]);
+      float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][warp * 8]);
+      float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][warp * 8 + 4]);
       float4 bv = *reinterpret_cast<const float4*>(&Bs[buf][kk][lane * 4]);
-      float a[4] = {a4.x, a4.y, a4.z, a4.w};
+      float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 8; ++i) {
         acc[i][0] += a[i] * bv.x, acc[i][1] += a[i] * bv.y, acc[i][2] += a[i] * bv.z, acc[i][3] += a[i] * bv.w;
       }
     }
@@ -345,8 +344,8 @@ __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K
   }
   const int n = n0 + lane * 4;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    int m = m0 + warp * 4 + i;
+  for (int i = 0; i < 8; ++i) {
+    int m = m0 + warp * 8 + i;
     if (m >= M) continue;
     float v[4];
     for (int j = 0; j < 4; ++j) v[j] = acc[i][j] + (bias && n + j < N ? bias[n + j] : 0.f);
