@@ -47,7 +47,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
                     scene.model().parents);
   OffscreenTarget target(ctx, renderer, {o.width, o.height});
   if (o.ui && !uiFactory) throw Error("--ui: this build has no Dear ImGui (scripts/install-deps.sh installs it)");
-  std::unique_ptr<HeadlessUi> ui = o.ui ? uiFactory(ctx, renderer.renderPass()) : nullptr;
+  std::unique_ptr<HeadlessUi> ui = o.ui ? uiFactory(ctx, OffscreenTarget::kColorFormat) : nullptr;
   Camera camera;
   float lo[3], hi[3];
   scene.bounds(lo, hi);
@@ -82,15 +82,17 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       scene.skin(cmd, &timer);
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene.joints();
-      if (ui) {
+      if (ui) {  // the overlay: built every frame, its layer re-rendered only when it changed (10 Hz)
         auto u0 = std::chrono::steady_clock::now();
-        draw.inPassArea = ui->build(profiler, uint64_t(f), o.avatars, target.extent());
+        ui->build(profiler, uint64_t(f), o.avatars, target.extent());
+        uint32_t z = timer.beginZone(cmd, "ui");
+        draw.ui = ui->render(cmd, target.extent());
+        timer.endZone(cmd, z);
         uiCpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
-        recordDrawAndUi(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw,
-                        [&](VkCommandBuffer c) { ui->record(c); });
-      } else {
-        recordDrawAndUi(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw);
       }
+      uint32_t z = timer.beginZone(cmd, "draw");
+      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
+      timer.endZone(cmd, z);
       if (f == o.frames - 1) target.recordReadback(cmd);
     });
     FrameRecord rec;

@@ -8,30 +8,100 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <vector>
 
 #include "app/viewer.h"
 #include "armature/error.h"
+#include "armature/vk/graphics.h"
 
 namespace armature::app {
 
-ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkRenderPass pass, uint32_t imageCount, GLFWwindow* window) : m_ctx(ctx) {
+namespace {
+// FNV-1a over everything that decides the layer's pixels: the display, and every draw list's vertices, indices
+// and commands.
+uint64_t hashDrawData(const ImDrawData* data) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  mix(&data->DisplaySize, sizeof data->DisplaySize);
+  mix(&data->FramebufferScale, sizeof data->FramebufferScale);
+  for (int l = 0; l < data->CmdListsCount; ++l) {
+    const ImDrawList* list = data->CmdLists[l];
+    mix(list->VtxBuffer.Data, size_t(list->VtxBuffer.Size) * sizeof(ImDrawVert));
+    mix(list->IdxBuffer.Data, size_t(list->IdxBuffer.Size) * sizeof(ImDrawIdx));
+    for (const ImDrawCmd& c : list->CmdBuffer) {
+      mix(&c.ClipRect, sizeof c.ClipRect);
+      mix(&c.TextureId, sizeof c.TextureId);
+      mix(&c.VtxOffset, sizeof c.VtxOffset);
+      mix(&c.IdxOffset, sizeof c.IdxOffset);
+      mix(&c.ElemCount, sizeof c.ElemCount);
+    }
+  }
+  return h;
+}
+
+// The framebuffer pixels the draws touch (their clip rectangles), cut to `extent`.
+VkRect2D drawnArea(const ImDrawData* data, VkExtent2D extent) {
+  float x0 = FLT_MAX, y0 = FLT_MAX, x1 = -FLT_MAX, y1 = -FLT_MAX;
+  const ImVec2 o = data->DisplayPos, k = data->FramebufferScale;  // clip rectangles are in display units
+  for (int l = 0; l < data->CmdListsCount; ++l)
+    for (const ImDrawCmd& c : data->CmdLists[l]->CmdBuffer) {
+      if (c.ElemCount == 0) continue;
+      x0 = std::min(x0, (c.ClipRect.x - o.x) * k.x), y0 = std::min(y0, (c.ClipRect.y - o.y) * k.y);
+      x1 = std::max(x1, (c.ClipRect.z - o.x) * k.x), y1 = std::max(y1, (c.ClipRect.w - o.y) * k.y);
+    }
+  int32_t ix0 = int32_t(std::clamp(std::floor(x0), 0.0f, float(extent.width)));
+  int32_t iy0 = int32_t(std::clamp(std::floor(y0), 0.0f, float(extent.height)));
+  int32_t ix1 = int32_t(std::clamp(std::ceil(x1), float(ix0), float(extent.width)));
+  int32_t iy1 = int32_t(std::clamp(std::ceil(y1), float(iy0), float(extent.height)));
+  if (x1 <= x0 || y1 <= y0) return {};
+  return {{ix0, iy0}, {uint32_t(ix1 - ix0), uint32_t(iy1 - iy0)}};
+}
+}  // namespace
+
+ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* window) : m_ctx(ctx), m_format(colorFormat) {
+  VkAttachmentDescription color{};
+  color.format = colorFormat;
+  color.samples = VK_SAMPLE_COUNT_1_BIT;
+  color.loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;  // transparent
+  color.storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+  color.stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
+  color.stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
+  color.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+  color.finalLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;  // copied into the layer's buffer
+  VkAttachmentReference ref{0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+  VkSubpassDescription sub{};
+  sub.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS;
+  sub.colorAttachmentCount = 1;
+  sub.pColorAttachments = &ref;
+  VkSubpassDependency dep{};  // the previous refresh's copy out of the image comes first
+  dep.srcSubpass = VK_SUBPASS_EXTERNAL;
+  dep.srcStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  dep.dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+  dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
+  m_pass = vk::createRenderPass(ctx, 1, &color, sub, dep);
+
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGui::StyleColorsDark();
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;
+  auto fail = [&](const std::string& why) {
+    if (m_glfw) ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    if (m_pool) vkDestroyDescriptorPool(ctx.device(), m_pool, nullptr);
+    vkDestroyRenderPass(ctx.device(), m_pass, nullptr);
+    throw Error(why);
+  };
   VkInstance instance = ctx.instance();
   // Debian's prebuilt backend objects call Vulkan through prototypes; ours are rebuilt without them, so they
-  // load their entry points here, before any other ImGui Vulkan call (../shared/TOOLCHAIN.md).
-  // Its table includes the surface functions, so the instance needs VK_KHR_surface even offscreen.
+  // load their entry points here, before any other ImGui Vulkan call (../shared/TOOLCHAIN.md). Its table includes
+  // the surface functions, so the instance needs VK_KHR_surface even offscreen.
   bool loaded = ImGui_ImplVulkan_LoadFunctions([](const char* name, void* user) {
     return vkGetInstanceProcAddr(*static_cast<VkInstance*>(user), name);
   }, &instance);
-  if (!loaded) {
-    ImGui::DestroyContext();
-    throw Error("Dear ImGui's Vulkan backend cannot load its functions (is VK_KHR_surface enabled on the instance?)");
-  }
+  if (!loaded) fail("Dear ImGui's Vulkan backend cannot load its functions (is VK_KHR_surface enabled on the instance?)");
   if (window) {
     ImGui_ImplGlfw_InitForVulkan(window, true);
     m_glfw = true;
@@ -42,12 +112,7 @@ ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkRenderPass pass, uint32_t imageCount,
   pi.maxSets = 16;
   pi.poolSizeCount = 1;
   pi.pPoolSizes = sizes;
-  VkResult r = vkCreateDescriptorPool(ctx.device(), &pi, nullptr, &m_pool);
-  if (r != VK_SUCCESS) {
-    if (m_glfw) ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    VK_CHECK(r);
-  }
+  if (vkCreateDescriptorPool(ctx.device(), &pi, nullptr, &m_pool) != VK_SUCCESS) fail("cannot create ImGui's descriptor pool");
   ImGui_ImplVulkan_InitInfo info{};
   info.Instance = ctx.instance();
   info.PhysicalDevice = ctx.physicalDevice();
@@ -56,9 +121,9 @@ ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkRenderPass pass, uint32_t imageCount,
   info.Queue = ctx.queue();
   info.DescriptorPool = m_pool;
   info.MinImageCount = 2;
-  info.ImageCount = std::max<uint32_t>(imageCount, 2);
+  info.ImageCount = 2;  // its vertex buffers: one per frame in flight (the viewer has two)
   info.MSAASamples = VK_SAMPLE_COUNT_1_BIT;
-  ImGui_ImplVulkan_Init(&info, pass);
+  ImGui_ImplVulkan_Init(&info, m_pass);
   ctx.submitAndWait([](VkCommandBuffer cmd) { ImGui_ImplVulkan_CreateFontsTexture(cmd); });
   ImGui_ImplVulkan_DestroyFontUploadObjects();
 }
@@ -69,6 +134,8 @@ ImGuiLayer::~ImGuiLayer() {
   if (m_glfw) ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
   vkDestroyDescriptorPool(m_ctx.device(), m_pool, nullptr);
+  if (m_framebuffer) vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr);
+  vkDestroyRenderPass(m_ctx.device(), m_pass, nullptr);
 }
 
 void ImGuiLayer::newFrame(VkExtent2D display, float deltaSeconds) {
@@ -83,47 +150,103 @@ void ImGuiLayer::newFrame(VkExtent2D display, float deltaSeconds) {
   ImGui::NewFrame();
 }
 
-VkRect2D ImGuiLayer::render() {
-  ImGui::Render();
-  const ImDrawData* data = ImGui::GetDrawData();
-  float x0 = FLT_MAX, y0 = FLT_MAX, x1 = -FLT_MAX, y1 = -FLT_MAX;
-  for (int l = 0; data && l < data->CmdListsCount; ++l)
-    for (const ImDrawCmd& c : data->CmdLists[l]->CmdBuffer) {
-      if (c.ElemCount == 0) continue;  // clip rectangles are in display units: to framebuffer pixels
-      const ImVec2 o = data->DisplayPos, k = data->FramebufferScale;
-      x0 = std::min(x0, (c.ClipRect.x - o.x) * k.x), y0 = std::min(y0, (c.ClipRect.y - o.y) * k.y);
-      x1 = std::max(x1, (c.ClipRect.z - o.x) * k.x), y1 = std::max(y1, (c.ClipRect.w - o.y) * k.y);
-    }
-  if (x1 <= x0 || y1 <= y0) return {};
-  int32_t ix = int32_t(std::floor(std::max(x0, 0.0f))), iy = int32_t(std::floor(std::max(y0, 0.0f)));
-  return {{ix, iy}, {uint32_t(std::max(0, int32_t(std::ceil(x1)) - ix)), uint32_t(std::max(0, int32_t(std::ceil(y1)) - iy))}};
+void ImGuiLayer::ensureTarget(VkExtent2D extent) {
+  if (m_framebuffer && extent.width == m_extent.width && extent.height == m_extent.height) return;
+  vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still read the old layer
+  if (m_framebuffer) vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr);
+  m_color = vk::Image(m_ctx, extent, m_format, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                      VK_IMAGE_ASPECT_COLOR_BIT);
+  VkImageView view = m_color.view();
+  VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
+  fi.renderPass = m_pass;
+  fi.attachmentCount = 1;
+  fi.pAttachments = &view;
+  fi.width = extent.width;
+  fi.height = extent.height;
+  fi.layers = 1;
+  VK_CHECK(vkCreateFramebuffer(m_ctx.device(), &fi, nullptr, &m_framebuffer));
+  m_pixels = vk::Buffer(m_ctx, size_t(extent.width) * extent.height * 4, vk::kStorageUsage);
+  m_extent = extent;
+  m_hash = 0;
 }
 
-void ImGuiLayer::record(VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); }
+UiLayer ImGuiLayer::render(VkCommandBuffer cmd, VkExtent2D extent) {
+  ImGui::Render();
+  ImDrawData* data = ImGui::GetDrawData();
+  ensureTarget(extent);
+  m_refreshed = false;
+  const uint64_t hash = hashDrawData(data);
+  if (hash == m_hash) return m_layer;  // unchanged: composite what the layer holds
+  m_hash = hash;
+  m_layer = {m_pixels.handle(), drawnArea(data, extent)};
+  if (!m_layer.area.extent.width || !m_layer.area.extent.height) return m_layer;
+  m_refreshed = true;
+  // Earlier frames' composites (fragment or compute shaders) read the buffer before this copy overwrites it.
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
+  VkClearValue clear{};  // transparent black: ImGui's blending then leaves premultiplied colour
+  VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
+  bi.renderPass = m_pass;
+  bi.framebuffer = m_framebuffer;
+  bi.renderArea = m_layer.area;
+  bi.clearValueCount = 1;
+  bi.pClearValues = &clear;
+  vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
+  ImGui_ImplVulkan_RenderDrawData(data, cmd);
+  vkCmdEndRenderPass(cmd);
+  VkBufferImageCopy region{};
+  region.bufferOffset = (VkDeviceSize(m_layer.area.offset.y) * extent.width + VkDeviceSize(m_layer.area.offset.x)) * 4;
+  region.bufferRowLength = extent.width;
+  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  region.imageOffset = {m_layer.area.offset.x, m_layer.area.offset.y, 0};
+  region.imageExtent = {m_layer.area.extent.width, m_layer.area.extent.height, 1};
+  vkCmdCopyImageToBuffer(cmd, m_color.handle(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, m_pixels.handle(), 1, &region);
+  VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  b.buffer = m_pixels.handle();
+  b.size = VK_WHOLE_SIZE;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       0, 0, nullptr, 1, &b, 0, nullptr);
+  return m_layer;
+}
 
-void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, std::string& status) {
-  auto stats = profiler.stats(300);
+void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayState& state, std::string& status) {
+  auto now = std::chrono::steady_clock::now();
+  if (now - state.updated >= std::chrono::milliseconds(100)) {  // 10 Hz: the layer is re-rendered only then
+    state.updated = now;
+    state.stats = profiler.stats(300);
+    const auto& frames = profiler.frames();
+    size_t n = std::min<size_t>(frames.size(), 300);
+    state.gpu.assign(n, 0.0f);
+    state.cpu.assign(n, 0.0f);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& f = frames[frames.size() - n + i];
+      for (auto& [name, ms] : f.gpu) state.gpu[i] += float(ms);
+      state.cpu[i] = float(f.cpuMs);
+    }
+    auto [used, budget] = info.ctx->deviceLocalUsage();
+    char line[256];
+    if (budget) std::snprintf(line, sizeof line, "GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0, budget / 1048576.0);
+    else std::snprintf(line, sizeof line, "GPU memory: n/a (no VK_EXT_memory_budget)");
+    state.memory = line;
+    std::snprintf(line, sizeof line, "%s: frame %llu, %u avatar(s), %ux%u", info.ctx->info().name.c_str(),
+                  (unsigned long long)info.frame, info.avatars, info.extent.width, info.extent.height);
+    state.frame = line;
+  }
   ImGuiIO& io = ImGui::GetIO();
   ImGui::SetNextWindowPos({io.DisplaySize.x - 430, 10}, ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSize({420, 330}, ImGuiCond_FirstUseEver);
   ImGui::Begin("GPU frame time");
-  // Rolling graph of the last frames' GPU total.
-  const auto& frames = profiler.frames();
-  size_t n = std::min<size_t>(frames.size(), 300);
-  std::vector<float> total(n), cpu(n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto& f = frames[frames.size() - n + i];
-    for (auto& [name, ms] : f.gpu) total[i] += float(ms);
-    cpu[i] = float(f.cpuMs);
-  }
-  if (n) {
-    ImGui::PlotLines("GPU ms", total.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 60});
-    ImGui::PlotLines("CPU ms", cpu.data(), int(n), 0, nullptr, 0.0f, FLT_MAX, {0, 40});
+  if (!state.gpu.empty()) {
+    ImGui::PlotLines("GPU ms", state.gpu.data(), int(state.gpu.size()), 0, nullptr, 0.0f, FLT_MAX, {0, 60});
+    ImGui::PlotLines("CPU ms", state.cpu.data(), int(state.cpu.size()), 0, nullptr, 0.0f, FLT_MAX, {0, 40});
   }
   if (ImGui::BeginTable("stages", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
     for (const char* h : {"stage", "last", "mean", "p99", "max"}) ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
-    for (auto& [name, s] : stats) {
+    for (auto& [name, s] : state.stats) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(name.c_str());
@@ -134,11 +257,8 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, std::str
     }
     ImGui::EndTable();
   }
-  auto [used, budget] = info.ctx->deviceLocalUsage();
-  if (budget) ImGui::Text("GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0, budget / 1048576.0);
-  else ImGui::TextUnformatted("GPU memory: n/a (no VK_EXT_memory_budget)");
-  ImGui::Text("%s: frame %llu, %u avatar(s), %ux%u", info.ctx->info().name.c_str(), (unsigned long long)info.frame,
-              info.avatars, info.extent.width, info.extent.height);
+  ImGui::TextUnformatted(state.memory.c_str());
+  ImGui::TextUnformatted(state.frame.c_str());
   if (ImGui::Button("export profile")) {
     std::string path = info.profilePath.empty() ? "armature-profile.json" : info.profilePath;
     try {
@@ -155,23 +275,25 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, std::str
 namespace {
 class ImGuiHeadlessUi final : public HeadlessUi {
  public:
-  ImGuiHeadlessUi(vk::Context& ctx, VkRenderPass pass) : m_ctx(ctx), m_layer(ctx, pass, 2) {}
-  VkRect2D build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) override {
+  ImGuiHeadlessUi(vk::Context& ctx, VkFormat colorFormat) : m_ctx(ctx), m_layer(ctx, colorFormat) {}
+  void build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) override {
     m_layer.newFrame(extent);
-    profilerOverlay(profiler, {&m_ctx, frame, avatars, extent, {}}, m_status);
-    return m_layer.render();
+    profilerOverlay(profiler, {&m_ctx, frame, avatars, extent, {}}, m_state, m_status);
   }
-  void record(VkCommandBuffer cmd) override { m_layer.record(cmd); }
+  UiLayer render(VkCommandBuffer cmd, VkExtent2D extent) override { return m_layer.render(cmd, extent); }
 
  private:
   vk::Context& m_ctx;
   ImGuiLayer m_layer;
+  OverlayState m_state;
   std::string m_status;
 };
 }  // namespace
 
 HeadlessUiFactory headlessUiFactory() {
-  return [](vk::Context& ctx, VkRenderPass pass) -> std::unique_ptr<HeadlessUi> { return std::make_unique<ImGuiHeadlessUi>(ctx, pass); };
+  return [](vk::Context& ctx, VkFormat colorFormat) -> std::unique_ptr<HeadlessUi> {
+    return std::make_unique<ImGuiHeadlessUi>(ctx, colorFormat);
+  };
 }
 
 }  // namespace armature::app

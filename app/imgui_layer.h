@@ -1,11 +1,19 @@
 #pragma once
-// Dear ImGui on the renderer's pass, for the window and for headless --ui: the context, the Vulkan backend (through
-// volk) and the font upload, torn down in reverse; and the GPU frame-time overlay both modes draw.
+// Dear ImGui as a cached layer, for the window and for headless --ui: the context, the Vulkan backend (through
+// volk) drawing into the layer's own small render pass, and the GPU frame-time overlay both modes show. The UI is
+// built every frame (input stays live) but rendered only when its draws change; between changes the renderer
+// composites the layer it already has (app/renderer.h, UiLayer). The overlay's numbers refresh at 10 Hz, so the
+// overlay costs a composite per frame and a redraw ten times a second.
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "app/profiler.h"
-#include "armature/vk/context.h"
+#include "app/renderer.h"
+#include "armature/vk/buffer.h"
+#include "armature/vk/image.h"
 
 struct GLFWwindow;
 
@@ -13,22 +21,32 @@ namespace armature::app {
 
 class ImGuiLayer {
  public:
-  // `window`: feed input from GLFW; null for headless (no platform backend, no input).
-  ImGuiLayer(vk::Context& ctx, VkRenderPass pass, uint32_t imageCount, GLFWwindow* window = nullptr);
+  // `colorFormat`: the frames' format (the layer is stored in its byte order). `window`: feed input from GLFW;
+  // null for headless (no platform backend, no input).
+  ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* window = nullptr);
   ~ImGuiLayer();
   ImGuiLayer(const ImGuiLayer&) = delete;
   ImGuiLayer& operator=(const ImGuiLayer&) = delete;
   // Starts a UI frame. Headless: `display` is the image size, `deltaSeconds` the frame's step.
   void newFrame(VkExtent2D display = {}, float deltaSeconds = 1.0f / 60.0f);
-  // Ends the UI frame (ImGui::Render); returns the pixels its draws touch (empty when it draws nothing).
-  VkRect2D render();
-  // Records the rendered frame's draws, inside a render pass compatible with `pass`.
-  void record(VkCommandBuffer cmd);
+  // Ends the UI frame (ImGui::Render). When its draws differ from the layer's, or the size changed, records their
+  // rendering and the copy into the layer's buffer on `cmd`; returns the layer (empty area: nothing to composite).
+  UiLayer render(VkCommandBuffer cmd, VkExtent2D extent);
+  bool refreshedLastFrame() const { return m_refreshed; }
 
  private:
+  void ensureTarget(VkExtent2D extent);
   vk::Context& m_ctx;
+  VkFormat m_format;
   VkDescriptorPool m_pool = VK_NULL_HANDLE;
-  bool m_glfw = false;
+  VkRenderPass m_pass = VK_NULL_HANDLE;  // colour only, cleared to transparent, left for a copy
+  vk::Image m_color;
+  VkFramebuffer m_framebuffer = VK_NULL_HANDLE;
+  vk::Buffer m_pixels;  // the layer: one uint per pixel of the frame
+  VkExtent2D m_extent{};
+  uint64_t m_hash = 0;  // of the draws the layer holds
+  UiLayer m_layer;
+  bool m_glfw = false, m_refreshed = false;
 };
 
 // What the overlay shows besides the profile.
@@ -40,8 +58,16 @@ struct OverlayInfo {
   std::string profilePath;  // where "export profile" writes (+ a .csv beside it)
 };
 
+// The overlay's numbers, refreshed at most every 100 ms.
+struct OverlayState {
+  std::chrono::steady_clock::time_point updated{};
+  std::map<std::string, StageStats> stats;
+  std::vector<float> gpu, cpu;  // the rolling graphs
+  std::string memory, frame;
+};
+
 // The GPU frame-time window: rolling graphs of GPU and CPU time over the last 300 frames, last/mean/p99/max per
 // stage, GPU memory, and the export button (its outcome goes to `status`).
-void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, std::string& status);
+void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayState& state, std::string& status);
 
 }  // namespace armature::app

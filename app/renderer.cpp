@@ -12,6 +12,14 @@
 namespace armature::app {
 
 namespace {
+// `r` cut to the image.
+VkRect2D clampRect(VkRect2D r, VkExtent2D extent) {
+  int32_t x0 = std::clamp(r.offset.x, 0, int32_t(extent.width)), y0 = std::clamp(r.offset.y, 0, int32_t(extent.height));
+  int32_t x1 = std::clamp(r.offset.x + int32_t(r.extent.width), x0, int32_t(extent.width));
+  int32_t y1 = std::clamp(r.offset.y + int32_t(r.extent.height), y0, int32_t(extent.height));
+  return {{x0, y0}, {uint32_t(x1 - x0), uint32_t(y1 - y0)}};
+}
+
 using Mat4 = std::array<float, 16>;
 Mat4 multiply(const Mat4& a, const Mat4& b) {  // column-major a·b
   Mat4 c{};
@@ -113,12 +121,9 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
   att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
   m_overlayPass = vk::createRenderPass(ctx, 2, att, sub, dep);
-  // The same for the UI alone: no depth test, so the depth attachment is neither cleared nor kept.
-  att[1].loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
-  m_uiPass = vk::createRenderPass(ctx, 2, att, sub, dep);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
-  auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
+  auto layouts = vk::createDrawLayouts(ctx, 1, both, sizeof(RenderPush), both);  // positions, or the UI layer
   m_setLayout = layouts.set, m_layout = layouts.pipeline;
   // The visibility pass reads positions, faces, face ids, barycentrics (fragment) and the bounds (vertex).
   layouts = vk::createDrawLayouts(ctx, 5, both, sizeof(RenderPush), both);
@@ -134,6 +139,11 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
   m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
   m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
+  vk::GraphicsPipelineDesc ui;  // the UI layer, blended over the frame
+  ui.vertex = &vert, ui.fragment = &frag, ui.layout = m_layout, ui.renderPass = m_renderPass;
+  ui.depthTest = false;
+  ui.premultipliedBlend = true;
+  m_uiComposite = vk::createGraphicsPipeline(ctx, ui);
 }
 
 VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
@@ -157,48 +167,40 @@ Renderer::~Renderer() {
   vkDestroyPipeline(dev, m_bones, nullptr);
   vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipeline(dev, m_visibility, nullptr);
+  vkDestroyPipeline(dev, m_uiComposite, nullptr);
   vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_visibilitySetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
   vkDestroyRenderPass(dev, m_overlayPass, nullptr);
-  vkDestroyRenderPass(dev, m_uiPass, nullptr);
 }
 
 void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass,
-                      const std::function<void(VkCommandBuffer)>& beforeUiPass) {
+                      const DrawSettings& s) {
   const VkExtent2D extent = target.extent;
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
-  // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton and the UI.
+  // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton (the UI layer is composited
+  // by the same compute pass, or last in that render pass when the skeleton is drawn).
   const bool computeFrame = s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
                             (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
   const bool skeleton = s.skeleton && s.joints && s.jointCount;
-  const bool uiOnly = computeFrame && !skeleton;  // then the pass below exists only for `inPass`
+  const bool ui = s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height;
   if (computeFrame) {
-    recordComputeFrame(cmd, target, camera, positions, s);
-    if (!skeleton && !inPass) {
+    recordComputeFrame(cmd, target, camera, positions, s, ui && !skeleton);
+    if (!skeleton) {
       imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
       return;
     }
-    if (uiOnly && beforeUiPass) beforeUiPass(cmd);
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
   }
   VkClearValue clear[2];
   clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
   clear[1].depthStencil = {1.0f, 0};
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
-  bi.renderPass = uiOnly ? m_uiPass : computeFrame ? m_overlayPass : m_renderPass;
+  bi.renderPass = computeFrame ? m_overlayPass : m_renderPass;
   bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
-  if (uiOnly && s.inPassArea.extent.width && s.inPassArea.extent.height) {
-    // Only the UI's pixels are loaded and stored (the rest of the image keeps the compute-shaded frame).
-    int32_t x0 = std::clamp(s.inPassArea.offset.x, 0, int32_t(extent.width)), y0 = std::clamp(s.inPassArea.offset.y, 0, int32_t(extent.height));
-    int32_t x1 = std::clamp(s.inPassArea.offset.x + int32_t(s.inPassArea.extent.width), x0, int32_t(extent.width));
-    int32_t y1 = std::clamp(s.inPassArea.offset.y + int32_t(s.inPassArea.extent.height), y0, int32_t(extent.height));
-    bi.renderArea = {{x0, y0}, {uint32_t(x1 - x0), uint32_t(y1 - y0)}};
-  }
   bi.clearValueCount = 2;
   bi.pClearValues = clear;
   vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
@@ -270,35 +272,25 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
     vkCmdDraw(cmd, s.jointCount, s.avatars, 0, 0);
   }
-  if (inPass) inPass(cmd);
+  if (ui) {  // last: over everything
+    VkRect2D r = clampRect(s.ui.area, extent);
+    push.mode = RENDER_MODE_UI;
+    push.width = extent.width, push.height = extent.height;
+    push.uiRect[0] = uint32_t(r.offset.x) | uint32_t(r.offset.y) << 16;
+    push.uiRect[1] = (uint32_t(r.offset.x) + r.extent.width) | (uint32_t(r.offset.y) + r.extent.height) << 16;
+    push.uiBgra = m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_SRGB;
+    VkDescriptorBufferInfo layer{s.ui.pixels, 0, VK_WHOLE_SIZE};
+    w.pBufferInfo = &layer;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_uiComposite);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_layout, 0, 1, &w);
+    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    vkCmdDraw(cmd, 6, 1, 0, 0);
+  }
   vkCmdEndRenderPass(cmd);
 }
 
-void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
-                     const Camera& camera, VkBuffer positions, const DrawSettings& settings,
-                     const std::function<void(VkCommandBuffer)>& ui) {
-  uint32_t zone = timer.beginZone(cmd, "draw");
-  bool inUi = false;
-  auto toUi = [&](VkCommandBuffer c) {
-    if (inUi) return;
-    timer.endZone(c, zone);
-    zone = timer.beginZone(c, "ui");
-    inUi = true;
-  };
-  std::function<void(VkCommandBuffer)> timedUi, uiPass;
-  if (ui) {
-    timedUi = [&](VkCommandBuffer c) {
-      toUi(c);
-      ui(c);
-    };
-    uiPass = toUi;
-  }
-  renderer.record(cmd, target, camera, positions, settings, timedUi, uiPass);
-  timer.endZone(cmd, zone);
-}
-
 void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                                  const DrawSettings& s) {
+                                  const DrawSettings& s, bool compositeUi) {
   const VkExtent2D extent = target.extent;
   const size_t bytes = size_t(extent.width) * extent.height * 4;
   if (m_pixels.size() < bytes) {
@@ -312,13 +304,20 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   std::copy(e.begin(), e.end(), push.camera);
   std::copy(s.clear, s.clear + 3, push.clear);
   push.width = extent.width, push.height = extent.height, push.floorY = s.floorY;
-  push.flags = (s.ground ? SHADE_GROUND : 0u) | (m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM ? SHADE_BGRA : 0u);
+  push.flags = (s.ground ? SHADE_GROUND : 0u) | (m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM ? SHADE_BGRA : 0u) |
+               (compositeUi ? SHADE_UI : 0u);
+  if (compositeUi) {
+    VkRect2D r = clampRect(s.ui.area, extent);
+    push.uiRect[0] = uint32_t(r.offset.x), push.uiRect[1] = uint32_t(r.offset.y);
+    push.uiRect[2] = uint32_t(r.offset.x) + r.extent.width, push.uiRect[3] = uint32_t(r.offset.y) + r.extent.height;
+  }
   // The previous frame's copy out of m_pixels comes first.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
-  const auto& shade = m_ctx.program(shaders::shade_frame, 5, sizeof push);
+  const auto& shade = m_ctx.program(shaders::shade_frame, 6, sizeof push);
   vk::dispatch(cmd, shade, (extent.width + 7) / 8,
                {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE}, {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
-                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}, m_pixels.view()},
+                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}, m_pixels.view(),
+                {compositeUi ? s.ui.pixels : s.visibility.faceIds, 0, VK_WHOLE_SIZE}},  // unread without SHADE_UI
                push, (extent.height + 7) / 8);
   vk::computeBarrier(cmd);
   imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL);

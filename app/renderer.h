@@ -2,13 +2,11 @@
 // Draws skinned avatars straight from a position buffer (B × V × 3 floats) with a key light, hemisphere ambient,
 // a ground grid and an optional wireframe overlay. The viewer's window and headless modes both use it.
 #include <array>
-#include <functional>
 #include <vector>
 
 #include "armature/shaders.h"
 #include "armature/vk/buffer.h"
 #include "armature/vk/image.h"
-#include "armature/vk/timer.h"
 
 namespace armature::app {
 
@@ -31,6 +29,14 @@ struct VisibilityBuffers {
   VkBuffer bounds = VK_NULL_HANDLE;        // 4 uints: the pixel rectangle the avatars can cover (minX, minY, maxX, maxY)
 };
 
+// The UI as a layer: one premultiplied 8-bit RGBA pixel (in the target format's byte order) per pixel of the frame,
+// rows top first, valid inside `area`. Rendered only when the UI changes (app/imgui_layer.h) and composited over
+// every frame, by the compute-shaded frame's pass or as a blended rectangle in the render pass.
+struct UiLayer {
+  VkBuffer pixels = VK_NULL_HANDLE;
+  VkRect2D area{};
+};
+
 struct DrawSettings {
   uint32_t vertexCount = 0;  // per avatar
   uint32_t avatars = 1;
@@ -42,9 +48,7 @@ struct DrawSettings {
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
-  // The pixels the `inPass` drawing (the UI) touches; zero size: anywhere. A compute-shaded frame's overlay pass,
-  // which exists only for that drawing when the skeleton is off, then loads and stores just this rectangle.
-  VkRect2D inPassArea{};
+  UiLayer ui;                    // set: composited over the frame, last
 };
 
 // Where a frame goes: the framebuffer (colour + depth of `extent`) and its colour image. With `image` set (and
@@ -69,19 +73,16 @@ class Renderer {
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
-  // `inPass` records extra drawing (the UI) inside the pass, after the scene. With a visibility buffer, no
-  // wireframe and a target image, the frame is shaded by one compute pass (shade_frame.comp) and copied into the
-  // image; a render pass that loads it follows only for the skeleton and `inPass`. Otherwise the ground, then the
-  // visibility pass or the mesh, are drawn by the graphics pipeline.
-  // `beforeUiPass` runs before a render pass that exists only for `inPass` (a compute-shaded frame without the
-  // skeleton), so a profiler can charge that pass to the UI.
+  // With a visibility buffer, no wireframe and a target image, the frame is shaded by one compute pass
+  // (shade_frame.comp) and copied into the image; a render pass that loads it follows only for the skeleton.
+  // Otherwise the ground, then the visibility pass or the mesh, are drawn by the graphics pipeline. The UI layer
+  // goes over everything.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {},
-              const std::function<void(VkCommandBuffer)>& beforeUiPass = {});
+              const DrawSettings& settings);
 
  private:
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                          const DrawSettings& settings);
+                          const DrawSettings& settings, bool compositeUi);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
   VkPipeline createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
                             VkPrimitiveTopology topology, bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
@@ -89,7 +90,6 @@ class Renderer {
   VkFormat m_colorFormat;
   VkImageLayout m_finalLayout;
   VkRenderPass m_overlayPass = VK_NULL_HANDLE;  // loads the compute-shaded colour, for the skeleton and UI
-  VkRenderPass m_uiPass = VK_NULL_HANDLE;       // the same for the UI alone (depth untouched)
   vk::Buffer m_pixels;                          // the compute-shaded frame, 8-bit RGBA, copied into the image
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
@@ -99,17 +99,11 @@ class Renderer {
   VkDescriptorSetLayout m_visibilitySetLayout = VK_NULL_HANDLE;  // positions, faces, face ids, barycentrics
   VkPipelineLayout m_visibilityLayout = VK_NULL_HANDLE;
   VkPipeline m_visibility = VK_NULL_HANDLE;
+  VkPipeline m_uiComposite = VK_NULL_HANDLE;  // the UI layer over the frame (premultiplied blending)
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
-
-// Records the frame between GPU zones "draw" and, with `ui`, "ui": the UI's draws and the end of the pass (its store)
-// — and for a compute-shaded frame the whole render pass the UI alone needs — are timed apart from the scene, so
-// the overlay's own cost is in the profile.
-void recordDrawAndUi(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
-                     const Camera& camera, VkBuffer positions, const DrawSettings& settings,
-                     const std::function<void(VkCommandBuffer)>& ui = {});
 
 // An offscreen color + depth target of one size with a framebuffer, readable as RGBA8 pixels.
 class OffscreenTarget {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "armature/vk/context.h"
+#include "app/renderer.h"
 
 namespace armature::app {
 
@@ -34,12 +34,12 @@ class Profiler;
 class HeadlessUi {
  public:
   virtual ~HeadlessUi() = default;
-  // Builds this frame's UI (the GPU frame-time overlay) from the profile so far; returns the pixels it covers.
-  virtual VkRect2D build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) = 0;
-  // Records the built UI inside the frame's render pass.
-  virtual void record(VkCommandBuffer cmd) = 0;
+  // Builds this frame's UI (the GPU frame-time overlay) from the profile so far.
+  virtual void build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) = 0;
+  // Records the UI layer's refresh on `cmd` if the UI changed; returns the layer to composite.
+  virtual UiLayer render(VkCommandBuffer cmd, VkExtent2D extent) = 0;
 };
-using HeadlessUiFactory = std::unique_ptr<HeadlessUi> (*)(vk::Context& ctx, VkRenderPass pass);
+using HeadlessUiFactory = std::unique_ptr<HeadlessUi> (*)(vk::Context& ctx, VkFormat colorFormat);
 HeadlessUiFactory headlessUiFactory();  // null when this build has no Dear ImGui
 
 int runHeadless(const ViewerOptions& options, HeadlessUiFactory ui = nullptr);

@@ -92,6 +92,7 @@ class Viewer {
   Swapchain m_swap;
   Frame m_frames[kFramesInFlight];
   std::unique_ptr<ImGuiLayer> m_ui;
+  OverlayState m_overlayState;
   std::unique_ptr<AvatarScene> m_scene;
   std::unique_ptr<Renderer> m_renderer;
   std::unique_ptr<vk::GpuTimer> m_timer;
@@ -420,7 +421,7 @@ void Viewer::panels() {
 void Viewer::overlay() {
   if (!m_showOverlay) return;
   OverlayInfo info{m_ctx.get(), m_frameIndex, m_scene->avatars(), m_swap.extent, m_options.profile};
-  profilerOverlay(m_profiler, info, m_status);
+  profilerOverlay(m_profiler, info, m_overlayState, m_status);
 }
 
 void Viewer::drawFrame() {
@@ -449,7 +450,6 @@ void Viewer::drawFrame() {
   VK_CHECK(vkBeginCommandBuffer(fr.cmd, &bi));
   FrameRecord rec;
   rec.startMs = std::chrono::duration<double, std::milli>(t0 - m_start).count();
-  rec.cpu.push_back({"ui (cpu)", m_uiCpuMs});
   // GPU zones of the frame that last used this timer slot arrive now: file them under that frame.
   if (auto previous = m_timer->beginFrame(fr.cmd, m_frameIndex); previous && m_frameIndex >= kFramesInFlight)
     m_profiler.attachGpu(m_frameIndex - kFramesInFlight, *previous);
@@ -479,8 +479,15 @@ void Viewer::drawFrame() {
   }
   m_draw.joints = m_scene->joints();
   FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent, m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
-  recordDrawAndUi(*m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
-                  [&](VkCommandBuffer cmd) { m_ui->record(cmd); });
+  auto u0 = Clock::now();
+  uint32_t zone = m_timer->beginZone(fr.cmd, "ui");  // the UI layer's refresh, when the UI changed
+  m_draw.ui = m_ui->render(fr.cmd, m_swap.extent);
+  m_timer->endZone(fr.cmd, zone);
+  m_uiCpuMs += std::chrono::duration<double, std::milli>(Clock::now() - u0).count();
+  rec.cpu.push_back({"ui (cpu)", m_uiCpuMs});
+  zone = m_timer->beginZone(fr.cmd, "draw");
+  m_renderer->record(fr.cmd, target, m_camera, m_scene->positions(), m_draw);
+  m_timer->endZone(fr.cmd, zone);
   if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
   VK_CHECK(vkEndCommandBuffer(fr.cmd));
   // The image is first written by a colour attachment or, for a compute-shaded frame, by a copy.
@@ -542,7 +549,6 @@ void Viewer::frameOnce() {
   handleCamera();
   panels();
   overlay();
-  m_draw.inPassArea = m_ui->render();
   m_uiCpuMs = std::chrono::duration<double, std::milli>(Clock::now() - u0).count();
   drawFrame();
 }
@@ -637,7 +643,7 @@ int Viewer::run() {
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.acquired));
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.rendered));
     }
-    m_ui = std::make_unique<ImGuiLayer>(*m_ctx, m_renderer->renderPass(), uint32_t(m_swap.images.size()), m_window);
+    m_ui = std::make_unique<ImGuiLayer>(*m_ctx, m_swap.format, m_window);
     if (!m_options.guiTest.empty()) {
       status = guiTest();
     } else {

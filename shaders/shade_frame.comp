@@ -14,13 +14,15 @@ layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
 layout(std430, binding = 2) readonly buffer FaceIds { int findices[]; };
 layout(std430, binding = 3) readonly buffer Bary { float barycentrics[]; };
 layout(std430, binding = 4) writeonly buffer Pixels { uint pixels[]; };
+layout(std430, binding = 5) readonly buffer UiLayer { uint uiPixels[]; };  // premultiplied, in the image's order
 layout(push_constant) uniform ShadePushBlock {
   mat4 inverseViewProj;  // clip -> world
   vec4 camera;           // xyz: the eye
   vec4 clear;            // rgb: background
   uint width, height;
   float floorY;
-  uint flags;            // SHADE_GROUND | SHADE_BGRA
+  uint flags;            // SHADE_GROUND | SHADE_BGRA | SHADE_UI
+  uvec4 uiRect;          // x0, y0, x1, y1
 } sp;
 
 vec3 corner(int face, int k) {
@@ -62,7 +64,12 @@ void main() {
     vec3 toEye = sp.camera.xyz - world;
     if (length(toEye) < nearest) color = shadeSkin(normalize(cross(p1 - p0, p2 - p0)), normalize(toEye));
   }
-  uvec3 c = uvec3(clamp(color, 0.0, 1.0) * 255.0 + 0.5);
-  if ((sp.flags & SHADE_BGRA) != 0u) c = c.bgr;
+  color = clamp(color, 0.0, 1.0);
+  if ((sp.flags & SHADE_BGRA) != 0u) color = color.bgr;
+  if ((sp.flags & SHADE_UI) != 0u && all(greaterThanEqual(xy, sp.uiRect.xy)) && all(lessThan(xy, sp.uiRect.zw))) {
+    vec4 ui = unpackUnorm4x8(uiPixels[pix]);  // the layer over the frame
+    color = ui.rgb + color * (1.0 - ui.a);
+  }
+  uvec3 c = uvec3(color * 255.0 + 0.5);
   pixels[pix] = c.r | (c.g << 8) | (c.b << 16) | (255u << 24);
 }

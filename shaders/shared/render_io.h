@@ -9,6 +9,7 @@
 #define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
 #define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
 #define RENDER_MODE_VISIBILITY 5u  // a fullscreen pass shading the compute rasteriser's visibility buffer
+#define RENDER_MODE_UI 6u       // 6 vertices: the UI layer (binding 0: premultiplied RGBA8 per pixel) over a rectangle
 
 #if defined(__cplusplus)
 struct RenderPush {
@@ -17,9 +18,10 @@ struct RenderPush {
   uint mode;            // RENDER_MODE_*
   uint vertexCount;     // vertices per avatar in the position buffer
   float floorY;         // ground height
-  uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's size
+  uint width;           // RENDER_MODE_VISIBILITY / UI: the image's size
   uint height;
-  uint pad[3];
+  uint uiRect[2];       // RENDER_MODE_UI: x0 | y0 << 16, x1 | y1 << 16 (pixels, x1/y1 exclusive)
+  uint uiBgra;          // RENDER_MODE_UI: the layer's bytes are B, G, R, A (a BGRA target's order)
 };
 static_assert(sizeof(RenderPush) == 112);
 
@@ -40,12 +42,15 @@ layout(push_constant) uniform RenderPushBlock {
   float floorY;
   uint width;
   uint height;
+  uint uiRect0, uiRect1;
+  uint uiBgra;
 } pc;
 #endif
 
 // shade_frame.comp: the compute-raster mode's frame in one compute pass.
 #define SHADE_GROUND 1u
 #define SHADE_BGRA 2u
+#define SHADE_UI 4u       // composite the UI layer (binding 5) over uiRect
 #if defined(__cplusplus)
 struct ShadePush {
   float inverseViewProj[16];  // column-major, clip -> world
@@ -54,8 +59,9 @@ struct ShadePush {
   uint width, height;
   float floorY;
   uint flags;
+  uint uiRect[4];             // SHADE_UI: x0, y0, x1, y1 (pixels, x1/y1 exclusive)
 };
-static_assert(sizeof(ShadePush) == 112);
+static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #endif
 
 #define CLIP_BOUNDS_GROUP 256   // clip_transform's workgroup (and CUDA block): one bounds reduction per group
