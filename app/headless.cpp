@@ -82,17 +82,15 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       scene.skin(cmd, &timer);
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene.joints();
-      if (ui) {  // the overlay: built every frame, its layer re-rendered only when it changed (10 Hz)
+      if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (10 Hz)
         auto u0 = std::chrono::steady_clock::now();
         ui->build(profiler, uint64_t(f), o.avatars, target.extent());
-        uint32_t z = timer.beginZone(cmd, "ui");
-        draw.ui = ui->render(cmd, target.extent());
-        timer.endZone(cmd, z);
+        recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw,
+                    [&](VkCommandBuffer c) { return ui->layer(c, target.extent()); }, [&](VkCommandBuffer c) { ui->draw(c); });
         uiCpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
+      } else {
+        recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw);
       }
-      uint32_t z = timer.beginZone(cmd, "draw");
-      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
-      timer.endZone(cmd, z);
       if (f == o.frames - 1) target.recordReadback(cmd);
     });
     FrameRecord rec;

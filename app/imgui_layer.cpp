@@ -11,7 +11,6 @@
 
 #include "app/viewer.h"
 #include "armature/error.h"
-#include "armature/vk/graphics.h"
 
 namespace armature::app {
 
@@ -61,26 +60,8 @@ VkRect2D drawnArea(const ImDrawData* data, VkExtent2D extent) {
 }  // namespace
 
 ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* window) : m_ctx(ctx), m_format(colorFormat) {
-  VkAttachmentDescription color{};
-  color.format = colorFormat;
-  color.samples = VK_SAMPLE_COUNT_1_BIT;
-  color.loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;  // transparent
-  color.storeOp = VK_ATTACHMENT_STORE_OP_STORE;
-  color.stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
-  color.stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE;
-  color.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-  color.finalLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;  // copied into the layer's buffer
-  VkAttachmentReference ref{0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
-  VkSubpassDescription sub{};
-  sub.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS;
-  sub.colorAttachmentCount = 1;
-  sub.pColorAttachments = &ref;
-  VkSubpassDependency dep{};  // the previous refresh's copy out of the image comes first
-  dep.srcSubpass = VK_SUBPASS_EXTERNAL;
-  dep.srcStageMask = VK_PIPELINE_STAGE_TRANSFER_BIT;
-  dep.dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
-  dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT;
-  m_pass = vk::createRenderPass(ctx, 1, &color, sub, dep);
+  // The layer's pass is the frame's (one ImGui pipeline serves both), left ready for the copy into the buffer.
+  m_pass = Renderer::createFramePass(ctx, colorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, false);
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
@@ -156,11 +137,12 @@ void ImGuiLayer::ensureTarget(VkExtent2D extent) {
   if (m_framebuffer) vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr);
   m_color = vk::Image(m_ctx, extent, m_format, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
                       VK_IMAGE_ASPECT_COLOR_BIT);
-  VkImageView view = m_color.view();
+  m_depth = vk::Image(m_ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT);
+  VkImageView views[2] = {m_color.view(), m_depth.view()};
   VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
   fi.renderPass = m_pass;
-  fi.attachmentCount = 1;
-  fi.pAttachments = &view;
+  fi.attachmentCount = 2;
+  fi.pAttachments = views;
   fi.width = extent.width;
   fi.height = extent.height;
   fi.layers = 1;
@@ -170,27 +152,28 @@ void ImGuiLayer::ensureTarget(VkExtent2D extent) {
   m_hash = 0;
 }
 
-UiLayer ImGuiLayer::render(VkCommandBuffer cmd, VkExtent2D extent) {
-  ImGui::Render();
+void ImGuiLayer::endFrame() { ImGui::Render(); }
+
+void ImGuiLayer::draw(VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(ImGui::GetDrawData(), cmd); }
+
+UiLayer ImGuiLayer::layer(VkCommandBuffer cmd, VkExtent2D extent) {
   ImDrawData* data = ImGui::GetDrawData();
   ensureTarget(extent);
-  m_refreshed = false;
   const uint64_t hash = hashDrawData(data);
   if (hash == m_hash) return m_layer;  // unchanged: composite what the layer holds
   m_hash = hash;
   m_layer = {m_pixels.handle(), drawnArea(data, extent)};
   if (!m_layer.area.extent.width || !m_layer.area.extent.height) return m_layer;
-  m_refreshed = true;
   // Earlier frames' composites (fragment or compute shaders) read the buffer before this copy overwrites it.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
-  VkClearValue clear{};  // transparent black: ImGui's blending then leaves premultiplied colour
+  VkClearValue clear[2]{};  // transparent black: ImGui's blending then leaves premultiplied colour
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
   bi.renderPass = m_pass;
   bi.framebuffer = m_framebuffer;
   bi.renderArea = m_layer.area;
-  bi.clearValueCount = 1;
-  bi.pClearValues = &clear;
+  bi.clearValueCount = 2;
+  bi.pClearValues = clear;
   vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
   ImGui_ImplVulkan_RenderDrawData(data, cmd);
   vkCmdEndRenderPass(cmd);
@@ -279,8 +262,10 @@ class ImGuiHeadlessUi final : public HeadlessUi {
   void build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) override {
     m_layer.newFrame(extent);
     profilerOverlay(profiler, {&m_ctx, frame, avatars, extent, {}}, m_state, m_status);
+    m_layer.endFrame();
   }
-  UiLayer render(VkCommandBuffer cmd, VkExtent2D extent) override { return m_layer.render(cmd, extent); }
+  UiLayer layer(VkCommandBuffer cmd, VkExtent2D extent) override { return m_layer.layer(cmd, extent); }
+  void draw(VkCommandBuffer cmd) override { m_layer.draw(cmd); }
 
  private:
   vk::Context& m_ctx;

@@ -83,6 +83,30 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
     if (parents[j] >= 0) bones.insert(bones.end(), {uint32_t(j), uint32_t(parents[j])});
   m_boneIndexCount = uint32_t(bones.size());
   if (!bones.empty()) m_boneIndices = vk::makeStorageBuffer<uint32_t>(ctx, bones, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  m_renderPass = createFramePass(ctx, colorFormat, finalLayout, false);
+  // The overlay pass after a compute-shaded frame: the colour is loaded (it arrives in COLOR_ATTACHMENT_OPTIMAL).
+  m_overlayPass = createFramePass(ctx, colorFormat, finalLayout, true);
+
+  const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
+  auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
+  m_setLayout = layouts.set, m_layout = layouts.pipeline;
+  // The visibility pass reads positions, faces, face ids, barycentrics (fragment) and the bounds (vertex).
+  layouts = vk::createDrawLayouts(ctx, 5, both, sizeof(RenderPush), both);
+  m_visibilitySetLayout = layouts.set, m_visibilityLayout = layouts.pipeline;
+  m_visibility = createPipeline(shaders::visibility_vert, shaders::visibility_frag, VK_POLYGON_MODE_FILL,
+                                VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
+  const auto& vert = shaders::mesh_vert;
+  const auto& frag = shaders::mesh_frag;
+  m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  VkPhysicalDeviceFeatures f;
+  vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
+  if (f.fillModeNonSolid) m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
+  m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
+  m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
+}
+
+VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, bool loadColor) {
   VkAttachmentDescription att[2] = {};
   att[0].format = colorFormat;
   att[0].samples = VK_SAMPLE_COUNT_1_BIT;
@@ -116,34 +140,11 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
-  m_renderPass = vk::createRenderPass(ctx, 2, att, sub, dep);
-  // The overlay pass after a compute-shaded frame: the colour is loaded (it arrives in COLOR_ATTACHMENT_OPTIMAL).
-  att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
-  att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
-  m_overlayPass = vk::createRenderPass(ctx, 2, att, sub, dep);
-
-  const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
-  auto layouts = vk::createDrawLayouts(ctx, 1, both, sizeof(RenderPush), both);  // positions, or the UI layer
-  m_setLayout = layouts.set, m_layout = layouts.pipeline;
-  // The visibility pass reads positions, faces, face ids, barycentrics (fragment) and the bounds (vertex).
-  layouts = vk::createDrawLayouts(ctx, 5, both, sizeof(RenderPush), both);
-  m_visibilitySetLayout = layouts.set, m_visibilityLayout = layouts.pipeline;
-  m_visibility = createPipeline(shaders::visibility_vert, shaders::visibility_frag, VK_POLYGON_MODE_FILL,
-                                VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
-  const auto& vert = shaders::mesh_vert;
-  const auto& frag = shaders::mesh_frag;
-  m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
-  VkPhysicalDeviceFeatures f;
-  vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
-  if (f.fillModeNonSolid) m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
-  // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
-  m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
-  m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
-  vk::GraphicsPipelineDesc ui;  // the UI layer, blended over the frame
-  ui.vertex = &vert, ui.fragment = &frag, ui.layout = m_layout, ui.renderPass = m_renderPass;
-  ui.depthTest = false;
-  ui.premultipliedBlend = true;
-  m_uiComposite = vk::createGraphicsPipeline(ctx, ui);
+  if (loadColor) {
+    att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
+    att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+  }
+  return vk::createRenderPass(ctx, 2, att, sub, dep);
 }
 
 VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
@@ -167,7 +168,6 @@ Renderer::~Renderer() {
   vkDestroyPipeline(dev, m_bones, nullptr);
   vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipeline(dev, m_visibility, nullptr);
-  vkDestroyPipeline(dev, m_uiComposite, nullptr);
   vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_visibilitySetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
@@ -176,18 +176,24 @@ Renderer::~Renderer() {
   vkDestroyRenderPass(dev, m_overlayPass, nullptr);
 }
 
+bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) const {
+  return s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
+         (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
+}
+
+bool Renderer::hasRenderPass(const FrameTarget& target, const DrawSettings& s) const {
+  return !computeShaded(target, s) || (s.skeleton && s.joints && s.jointCount);
+}
+
 void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                      const DrawSettings& s) {
+                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
   const VkExtent2D extent = target.extent;
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
-  // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton (the UI layer is composited
-  // by the same compute pass, or last in that render pass when the skeleton is drawn).
-  const bool computeFrame = s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
-                            (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
+  // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton.
+  const bool computeFrame = computeShaded(target, s);
   const bool skeleton = s.skeleton && s.joints && s.jointCount;
-  const bool ui = s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height;
   if (computeFrame) {
-    recordComputeFrame(cmd, target, camera, positions, s, ui && !skeleton);
+    recordComputeFrame(cmd, target, camera, positions, s, !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height);
     if (!skeleton) {
       imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
       return;
@@ -272,21 +278,30 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
     vkCmdDraw(cmd, s.jointCount, s.avatars, 0, 0);
   }
-  if (ui) {  // last: over everything
-    VkRect2D r = clampRect(s.ui.area, extent);
-    push.mode = RENDER_MODE_UI;
-    push.width = extent.width, push.height = extent.height;
-    push.uiRect[0] = uint32_t(r.offset.x) | uint32_t(r.offset.y) << 16;
-    push.uiRect[1] = (uint32_t(r.offset.x) + r.extent.width) | (uint32_t(r.offset.y) + r.extent.height) << 16;
-    push.uiBgra = m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_SRGB;
-    VkDescriptorBufferInfo layer{s.ui.pixels, 0, VK_WHOLE_SIZE};
-    w.pBufferInfo = &layer;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_uiComposite);
-    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_layout, 0, 1, &w);
-    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
-    vkCmdDraw(cmd, 6, 1, 0, 0);
-  }
+  if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
+}
+
+void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
+                 const Camera& camera, VkBuffer positions, DrawSettings& settings,
+                 const std::function<UiLayer(VkCommandBuffer)>& layer, const std::function<void(VkCommandBuffer)>& drawUi) {
+  settings.ui = {};
+  std::function<void(VkCommandBuffer)> inPass;
+  uint32_t zone = 0;
+  if (layer && !renderer.hasRenderPass(target, settings)) {
+    zone = timer.beginZone(cmd, "ui");
+    settings.ui = layer(cmd);
+    timer.endZone(cmd, zone);
+  } else if (drawUi) {
+    inPass = [&](VkCommandBuffer c) {
+      timer.endZone(c, zone);
+      zone = timer.beginZone(c, "ui");
+      drawUi(c);
+    };
+  }
+  zone = timer.beginZone(cmd, "draw");
+  renderer.record(cmd, target, camera, positions, settings, inPass);
+  timer.endZone(cmd, zone);
 }
 
 void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,

@@ -2,11 +2,13 @@
 // Draws skinned avatars straight from a position buffer (B × V × 3 floats) with a key light, hemisphere ambient,
 // a ground grid and an optional wireframe overlay. The viewer's window and headless modes both use it.
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "armature/shaders.h"
 #include "armature/vk/buffer.h"
 #include "armature/vk/image.h"
+#include "armature/vk/timer.h"
 
 namespace armature::app {
 
@@ -31,7 +33,8 @@ struct VisibilityBuffers {
 
 // The UI as a layer: one premultiplied 8-bit RGBA pixel (in the target format's byte order) per pixel of the frame,
 // rows top first, valid inside `area`. Rendered only when the UI changes (app/imgui_layer.h) and composited over
-// every frame, by the compute-shaded frame's pass or as a blended rectangle in the render pass.
+// a compute-shaded frame by the same compute pass, so such a frame needs no render pass for its UI. (A frame with
+// a render pass takes the UI as draws inside it: Renderer::record's `inPass`.)
 struct UiLayer {
   VkBuffer pixels = VK_NULL_HANDLE;
   VkRect2D area{};
@@ -48,7 +51,7 @@ struct DrawSettings {
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
-  UiLayer ui;                    // set: composited over the frame, last
+  UiLayer ui;                    // set: composited over a compute-shaded frame without a render pass
 };
 
 // Where a frame goes: the framebuffer (colour + depth of `extent`) and its colour image. With `image` set (and
@@ -70,15 +73,21 @@ class Renderer {
   Renderer& operator=(const Renderer&) = delete;
 
   VkRenderPass renderPass() const { return m_renderPass; }
+  // A pass like the frame's (colour `colorFormat` + kDepthFormat, the same subpass and dependency, so pipelines
+  // work across them), the colour cleared — or loaded from COLOR_ATTACHMENT_OPTIMAL — and left in `finalLayout`.
+  static VkRenderPass createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, bool loadColor);
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
   // With a visibility buffer, no wireframe and a target image, the frame is shaded by one compute pass
-  // (shade_frame.comp) and copied into the image; a render pass that loads it follows only for the skeleton.
-  // Otherwise the ground, then the visibility pass or the mesh, are drawn by the graphics pipeline. The UI layer
-  // goes over everything.
+  // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
+  // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
+  // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-              const DrawSettings& settings);
+              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {});
+  bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
+  // Whether record() opens a render pass (else the UI must come as settings.ui).
+  bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
  private:
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
@@ -99,11 +108,18 @@ class Renderer {
   VkDescriptorSetLayout m_visibilitySetLayout = VK_NULL_HANDLE;  // positions, faces, face ids, barycentrics
   VkPipelineLayout m_visibilityLayout = VK_NULL_HANDLE;
   VkPipeline m_visibility = VK_NULL_HANDLE;
-  VkPipeline m_uiComposite = VK_NULL_HANDLE;  // the UI layer over the frame (premultiplied blending)
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
+
+// Records the frame between GPU zones "draw" and "ui". Without a UI (null callbacks) only "draw". A frame without a
+// render pass takes the UI as a cached layer (`layer` records its refresh when the UI changed: "ui"); otherwise the
+// UI is drawn last inside the pass (`drawUi`, timed from there to the end of the pass: "ui").
+void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
+                 const Camera& camera, VkBuffer positions, DrawSettings& settings,
+                 const std::function<UiLayer(VkCommandBuffer)>& layer = {},
+                 const std::function<void(VkCommandBuffer)>& drawUi = {});
 
 // An offscreen color + depth target of one size with a framebuffer, readable as RGBA8 pixels.
 class OffscreenTarget {

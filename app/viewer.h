@@ -36,8 +36,9 @@ class HeadlessUi {
   virtual ~HeadlessUi() = default;
   // Builds this frame's UI (the GPU frame-time overlay) from the profile so far.
   virtual void build(const Profiler& profiler, uint64_t frame, uint32_t avatars, VkExtent2D extent) = 0;
-  // Records the UI layer's refresh on `cmd` if the UI changed; returns the layer to composite.
-  virtual UiLayer render(VkCommandBuffer cmd, VkExtent2D extent) = 0;
+  // The UI as a cached layer (records its refresh if the UI changed), or as draws inside the frame's render pass.
+  virtual UiLayer layer(VkCommandBuffer cmd, VkExtent2D extent) = 0;
+  virtual void draw(VkCommandBuffer cmd) = 0;
 };
 using HeadlessUiFactory = std::unique_ptr<HeadlessUi> (*)(vk::Context& ctx, VkFormat colorFormat);
 HeadlessUiFactory headlessUiFactory();  // null when this build has no Dear ImGui

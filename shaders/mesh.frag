@@ -7,15 +7,8 @@
 
 layout(location = 0) in vec3 worldPos;
 layout(location = 0) out vec4 color;
-layout(std430, binding = 0) readonly buffer UiLayer { uint uiPixels[]; };  // RENDER_MODE_UI: the layer, not positions
 
 void main() {
-  if (pc.mode == RENDER_MODE_UI) {  // premultiplied; blended src + dst · (1 − src.a)
-    uvec2 p = uvec2(gl_FragCoord.xy);
-    color = unpackUnorm4x8(uiPixels[p.y * pc.width + p.x]);
-    if (pc.uiBgra != 0u) color = color.zyxw;  // stored in the target's byte order
-    return;
-  }
   vec3 toEye = normalize(pc.camera.xyz - worldPos);
   if (pc.mode == RENDER_MODE_GROUND) {
     color = vec4(shadeGround(worldPos.xz, fwidth(worldPos.xz)), 1.0);

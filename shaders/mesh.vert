@@ -10,13 +10,6 @@ layout(location = 0) out vec3 worldPos;
 const vec2 kGround[6] = vec2[](vec2(-1, -1), vec2(1, -1), vec2(1, 1), vec2(-1, -1), vec2(1, 1), vec2(-1, 1));
 
 void main() {
-  if (pc.mode == RENDER_MODE_UI) {  // the UI layer's rectangle, in pixels
-    vec2 lo = vec2(pc.uiRect0 & 0xffffu, pc.uiRect0 >> 16), hi = vec2(pc.uiRect1 & 0xffffu, pc.uiRect1 >> 16);
-    vec2 corner = mix(lo, hi, kGround[gl_VertexIndex] * 0.5 + 0.5);
-    gl_Position = vec4(corner / vec2(pc.width, pc.height) * 2.0 - 1.0, 0.0, 1.0);
-    worldPos = vec3(0.0);
-    return;
-  }
   if (pc.mode == RENDER_MODE_GROUND) {
     vec2 q = kGround[gl_VertexIndex] * 400.0;  // past the far fade: no visible edge
     worldPos = vec3(q.x, pc.floorY, q.y);

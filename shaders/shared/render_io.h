@@ -9,7 +9,6 @@
 #define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
 #define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
 #define RENDER_MODE_VISIBILITY 5u  // a fullscreen pass shading the compute rasteriser's visibility buffer
-#define RENDER_MODE_UI 6u       // 6 vertices: the UI layer (binding 0: premultiplied RGBA8 per pixel) over a rectangle
 
 #if defined(__cplusplus)
 struct RenderPush {
@@ -18,10 +17,9 @@ struct RenderPush {
   uint mode;            // RENDER_MODE_*
   uint vertexCount;     // vertices per avatar in the position buffer
   float floorY;         // ground height
-  uint width;           // RENDER_MODE_VISIBILITY / UI: the image's size
+  uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's size
   uint height;
-  uint uiRect[2];       // RENDER_MODE_UI: x0 | y0 << 16, x1 | y1 << 16 (pixels, x1/y1 exclusive)
-  uint uiBgra;          // RENDER_MODE_UI: the layer's bytes are B, G, R, A (a BGRA target's order)
+  uint pad[3];
 };
 static_assert(sizeof(RenderPush) == 112);
 
@@ -42,8 +40,6 @@ layout(push_constant) uniform RenderPushBlock {
   float floorY;
   uint width;
   uint height;
-  uint uiRect0, uiRect1;
-  uint uiBgra;
 } pc;
 #endif
 

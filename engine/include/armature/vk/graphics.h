@@ -1,6 +1,6 @@
 #pragma once
 // A graphics pipeline from the few choices this project makes: two SPIR-V stages, no vertex attributes (vertices
-// are pulled from storage buffers), no culling, one sample, opaque (or premultiplied-alpha) colour targets. Used by the viewer's renderer
+// are pulled from storage buffers), no culling, one sample, opaque colour targets. Used by the viewer's renderer
 // and the hardware-rasteriser reference.
 #include "armature/shaders.h"
 #include "armature/vk/context.h"
@@ -18,7 +18,6 @@ struct GraphicsPipelineDesc {
   VkCompareOp depthCompare = VK_COMPARE_OP_LESS_OR_EQUAL;
   float depthBias = 0;    // constant and slope factor (lines over the surface they lie on: negative)
   uint32_t colorAttachments = 1;
-  bool premultipliedBlend = false;  // colour = src + dst · (1 − src.a): compositing a premultiplied layer
   bool fixedViewport = false;  // false: viewport and scissor are dynamic state; true: these
   VkViewport viewport{};
   VkRect2D scissor{};
