@@ -82,7 +82,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       scene.skin(cmd, &timer);
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene.joints();
-      if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (10 Hz)
+      if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)
         auto u0 = std::chrono::steady_clock::now();
         ui->build(profiler, uint64_t(f), o.avatars, target.extent());
         recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw,

@@ -197,7 +197,7 @@ UiLayer ImGuiLayer::layer(VkCommandBuffer cmd, VkExtent2D extent) {
 
 void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayState& state, std::string& status) {
   auto now = std::chrono::steady_clock::now();
-  if (now - state.updated >= std::chrono::milliseconds(100)) {  // 10 Hz: the layer is re-rendered only then
+  if (now - state.updated >= std::chrono::milliseconds(250)) {  // 4 Hz: readable numbers; the layer is redrawn only then
     state.updated = now;
     state.stats = profiler.stats(300);
     const auto& frames = profiler.frames();

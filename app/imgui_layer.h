@@ -3,7 +3,7 @@
 // frame-time overlay both modes show. The UI is built every frame (input stays live) and reaches the frame one of
 // two ways: drawn inside the frame's render pass, or — for a compute-shaded frame that has no render pass — as a
 // cached layer, rendered in its own pass only when its draws change and composited by the frame's compute pass
-// (app/renderer.h, UiLayer). The overlay's numbers refresh at 10 Hz, so the layer is redrawn ten times a second.
+// (app/renderer.h, UiLayer). The overlay's numbers refresh at 4 Hz (readable, and the layer is redrawn only then).
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -62,7 +62,7 @@ struct OverlayInfo {
   std::string profilePath;  // where "export profile" writes (+ a .csv beside it)
 };
 
-// The overlay's numbers, refreshed at most every 100 ms.
+// The overlay's numbers, refreshed at most every 250 ms.
 struct OverlayState {
   std::chrono::steady_clock::time_point updated{};
   std::map<std::string, StageStats> stats;
