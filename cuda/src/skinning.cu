@@ -78,7 +78,7 @@ constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 constexpr int kCoefPad = 8;
 
 // (1a) The blend product's left side, one thread per (item, feature group): pose features R_j − I (Rodrigues) and
-// the shape/expression coefficients. Tiny, so the product starts early; the chain runs beside it (1b).
+// the shape/expression coefficients.
 __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ features) {
   const int perItem = d.J - 1 + d.K;
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -96,7 +96,7 @@ __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ fe
 }
 
 // (1b) One block per item, one thread per joint: rest joints and rotations in parallel, the chain one tree level at
-// a time, then transforms, posed joints and what the backward needs. Runs beside the blend product.
+// a time, then transforms, posed joints and what the backward needs.
 __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in,
                                                                        float* transforms, float* saved, float* jointsOut) {
   __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
@@ -700,7 +700,7 @@ struct SyncEvent {
 
 struct Skinning::Impl {
   SkinningDims sizes;
-  Stream chainStream;            // the joint chain runs here, beside the blend product on the caller's stream
+  Stream chainStream;            // the backward's chain runs here, beside the blend product's backward
   SyncEvent chainFork, chainJoin;
   size_t tableBytes = 0;
   Dims dims{};
@@ -857,19 +857,15 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  // The chain does not feed the blend product: it runs on a second stream beside it (forked after the caller's
-  // earlier work, joined before skinning). Only GPU-side waits: no host synchronisation.
-  cudaStream_t chain = raw(m->chainStream);
-  CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
-  CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), chain>>>(
+  // One stream only: the forward is what per-frame interop loops run, and a fork/join to overlap the chain with the
+  // blend product (4 µs at batch 1) made interop::FrameRing's frames wait ~0.3 ms longer on the H200 (the second
+  // stream's dependency sits behind the frame's external-semaphore wait).
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), s>>>(
       d, t, in, m->transforms.as<float>(), m->saved.as<float>(), joints);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
   featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
-  CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
   skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
       d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
   CUDA_CHECK_LAUNCH();
