@@ -700,7 +700,8 @@ struct SyncEvent {
 
 struct Skinning::Impl {
   SkinningDims sizes;
-  Stream chainStream;            // the backward's chain runs here, beside the blend product's backward
+  Stream chainStream;            // the joint chain runs here, beside the blend product (setChainOverlap)
+  bool chainOverlap = true;
   SyncEvent chainFork, chainJoin;
   size_t tableBytes = 0;
   Dims dims{};
@@ -844,6 +845,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
 }
 
 Skinning::~Skinning() = default;
+void Skinning::setChainOverlap(bool on) { m->chainOverlap = on; }
 uint32_t Skinning::vertexCount() const { return m->sizes.vertexCount; }
 uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
 size_t Skinning::deviceBytes() const { return m->tableBytes; }
@@ -857,15 +859,21 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  // One stream only: the forward is what per-frame interop loops run, and a fork/join to overlap the chain with the
-  // blend product (4 µs at batch 1) made interop::FrameRing's frames wait ~0.3 ms longer on the H200 (the second
-  // stream's dependency sits behind the frame's external-semaphore wait).
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), s>>>(
+  // The chain does not feed the blend product: with overlap it runs on a second stream beside it (forked after the
+  // caller's earlier work, joined before skinning; GPU-side waits only).
+  cudaStream_t chain = m->chainOverlap ? raw(m->chainStream) : s;
+  if (m->chainOverlap) {
+    CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
+    CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  }
+  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), chain>>>(
       d, t, in, m->transforms.as<float>(), m->saved.as<float>(), joints);
   CUDA_CHECK_LAUNCH();
+  if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
   featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
   CUDA_CHECK_LAUNCH();
   m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
+  if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
   skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
       d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
   CUDA_CHECK_LAUNCH();
@@ -885,13 +893,15 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
   size_t n = size_t(batch) * d.V;
   // Two lanes: the per-joint sums and the reverse chain (chain stream) beside the per-vertex gradient and the blend
   // product's backward (caller's stream); the Rodrigues and coefficient gradients need both. GPU-side waits only.
-  cudaStream_t chain = raw(m->chainStream);
+  cudaStream_t chain = m->chainOverlap ? raw(m->chainStream) : s;
   if (!gradVertices) {
     CUDA_CHECK(cudaMemsetAsync(m->chunkParts.data(), 0, size_t(batch) * (d.chunks + d.translChunks) * 12 * 4, s));
     CUDA_CHECK(cudaMemsetAsync(m->gradFeatures.data(), 0, size_t(batch) * d.F() * 4, s));
   }
-  CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
-  CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  if (m->chainOverlap) {
+    CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
+    CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  }
   if (gradVertices) {
     skinBackwardJointKernel<<<dim3(d.chunks + d.translChunks, batch), kChunkThreads, 0, chain>>>(
         d, t, m->vPosed.as<float>(), m->blendStride, gradVertices, m->chunkParts.as<float>());
@@ -900,7 +910,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
   chainBackwardKernel<<<batch, kJointsBackwardThreads, 0, chain>>>(d, t, m->saved.as<float>(), m->chunkParts.as<float>(),
                                                                    gradJoints, m->chainGrads.as<float>(), out.transl);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
+  if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
   if (gradVertices) {
     skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(d, t, m->transforms.as<float>(),
                                                                                          gradVertices, m->gradVPosed.as<float>(),
@@ -908,7 +918,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
     CUDA_CHECK_LAUNCH();
     m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
   }
-  CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
+  if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
   paramsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->chainGrads.as<float>(),
                                                                 m->gradFeatures.as<float>(), out);
   CUDA_CHECK_LAUNCH();
