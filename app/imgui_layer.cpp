@@ -138,15 +138,7 @@ void ImGuiLayer::ensureTarget(VkExtent2D extent) {
   m_color = vk::Image(m_ctx, extent, m_format, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
                       VK_IMAGE_ASPECT_COLOR_BIT);
   m_depth = vk::Image(m_ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT);
-  VkImageView views[2] = {m_color.view(), m_depth.view()};
-  VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
-  fi.renderPass = m_pass;
-  fi.attachmentCount = 2;
-  fi.pAttachments = views;
-  fi.width = extent.width;
-  fi.height = extent.height;
-  fi.layers = 1;
-  VK_CHECK(vkCreateFramebuffer(m_ctx.device(), &fi, nullptr, &m_framebuffer));
+  m_framebuffer = Renderer::createFramebuffer(m_ctx, m_pass, m_color.view(), m_depth.view(), extent);
   m_pixels = vk::Buffer(m_ctx, size_t(extent.width) * extent.height * 4, vk::kStorageUsage);
   m_extent = extent;
   m_hash = 0;

@@ -147,6 +147,21 @@ VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, V
   return vk::createRenderPass(ctx, 2, att, sub, dep);
 }
 
+VkFramebuffer Renderer::createFramebuffer(vk::Context& ctx, VkRenderPass pass, VkImageView color, VkImageView depth,
+                                          VkExtent2D extent) {
+  VkImageView views[2] = {color, depth};
+  VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
+  fi.renderPass = pass;
+  fi.attachmentCount = 2;
+  fi.pAttachments = views;
+  fi.width = extent.width;
+  fi.height = extent.height;
+  fi.layers = 1;
+  VkFramebuffer framebuffer = VK_NULL_HANDLE;
+  VK_CHECK(vkCreateFramebuffer(ctx.device(), &fi, nullptr, &framebuffer));
+  return framebuffer;
+}
+
 VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
                                     VkPrimitiveTopology topology, bool depthTest, VkPipelineLayout layout) {
   vk::GraphicsPipelineDesc d;
@@ -365,15 +380,7 @@ OffscreenTarget::OffscreenTarget(vk::Context& ctx, const Renderer& renderer, VkE
               VK_IMAGE_ASPECT_COLOR_BIT),
       m_depth(ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT),
       m_readback(ctx, size_t(extent.width) * extent.height * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible) {
-  VkImageView views[2] = {m_color.view(), m_depth.view()};
-  VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
-  fi.renderPass = renderer.renderPass();
-  fi.attachmentCount = 2;
-  fi.pAttachments = views;
-  fi.width = extent.width;
-  fi.height = extent.height;
-  fi.layers = 1;
-  VK_CHECK(vkCreateFramebuffer(ctx.device(), &fi, nullptr, &m_framebuffer));
+  m_framebuffer = Renderer::createFramebuffer(ctx, renderer.renderPass(), m_color.view(), m_depth.view(), extent);
 }
 
 OffscreenTarget::~OffscreenTarget() { vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr); }

@@ -76,6 +76,9 @@ class Renderer {
   // A pass like the frame's (colour `colorFormat` + kDepthFormat, the same subpass and dependency, so pipelines
   // work across them), the colour cleared — or loaded from COLOR_ATTACHMENT_OPTIMAL — and left in `finalLayout`.
   static VkRenderPass createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, bool loadColor);
+  // A framebuffer of `color` and a kDepthFormat `depth` view for such a pass.
+  static VkFramebuffer createFramebuffer(vk::Context& ctx, VkRenderPass pass, VkImageView color, VkImageView depth,
+                                         VkExtent2D extent);
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.

@@ -228,17 +228,8 @@ void Viewer::createSwapchain() {
     VkImageView view;
     VK_CHECK(vkCreateImageView(dev, &vi, nullptr, &view));
     m_swap.views.push_back(view);
-    VkImageView att[2] = {view, m_swap.depth.view()};
-    VkFramebufferCreateInfo fi{VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO};
-    fi.renderPass = m_renderer->renderPass();
-    fi.attachmentCount = 2;
-    fi.pAttachments = att;
-    fi.width = m_swap.extent.width;
-    fi.height = m_swap.extent.height;
-    fi.layers = 1;
-    VkFramebuffer fb;
-    VK_CHECK(vkCreateFramebuffer(dev, &fi, nullptr, &fb));
-    m_swap.framebuffers.push_back(fb);
+    m_swap.framebuffers.push_back(
+        Renderer::createFramebuffer(*m_ctx, m_renderer->renderPass(), view, m_swap.depth.view(), m_swap.extent));
   }
 }
 
