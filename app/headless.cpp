@@ -82,15 +82,16 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       scene.skin(cmd, &timer);
       if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene.joints();
+      std::function<UiLayer(VkCommandBuffer)> layer;
+      std::function<void(VkCommandBuffer)> drawUi;
       if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)
         auto u0 = std::chrono::steady_clock::now();
         ui->build(profiler, uint64_t(f), o.avatars, target.extent());
-        recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw,
-                    [&](VkCommandBuffer c) { return ui->layer(c, target.extent()); }, [&](VkCommandBuffer c) { ui->draw(c); });
         uiCpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
-      } else {
-        recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw);
+        layer = [&](VkCommandBuffer c) { return ui->layer(c, target.extent()); };
+        drawUi = [&](VkCommandBuffer c) { ui->draw(c); };
       }
+      recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw, layer, drawUi);
       if (f == o.frames - 1) target.recordReadback(cmd);
     });
     FrameRecord rec;
