@@ -88,11 +88,12 @@ class Renderer {
   // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
               const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {});
-  bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
   // Whether record() opens a render pass (else the UI must come as settings.ui).
   bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
  private:
+  // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe, a copyable target).
+  bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
                           const DrawSettings& settings, bool compositeUi);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);

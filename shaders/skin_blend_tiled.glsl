@@ -7,10 +7,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
-#define TILE_COLS 128
 #define ROWS_PER_INVOCATION (SKIN_TILE_ROWS / 8)
 #define A_LOADS (SKIN_TILE_ROWS * SKIN_TILE_K / 256)
-#define B_LOADS (SKIN_TILE_K * TILE_COLS / 256)
+#define B_LOADS (SKIN_TILE_K * SKIN_TILE_COLUMNS / 256)
 
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Features { float features[]; };
@@ -20,7 +19,7 @@ layout(std430, binding = 3) writeonly buffer VPosed { float vPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared vec4 As[2][SKIN_TILE_K][SKIN_TILE_ROWS / 4];
-shared vec4 Bs[2][SKIN_TILE_K][TILE_COLS / 4];
+shared vec4 Bs[2][SKIN_TILE_K][SKIN_TILE_COLUMNS / 4];
 
 float aReg[A_LOADS];
 float bReg[B_LOADS];
@@ -31,7 +30,7 @@ void loadTiles(uint k0, uint m0, uint n0, uint M, uint N, uint K) {
     aReg[i] = (m < M && k < K) ? features[m * K + k] : 0.0;
   }
   for (uint i = 0; i < B_LOADS; ++i) {
-    uint e = gl_LocalInvocationIndex + 256 * i, k = k0 + e / TILE_COLS, n = n0 + e % TILE_COLS;
+    uint e = gl_LocalInvocationIndex + 256 * i, k = k0 + e / SKIN_TILE_COLUMNS, n = n0 + e % SKIN_TILE_COLUMNS;
     bReg[i] = (k < K && n < N) ? blendMatrix[k * N + n] : 0.0;
   }
 }
@@ -42,7 +41,7 @@ void storeTiles(uint buf) {
     As[buf][k][r / 4][r % 4] = aReg[i];
   }
   for (uint i = 0; i < B_LOADS; ++i) {
-    uint e = gl_LocalInvocationIndex + 256 * i, k = e / TILE_COLS, n = e % TILE_COLS;
+    uint e = gl_LocalInvocationIndex + 256 * i, k = e / SKIN_TILE_COLUMNS, n = e % SKIN_TILE_COLUMNS;
     Bs[buf][k][n / 4][n % 4] = bReg[i];
   }
 }
@@ -50,7 +49,7 @@ void storeTiles(uint buf) {
 void main() {
   uint N = p.vertexCount * 3, K = p.featureCount + p.coefCount, M = p.batch;
   uint lane = gl_LocalInvocationIndex % 32, group = gl_LocalInvocationIndex / 32;
-  uint m0 = gl_WorkGroupID.y * SKIN_TILE_ROWS, n0 = gl_WorkGroupID.x * TILE_COLS;
+  uint m0 = gl_WorkGroupID.y * SKIN_TILE_ROWS, n0 = gl_WorkGroupID.x * SKIN_TILE_COLUMNS;
   vec4 acc[ROWS_PER_INVOCATION];
   for (uint r = 0; r < ROWS_PER_INVOCATION; ++r) acc[r] = vec4(0.0);
   loadTiles(0, m0, n0, M, N, K);

@@ -16,9 +16,13 @@
 #define SKIN_MAX_JOINTS 64          // per-item joint kernels keep the chain in registers/local arrays
 #define SKIN_MAX_COEFS 512          // Vulkan joint kernel: shape + expression components it holds in shared memory
 #define SKIN_VERTEX_GROUP 256       // skinning kernel: vertices per workgroup
-#define SKIN_GEMM_ROWS 8            // Vulkan blend GEMM: batch rows per workgroup (reuses each matrix load 8x)
-#define SKIN_BLEND_COLUMNS 32       // Vulkan blend GEMM: columns per workgroup (one coalesced 128-byte row read)
-#define SKIN_BLEND_SLICES 8         // Vulkan blend GEMM: K slices per workgroup, summed in order (8 KB shared)
+#define SKIN_GEMM_ROWS 8            // Vulkan streaming blend (skin_blend): batch rows per workgroup; it serves up to 8 items
+#define SKIN_BLEND_COLUMNS 32       // skin_blend: columns per workgroup (one coalesced 128-byte row read)
+#define SKIN_BLEND_SLICES 8         // skin_blend: K slices per workgroup, summed in order (8 KB shared)
+#define SKIN_TILE_COLUMNS 128       // tiled blend GEMMs (skin_blend_tiled.glsl): columns per workgroup
+#define SKIN_TILE_ROWS_MID 32       // skin_blend_mid: items per workgroup, for up to SKIN_TILE_MID_MAX items
+#define SKIN_TILE_MID_MAX 64
+#define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
 
 ARM_SHARED_STRUCT(SkinningPush) {
   uint batch;        // B

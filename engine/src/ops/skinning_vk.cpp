@@ -75,9 +75,10 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
     vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 4, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
                  blendBuffers, push, (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS);
   } else {
-    const uint32_t rows = batch <= 64 ? 32 : 128;
-    vk::dispatch(cmd, m_ctx.program(batch <= 64 ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
-                 vk::groupCount(columns, 128), blendBuffers, push, (batch + rows - 1) / rows);
+    const bool mid = batch <= SKIN_TILE_MID_MAX;
+    const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
+    vk::dispatch(cmd, m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
+                 vk::groupCount(columns, SKIN_TILE_COLUMNS), blendBuffers, push, (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
   nextStage("skin: vertices");
