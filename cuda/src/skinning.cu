@@ -65,7 +65,7 @@ __device__ void rodriguesBackward(const float* r, const float* gR, float* g) {
 
 struct Tables {
   const float *vTemplate, *blend, *jointTemplate, *jointDirs, *weightValue, *jointWeight;
-  const uint32_t *weightStart, *weightJoint, *jointStart, *jointVertex;
+  const uint32_t *weightStart, *weightJoint, *jointVertex;
   const int32_t* parents;  // the chain runs one tree level at a time: no topological order needed
   const uint32_t *chunkRange, *jointFirstChunk;  // chunk c: CSC entries [2c, 2c+1); joint j: chunks [first[j], first[j+1])
 };
@@ -367,26 +367,24 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// (2, few items) C = A·B + bias for M ≤ 32 rows: bandwidth-bound on B (the 64 MB blend matrix at B = 1).
-// Block (chunk, column group): Rows rows of A (transposed into shared memory, so one 16-byte load gives 4 rows)
-// against 64 columns, 4 per thread (16-byte loads of the padded matrix, row stride ldb); its 16 slices of 16
-// threads split K and add their partial sums in a fixed order (deterministic). Chunks of the same columns are
-// adjacent in launch order, so a second chunk finds B in L2.
+// (2, few items) C = A·B + bias for M ≤ Rows (8) rows: bandwidth-bound on B (the 64 MB blend matrix at B = 1).
+// A block: all of A (transposed into shared memory, so one 16-byte load gives 4 rows) against 64 columns, 4 per
+// thread (16-byte loads of the padded matrix, row stride ldb); its 16 slices of 16 threads split K and add their
+// partial sums in a fixed order (deterministic).
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16;
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
                                                         const float* __restrict__ Bm, int ldb, float* __restrict__ C,
                                                         int ldc, const float* __restrict__ bias) {
   extern __shared__ float4 shared4[];
-  float* aT = reinterpret_cast<float*>(shared4);  // K × Rows (row-chunk of A, transposed), then partial sums
-  const int m0 = blockIdx.x * Rows, rows = min(Rows, M - m0);
+  float* aT = reinterpret_cast<float*>(shared4);  // K × Rows (A transposed, zero rows beyond M), then partial sums
   for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
     int k = i / Rows, r = i % Rows;
-    aT[i] = r < rows ? A[size_t(m0 + r) * K + k] : 0.f;
+    aT[i] = r < M ? A[size_t(r) * K + k] : 0.f;
   }
   __syncthreads();
   int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
-  int n = blockIdx.y * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
+  int n = blockIdx.x * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
   float acc[Rows][4] = {};
   if (n < N) {
     const float4* B4 = reinterpret_cast<const float4*>(Bm) + n / 4;
@@ -408,7 +406,7 @@ __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, con
   float* part = aT + K * Rows;  // [slice][kSkinnyCols]
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
-    if (r >= rows) break;  // uniform across the block
+    if (r >= M) break;  // uniform across the block
     for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
     __syncthreads();
     if (slice == 0)
@@ -417,7 +415,7 @@ __global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, con
         if (col >= N) break;
         float sum = bias[col];
         for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
-        C[size_t(m0 + r) * ldc + col] = sum;
+        C[size_t(r) * ldc + col] = sum;
       }
     __syncthreads();
   }
@@ -706,8 +704,7 @@ struct Skinning::Impl {
   size_t tableBytes = 0;
   Dims dims{};
   uint32_t maxBatch;
-  DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointStart,
-      jointVertex, jointWeight, parents, chunkRange, jointFirstChunk;
+  DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointVertex, jointWeight, parents, chunkRange, jointFirstChunk;
   DeviceMemory features, transforms, saved, vPosed, chunkParts, chainGrads, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
@@ -717,7 +714,7 @@ struct Skinning::Impl {
   Tables tables() const {
     return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
             weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
-            jointStart.as<uint32_t>(), jointVertex.as<uint32_t>(), parents.as<int32_t>(),
+            jointVertex.as<uint32_t>(), parents.as<int32_t>(),
             chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>()};
   }
   // out (M × V3, row stride blendStride) = A (M × F) · blend + vTemplate
@@ -726,8 +723,7 @@ struct Skinning::Impl {
     auto skinny = [&](auto rows) {
       constexpr int Rows = decltype(rows)::value;
       size_t shared = (size_t(Rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
-      dim3 grid(blocks(size_t(M), Rows), blocks(size_t(N), kSkinnyCols));
-      skinnyGemmKernel<Rows><<<grid, 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, blendStride,
+      skinnyGemmKernel<Rows><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, blendStride,
                                                        vTemplate.as<float>());
     };
     auto fits = [&](int rows) { return (size_t(rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float) <= 48 * 1024; };
@@ -811,7 +807,6 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->weightStart = DeviceMemory::from(h.weightStart);
   m->weightJoint = DeviceMemory::from(h.weightJoint);
   m->weightValue = DeviceMemory::from(h.weightValue);
-  m->jointStart = DeviceMemory::from(h.jointStart);
   m->jointVertex = DeviceMemory::from(h.jointVertex);
   m->jointWeight = DeviceMemory::from(h.jointWeight);
   m->parents = DeviceMemory::from(h.parents);
