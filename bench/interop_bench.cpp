@@ -99,7 +99,6 @@ void runInterop(std::vector<Row>& rows, int iters) {
     {
       BodyModel model = loadDefaultModel("");
       cuda::Skinning skin(model, 10, 10, 1);
-      skin.setChainOverlap(false);  // the stream waits on the ring's semaphores every frame (cuda/skinning.h)
       std::vector<float> zeros(55 * 3, 0.f), coefs(10, 0.f), transl(3, 0.f);
       auto pose = cuda::DeviceMemory::from(zeros), betas = cuda::DeviceMemory::from(coefs),
            expr = cuda::DeviceMemory::from(coefs), tr = cuda::DeviceMemory::from(transl);

@@ -28,6 +28,8 @@ cp -L /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$out/layers/"
 # A bare library name would be looked up on the system paths; "./" makes it relative to the JSON file.
 sed 's#"library_path": "libVkLayer_khronos_validation.so"#"library_path": "./libVkLayer_khronos_validation.so"#' \
   /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >"$out/layers/VkLayer_khronos_validation.json"
+# Symbols stay here (the build folder); the bundle must fit the device tool's 64 MiB carry.
+strip --strip-unneeded "$out"/bin/* 2>/dev/null || true
 for f in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f" 2>/dev/null || true; done
 
 cat > "$out/run-tests.sh" <<'RUN'

@@ -1,7 +1,8 @@
-// Body skinning kernels. Forward: (1) one block per item, one thread per joint: rest joints, rotations, pose
-// features and the chain (one tree level at a time); (2) one matrix product applies pose correctives and
-// shape/expression blends together (a streaming kernel for few items, register-tiled GEMMs for more); (3) one
-// thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
+// Body skinning kernels. Forward, up to 8 items: one kernel (forwardFewKernel) in which a block per item runs the
+// joint chain and publishes its pose features, then its transforms, through device-side flags, while the other
+// blocks stream the blend matrix (pose correctives and shape/expression blends in one product) and skin their own
+// vertex groups. More items: (1) the chain, one block per item, beside (2) a register-tiled GEMM for the product,
+// then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
 #include "armature/cuda/skinning.h"
 #include "armature/ops/skinning.h"
 #include "check.h"
@@ -17,8 +18,8 @@ namespace {
 struct Dims {
   int B, V, J, P, K, S;
   int chunks, translChunks;  // the backward's per-joint vertex chunks, then the translation's vertex chunks
+  int TS;  // floats per item of the transforms: J·12 rounded up to 128 bytes, so no cache line holds two items
   __host__ __device__ int F() const { return P + K; }  // features per item
-  __host__ __device__ int V3() const { return V * 3; }
 };
 
 __device__ void rodrigues(const float* r, float* R) {
@@ -77,8 +78,46 @@ constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 // (compute-sanitizer flagged a 12-byte load at K − 2 with K = 6).
 constexpr int kCoefPad = 8;
 
-// (1a) The blend product's left side, one thread per (item, feature group): pose features R_j − I (Rodrigues) and
-// the shape/expression coefficients.
+// The blend matrix's columns (and v_posed's) come in groups of 64: 21 whole vertices (63 columns) and one zero
+// column. Every 64- or 128-column tile of the product then holds whole vertices and can skin them itself.
+constexpr int kGroupVertices = 21, kGroupColumns = 64;
+__host__ __device__ inline int posedColumn(int v) { return v / kGroupVertices * kGroupColumns + v % kGroupVertices * 3; }
+// The blend matrix (rows: features, columns: vertex groups) is stored group by group: a group's 64 columns of
+// all rows are one contiguous range, so a block streaming a group reads DRAM sequentially.
+__host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
+  return (size_t(col / kGroupColumns) * rows + row) * kGroupColumns + col % kGroupColumns;
+}
+
+// What the forward writes. The fused forward (few items) publishes each item's features, then its transforms, by
+// setting featuresReady[b] / chainReady[b] to this call's epoch; the product's blocks wait for them.
+struct ForwardOut {
+  float *features, *transforms, *saved, *joints, *vPosed, *vertices;
+  unsigned *featuresReady, *chainReady;  // null: no flags (separate kernels, ordered by the stream)
+  unsigned epoch;
+  unsigned* tickets;  // fused kernels: block roles (takeTicket)
+  unsigned ticketBase;
+};
+
+__device__ unsigned loadAcquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// Called by the whole block: every thread's writes so far become visible before the flag (a release store).
+__device__ void publish(unsigned* flag, unsigned epoch) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(epoch) : "memory");
+}
+// Called by the whole block: returns once flags[0 … count) all hold epoch (count ≤ blockDim.x).
+__device__ void waitFor(const unsigned* flags, int count, unsigned epoch) {
+  if (int(threadIdx.x) < count)
+    while (loadAcquire(flags + threadIdx.x) != epoch) __nanosleep(32);
+  __syncthreads();
+}
+
+// (1a) The blend product's left side for many items, one thread per (item, feature group): pose features R_j − I
+// (Rodrigues) and the shape/expression coefficients. (The fused forward's chain blocks write them for few items.)
 __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ features) {
   const int perItem = d.J - 1 + d.K;
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -95,21 +134,35 @@ __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ fe
   }
 }
 
-// (1b) One block per item, one thread per joint: rest joints and rotations in parallel, the chain one tree level at
-// a time, then transforms, posed joints and what the backward needs.
-__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                       float* transforms, float* saved, float* jointsOut) {
-  __shared__ float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
-  __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
-  extern __shared__ float sCoef[];  // the item's K shape and expression coefficients, then kCoefPad zeros
-  int b = blockIdx.x, j = threadIdx.x;
-  if (j == 0) sMaxDepth = 0;
-  if (j < d.J) sParent[j] = t.parents[j];
-  int E = d.K - d.S;
+size_t chainSharedBytes(int K) {
+  return sizeof(float) * (SKIN_MAX_JOINTS * 24 + K + kCoefPad) + sizeof(int) * (2 * SKIN_MAX_JOINTS + 1);
+}
+
+// (1b) Item b's joints, by a whole block (thread j < J: joint j): rotations (and, for the fused forward, the pose
+// features, published at once), rest joints, the chain one tree level at a time, then transforms, posed joints and
+// what the backward needs. smem: chainSharedBytes(K).
+__device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o) {
+  float *sR = smem, *sG = sR + SKIN_MAX_JOINTS * 9, *sJ = sG + SKIN_MAX_JOINTS * 9, *sT = sJ + SKIN_MAX_JOINTS * 3;
+  float* sCoef = sT + SKIN_MAX_JOINTS * 3;  // the item's K shape and expression coefficients, then kCoefPad zeros
+  int* sParent = reinterpret_cast<int*>(sCoef + d.K + kCoefPad);
+  int *sDepth = sParent + SKIN_MAX_JOINTS, *sMaxDepth = sDepth + SKIN_MAX_JOINTS;
+  const int j = threadIdx.x, E = d.K - d.S;
+  if (j == 0) *sMaxDepth = 0;
+  if (j < d.J) {
+    sParent[j] = t.parents[j];
+    rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
+  }
   for (int k = j; k < d.K + kCoefPad; k += blockDim.x)
     sCoef[k] = k < d.K ? (k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]) : 0.f;
-  __syncthreads();
-  float* sv = saved + size_t(b) * d.J * kSaved;
+  if (o.features) {  // the same arithmetic as featuresKernel: the same bits
+    float* feat = o.features + size_t(b) * d.F();
+    if (j >= 1 && j < d.J)
+      for (int e = 0; e < 9; ++e) feat[(j - 1) * 9 + e] = sR[j * 9 + e] - (e % 4 == 0 ? 1.f : 0.f);
+    for (int k = j; k < d.K; k += blockDim.x) feat[d.P + k] = sCoef[k];
+  }
+  if (o.featuresReady) publish(o.featuresReady + b, o.epoch);
+  else __syncthreads();
+  float* sv = o.saved + size_t(b) * d.J * kSaved;
   if (j < d.J) {
     // The rest joint from the folded regressor: 8 coefficients × 3 coordinates of loads in flight at a time (the
     // tables are usually out of cache: the blend product streams 64 MB through L2 on every call).
@@ -126,21 +179,19 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
         for (int c = 0; c < 3; ++c) acc[c] += sCoef[k0 + kk] * dir[kk][c];
     }
     for (int c = 0; c < 3; ++c) sJ[j * 3 + c] = acc[c], sv[j * kSaved + 18 + c] = acc[c];
-    rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
-    for (int e = 0; e < 9; ++e) {
-      sv[j * kSaved + e] = sR[j * 9 + e];
-    }
+    for (int e = 0; e < 9; ++e) sv[j * kSaved + e] = sR[j * 9 + e];
     // The joint's depth in its tree (the model is a validated forest; the cap only guards the loop).
     int depth = 0;
     for (int p = sParent[j]; p >= 0 && depth < d.J; p = sParent[p]) ++depth;
     sDepth[j] = depth;
-    atomicMax(&sMaxDepth, depth);
+    atomicMax(sMaxDepth, depth);
   }
   __syncthreads();
   // The chain, one tree level at a time: the joints of a level are independent (their parents are done), so they
   // run in parallel — ~12 synchronised steps for SMPL-X instead of a 55-step serial walk. Same arithmetic per
   // joint as a serial walk: the same bits.
-  for (int level = 0; level <= sMaxDepth; ++level) {
+  const int maxDepth = *sMaxDepth;
+  for (int level = 0; level <= maxDepth; ++level) {
     if (j < d.J && sDepth[j] == level) {
       int q = j, par = sParent[q];
       const float* R = sR + q * 9;
@@ -161,31 +212,68 @@ __global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, T
   }
   if (j < d.J) {
     const float *G = sG + j * 9, *jr = sJ + j * 3;
-    float* Aj = transforms + (size_t(b) * d.J + j) * 12;
+    float* Aj = o.transforms + size_t(b) * d.TS + j * 12;
     for (int e = 0; e < 9; ++e) sv[j * kSaved + 9 + e] = G[e];
     for (int r = 0; r < 3; ++r) {
       for (int c = 0; c < 3; ++c) Aj[r * 4 + c] = G[r * 3 + c];
       Aj[r * 4 + 3] = sT[j * 3 + r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
-      jointsOut[(size_t(b) * d.J + j) * 3 + r] = sT[j * 3 + r] + in.transl[b * 3 + r];
+      o.joints[(size_t(b) * d.J + j) * 3 + r] = sT[j * 3 + r] + in.transl[b * 3 + r];
     }
   }
+  if (o.chainReady) publish(o.chainReady + b, o.epoch);
 }
 
-// (2) C (M×N, row stride ldc) = A (M×K, row stride lda) · op(B) + bias; op(B) = B (K×N, row stride ldb) or Bᵀ
-// (B stored N×K, row stride ldb). 128×128 tiles, 8 k per step, 256 threads of 8×8 outputs (two 4×4 quadrants 64
+// (1b, many items) One block per item on the chain stream, beside the features and the product.
+__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o) {
+  extern __shared__ float chainShared[];
+  chainItem(d, t, in, blockIdx.x, chainShared, o);
+}
+
+// T = Σ_e w_e A_{j_e} over entries [begin, end) of a vertex's sparse weights; entry(e, j, w) gives joint and
+// weight. A: one item's transforms, 12 floats per joint, 16-byte aligned (three 16-byte loads per joint).
+template <typename Entry>
+__device__ void blendTransforms(const float* A, uint32_t begin, uint32_t end, Entry entry, float T[12]) {
+  for (int q = 0; q < 12; ++q) T[q] = 0;
+#pragma unroll 4
+  for (uint32_t e = begin; e < end; ++e) {
+    int j;
+    float w;
+    entry(e, j, w);
+    const float4* Aj = reinterpret_cast<const float4*>(A + j * 12);
+    float4 r0 = Aj[0], r1 = Aj[1], r2 = Aj[2];
+    float a[12] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w, r2.x, r2.y, r2.z, r2.w};
+#pragma unroll
+    for (int q = 0; q < 12; ++q) T[q] += w * a[q];
+  }
+}
+__device__ void blendTransforms(const Tables& t, const float* A, int v, float T[12]) {
+  blendTransforms(A, t.weightStart[v], t.weightStart[v + 1],
+                  [&](uint32_t e, int& j, float& w) { j = int(t.weightJoint[e]), w = t.weightValue[e]; }, T);
+}
+
+// Applies T (row-major 3×4) to posed position p, plus the translation.
+__device__ void applyTransform(const float T[12], const float* p, const float* transl, float* out) {
+  float x = p[0], y = p[1], z = p[2];
+  for (int r = 0; r < 3; ++r) out[r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[r];
+}
+
+// (2) C (M×N, row stride ldc) = A (M×K, row stride lda) · op(B) + bias, B the blend matrix (blendIndex): op(B) = B
+// (K×N) or Bᵀ (B stored N×K). 128×128 tiles, 8 k per step, 256 threads of 8×8 outputs (two 4×4 quadrants 64
 // apart, so shared-memory reads are 16-byte and conflict-free), the next step's tiles loaded into registers while
 // this one is computed (double-buffered shared memory). Each output is summed in a fixed order: deterministic.
-// TransB needs lda and ldb multiples of 4 with zero padding up to K rounded to 4 (16-byte loads of A and B).
+// TransB needs lda a multiple of 4 and A zero-padded up to K rounded to 4 (16-byte loads of A and B).
 // With split-K (gridDim.z > 1) block z sums k in [z·kChunk, (z+1)·kChunk) into C + z·M·ldc; sumSlicesKernel then
 // adds the slices in order, so the result stays deterministic.
 constexpr int kTile = 128, kTileK = 8;
 template <bool TransB>
 __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                     const float* __restrict__ Bm, int ldb, float* __restrict__ C, int ldc,
+                                                     const float* __restrict__ Bm, float* __restrict__ C, int ldc,
                                                      const float* __restrict__ bias, int kChunk) {
   __shared__ __align__(16) float As[2][kTileK][kTile], Bs[2][kTileK][kTile];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
+  // The forward's blocks run row tiles fastest (grid x): the blocks resident together share a few column groups
+  // of the blend matrix, read from DRAM once and then from L2. The backward's grid is (column, row, slice).
+  const int m0 = (TransB ? blockIdx.y : blockIdx.x) * kTile, n0 = (TransB ? blockIdx.x : blockIdx.y) * kTile;
   const int kLimit = TransB ? (K + 3) / 4 * 4 : K;  // TransB: the zero padding is read as 16-byte groups
   const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
   C += size_t(blockIdx.z) * M * ldc;
@@ -208,10 +296,10 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
     }
     if (TransB) {
       int n = n0 + aRow;
-      bReg = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(n) * ldb + k)) : make_float4(0, 0, 0, 0);
+      bReg = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N))) : make_float4(0, 0, 0, 0);
     } else {
       int kb = k0 + tid / 32, n = n0 + (tid % 32) * 4;
-      bReg = (kb < kEnd && n < ldb) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(kb) * ldb + n)) : make_float4(0, 0, 0, 0);
+      bReg = (kb < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(kb, n, K))) : make_float4(0, 0, 0, 0);
     }
   };
   auto storeTiles = [&](int buf) {
@@ -272,15 +360,16 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
 
 // (2, a few dozen items) The same product for M ≤ 64: 32×128 tiles, 32 k per step, 128 threads of 8 rows × 4
 // columns (a warp shares its rows: broadcast shared loads), the next step loaded into registers while this one is
-// computed. Big steps keep enough of B in flight to stream it at full bandwidth with few items.
+// computed. Big steps keep enough of B in flight to stream it at full bandwidth with few items. Split-K as
+// gemmKernel's.
 constexpr int kMidRows = 32, kMidCols = 128, kMidK = 32, kMidThreads = 128;
 template <bool TransB>
 __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                             const float* __restrict__ Bm, int ldb, float* __restrict__ C,
-                                                             int ldc, const float* __restrict__ bias, int kChunk) {
+                                                             const float* __restrict__ Bm, float* __restrict__ C, int ldc,
+                                                             const float* __restrict__ bias, int kChunk) {
   __shared__ __align__(16) float As[2][kMidK][kMidRows], Bs[2][kMidK][kMidCols];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int m0 = blockIdx.y * kMidRows, n0 = blockIdx.x * kMidCols;
+  const int m0 = (TransB ? blockIdx.y : blockIdx.x) * kMidRows, n0 = (TransB ? blockIdx.x : blockIdx.y) * kMidCols;  // as gemmKernel
   const int kLimit = TransB ? (K + 3) / 4 * 4 : K;
   const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
   C += size_t(blockIdx.z) * M * ldc;
@@ -297,10 +386,10 @@ __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K
     for (int i = 0; i < 8; ++i) {
       if (TransB) {
         int n = n0 + tid, k = k0 + 4 * i;
-        bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(n) * ldb + k)) : make_float4(0, 0, 0, 0);
+        bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N))) : make_float4(0, 0, 0, 0);
       } else {
         int k = k0 + tid / 32 + 4 * i, n = n0 + (tid % 32) * 4;
-        bReg[i] = (k < kEnd && n < ldb) ? __ldg(reinterpret_cast<const float4*>(Bm + size_t(k) * ldb + n)) : make_float4(0, 0, 0, 0);
+        bReg[i] = (k < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(k, n, K))) : make_float4(0, 0, 0, 0);
       }
     }
   };
@@ -367,76 +456,199 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// (2, few items) C = A·B + bias for M ≤ Rows (8) rows: bandwidth-bound on B (the 64 MB blend matrix at B = 1).
-// A block: all of A (transposed into shared memory, so one 16-byte load gives 4 rows) against 64 columns, 4 per
-// thread (16-byte loads of the padded matrix, row stride ldb); its 16 slices of 16 threads split K and add their
-// partial sums in a fixed order (deterministic).
-constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16;
-template <int Rows>
-__global__ void __launch_bounds__(256) skinnyGemmKernel(int M, int N, int K, const float* __restrict__ A,
-                                                        const float* __restrict__ Bm, int ldb, float* __restrict__ C,
-                                                        int ldc, const float* __restrict__ bias) {
-  extern __shared__ float4 shared4[];
-  float* aT = reinterpret_cast<float*>(shared4);  // K × Rows (A transposed, zero rows beyond M), then partial sums
-  for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
-    int k = i / Rows, r = i % Rows;
-    aT[i] = r < M ? A[size_t(r) * K + k] : 0.f;
+// A fused tile's skinning weights in shared memory (CSR of its vertices), staged before its product, and the
+// joints they name (a tile of neighbouring vertices names few): the epilogue loads those joints' transforms for
+// its items into shared memory in one pass, then skins from shared memory alone. A tile with more entries or
+// joints than fit reads them from global memory instead.
+constexpr int kTileVertices = kGroupVertices, kTileEntries = 8 * kTileVertices;
+struct TileWeights {
+  uint32_t start[kTileVertices + 1];  // weightStart of the tile's vertices
+  int slot[kTileEntries];             // entry → the joint's slot in the staged transforms
+  float weight[kTileEntries];
+  int jointOfSlot[SKIN_MAX_JOINTS];
+  unsigned long long joints;  // bit j: some entry names joint j
+  int slots;                  // the number of joints named; 0 when the entries did not fit (read from global)
+};
+// Whole block. Vertices [v0, v0 + count); ends with a barrier.
+__device__ void stageWeights(const Dims& d, const Tables& t, int v0, int count, TileWeights& w) {
+  count = max(0, min(count, d.V - v0));
+  for (int i = threadIdx.x; i <= count; i += blockDim.x) w.start[i] = t.weightStart[v0 + i];
+  if (threadIdx.x == 0) w.joints = 0;
+  __syncthreads();
+  const uint32_t base = w.start[0], entries = w.start[count] - base;
+  const bool fits = entries <= uint32_t(kTileEntries);
+  int joint[(kTileEntries + 127) / 128];  // this thread's entries (blockDim ≥ 128)
+  for (uint32_t i = threadIdx.x, n = 0; fits && i < entries; i += blockDim.x, ++n) {
+    joint[n] = int(t.weightJoint[base + i]);
+    w.weight[i] = t.weightValue[base + i];
+    atomicOr(&w.joints, 1ull << joint[n]);
   }
   __syncthreads();
-  int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
-  int n = blockIdx.x * kSkinnyCols + 4 * tx;  // first of this thread's 4 columns
-  float acc[Rows][4] = {};
-  if (n < N) {
-    const float4* B4 = reinterpret_cast<const float4*>(Bm) + n / 4;
-#pragma unroll 4
-    for (int k = slice; k < K; k += kSkinnySlices) {
-      float4 bv = __ldg(B4 + size_t(k) * (ldb / 4));
-#pragma unroll
-      for (int r4 = 0; r4 < Rows / 4; ++r4) {
-        float4 x = shared4[k * (Rows / 4) + r4];
-        float xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float* a = acc[r4 * 4 + i];
-          a[0] += xs[i] * bv.x, a[1] += xs[i] * bv.y, a[2] += xs[i] * bv.z, a[3] += xs[i] * bv.w;
-        }
-      }
+  const unsigned long long mask = w.joints;
+  for (uint32_t i = threadIdx.x, n = 0; fits && i < entries; i += blockDim.x, ++n)
+    w.slot[i] = __popcll(mask & ((1ull << joint[n]) - 1));
+  for (int j = threadIdx.x; j < SKIN_MAX_JOINTS; j += blockDim.x)
+    if (mask >> j & 1) w.jointOfSlot[__popcll(mask & ((1ull << j) - 1))] = j;
+  if (threadIdx.x == 0) w.slots = fits ? __popcll(mask) : 0;
+  __syncthreads();
+}
+
+// The fused forward's epilogue: skins the tile's whole vertices (from vertex v0, kGroupVertices per
+// kGroupColumns columns) for its items, from posed positions in shared memory (row stride ld), once the items'
+// transforms are published. staged: room for `capacity` floats of transforms in shared memory.
+__device__ void skinTile(const Dims& d, const Tables& t, const SkinningInputs& in, const ForwardOut& o, const float* posed,
+                         int ld, int items, int m0, int vertices, int v0, const TileWeights& w, float* staged, int capacity) {
+  const int slots = w.slots, perItem = slots * 12;
+  const bool useStaged = slots > 0 && items * perItem <= capacity;
+  if (useStaged) {  // 16-byte loads of the named joints' transforms, all in flight together
+    for (int i = threadIdx.x; i < items * slots * 3; i += blockDim.x) {
+      int r = i / (slots * 3), s = i / 3 % slots, q = i % 3;
+      reinterpret_cast<float4*>(staged)[i] =
+          reinterpret_cast<const float4*>(o.transforms + size_t(m0 + r) * d.TS + w.jointOfSlot[s] * 12)[q];
     }
+    __syncthreads();
   }
-  float* part = aT + K * Rows;  // [slice][kSkinnyCols]
-#pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-    if (r >= M) break;  // uniform across the block
-    for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
-    __syncthreads();
-    if (slice == 0)
-      for (int c = 0; c < 4; ++c) {
-        int col = n + c;
-        if (col >= N) break;
-        float sum = bias[col];
-        for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
-        C[size_t(r) * ldc + col] = sum;
-      }
-    __syncthreads();
+  for (int p = threadIdx.x; p < items * vertices; p += blockDim.x) {
+    int r = p / vertices, local = p % vertices, v = v0 + local, m = m0 + r;
+    if (v >= d.V) continue;
+    float T[12];
+    if (useStaged) {
+      uint32_t base = w.start[0];
+      blendTransforms(staged + r * perItem, w.start[local] - base, w.start[local + 1] - base,
+                      [&](uint32_t e, int& j, float& wt) { j = w.slot[e], wt = w.weight[e]; }, T);
+    } else {
+      blendTransforms(t, o.transforms + size_t(m) * d.TS, v, T);
+    }
+    applyTransform(T, posed + r * ld + posedColumn(local), in.transl + m * 3, o.vertices + (size_t(m) * d.V + v) * 3);
   }
 }
 
-// (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda) and B (N rows of K, stride ldb) padded to
-// multiples of 4 with zeros. A block owns two output columns (B rows): 16-byte loads, 4 in flight per thread,
+// A fused kernel's block takes its role from a ticket (the order blocks start in), not from blockIdx: tickets
+// [0, chainBlocks) run the items' chains, the rest the product. The chains then run on blocks that are already
+// resident and wait for nothing, so the product blocks' waits always end, whatever the GPU's block scheduling
+// (no cooperative launch needed, any grid size). Tickets count up across calls from ticketBase.
+__device__ int takeTicket(const ForwardOut& o) {
+  __shared__ unsigned ticket;
+  if (threadIdx.x == 0) ticket = atomicAdd(o.tickets, 1u) - o.ticketBase;
+  __syncthreads();
+  return int(ticket);
+}
+
+// (1–3 fused, ≤ 8 items) One kernel, bandwidth-bound on the 64 MB blend matrix: chainBlocks blocks run the items'
+// chains (chainItem) and publish the features, then the transforms; the others stream the product (features ·
+// blend + template) one 64-column group (21 vertices) at a time and skin the group's vertices themselves. A
+// product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4 columns per thread
+// (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of 16 threads
+// split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two launches:
+// chain blocks only, then product blocks only (chainBlocks = 0; the flags are already set).
+constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
+constexpr int kFewStagedJoints = 16;
+static_assert(kSkinnyCols == kGroupColumns, "a skinny block's columns are one vertex group");
+template <int Rows>
+size_t fewSharedBytes(int F) {  // F features ≥ K components: enough for the chain blocks too
+  return std::max(chainSharedBytes(F),
+                  (size_t(Rows) * F + (kSkinnySlices + Rows) * kSkinnyCols + Rows * kFewStagedJoints * 12) * sizeof(float) +
+                      sizeof(TileWeights));
+}
+// 4 rows: ≤ 64 registers, so 4 blocks per SM hold all 500 groups of an SMPL-X-sized model at once.
+template <int Rows>
+__global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o, int chainBlocks,
+                                                        int ldb) {
+  extern __shared__ float4 shared4[];
+  float* smem = reinterpret_cast<float*>(shared4);
+  const int ticket = takeTicket(o), productBlocks = gridDim.x - chainBlocks;
+  if (ticket < chainBlocks) {
+    chainItem(d, t, in, ticket, smem, o);
+    return;
+  }
+  const int M = d.B, K = d.F(), groups = ldb / kGroupColumns;
+  float* aT = smem;                                  // K × Rows (A transposed, zero rows beyond M)
+  float* part = aT + K * Rows;                       // [slice][kSkinnyCols] partial sums
+  float* posed = part + kSkinnySlices * kSkinnyCols;  // [Rows][kSkinnyCols]
+  float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kFewStagedJoints per item
+  TileWeights& weights = *reinterpret_cast<TileWeights*>(staged + Rows * kFewStagedJoints * 12);
+  const int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
+  bool haveA = false, haveChain = false;
+  for (int g = ticket - chainBlocks; g < groups; g += productBlocks) {
+    const float4* B4 = reinterpret_cast<const float4*>(t.blend + blendIndex(0, g * kGroupColumns, K)) + tx;
+    constexpr int ldb4 = kGroupColumns / 4;
+    float4 next[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      int k = slice + kSkinnySlices * u;
+      next[u] = k < K ? __ldg(B4 + k * ldb4) : make_float4(0, 0, 0, 0);
+    }
+    stageWeights(d, t, g * kGroupVertices, kGroupVertices, weights);
+    if (!haveA) {  // the first group's loads are in flight while the features are published
+      waitFor(o.featuresReady, M, o.epoch);
+      for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
+        int k = i / Rows, r = i % Rows;
+        aT[i] = r < M ? __ldcg(o.features + size_t(r) * K + k) : 0.f;
+      }
+      __syncthreads();
+      haveA = true;
+    }
+    // Each consumed load is replaced at once by the one kInFlight steps ahead: kInFlight loads stay in flight.
+    float acc[Rows][4] = {};
+    for (int k0 = slice; k0 < K; k0 += kSkinnySlices * kInFlight) {
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int k = k0 + kSkinnySlices * u, ahead = k + kSkinnySlices * kInFlight;
+        const float4 b = next[u];
+        next[u] = ahead < K ? __ldg(B4 + ahead * ldb4) : make_float4(0, 0, 0, 0);
+        if (k >= K) break;
+        const float4* a4 = reinterpret_cast<const float4*>(aT + k * Rows);
+#pragma unroll
+        for (int r4 = 0; r4 < Rows / 4; ++r4) {
+          float4 x = a4[r4];
+          float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float* a = acc[r4 * 4 + i];
+            a[0] += xs[i] * b.x, a[1] += xs[i] * b.y, a[2] += xs[i] * b.z, a[3] += xs[i] * b.w;
+          }
+        }
+      }
+    }
+    const int n = g * kSkinnyCols + 4 * tx;  // this thread's first column
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      if (r >= M) break;  // uniform across the block
+      for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
+      __syncthreads();
+      if (slice == 0)
+        for (int c = 0; c < 4; ++c) {
+          float sum = t.vTemplate[n + c];
+          for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
+          posed[r * kSkinnyCols + 4 * tx + c] = sum;
+          o.vPosed[size_t(r) * ldb + n + c] = sum;
+        }
+      __syncthreads();
+    }
+    if (!haveChain) waitFor(o.chainReady, M, o.epoch), haveChain = true;
+    skinTile(d, t, in, o, posed, kSkinnyCols, M, 0, kGroupVertices, g * kGroupVertices, weights, staged,
+             Rows * kFewStagedJoints * 12);
+    __syncthreads();  // the next group reuses part and posed
+  }
+}
+
+// (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda, zero-padded to a multiple of 4) and B the
+// blend matrix (N rows of K, blendIndex). A block owns two output columns (B rows): 16-byte loads, 4 in flight per thread,
 // each A load serving both; warp shuffles then the 8 warps in order: a fixed-order sum (deterministic).
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                             const float* __restrict__ Bm, int ldb, float* __restrict__ C) {
+                                                             const float* __restrict__ Bm, float* __restrict__ C) {
   __shared__ float red[2][Rows][8];
   const int n = blockIdx.x * 2, K4 = (K + 3) / 4;
   const bool second = n + 1 < N;
-  const float4* B0 = reinterpret_cast<const float4*>(Bm + size_t(n) * ldb);
-  const float4* B1 = reinterpret_cast<const float4*>(Bm + size_t(second ? n + 1 : n) * ldb);
+  constexpr int kGroup4 = kGroupColumns / 4;  // 16-byte units per group row; row n + 1 follows row n in a group
+  const float4* B4 = reinterpret_cast<const float4*>(Bm);
   const float4* A4 = reinterpret_cast<const float4*>(A);
   float acc0[Rows] = {}, acc1[Rows] = {};
 #pragma unroll 4
   for (int k = threadIdx.x; k < K4; k += 256) {
-    float4 b0 = __ldg(B0 + k), b1 = __ldg(B1 + k);
+    const size_t i0 = (size_t(k / kGroup4) * N + n) * kGroup4 + k % kGroup4;
+    float4 b0 = __ldg(B4 + i0), b1 = __ldg(B4 + i0 + (second ? kGroup4 : 0));
 #pragma unroll
     for (int r = 0; r < Rows; ++r)
       if (r < M) {
@@ -464,18 +676,7 @@ __global__ void __launch_bounds__(256) skinnyGemmTransKernel(int M, int N, int K
   }
 }
 
-// T = Σ_j w_vj A_j over the vertex's sparse weights (A: one item's J×12 transforms).
-__device__ void blendTransforms(const Tables& t, const float* __restrict__ A, int v, float T[12]) {
-  for (int q = 0; q < 12; ++q) T[q] = 0;
-  for (uint32_t e = t.weightStart[v]; e < t.weightStart[v + 1]; ++e) {
-    float w = t.weightValue[e];
-    const float* Aj = A + t.weightJoint[e] * 12;
-#pragma unroll
-    for (int q = 0; q < 12; ++q) T[q] += w * __ldg(Aj + q);
-  }
-}
-
-// (3) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
+// (3, many items) One thread per (item, vertex): blend the transforms of the vertex's joints and apply.
 __global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vPosed, int stride,
                                   const float* __restrict__ transforms, const float* __restrict__ transl,
                                   float* __restrict__ out) {
@@ -483,10 +684,8 @@ __global__ void skinForwardKernel(Dims d, Tables t, const float* __restrict__ vP
   if (i >= size_t(d.B) * d.V) return;
   int b = int(i / d.V), v = int(i % d.V);
   float T[12];
-  blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
-  const float* p = vPosed + size_t(b) * stride + v * 3;
-  float x = p[0], y = p[1], z = p[2];
-  for (int r = 0; r < 3; ++r) out[i * 3 + r] = T[r * 4] * x + T[r * 4 + 1] * y + T[r * 4 + 2] * z + T[r * 4 + 3] + transl[b * 3 + r];
+  blendTransforms(t, transforms + size_t(b) * d.TS, v, T);
+  applyTransform(T, vPosed + size_t(b) * stride + posedColumn(v), transl + b * 3, out + i * 3);
 }
 
 // Backward (1): dL/dv_posed = Tᵀ dL/dv, item rows `stride` floats apart (the padding stays zero).
@@ -496,9 +695,9 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
   if (i >= size_t(d.B) * d.V) return;
   int b = int(i / d.V), v = int(i % d.V);
   float T[12];
-  blendTransforms(t, transforms + size_t(b) * d.J * 12, v, T);
+  blendTransforms(t, transforms + size_t(b) * d.TS, v, T);
   const float* g = gradV + i * 3;
-  float* out = gradVPosed + size_t(b) * stride + v * 3;
+  float* out = gradVPosed + size_t(b) * stride + posedColumn(v);
   for (int c = 0; c < 3; ++c) out[c] = T[c] * g[0] + T[4 + c] * g[1] + T[8 + c] * g[2];
 }
 
@@ -518,7 +717,8 @@ __global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d,
     for (uint32_t e = t.chunkRange[2 * chunk] + threadIdx.x; e < end; e += kChunkThreads) {
       uint32_t v = t.jointVertex[e];
       float w = t.jointWeight[e];
-      float ph[4] = {p[v * 3], p[v * 3 + 1], p[v * 3 + 2], 1.f};
+      const float* pv = p + posedColumn(int(v));
+      float ph[4] = {pv[0], pv[1], pv[2], 1.f};
       for (int r = 0; r < 3; ++r) {
         float wg = w * g[v * 3 + r];
         for (int c = 0; c < 4; ++c) acc[r * 4 + c] += wg * ph[c];
@@ -696,6 +896,22 @@ struct SyncEvent {
   SyncEvent& operator=(const SyncEvent&) = delete;
 };
 
+// A fused forward kernel's launch shape: threads, dynamic shared memory, blocks resident on the whole GPU.
+struct FusedLaunch {
+  unsigned threads = 0;
+  size_t shared = 0;
+  int capacity = 0;
+  template <typename Kernel>
+  static FusedLaunch of(Kernel kernel, unsigned threads, size_t shared, int smCount, int sharedLimit) {
+    if (shared > size_t(sharedLimit)) return {};  // unusable (capacity 0): forward() takes another kernel
+    if (shared > 48 * 1024)
+      CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    int perSm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), shared));
+    return {threads, shared, perSm * smCount};
+  }
+};
+
 struct Skinning::Impl {
   SkinningDims sizes;
   Stream chainStream;            // the joint chain runs here, beside the blend product (setChainOverlap)
@@ -708,7 +924,12 @@ struct Skinning::Impl {
   DeviceMemory features, transforms, saved, vPosed, chunkParts, chainGrads, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
-  int blendStride = 0;  // row stride of the blend matrix on the device: V·3 rounded up to 4 (16-byte rows)
+  int blendStride = 0;  // row stride of the blend matrix and v_posed: vertex groups (posedColumn), 128-column tiles
+  // The fused forward: its kernels' launch shapes, the per-item ready flags and the epoch they are compared with
+  // (one per call; never 0, the flags' initial value), the block-role ticket counter and its next base.
+  FusedLaunch few4, few8;
+  DeviceMemory featuresReady, chainReady, tickets;
+  unsigned epoch = 0, ticketBase = 0;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   Tables tables() const {
@@ -717,38 +938,45 @@ struct Skinning::Impl {
             jointVertex.as<uint32_t>(), parents.as<int32_t>(),
             chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>()};
   }
-  // out (M × V3, row stride blendStride) = A (M × F) · blend + vTemplate
+  // out (M × blendStride) = A (M × F) · blend + vTemplate, for many items (the fused forward serves ≤ 64).
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
-    int N = dims.V3(), K = dims.F();
-    auto skinny = [&](auto rows) {
-      constexpr int Rows = decltype(rows)::value;
-      size_t shared = (size_t(Rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float);
-      skinnyGemmKernel<Rows><<<blocks(size_t(N), kSkinnyCols), 256, shared, s>>>(M, N, K, A, blend.as<float>(), blendStride, out, blendStride,
-                                                       vTemplate.as<float>());
-    };
-    auto fits = [&](int rows) { return (size_t(rows) * K + kSkinnySlices * kSkinnyCols) * sizeof(float) <= 48 * 1024; };
-    if (M <= 4 && fits(4)) {
-      skinny(std::integral_constant<int, 4>{});
-    } else if (M <= 8 && fits(8)) {
-      skinny(std::integral_constant<int, 8>{});
-    } else if (M <= 64) {
-      dim3 grid(blocks(size_t(N), kMidCols), blocks(size_t(M), kMidRows));
-      gemmMidKernel<false><<<grid, kMidThreads, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, blendStride,
-                                                        vTemplate.as<float>(), K);
+    const int N = blendStride, K = dims.F();
+    if (M <= 64) {
+      dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
+      gemmMidKernel<false><<<grid, kMidThreads, 0, s>>>(M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else {
-      dim3 grid(blocks(size_t(N), kTile), blocks(size_t(M), kTile));
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), blendStride, out, blendStride,
-                                             vTemplate.as<float>(), K);
+      dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
+      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
-  // out (M × F) = G (M × V3, row stride blendStride, zero padding) · blendᵀ
+  // The fused forward for ≤ 8 items (forwardFewKernel): one launch, or (chain overlap off) the chain blocks then
+  // the product blocks.
+  template <typename Kernel>
+  void fusedForward(Kernel kernel, const FusedLaunch& launch, int tiles, Dims d, SkinningInputs in, ForwardOut o,
+                    cudaStream_t s) {
+    Tables t = tables();
+    const int ldb = blendStride, productBlocks = std::max(1, std::min(tiles, launch.capacity - d.B));
+    auto run = [&](int chainBlocks, int grid) {
+      o.ticketBase = ticketBase;
+      ticketBase += unsigned(grid);  // every block takes one ticket
+      kernel<<<unsigned(grid), launch.threads, launch.shared, s>>>(d, t, in, o, chainBlocks, ldb);
+      CUDA_CHECK_LAUNCH();
+    };
+    if (chainOverlap) {
+      run(d.B, d.B + productBlocks);
+    } else {
+      run(d.B, d.B);
+      run(0, productBlocks);
+    }
+  }
+  // out (M × F) = G (M × blendStride, zero padding) · blendᵀ
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
-    int N = dims.F(), K = dims.V3();
+    int N = dims.F(), K = blendStride;
     if (M <= 4) {
-      skinnyGemmTransKernel<4><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
+      skinnyGemmTransKernel<4><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), out);
     } else if (M <= 8) {
-      skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, out);
+      skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
@@ -762,10 +990,10 @@ struct Skinning::Impl {
       grid.z = unsigned(slices);
       float* target = slices > 1 ? splitParts.as<float>() : out;
       if (mid)
-        gemmMidKernel<true><<<grid, kMidThreads, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, target, N,
-                                                         nullptr, kChunk);
+        gemmMidKernel<true><<<grid, kMidThreads, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
+                                                        kChunk);
       else
-        gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), blendStride, target, N, nullptr,
+        gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
                                               kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
@@ -784,22 +1012,36 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->tableBytes = h.deviceBytes();
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
-  size_t B = maxBatch, V3 = size_t(h.vertexCount) * 3, J = h.jointCount, F = h.featureCount + h.coefCount();
-  size_t V3p = (V3 + 3) / 4 * 4;
+  const int K = int(h.coefCount());
+  constexpr size_t kChainSharedLimit = 48 * 1024;  // the joint kernels keep the item's coefficients in shared memory
+  ARM_CHECK(chainSharedBytes(K) <= kChainSharedLimit, "cuda::Skinning: %d shape and expression components; at most %d",
+            K, int((kChainSharedLimit - chainSharedBytes(0)) / sizeof(float)));
+  // Columns in vertex groups (posedColumn), rows a whole number of 128-column tiles.
+  const size_t groups = (h.vertexCount + kGroupVertices - 1) / kGroupVertices;
+  m->blendStride = int((groups + 1) / 2 * 2 * kGroupColumns);
+  m->dims.TS = int((h.jointCount * 12 + 31) / 32 * 32);
+  size_t B = maxBatch, J = h.jointCount, F = h.featureCount + h.coefCount(), stride = size_t(m->blendStride);
   size_t chunksPerItem = h.jointVertex.size() / kChunkEntries + J + size_t(h.vertexCount) / kTranslChunkVertices + 1;
-  size_t need = h.deviceBytes() + B * (F * 2 + J * (24 + kSaved) + V3p * 2 + chunksPerItem * 12) * 4 +
+  size_t need = h.deviceBytes() + F * stride * 4 + B * (F * 2 + J * (12 + kSaved) + m->dims.TS + stride * 2 + chunksPerItem * 12 + 2) * 4 +
                 size_t(Impl::kSplitRows) * F * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
   ARM_CHECK(need < freeBytes, "cuda::Skinning: the model and a batch of %u need %.1f MiB, the device has %.1f MiB free",
             maxBatch, need / 1048576.0, freeBytes / 1048576.0);
-  m->vTemplate = DeviceMemory::from(h.vTemplate);
   {
-    size_t rows = h.featureCount + h.coefCount(), cols = size_t(h.vertexCount) * 3;
-    m->blendStride = int((cols + 3) / 4 * 4);
-    std::vector<float> padded(rows * size_t(m->blendStride), 0.f);
-    for (size_t r = 0; r < rows; ++r)
-      std::copy_n(h.blendMatrix.begin() + long(r * cols), cols, padded.begin() + long(r * size_t(m->blendStride)));
+    auto toGroups = [&](const float* src, float* dst) {  // one row of V·3 columns into the grouped layout
+      for (uint32_t v = 0; v < h.vertexCount; ++v)
+        for (int c = 0; c < 3; ++c) dst[posedColumn(int(v)) + c] = src[v * 3 + c];
+    };
+    std::vector<float> bias(stride, 0.f), padded(F * stride, 0.f);
+    toGroups(h.vTemplate.data(), bias.data());
+    std::vector<float> row(stride);
+    for (size_t r = 0; r < F; ++r) {
+      std::fill(row.begin(), row.end(), 0.f);
+      toGroups(h.blendMatrix.data() + r * h.vertexCount * 3, row.data());
+      for (size_t c = 0; c < stride; ++c) padded[blendIndex(int(r), int(c), int(F))] = row[c];
+    }
+    m->vTemplate = DeviceMemory::from(bias);
     m->blend = DeviceMemory::from(padded);
   }
   m->jointTemplate = DeviceMemory::from(h.jointTemplate);
@@ -823,7 +1065,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
     m->jointFirstChunk = DeviceMemory::from(first);
   }
   m->features = DeviceMemory(B * F * 4);
-  m->transforms = DeviceMemory(B * J * 12 * 4);
+  m->transforms = DeviceMemory(B * size_t(m->dims.TS) * 4);
   m->saved = DeviceMemory(B * J * kSaved * 4);
   m->vPosed = DeviceMemory(B * size_t(m->blendStride) * 4);  // rows padded like the blend matrix's
   m->chainGrads = DeviceMemory(B * J * 12 * 4);
@@ -837,6 +1079,16 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&m->smCount, cudaDevAttrMultiProcessorCount, device));
+  int sharedLimit = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sharedLimit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  m->few4 = FusedLaunch::of(forwardFewKernel<4>, 256, fewSharedBytes<4>(int(F)), m->smCount, sharedLimit);
+  m->few8 = FusedLaunch::of(forwardFewKernel<8>, 256, fewSharedBytes<8>(int(F)), m->smCount, sharedLimit);
+  m->featuresReady = DeviceMemory(B * 4);
+  m->chainReady = DeviceMemory(B * 4);
+  CUDA_CHECK(cudaMemset(m->featuresReady.data(), 0, B * 4));
+  CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
+  m->tickets = DeviceMemory(4);
+  CUDA_CHECK(cudaMemset(m->tickets.data(), 0, 4));
 }
 
 Skinning::~Skinning() = default;
@@ -854,24 +1106,42 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  // The chain does not feed the blend product: with overlap it runs on a second stream beside it (forked after the
-  // caller's earlier work, joined before skinning; GPU-side waits only).
-  cudaStream_t chain = m->chainOverlap ? raw(m->chainStream) : s;
-  if (m->chainOverlap) {
-    CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
-    CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+  ForwardOut o{m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(),
+               vertices, nullptr, nullptr, 0, m->tickets.as<unsigned>(), 0};
+  // Few items: one fused kernel (chain blocks beside product blocks that skin their own tiles).
+  const int groups = m->blendStride / kGroupColumns;
+  auto usable = [&](const FusedLaunch& l) { return l.capacity > d.B; };
+  const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= 8 && usable(m->few8) ? 8 : 0;
+  if (fused) {
+    if (++m->epoch == 0) ++m->epoch;
+    o.featuresReady = m->featuresReady.as<unsigned>();
+    o.chainReady = m->chainReady.as<unsigned>();
+    o.epoch = m->epoch;
+    if (fused == 4)
+      m->fusedForward(forwardFewKernel<4>, m->few4, groups, d, in, o, s);
+    else
+      m->fusedForward(forwardFewKernel<8>, m->few8, groups, d, in, o, s);
+  } else {
+    // More items: the chain does not feed the blend product, so with overlap it runs on a second stream beside it
+    // (forked after the caller's earlier work, joined before skinning; GPU-side waits only).
+    cudaStream_t chain = m->chainOverlap ? raw(m->chainStream) : s;
+    if (m->chainOverlap) {
+      CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
+      CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
+    }
+    ForwardOut chainOut = o;
+    chainOut.features = nullptr;  // featuresKernel writes them, in parallel
+    jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, chainSharedBytes(d.K), chain>>>(d, t, in, chainOut);
+    CUDA_CHECK_LAUNCH();
+    if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
+    featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
+    CUDA_CHECK_LAUNCH();
+    m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
+    if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
+    skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
+        d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
+    CUDA_CHECK_LAUNCH();
   }
-  jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, size_t(d.K + kCoefPad) * sizeof(float), chain>>>(
-      d, t, in, m->transforms.as<float>(), m->saved.as<float>(), joints);
-  CUDA_CHECK_LAUNCH();
-  if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
-  featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
-  CUDA_CHECK_LAUNCH();
-  m->blendForward(d.B, m->features.as<float>(), m->vPosed.as<float>(), s);
-  if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
-  skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
-      d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
-  CUDA_CHECK_LAUNCH();
   m->lastInputs = in;
   m->lastBatch = batch;
 }

@@ -42,11 +42,12 @@ class Skinning {
   void backward(uint32_t batch, const float* gradVertices, const float* gradJoints, const SkinningGrads& out,
                 const Stream& stream);
 
-  // On (the default), forward() and backward() run the joint chain on a second stream beside the blend product
-  // (event fork/join, no host wait): batch 1 forward 0.042 → 0.035 ms, forward+backward 0.081 → 0.070 ms on the
-  // H200. Turn it off for the forward when the caller's stream waits on external semaphores every frame
-  // (interop::FrameRing): there the second stream's dependency sits behind the semaphore wait, and frames took
-  // ~0.3 ms longer (6,100 → 2,100 frames/s).
+  // On (the default): for up to 8 items, forward() is one kernel in which some blocks run the joint chains and
+  // publish their results (device-side flags) while the others stream the blend product and skin their own vertex
+  // groups; for more items, and in backward(), the chain runs on a second stream beside the blend product (event
+  // fork/join, no host wait). Off: the same kernels one after another on the caller's stream (the same bits). The
+  // second stream's fork costs ~0.3 ms per frame when the caller's stream waits on external semaphores
+  // (interop::FrameRing) — the few-item forward has no fork, so it is unaffected.
   void setChainOverlap(bool on);
 
   uint32_t vertexCount() const;
