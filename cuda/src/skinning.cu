@@ -471,6 +471,7 @@ struct TileWeights {
 };
 // Whole block. Vertices [v0, v0 + count); ends with a barrier.
 __device__ void stageWeights(const Dims& d, const Tables& t, int v0, int count, TileWeights& w) {
+  v0 = min(v0, d.V);  // a padding group past the last vertex stages nothing
   count = max(0, min(count, d.V - v0));
   for (int i = threadIdx.x; i <= count; i += blockDim.x) w.start[i] = t.weightStart[v0 + i];
   if (threadIdx.x == 0) w.joints = 0;
