@@ -178,6 +178,38 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
   }
 }
 
+TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
+  // A real-time caller captures the frame once and replays it: the fused forward keeps no per-call state on the
+  // host (its flags and counters reset on the device), so every replay must compute the new inputs.
+  std::mt19937_64 rng(::armature::test::rng()());
+  const BodyModel& m = avatar();
+  cuda::Stream stream;
+  for (uint32_t B : {3u, 17u}) {  // the fused kernel; the separate kernels with the chain stream's fork and join
+    SCOPED_TRACE("B=" + std::to_string(B));
+    cuda::Skinning skin(m, 10, 10, B);
+    BodyParams p0 = randomBodyParams(m, B, 10, 10, rng);
+    FloatParams f = toFloat(p0);
+    auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
+    auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+    cuda::DeviceMemory verts(size_t(B) * m.vertexCount * 3 * 4), joints(size_t(B) * m.jointCount * 3 * 4);
+    cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+    cuda::Graph frame(stream, [&](const cuda::Stream& s) { skin.forward(B, in, verts.as<float>(), joints.as<float>(), s); });
+    for (int replay = 0; replay < 3; ++replay) {
+      BodyParams p = randomBodyParams(m, B, 10, 10, rng);
+      FloatParams g = toFloat(p);
+      pose.upload(g.pose.data(), g.pose.size() * 4);
+      betas.upload(g.betas.data(), g.betas.size() * 4);
+      expr.upload(g.expression.data(), g.expression.size() * 4);
+      transl.upload(g.transl.data(), g.transl.size() * 4);
+      verts.fill32(nanBits());
+      frame.launch(stream);
+      stream.synchronize();
+      auto ref = bodyForwardRef(m, p);
+      EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol)) << "replay " << replay;
+    }
+  }
+}
+
 TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
   std::mt19937_64 rng(::armature::test::rng()());
   BodyModel m = randomBodyModel(333, 17, 4, 2, rng, /*shuffled=*/true);

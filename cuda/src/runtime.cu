@@ -120,6 +120,34 @@ void DeviceMemory::fill32(uint32_t pattern) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+Graph::Graph(const Stream& stream, const std::function<void(const Stream&)>& record) {
+  cudaStream_t s = raw(stream);
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    record(stream);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);  // leave the stream usable
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = nullptr;
+  if (cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    CUDA_CHECK(e);
+  }
+  m_graph = graph;
+  m_exec = exec;
+}
+
+Graph::~Graph() {
+  if (m_exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(m_exec));
+  if (m_graph) cudaGraphDestroy(static_cast<cudaGraph_t>(m_graph));
+}
+
+void Graph::launch(const Stream& stream) { CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(m_exec), raw(stream))); }
+
 EventTimer::EventTimer() {
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));

@@ -89,13 +89,13 @@ __host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
 }
 
 // What the forward writes. The fused forward (few items) publishes each item's features, then its transforms, by
-// setting featuresReady[b] / chainReady[b] to this call's epoch; the product's blocks wait for them.
+// setting featuresReady[b] / chainReady[b] to 1; the product's blocks wait for them. The launch's last block sets
+// the flags and counters back to 0 (finishLaunch): no state on the host, so a captured CUDA graph replays safely.
 struct ForwardOut {
   float *features, *transforms, *saved, *joints, *vPosed, *vertices;
   unsigned *featuresReady, *chainReady;  // null: no flags (separate kernels, ordered by the stream)
-  unsigned epoch;
-  unsigned* tickets;  // fused kernels: block roles (takeTicket)
-  unsigned ticketBase;
+  unsigned* counters;                    // fused kernels: [0] block-role tickets (takeTicket), [1] finished blocks
+  bool resetFlags;                       // the launch's last block clears the flags (false: a later launch reads them)
 };
 
 __device__ unsigned loadAcquire(const unsigned* p) {
@@ -103,16 +103,16 @@ __device__ unsigned loadAcquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-// Called by the whole block: every thread's writes so far become visible before the flag (a release store).
-__device__ void publish(unsigned* flag, unsigned epoch) {
+// Called by the whole block: every thread's writes so far become visible before the flag (a release store of 1).
+__device__ void publish(unsigned* flag) {
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(epoch) : "memory");
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
 }
-// Called by the whole block: returns once flags[0 … count) all hold epoch (count ≤ blockDim.x).
-__device__ void waitFor(const unsigned* flags, int count, unsigned epoch) {
+// Called by the whole block: returns once flags[0 … count) are all set (count ≤ blockDim.x).
+__device__ void waitFor(const unsigned* flags, int count) {
   if (int(threadIdx.x) < count)
-    while (loadAcquire(flags + threadIdx.x) != epoch) __nanosleep(32);
+    while (loadAcquire(flags + threadIdx.x) == 0) __nanosleep(32);
   __syncthreads();
 }
 
@@ -160,7 +160,7 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
       for (int e = 0; e < 9; ++e) feat[(j - 1) * 9 + e] = sR[j * 9 + e] - (e % 4 == 0 ? 1.f : 0.f);
     for (int k = j; k < d.K; k += blockDim.x) feat[d.P + k] = sCoef[k];
   }
-  if (o.featuresReady) publish(o.featuresReady + b, o.epoch);
+  if (o.featuresReady) publish(o.featuresReady + b);
   else __syncthreads();
   float* sv = o.saved + size_t(b) * d.J * kSaved;
   if (j < d.J) {
@@ -220,7 +220,7 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
       o.joints[(size_t(b) * d.J + j) * 3 + r] = sT[j * 3 + r] + in.transl[b * 3 + r];
     }
   }
-  if (o.chainReady) publish(o.chainReady + b, o.epoch);
+  if (o.chainReady) publish(o.chainReady + b);
 }
 
 // (1b, many items) One block per item on the chain stream, beside the features and the product.
@@ -527,12 +527,25 @@ __device__ void skinTile(const Dims& d, const Tables& t, const SkinningInputs& i
 // A fused kernel's block takes its role from a ticket (the order blocks start in), not from blockIdx: tickets
 // [0, chainBlocks) run the items' chains, the rest the product. The chains then run on blocks that are already
 // resident and wait for nothing, so the product blocks' waits always end, whatever the GPU's block scheduling
-// (no cooperative launch needed, any grid size). Tickets count up across calls from ticketBase.
+// (no cooperative launch needed, any grid size).
 __device__ int takeTicket(const ForwardOut& o) {
   __shared__ unsigned ticket;
-  if (threadIdx.x == 0) ticket = atomicAdd(o.tickets, 1u) - o.ticketBase;
+  if (threadIdx.x == 0) ticket = atomicAdd(o.counters, 1u);
   __syncthreads();
   return int(ticket);
+}
+// Whole block, last thing in a fused kernel: the launch's last block to finish (every other block is done with
+// the flags) clears the counters and, with resetFlags, the items' flags for the next launch.
+__device__ void finishLaunch(const ForwardOut& o, int items) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(o.counters + 1, 1u) == gridDim.x - 1) {
+      for (int b = 0; o.resetFlags && b < items; ++b) o.featuresReady[b] = 0, o.chainReady[b] = 0;
+      o.counters[0] = 0, o.counters[1] = 0;
+      __threadfence();
+    }
+  }
 }
 
 // (1–3 fused, ≤ 8 items) One kernel, bandwidth-bound on the 64 MB blend matrix: chainBlocks blocks run the items'
@@ -560,6 +573,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
   const int ticket = takeTicket(o), productBlocks = gridDim.x - chainBlocks;
   if (ticket < chainBlocks) {
     chainItem(d, t, in, ticket, smem, o);
+    finishLaunch(o, d.B);
     return;
   }
   const int M = d.B, K = d.F(), groups = ldb / kGroupColumns;
@@ -581,7 +595,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
     }
     stageWeights(d, t, g * kGroupVertices, kGroupVertices, weights);
     if (!haveA) {  // the first group's loads are in flight while the features are published
-      waitFor(o.featuresReady, M, o.epoch);
+      waitFor(o.featuresReady, M);
       for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
         int k = i / Rows, r = i % Rows;
         aT[i] = r < M ? __ldcg(o.features + size_t(r) * K + k) : 0.f;
@@ -626,11 +640,12 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
         }
       __syncthreads();
     }
-    if (!haveChain) waitFor(o.chainReady, M, o.epoch), haveChain = true;
+    if (!haveChain) waitFor(o.chainReady, M), haveChain = true;
     skinTile(d, t, in, o, posed, kSkinnyCols, M, 0, kGroupVertices, g * kGroupVertices, weights, staged,
              Rows * kFewStagedJoints * 12);
     __syncthreads();  // the next group reuses part and posed
   }
+  finishLaunch(o, M);
 }
 
 // (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda, zero-padded to a multiple of 4) and B the
@@ -926,11 +941,10 @@ struct Skinning::Impl {
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
   int blendStride = 0;  // row stride of the blend matrix and v_posed: vertex groups (posedColumn), 128-column tiles
-  // The fused forward: its kernels' launch shapes, the per-item ready flags and the epoch they are compared with
-  // (one per call; never 0, the flags' initial value), the block-role ticket counter and its next base.
+  // The fused forward: its kernels' launch shapes, the per-item ready flags and the block counters (all zero
+  // between launches).
   FusedLaunch few4, few8;
-  DeviceMemory featuresReady, chainReady, tickets;
-  unsigned epoch = 0, ticketBase = 0;
+  DeviceMemory featuresReady, chainReady, counters;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   Tables tables() const {
@@ -958,17 +972,16 @@ struct Skinning::Impl {
                     cudaStream_t s) {
     Tables t = tables();
     const int ldb = blendStride, productBlocks = std::max(1, std::min(tiles, launch.capacity - d.B));
-    auto run = [&](int chainBlocks, int grid) {
-      o.ticketBase = ticketBase;
-      ticketBase += unsigned(grid);  // every block takes one ticket
+    auto run = [&](int chainBlocks, int grid, bool resetFlags) {
+      o.resetFlags = resetFlags;
       kernel<<<unsigned(grid), launch.threads, launch.shared, s>>>(d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
     if (chainOverlap) {
-      run(d.B, d.B + productBlocks);
+      run(d.B, d.B + productBlocks, true);
     } else {
-      run(d.B, d.B);
-      run(0, productBlocks);
+      run(d.B, d.B, false);  // the product launch reads the flags, then clears them
+      run(0, productBlocks, true);
     }
   }
   // out (M × F) = G (M × blendStride, zero padding) · blendᵀ
@@ -1088,8 +1101,8 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->chainReady = DeviceMemory(B * 4);
   CUDA_CHECK(cudaMemset(m->featuresReady.data(), 0, B * 4));
   CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
-  m->tickets = DeviceMemory(4);
-  CUDA_CHECK(cudaMemset(m->tickets.data(), 0, 4));
+  m->counters = DeviceMemory(8);
+  CUDA_CHECK(cudaMemset(m->counters.data(), 0, 8));
 }
 
 Skinning::~Skinning() = default;
@@ -1108,16 +1121,14 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   ForwardOut o{m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(),
-               vertices, nullptr, nullptr, 0, m->tickets.as<unsigned>(), 0};
+               vertices, nullptr, nullptr, m->counters.as<unsigned>(), false};
   // Few items: one fused kernel (chain blocks beside product blocks that skin their own tiles).
   const int groups = m->blendStride / kGroupColumns;
   auto usable = [&](const FusedLaunch& l) { return l.capacity > d.B; };
   const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= 8 && usable(m->few8) ? 8 : 0;
   if (fused) {
-    if (++m->epoch == 0) ++m->epoch;
     o.featuresReady = m->featuresReady.as<unsigned>();
     o.chainReady = m->chainReady.as<unsigned>();
-    o.epoch = m->epoch;
     if (fused == 4)
       m->fusedForward(forwardFewKernel<4>, m->few4, groups, d, in, o, s);
     else

@@ -3,6 +3,7 @@
 // in a build with ARMATURE_CUDA=OFF every call reports that CUDA was not built.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -102,6 +103,21 @@ class DeviceMemory {
   void reset();
   void* m_ptr = nullptr;
   size_t m_bytes = 0;
+};
+
+// The work `record` enqueues on `stream`, captured once as a CUDA graph and replayed with launch() (one launch for
+// many kernels, e.g. a frame's). Replays read the same device pointers: update inputs in place between them.
+class Graph {
+ public:
+  Graph(const Stream& stream, const std::function<void(const Stream&)>& record);
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void launch(const Stream& stream);
+
+ private:
+  void* m_graph = nullptr;  // cudaGraph_t
+  void* m_exec = nullptr;   // cudaGraphExec_t
 };
 
 // Times device work on a stream with a pair of CUDA events.
