@@ -45,14 +45,14 @@ void fragment(RasterTri t, uint f, uint image, int px, int py) {
   uint pix = (image * p.height + uint(py)) * p.width + uint(px);
   if (p.useDepthPrior != 0u && level < rasterPriorLevel(prior[pix], p.occlusionTruncation)) return;
   if (level < int64_t(0)) return;  // in front of the near plane (the original's depth threshold 0)
-  // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
+  // No read before the atomic: with its result unused it need not wait for memory, while a read would stall the
+  // invocation's walk one round trip per pixel.
 #if RASTER_ATOMIC64
-  uint64_t token = rasterToken(level, f);
-  if (token < zbuffer[pix]) atomicMin(zbuffer[pix], token);
+  atomicMin(zbuffer[pix], rasterToken(level, f));
 #else
   uint tokenLevel = uint(rasterTokenLevel(level));
   if (p.pass == 1u) {
-    if (tokenLevel < zwords[pix * 2 + 1]) atomicMin(zwords[pix * 2 + 1], tokenLevel);
+    atomicMin(zwords[pix * 2 + 1], tokenLevel);
   }
   else if (zwords[pix * 2 + 1] == tokenLevel) atomicMin(zwords[pix * 2], f + 1u);
 #endif

@@ -39,9 +39,9 @@ __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32
   size_t pix = (size_t(image) * p.height + size_t(py)) * p.width + size_t(px);
   if (p.useDepthPrior && level < rasterPriorLevel(a.prior[pix], p.occlusionTruncation)) return;
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
-  // A plain read first: the stored token only decreases, so a fragment not below it never needs the atomic.
-  unsigned long long token = rasterToken(level, f);
-  if (token < *(volatile unsigned long long*)(a.zbuffer + pix)) atomicMin(a.zbuffer + pix, token);
+  // No read first: an atomic whose result is unused does not wait for L2 (a reduction), while a read would stall
+  // the thread's walk one round trip per pixel.
+  atomicMin(a.zbuffer + pix, rasterToken(level, f));
 }
 
 __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, uint32_t first, uint32_t end,
@@ -228,7 +228,9 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   // One memset: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
   CUDA_CHECK(cudaMemsetAsync(scratch, 0xff, layout.queueOffset + 16, s));
   if (faceCount) {
-    trianglesKernel<<<dim3(grid(faceCount), d.images), 256, 0, s>>>(a);
+    // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box).
+    const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, 65535 * 16));
+    trianglesKernel<<<dim3(triangleBlocks, d.images), RASTER_GROUP, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
     chunksKernel<<<std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS), RASTER_GROUP, 0, s>>>(a);
     CUDA_CHECK_LAUNCH();
