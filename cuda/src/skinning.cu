@@ -456,29 +456,29 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// A fused tile's skinning weights in shared memory (CSR of its vertices), staged before its product, and the
-// joints they name (a tile of neighbouring vertices names few): the epilogue loads those joints' transforms for
-// its items into shared memory in one pass, then skins from shared memory alone. A tile with more entries or
-// joints than fit reads them from global memory instead.
-constexpr int kTileVertices = kGroupVertices, kTileEntries = 8 * kTileVertices;
-struct TileWeights {
-  uint32_t start[kTileVertices + 1];  // weightStart of the tile's vertices
-  int slot[kTileEntries];             // entry → the joint's slot in the staged transforms
-  float weight[kTileEntries];
+// A vertex group's skinning weights in shared memory (CSR of its 21 vertices), staged before its product, and the
+// joints they name (neighbouring vertices name few): the epilogue loads those joints' transforms for its items
+// into shared memory in one pass, then skins from shared memory alone. A group with more entries or joints than
+// fit reads them from global memory instead.
+constexpr int kGroupEntries = 8 * kGroupVertices, kStagedJoints = 16;
+struct GroupWeights {
+  uint32_t start[kGroupVertices + 1];  // weightStart of the group's vertices
+  int slot[kGroupEntries];             // entry → the joint's slot in the staged transforms
+  float weight[kGroupEntries];
   int jointOfSlot[SKIN_MAX_JOINTS];
   unsigned long long joints;  // bit j: some entry names joint j
   int slots;                  // the number of joints named; 0 when the entries did not fit (read from global)
 };
-// Whole block. Vertices [v0, v0 + count); ends with a barrier.
-__device__ void stageWeights(const Dims& d, const Tables& t, int v0, int count, TileWeights& w) {
-  v0 = min(v0, d.V);  // a padding group past the last vertex stages nothing
-  count = max(0, min(count, d.V - v0));
+// Whole block (≥ 128 threads). Group g's vertices; ends with a barrier.
+__device__ void stageWeights(const Dims& d, const Tables& t, int g, GroupWeights& w) {
+  const int v0 = min(g * kGroupVertices, d.V);  // a padding group past the last vertex stages nothing
+  const int count = min(kGroupVertices, d.V - v0);
   for (int i = threadIdx.x; i <= count; i += blockDim.x) w.start[i] = t.weightStart[v0 + i];
   if (threadIdx.x == 0) w.joints = 0;
   __syncthreads();
   const uint32_t base = w.start[0], entries = w.start[count] - base;
-  const bool fits = entries <= uint32_t(kTileEntries);
-  int joint[(kTileEntries + 127) / 128];  // this thread's entries (blockDim ≥ 128)
+  const bool fits = entries <= uint32_t(kGroupEntries);
+  int joint[(kGroupEntries + 127) / 128];  // this thread's entries
   for (uint32_t i = threadIdx.x, n = 0; fits && i < entries; i += blockDim.x, ++n) {
     joint[n] = int(t.weightJoint[base + i]);
     w.weight[i] = t.weightValue[base + i];
@@ -490,37 +490,36 @@ __device__ void stageWeights(const Dims& d, const Tables& t, int v0, int count, 
     w.slot[i] = __popcll(mask & ((1ull << joint[n]) - 1));
   for (int j = threadIdx.x; j < SKIN_MAX_JOINTS; j += blockDim.x)
     if (mask >> j & 1) w.jointOfSlot[__popcll(mask & ((1ull << j) - 1))] = j;
-  if (threadIdx.x == 0) w.slots = fits ? __popcll(mask) : 0;
+  if (threadIdx.x == 0) w.slots = fits && __popcll(mask) <= kStagedJoints ? __popcll(mask) : 0;
   __syncthreads();
 }
 
-// The fused forward's epilogue: skins the tile's whole vertices (from vertex v0, kGroupVertices per
-// kGroupColumns columns) for its items, from posed positions in shared memory (row stride ld), once the items'
-// transforms are published. staged: room for `capacity` floats of transforms in shared memory.
-__device__ void skinTile(const Dims& d, const Tables& t, const SkinningInputs& in, const ForwardOut& o, const float* posed,
-                         int ld, int items, int m0, int vertices, int v0, const TileWeights& w, float* staged, int capacity) {
-  const int slots = w.slots, perItem = slots * 12;
-  const bool useStaged = slots > 0 && items * perItem <= capacity;
-  if (useStaged) {  // 16-byte loads of the named joints' transforms, all in flight together
+// The fused forward's epilogue: skins group g's vertices for items [0, items), from posed positions in shared
+// memory (kGroupColumns per item), once the items' transforms are published. staged: kStagedJoints × 12 floats
+// per item of shared memory.
+__device__ void skinGroup(const Dims& d, const Tables& t, const SkinningInputs& in, const ForwardOut& o, const float* posed,
+                          int items, int g, const GroupWeights& w, float* staged) {
+  const int slots = w.slots, perItem = slots * 12, v0 = g * kGroupVertices;
+  if (slots) {  // 16-byte loads of the named joints' transforms, all in flight together
     for (int i = threadIdx.x; i < items * slots * 3; i += blockDim.x) {
       int r = i / (slots * 3), s = i / 3 % slots, q = i % 3;
       reinterpret_cast<float4*>(staged)[i] =
-          reinterpret_cast<const float4*>(o.transforms + size_t(m0 + r) * d.TS + w.jointOfSlot[s] * 12)[q];
+          reinterpret_cast<const float4*>(o.transforms + size_t(r) * d.TS + w.jointOfSlot[s] * 12)[q];
     }
     __syncthreads();
   }
-  for (int p = threadIdx.x; p < items * vertices; p += blockDim.x) {
-    int r = p / vertices, local = p % vertices, v = v0 + local, m = m0 + r;
+  for (int p = threadIdx.x; p < items * kGroupVertices; p += blockDim.x) {
+    int r = p / kGroupVertices, local = p % kGroupVertices, v = v0 + local;
     if (v >= d.V) continue;
     float T[12];
-    if (useStaged) {
+    if (slots) {
       uint32_t base = w.start[0];
       blendTransforms(staged + r * perItem, w.start[local] - base, w.start[local + 1] - base,
                       [&](uint32_t e, int& j, float& wt) { j = w.slot[e], wt = w.weight[e]; }, T);
     } else {
-      blendTransforms(t, o.transforms + size_t(m) * d.TS, v, T);
+      blendTransforms(t, o.transforms + size_t(r) * d.TS, v, T);
     }
-    applyTransform(T, posed + r * ld + posedColumn(local), in.transl + m * 3, o.vertices + (size_t(m) * d.V + v) * 3);
+    applyTransform(T, posed + r * kGroupColumns + posedColumn(local), in.transl + r * 3, o.vertices + (size_t(r) * d.V + v) * 3);
   }
 }
 
@@ -556,13 +555,12 @@ __device__ void finishLaunch(const ForwardOut& o, int items) {
 // split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two launches:
 // chain blocks only, then product blocks only (chainBlocks = 0; the flags are already set).
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
-constexpr int kFewStagedJoints = 16;
 static_assert(kSkinnyCols == kGroupColumns, "a skinny block's columns are one vertex group");
 template <int Rows>
 size_t fewSharedBytes(int F) {  // F features ≥ K components: enough for the chain blocks too
   return std::max(chainSharedBytes(F),
-                  (size_t(Rows) * F + (kSkinnySlices + Rows) * kSkinnyCols + Rows * kFewStagedJoints * 12) * sizeof(float) +
-                      sizeof(TileWeights));
+                  (size_t(Rows) * F + (kSkinnySlices + Rows) * kSkinnyCols + Rows * kStagedJoints * 12) * sizeof(float) +
+                      sizeof(GroupWeights));
 }
 // 4 rows: ≤ 64 registers, so 4 blocks per SM hold all 500 groups of an SMPL-X-sized model at once.
 template <int Rows>
@@ -580,8 +578,8 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
   float* aT = smem;                                  // K × Rows (A transposed, zero rows beyond M)
   float* part = aT + K * Rows;                       // [slice][kSkinnyCols] partial sums
   float* posed = part + kSkinnySlices * kSkinnyCols;  // [Rows][kSkinnyCols]
-  float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kFewStagedJoints per item
-  TileWeights& weights = *reinterpret_cast<TileWeights*>(staged + Rows * kFewStagedJoints * 12);
+  float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kStagedJoints per item
+  GroupWeights& weights = *reinterpret_cast<GroupWeights*>(staged + Rows * kStagedJoints * 12);
   const int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
   bool haveA = false, haveChain = false;
   for (int g = ticket - chainBlocks; g < groups; g += productBlocks) {
@@ -593,7 +591,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
       int k = slice + kSkinnySlices * u;
       next[u] = k < K ? __ldg(B4 + k * ldb4) : make_float4(0, 0, 0, 0);
     }
-    stageWeights(d, t, g * kGroupVertices, kGroupVertices, weights);
+    stageWeights(d, t, g, weights);
     if (!haveA) {  // the first group's loads are in flight while the features are published
       waitFor(o.featuresReady, M);
       for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
@@ -641,8 +639,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
       __syncthreads();
     }
     if (!haveChain) waitFor(o.chainReady, M), haveChain = true;
-    skinTile(d, t, in, o, posed, kSkinnyCols, M, 0, kGroupVertices, g * kGroupVertices, weights, staged,
-             Rows * kFewStagedJoints * 12);
+    skinGroup(d, t, in, o, posed, M, g, weights, staged);
     __syncthreads();  // the next group reuses part and posed
   }
   finishLaunch(o, M);
@@ -953,7 +950,7 @@ struct Skinning::Impl {
             jointVertex.as<uint32_t>(), parents.as<int32_t>(),
             chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>()};
   }
-  // out (M × blendStride) = A (M × F) · blend + vTemplate, for many items (the fused forward serves ≤ 64).
+  // out (M × blendStride) = A (M × F) · blend + vTemplate, for more items than the fused forward serves (> 8).
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     const int N = blendStride, K = dims.F();
     if (M <= 64) {
@@ -968,10 +965,10 @@ struct Skinning::Impl {
   // The fused forward for ≤ 8 items (forwardFewKernel): one launch, or (chain overlap off) the chain blocks then
   // the product blocks.
   template <typename Kernel>
-  void fusedForward(Kernel kernel, const FusedLaunch& launch, int tiles, Dims d, SkinningInputs in, ForwardOut o,
-                    cudaStream_t s) {
+  void fusedForward(Kernel kernel, const FusedLaunch& launch, Dims d, SkinningInputs in, ForwardOut o, cudaStream_t s) {
     Tables t = tables();
-    const int ldb = blendStride, productBlocks = std::max(1, std::min(tiles, launch.capacity - d.B));
+    const int ldb = blendStride, groups = ldb / kGroupColumns;
+    const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
     auto run = [&](int chainBlocks, int grid, bool resetFlags) {
       o.resetFlags = resetFlags;
       kernel<<<unsigned(grid), launch.threads, launch.shared, s>>>(d, t, in, o, chainBlocks, ldb);
@@ -1122,17 +1119,16 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   Tables t = m->tables();
   ForwardOut o{m->features.as<float>(), m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(),
                vertices, nullptr, nullptr, m->counters.as<unsigned>(), false};
-  // Few items: one fused kernel (chain blocks beside product blocks that skin their own tiles).
-  const int groups = m->blendStride / kGroupColumns;
+  // Few items: one fused kernel (chain blocks beside product blocks that skin their own vertex groups).
   auto usable = [&](const FusedLaunch& l) { return l.capacity > d.B; };
   const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= 8 && usable(m->few8) ? 8 : 0;
   if (fused) {
     o.featuresReady = m->featuresReady.as<unsigned>();
     o.chainReady = m->chainReady.as<unsigned>();
     if (fused == 4)
-      m->fusedForward(forwardFewKernel<4>, m->few4, groups, d, in, o, s);
+      m->fusedForward(forwardFewKernel<4>, m->few4, d, in, o, s);
     else
-      m->fusedForward(forwardFewKernel<8>, m->few8, groups, d, in, o, s);
+      m->fusedForward(forwardFewKernel<8>, m->few8, d, in, o, s);
   } else {
     // More items: the chain does not feed the blend product, so with overlap it runs on a second stream beside it
     // (forked after the caller's earlier work, joined before skinning; GPU-side waits only).
