@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   auto* interopCmd = cli.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
   auto* rasterCmd = cli.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
   rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
+  std::string rasterScenes = "abc";
+  rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c");
   auto* hierarchyCmd = cli.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)");
@@ -136,7 +138,7 @@ int main(int argc, char** argv) {
 #endif
     }
 
-    if (*rasterCmd) bench::runRaster(rows, backend, iters);
+    if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes);
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 
     if (*axpy) {

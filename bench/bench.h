@@ -50,7 +50,7 @@ inline BodyModel loadDefaultModel(const std::string& path) {
 }
 
 // Rasteriser rows for the three scenes.
-void runRaster(std::vector<Row>& rows, Backend backend, int iters);
+void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc");
 
 // Grid hierarchy rows: reference and fast builder on generated views of each size (wall-clock, CPU).
 void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, int iters);

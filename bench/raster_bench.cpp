@@ -65,12 +65,13 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
 }
 }  // namespace
 
-void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
+void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes) {
   struct Scene { const char* name; size_t tris; uint32_t size; };
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   for (Scene sc : {Scene{"(a) 10k tris 1024^2", 10000, 1024}, Scene{"(b) 5k tris 512^2", 5000, 512},
-                   Scene{"(c) 1M tris 2048^2", 1000000, 2048}})
+                   Scene{"(c) 1M tris 2048^2", 1000000, 2048}}) {
+    if (scenes.find(sc.name[1]) == std::string::npos) continue;
     for (bool withInterpolate : {false, true}) {
       std::vector<float> pos;
       std::vector<int32_t> faces;
@@ -134,6 +135,7 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters) {
       rows.push_back(r);
       if (backend == Backend::Vulkan && !withInterpolate) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
+  }
 }
 
 }  // namespace armature::bench

@@ -28,15 +28,15 @@ void main() {
     findices[pix] = face1;
     uint image = pix / imagePixels, inImage = pix - image * imagePixels;
     uint base = p.instanced != 0u ? image * p.vertexCount : 0u;
-    RasterReal sx[3], sy[3], iw[3];
+    RasterReal sx[3], sy[3], w[3];
     for (int k = 0; k < 3; ++k) {
       vec4 v = positions[base + uint(faces[(face1 - 1) * 3 + k])];
       sx[k] = rasterScreen(rasterDivide(v.x, v.w), p.width);
       sy[k] = rasterScreen(rasterDivide(v.y, v.w), p.height);
-      iw[k] = RasterReal(v.w);
+      w[k] = RasterReal(v.w);
     }
     RasterReal cx = RasterReal(inImage % p.width) + RasterReal(0.5), cy = RasterReal(inImage / p.width) + RasterReal(0.5);
-    for (int k = 0; k < 3; ++k)
-      barycentrics[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], iw[0], iw[1], iw[2], cx, cy, k));
+    RasterWeights b = rasterPerspectiveWeights(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy);
+    barycentrics[pix * 3] = float(b.b0), barycentrics[pix * 3 + 1] = float(b.b1), barycentrics[pix * 3 + 2] = float(b.b2);
   }
 }

@@ -1,6 +1,7 @@
 // Pass 1 of the rasteriser, in two stages (p.stage). Stage 0: one invocation per (triangle, image) sets the
 // triangle up and walks its pixel box if it is small; a big one is cut into chunks that go to a queue. Stage 1: one
-// workgroup per queued chunk, its invocations spread over the chunk's pixels. Each covered pixel keeps the nearest
+// workgroup per queued chunk, its invocations spread over the chunk's pixels; the triangle's setup comes with the
+// queue (records), not set up again. Each covered pixel keeps the nearest
 // fragment: with 64-bit atomics one atomicMin on the (depth level, face + 1) token; without them two passes over
 // 32-bit words (p.pass 1: min level, p.pass 2: min face at that level). Ties go to the lower face either way.
 #extension GL_GOOGLE_include_directive : require
@@ -24,6 +25,7 @@ layout(std430, binding = 3) coherent buffer ZBuffer { uint zwords[]; };  // per 
 #endif
 layout(std430, binding = 4) readonly buffer Ranges { int ranges[]; };
 layout(std430, binding = 5) coherent buffer Queue { uint queue[]; };
+layout(std430, binding = 6) buffer Records { RasterQueued records[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 // The triangle's setup, or an invalid one for out-of-range vertex ids (never read out of bounds).
@@ -58,9 +60,15 @@ void fragment(RasterTri t, uint f, uint image, int px, int py) {
 #endif
 }
 
+// Box pixels first, first + step, ... below end, in row order; one division to start, none per pixel.
 void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
-  uint boxWidth = uint(t.maxX - t.minX + 1);
-  for (uint q = first; q < end; q += step) fragment(t, f, image, t.minX + int(q % boxWidth), t.minY + int(q / boxWidth));
+  uint boxWidth = uint(t.maxX - t.minX + 1), rowStep = step / boxWidth, columnStep = step % boxWidth;
+  int x = t.minX + int(first % boxWidth), y = t.minY + int(first / boxWidth);
+  for (uint q = first; q < end; q += step) {
+    fragment(t, f, image, x, y);
+    x += int(columnStep), y += int(rowStep);
+    if (x > t.maxX) x -= int(boxWidth), ++y;
+  }
 }
 
 void perTriangle(uint i, uint image) {
@@ -81,9 +89,13 @@ void perTriangle(uint i, uint image) {
     if (queue[0] + 1u < p.queueCapacity) {
       uint slot = atomicAdd(queue[0], chunks) + 1u;
       uint queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
-      for (uint c = 0u; c < queued; ++c) {
-        uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
-        queue[e] = f, queue[e + 1u] = image, queue[e + 2u] = c;
+      if (queued > 0u) {
+        uint record = atomicAdd(queue[1], 1u) + 1u;  // < capacity: every record owns at least one entry
+        records[record].tri = t, records[record].face = f, records[record].image = image;
+        for (uint c = 0u; c < queued; ++c) {
+          uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
+          queue[e] = record, queue[e + 1u] = c;
+        }
       }
       walkBox(t, f, image, queued * chunkPixels, box, 1u);
       return;
@@ -92,19 +104,14 @@ void perTriangle(uint i, uint image) {
   walkBox(t, f, image, 0u, box, 1u);
 }
 
-shared RasterTri sharedTri;  // stage 1: one invocation sets the chunk's triangle up for the whole group
-
 void perChunk() {
   uint entries = min(queue[0] + 1u, p.queueCapacity);  // ~0 + 1 = 0: empty (the same for the whole group)
   for (uint e = gl_WorkGroupID.x; e < entries; e += gl_NumWorkGroups.x) {
-    uint at = RASTER_QUEUE_HEADER + e * RASTER_QUEUE_ENTRY;
-    uint f = queue[at], image = queue[at + 1u], chunk = queue[at + 2u];
-    if (gl_LocalInvocationIndex == 0u) sharedTri = setupTriangle(f, image);
-    barrier();
-    RasterTri t = sharedTri;
-    barrier();  // read before the next entry's setup overwrites it
+    uint at = RASTER_QUEUE_HEADER + e * RASTER_QUEUE_ENTRY, record = queue[at], chunk = queue[at + 1u];
+    RasterTri t = records[record].tri;  // set up once, by the invocation that queued it
     uint box = uint(t.maxX - t.minX + 1) * uint(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
-    walkBox(t, f, image, chunk * chunkPixels + gl_LocalInvocationID.x, min(box, (chunk + 1u) * chunkPixels), RASTER_GROUP);
+    walkBox(t, records[record].face, records[record].image, chunk * chunkPixels + gl_LocalInvocationID.x,
+            min(box, (chunk + 1u) * chunkPixels), RASTER_GROUP);
   }
 }
 

@@ -90,6 +90,41 @@ TEST(RasterReference, NarrowTrianglesUseExact32BitEdges) {
   EXPECT_GT(checked, 3000u);
 }
 
+TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
+  // Every backend walks only the box: a covered pixel outside it would be lost. Scan whole images instead, and check
+  // the box is no larger than the pixel centres inside the vertex bounds (each edge row/column of it holds one).
+  Scene s = randomScene(1500);
+  size_t covered = 0, boxes = 0;
+  for (size_t f = 0; f < 1500; ++f) {
+    const float* a = &s.pos[size_t(s.faces[f * 3]) * 4];
+    const float* b = &s.pos[size_t(s.faces[f * 3 + 1]) * 4];
+    const float* c = &s.pos[size_t(s.faces[f * 3 + 2]) * 4];
+    for (uint32_t size : {1u, 7u, 64u, 97u}) {
+      RasterTri t = rasterSetup(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3], size, size);
+      if (!t.valid) continue;
+      ++boxes;
+      for (int py = 0; py < int(size); ++py)
+        for (int px = 0; px < int(size); ++px)
+          if (rasterCover(t, px, py) != RASTER_MISS) {
+            ++covered;
+            ASSERT_TRUE(px >= t.minX && px <= t.maxX && py >= t.minY && py <= t.maxY) << "face " << f << " size " << size;
+          }
+      int lo = std::min({t.x0, t.x1, t.x2}), hi = std::max({t.x0, t.x1, t.x2});
+      int loY = std::min({t.y0, t.y1, t.y2}), hiY = std::max({t.y0, t.y1, t.y2});
+      ASSERT_TRUE(rasterCentre(t.minX) >= lo || t.minX == 0) << "face " << f;
+      ASSERT_TRUE(rasterCentre(t.maxX) <= hi || t.maxX == int(size) - 1) << "face " << f;
+      ASSERT_TRUE(rasterCentre(t.minY) >= loY || t.minY == 0) << "face " << f;
+      ASSERT_TRUE(rasterCentre(t.maxY) <= hiY || t.maxY == int(size) - 1) << "face " << f;
+      ASSERT_TRUE((t.minX == 0 || rasterCentre(t.minX - 1) < lo) && (t.maxX == int(size) - 1 || rasterCentre(t.maxX + 1) > hi))
+          << "face " << f;
+      ASSERT_TRUE((t.minY == 0 || rasterCentre(t.minY - 1) < loY) && (t.maxY == int(size) - 1 || rasterCentre(t.maxY + 1) > hiY))
+          << "face " << f;
+    }
+  }
+  EXPECT_GT(boxes, 1500u);
+  EXPECT_GT(covered, 20000u);  // not an empty scan
+}
+
 TEST(RasterReference, SharedEdgesAreCoveredExactlyOnce) {
   // A plane of 2·40² triangles filling the screen, at an angle so edges cross pixel centres irregularly, and a
   // fan around the image centre whose 64 edges all meet at a pixel centre.
@@ -330,7 +365,7 @@ TEST(RasterVulkan, MatchesReference) {
 TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64 || !ctx.info().float64) GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
-  static_assert(sizeof(RasterTri) == 96, "RasterTri must have GLSL's std430 layout");
+  static_assert(sizeof(RasterTri) == 88, "RasterTri must have GLSL's std430 layout");
   for (auto [w, h] : {std::pair{256u, 128u}, std::pair{4097u, 3u}, std::pair{45u, 31u}}) {
     Scene scene = randomScene(20000);
     std::vector<float> corners;  // three vertices per triangle
@@ -359,7 +394,7 @@ TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
                                                       t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
                                                       t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
                                                       t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&
-                                                      t.narrow == g.narrow && t.sign == g.sign));
+                                                      t.narrow == g.narrow && t.sign == g.sign && t.owned == g.owned));
       if (!same && differ++ < 3)
         ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << "," << t.y1
                       << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid " << t.valid

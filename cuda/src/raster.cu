@@ -16,6 +16,7 @@ struct Params {
   const int32_t* ranges;
   unsigned long long* zbuffer;
   uint32_t* queue;
+  RasterQueued* records;
 };
 
 // As shaders/raster_triangles.glsl: the setup, or an invalid triangle for out-of-range vertex ids.
@@ -36,7 +37,7 @@ __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32
   const RasterPush& p = a.p;
   int64_t level = rasterCover(t, px, py);
   if (level == RASTER_MISS) return;
-  size_t pix = (size_t(image) * p.height + size_t(py)) * p.width + size_t(px);
+  uint32_t pix = (image * p.height + uint32_t(py)) * p.width + uint32_t(px);  // < 2^28 (checkRasterDesc)
   if (p.useDepthPrior && level < rasterPriorLevel(a.prior[pix], p.occlusionTruncation)) return;
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
   // No read first: an atomic whose result is unused does not wait for L2 (a reduction), while a read would stall
@@ -44,14 +45,20 @@ __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32
   atomicMin(a.zbuffer + pix, rasterToken(level, f));
 }
 
+// Box pixels first, first + step, ... below end, in row order; one division to start, none per pixel.
 __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, uint32_t first, uint32_t end,
                         uint32_t step) {
-  uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1);
-  for (uint32_t q = first; q < end; q += step) fragment(a, t, f, image, t.minX + int(q % boxWidth), t.minY + int(q / boxWidth));
+  const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1), rowStep = step / boxWidth, columnStep = step % boxWidth;
+  int x = t.minX + int(first % boxWidth), y = t.minY + int(first / boxWidth);
+  for (uint32_t q = first; q < end; q += step) {
+    fragment(a, t, f, image, x, y);
+    x += int(columnStep), y += int(rowStep);
+    if (x > t.maxX) x -= int(boxWidth), ++y;
+  }
 }
 
 // Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks.
-__global__ void trianglesKernel(Params a) {
+__global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
   const RasterPush& p = a.p;
   uint32_t image = blockIdx.y;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.triangleCount; i += gridDim.x * blockDim.x) {
@@ -71,9 +78,13 @@ __global__ void trianglesKernel(Params a) {
       if (*(volatile uint32_t*)a.queue + 1u < p.queueCapacity) {
         uint32_t slot = atomicAdd(a.queue, chunks) + 1u;
         uint32_t queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
-        for (uint32_t c = 0; c < queued; ++c) {
-          uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
-          e[0] = f, e[1] = image, e[2] = c;
+        if (queued) {
+          uint32_t record = atomicAdd(a.queue + 1, 1u) + 1u;  // < capacity: every record owns >= 1 entry
+          a.records[record] = RasterQueued{t, f, image};
+          for (uint32_t c = 0; c < queued; ++c) {
+            uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
+            e[0] = record, e[1] = c;
+          }
         }
         walkBox(a, t, f, image, queued * chunkPixels, box, 1);
         continue;
@@ -83,19 +94,17 @@ __global__ void trianglesKernel(Params a) {
   }
 }
 
-// Stage 1: one block of RASTER_GROUP threads per queued chunk; one thread sets the triangle up for all of them.
+// Stage 1: one block of RASTER_GROUP threads per queued chunk, spread over its pixels.
 __global__ void chunksKernel(Params a) {
-  __shared__ RasterTri shared;
   uint32_t entries = min(a.queue[0] + 1u, a.p.queueCapacity);
   for (uint32_t e = blockIdx.x; e < entries; e += gridDim.x) {
     const uint32_t* entry = a.queue + RASTER_QUEUE_HEADER + size_t(e) * RASTER_QUEUE_ENTRY;
-    uint32_t f = entry[0], image = entry[1], chunk = entry[2];
-    if (threadIdx.x == 0) shared = setupTriangle(a, f, image);
-    __syncthreads();
-    RasterTri t = shared;
-    __syncthreads();  // read before the next entry's setup overwrites it
-    uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
-    walkBox(a, t, f, image, chunk * chunkPixels + threadIdx.x, min(box, (chunk + 1) * chunkPixels), RASTER_GROUP);
+    const RasterQueued& queued = a.records[entry[0]];
+    const RasterTri t = queued.tri;
+    uint32_t chunk = entry[1], box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1),
+             chunkPixels = rasterChunkPixels(box);
+    walkBox(a, t, queued.face, queued.image, chunk * chunkPixels + threadIdx.x, min(box, (chunk + 1) * chunkPixels),
+            RASTER_GROUP);
   }
 }
 
@@ -120,8 +129,8 @@ __global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
       w[k] = v.w;
     }
     double cx = double(inImage % a.p.width) + 0.5, cy = double(inImage / a.p.width) + 0.5;
-    for (int k = 0; k < 3; ++k)
-      bary[pix * 3 + k] = float(rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k));
+    RasterWeights b = rasterPerspectiveWeights(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy);
+    bary[pix * 3] = float(b.b0), bary[pix * 3 + 1] = float(b.b1), bary[pix * 3 + 2] = float(b.b2);
   }
 }
 
@@ -224,8 +233,9 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
             instanced ? 1u : 0u, 0, layout.queueCapacity, 0},
            reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
-           reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset)};
-  // One memset: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
+           reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
+           reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset)};
+  // One memset: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
   CUDA_CHECK(cudaMemsetAsync(scratch, 0xff, layout.queueOffset + 16, s));
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box).

@@ -29,8 +29,8 @@
 #define RASTER_SMALL_PIXELS 64
 #define RASTER_CHUNK_PIXELS 512
 #define RASTER_MAX_CHUNKS 4096        // per triangle: chunks grow beyond 512 pixels for boxes over 2M pixels
-#define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries written - 1 (starts at ~0)
-#define RASTER_QUEUE_ENTRY 3          // uints per entry: face, image, chunk
+#define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries - 1, [1] = records - 1 (from ~0)
+#define RASTER_QUEUE_ENTRY 2          // uints per entry: the triangle's record, the chunk
 #define RASTER_CHUNK_GROUPS 4096      // stage 1's workgroups: enough to drain any queue; idle ones exit at once
 
 ARM_SHARED_STRUCT(RasterPush) {
@@ -61,7 +61,15 @@ static_assert(sizeof(RasterPush) == 48);
 #if defined(__cplusplus) || defined(__CUDACC__) || (defined(RASTER_FP64) && RASTER_FP64)
 #define RASTER_EXACT 1
 #define RasterReal double   // barycentrics are resolved in double (GLSL has no typedef)
-ARM_FN float rasterDivide(float a, float b) { return float(double(a) / double(b)); }
+// a / b correctly rounded to float. Through double it is rounded once: a quotient of floats rounded to double and
+// then to float equals the direct float division (53 >= 2·24 + 2), which CUDA does in IEEE at a fraction of the cost.
+ARM_FN float rasterDivide(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return float(double(a) / double(b));
+#endif
+}
 #else
 #define RASTER_EXACT 0
 #define RasterReal float    // devices without shaderFloat64: float division and barycentrics
@@ -82,6 +90,23 @@ ARM_FN RasterReal rasterBary(RasterReal sx0, RasterReal sy0, RasterReal sx1, Ras
   RasterReal p0 = b0 / w0, p1 = b1 / w1, p2 = (RasterReal(1) - b0 - b1) / w2;
   RasterReal sum = p0 + p1 + p2;
   return (k == 0 ? p0 : (k == 1 ? p1 : p2)) / sum;
+}
+
+// The same three weights with one division instead of rasterBary's six, for the GPU resolve: with e_k twice the
+// signed screen area of (pixel centre, v_{k+1}, v_{k+2}), b_k/w_k is proportional to e_k·w_{k+1}·w_{k+2}. The screen
+// coordinates are the reference's (the same float NDC), so the two differ by rounding only.
+ARM_SHARED_STRUCT(RasterWeights) {
+  RasterReal b0, b1, b2;
+};
+ARM_FN RasterWeights rasterPerspectiveWeights(RasterReal sx0, RasterReal sy0, RasterReal sx1, RasterReal sy1,
+                                              RasterReal sx2, RasterReal sy2, RasterReal w0, RasterReal w1,
+                                              RasterReal w2, RasterReal cx, RasterReal cy) {
+  RasterReal x0 = sx0 - cx, y0 = sy0 - cy, x1 = sx1 - cx, y1 = sy1 - cy, x2 = sx2 - cx, y2 = sy2 - cy;
+  RasterReal p0 = (x1 * y2 - y1 * x2) * (w1 * w2), p1 = (x2 * y0 - y2 * x0) * (w2 * w0), p2 = (x0 * y1 - y0 * x1) * (w0 * w1);
+  RasterReal inverseSum = RasterReal(1) / (p0 + p1 + p2);
+  RasterWeights r;
+  r.b0 = p0 * inverseSum, r.b1 = p1 * inverseSum, r.b2 = p2 * inverseSum;
+  return r;
 }
 
 // Setup arithmetic that every backend must round identically. Each value is one IEEE division of an exact
@@ -142,13 +167,22 @@ ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
 // A triangle on the grid, set up once: fixed-point vertices, depth levels, orientation and pixel box.
 ARM_SHARED_STRUCT(RasterTri) {
   int x0, y0, x1, y1, x2, y2;
-  int64_t d0, d1, d2;
-  int64_t area;  // twice the signed area, times sign: > 0
+  int d0, d1, d2;  // depth levels: |level| < 1.5 * 2^26, so each edge-times-depth product is one 32x32->64 multiply
+  int sign;        // +1 or -1: the triangle's winding on screen
+  int64_t area;    // twice the signed area, times sign: > 0
   RasterReal inverseArea;  // 1 / area, for rasterQuotient's estimate
-  int sign;      // +1 or -1: the triangle's winding on screen
   int minX, maxX, minY, maxY;
-  uint valid;    // 0: a vertex has w <= 0 (or NaN), or the triangle is degenerate
-  uint narrow;   // 1: vertex extent under 2^14 grid steps (1024 pixels): edge functions are exact in 32 bits
+  uint valid;      // 0: a vertex has w <= 0 (or NaN), or the triangle is degenerate
+  uint narrow;     // 1: vertex extent under 2^14 grid steps (1024 pixels): edge functions are exact in 32 bits
+  uint owned;      // bit k: the edge opposite vertex k is owned under the top-left rule (a centre on it is covered)
+};
+
+// A queued big triangle: its setup, done once by the invocation that queued it, and where it goes. Every chunk
+// entry names one; stage 1 reads it instead of setting the triangle up again.
+ARM_SHARED_STRUCT(RasterQueued) {
+  RasterTri tri;
+  uint face;
+  uint image;
 };
 
 ARM_FN int rasterMin(int a, int b) { return a < b ? a : b; }  // (GLSL's min is not C++'s)
@@ -159,7 +193,9 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   RasterTri t;
   t.valid = 0u;
   t.x0 = t.y0 = t.x1 = t.y1 = t.x2 = t.y2 = 0;
-  t.d0 = t.d1 = t.d2 = t.area = int64_t(0);
+  t.d0 = t.d1 = t.d2 = 0;
+  t.area = int64_t(0);
+  t.owned = 0u;
   t.inverseArea = RasterReal(0);
   t.sign = 1;
   t.narrow = 0u;
@@ -172,9 +208,9 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.y1 = rasterFixed(by, bw, height);
   t.x2 = rasterFixed(cx, cw, width);
   t.y2 = rasterFixed(cy, cw, height);
-  t.d0 = rasterDepthLevel(az, aw);
-  t.d1 = rasterDepthLevel(bz, bw);
-  t.d2 = rasterDepthLevel(cz, cw);
+  t.d0 = int(rasterDepthLevel(az, aw));
+  t.d1 = int(rasterDepthLevel(bz, bw));
+  t.d2 = int(rasterDepthLevel(cz, cw));
   int lo = rasterMin(t.x0, rasterMin(t.x1, t.x2)), hi = rasterMax(t.x0, rasterMax(t.x1, t.x2));
   int loY = rasterMin(t.y0, rasterMin(t.y1, t.y2)), hiY = rasterMax(t.y0, rasterMax(t.y1, t.y2));
   if (lo < RASTER_GUARD_LO || loY < RASTER_GUARD_LO || hi >= RASTER_GUARD_HI || hiY >= RASTER_GUARD_HI) return t;
@@ -183,11 +219,17 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.sign = area > int64_t(0) ? 1 : -1;
   t.area = area * int64_t(t.sign);
   t.inverseArea = RasterReal(1) / RasterReal(t.area);
-  t.minX = rasterMax((lo - 8) / 16 - 1, 0);
-  t.maxX = rasterMin((hi - 8) / 16 + 1, int(width) - 1);
-  t.minY = rasterMax((loY - 8) / 16 - 1, 0);
-  t.maxY = rasterMin((hiY - 8) / 16 + 1, int(height) - 1);
-  // Pixels lie within 2 pixels of the vertex box, so |products| < 2^28.1 and edge values < 2^29.1.
+  int wind = t.sign;
+  t.owned = (rasterOwnsEdge(wind * (t.x2 - t.x1), wind * (t.y2 - t.y1)) ? 1u : 0u) |
+            (rasterOwnsEdge(wind * (t.x0 - t.x2), wind * (t.y0 - t.y2)) ? 2u : 0u) |
+            (rasterOwnsEdge(wind * (t.x1 - t.x0), wind * (t.y1 - t.y0)) ? 4u : 0u);
+  // The pixels whose centres (16i + 8) lie inside the vertex box, no more: no other centre can be covered, and a
+  // small triangle's walk is mostly its box. (>> is floor division for negative ints in C++20, CUDA and GLSL.)
+  t.minX = rasterMax((lo + 7) >> 4, 0);
+  t.maxX = rasterMin((hi - 8) >> 4, int(width) - 1);
+  t.minY = rasterMax((loY + 7) >> 4, 0);
+  t.maxY = rasterMin((hiY - 8) >> 4, int(height) - 1);
+  // Pixel centres lie inside the vertex box, so |products| < 2^28 and edge values < 2^29.
   t.narrow = hi - lo < 16384 && hiY - loY < 16384 ? 1u : 0u;
   t.valid = t.minX <= t.maxX && t.minY <= t.maxY ? 1u : 0u;  // off screen: an empty box (whose size would wrap)
   return t;
@@ -214,22 +256,23 @@ ARM_FN int64_t rasterQuotient(int64_t num, int64_t den, RasterReal inverseDen) {
 // The depth level (2^26 scale) of the fragment at pixel (px, py), or RASTER_MISS when the fill rule excludes it.
 ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
   int cx = rasterCentre(px), cy = rasterCentre(py), s = t.sign;
-  int64_t w0, w1, w2;
+  // Inside: every w_k > 0, or = 0 on an edge the triangle owns; for integers, w_k + owned_k > 0.
+  int o0 = int(t.owned & 1u), o1 = int((t.owned >> 1) & 1u), o2 = int(t.owned >> 2);
+  int64_t num;
   if (t.narrow != 0u) {
-    w0 = int64_t(s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy));
-    w1 = int64_t(s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy));
-    w2 = int64_t(s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy));
+    int w0 = s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy);
+    int w1 = s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy);
+    int w2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy);
+    if (w0 + o0 <= 0 || w1 + o1 <= 0 || w2 + o2 <= 0) return RASTER_MISS;
+    num = int64_t(w0) * int64_t(t.d0) + int64_t(w1) * int64_t(t.d1) + int64_t(w2) * int64_t(t.d2);
   } else {
-    w0 = int64_t(s) * rasterEdge(t.x1, t.y1, t.x2, t.y2, cx, cy);
-    w1 = int64_t(s) * rasterEdge(t.x2, t.y2, t.x0, t.y0, cx, cy);
-    w2 = int64_t(s) * rasterEdge(t.x0, t.y0, t.x1, t.y1, cx, cy);
+    int64_t w0 = int64_t(s) * rasterEdge(t.x1, t.y1, t.x2, t.y2, cx, cy);
+    int64_t w1 = int64_t(s) * rasterEdge(t.x2, t.y2, t.x0, t.y0, cx, cy);
+    int64_t w2 = int64_t(s) * rasterEdge(t.x0, t.y0, t.x1, t.y1, cx, cy);
+    if (w0 + int64_t(o0) <= int64_t(0) || w1 + int64_t(o1) <= int64_t(0) || w2 + int64_t(o2) <= int64_t(0)) return RASTER_MISS;
+    num = w0 * int64_t(t.d0) + w1 * int64_t(t.d1) + w2 * int64_t(t.d2);
   }
-  if (w0 < int64_t(0) || w1 < int64_t(0) || w2 < int64_t(0)) return RASTER_MISS;
-  if ((w0 == int64_t(0) && !rasterOwnsEdge(s * (t.x2 - t.x1), s * (t.y2 - t.y1))) ||
-      (w1 == int64_t(0) && !rasterOwnsEdge(s * (t.x0 - t.x2), s * (t.y0 - t.y2))) ||
-      (w2 == int64_t(0) && !rasterOwnsEdge(s * (t.x1 - t.x0), s * (t.y1 - t.y0))))
-    return RASTER_MISS;
-  return rasterQuotient(w0 * t.d0 + w1 * t.d1 + w2 * t.d2, t.area, t.inverseArea);
+  return rasterQuotient(num, t.area, t.inverseArea);
 }
 
 // The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and

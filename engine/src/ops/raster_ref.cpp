@@ -26,7 +26,9 @@ RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
   l.queueCapacity = d.queueCapacity ? d.queueCapacity
                                     : uint32_t(std::max<size_t>(size_t(1) << 16, d.pixels() / RASTER_CHUNK_PIXELS * 4));
   l.queueBytes = (RASTER_QUEUE_HEADER + size_t(l.queueCapacity) * RASTER_QUEUE_ENTRY) * 4;
-  l.totalBytes = l.queueOffset + l.queueBytes;
+  l.recordsOffset = (l.queueOffset + l.queueBytes + 255) / 256 * 256;
+  l.recordsBytes = size_t(l.queueCapacity) * sizeof(RasterQueued);  // GLSL's float-only layout is no larger
+  l.totalBytes = l.recordsOffset + l.recordsBytes;
   return l;
 }
 

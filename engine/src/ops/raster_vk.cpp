@@ -19,18 +19,19 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
   RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
                   instanced ? 1u : 0u, 0, layout.queueCapacity, 0};
-  // One fill: the z-buffer to the empty token (above every fragment) and the queue's count to ~0 (empty).
+  // One fill: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
   vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);
   bool fp64 = ctx.info().float64;  // exact divide and double barycentrics where the device has doubles
   bool atomic64 = ctx.info().int64Atomics && !d.noInt64Atomics;
   const auto& tri = ctx.program(fp64 ? (atomic64 ? shaders::raster_triangles_fp64 : shaders::raster_triangles_fp64_atomic32)
                                      : (atomic64 ? shaders::raster_triangles : shaders::raster_triangles_atomic32),
-                                6, sizeof push);
-  vk::BufferView zbuffer = scratch.view(0, layout.zbufferBytes), queue = scratch.view(layout.queueOffset, layout.queueBytes);
+                                7, sizeof push);
+  vk::BufferView zbuffer = scratch.view(0, layout.zbufferBytes), queue = scratch.view(layout.queueOffset, layout.queueBytes),
+                 records = scratch.view(layout.recordsOffset, layout.recordsBytes);
   // Unused bindings point at the z-buffer so every descriptor is valid; they are never read.
   std::vector<vk::BufferView> views{positions.view(), faces.view(), d.useDepthPrior ? depthPrior->view() : zbuffer, zbuffer,
-                                    instanced ? zbuffer : ranges->view(), queue};
+                                    instanced ? zbuffer : ranges->view(), queue, records};
   const uint32_t chunkGroups = std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS);
   for (uint32_t pass = 1; pass <= (atomic64 ? 1u : 2u) && faceCount; ++pass) {
     if (pass == 2) {  // the lowest face among the fragments at each pixel's nearest level; the queue refills

@@ -65,9 +65,10 @@ void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixel
                            const vk::Buffer& barycentrics, const vk::Buffer& faces, uint32_t faceCount,
                            const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics);
 
-// GPU scratch: the z-buffer (B·H·W uint64) and the big-triangle queue, laid out by rasterScratchLayout.
+// GPU scratch: the z-buffer (B·H·W uint64), the big-triangle queue of chunks and the queued triangles' records
+// (RasterQueued, as many as entries at most), laid out by rasterScratchLayout.
 struct RasterScratchLayout {
-  size_t zbufferBytes, queueOffset, queueBytes, totalBytes;
+  size_t zbufferBytes, queueOffset, queueBytes, recordsOffset, recordsBytes, totalBytes;
   uint32_t queueCapacity;  // entries
 };
 RasterScratchLayout rasterScratchLayout(const RasterDesc& desc);
