@@ -71,37 +71,65 @@ void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
   }
 }
 
-void perTriangle(uint i, uint image) {
-  uint f = i;
-  if (p.instanced == 0u) {
-    if (int(i) >= ranges[image * 2 + 1]) return;
+// A small box's covered pixels, from rasterSmallMask: depth and the atomic only where a fragment is.
+void walkMask(RasterTri t, uint f, uint image, RasterMask m) {
+  uint boxWidth = uint(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width for q < 64
+  for (uint word = 0u; word < 2u; ++word)
+    for (uint bits = word != 0u ? m.hi : m.lo; bits != 0u; bits &= bits - 1u) {
+      uint q = uint(findLSB(bits)) + 32u * word, row = (q * rowMagic) >> 16;
+      fragment(t, f, image, t.minX + int(q - row * boxWidth), t.minY + int(row));
+    }
+}
+
+shared uint groupChunks, groupRecords, chunkBase, recordBase;
+
+// Stage 0 for one workgroup's triangles [start, start + RASTER_GROUP). The group reserves its queue entries and
+// records with one global atomic each (many invocations contending for one address serialise), so every
+// invocation comes here, live or not, and reaches the barriers.
+void perTriangles(uint start, uint image) {
+  uint i = start + gl_LocalInvocationID.x, f = i;
+  bool live = i < p.triangleCount;
+  if (live && p.instanced == 0u) {
     f = uint(ranges[image * 2]) + i;
-    if (ranges[image * 2] < 0 || f >= p.triangleCount) return;  // a bad range draws nothing, reads nothing
+    live = int(i) < ranges[image * 2 + 1] && ranges[image * 2] >= 0 && f < p.triangleCount;  // a bad range draws nothing
   }
-  RasterTri t = setupTriangle(f, image);
-  if (t.valid == 0u) return;
-  uint box = uint(t.maxX - t.minX + 1) * uint(t.maxY - t.minY + 1);
-  if (box > uint(RASTER_SMALL_PIXELS)) {
-    uint chunkPixels = rasterChunkPixels(box), chunks = (box + chunkPixels - 1u) / chunkPixels;
-    // The first word counts entries - 1 from ~0. Look before adding so an overflowing queue grows only by what
-    // is in flight. Slots past the end are walked here (slowly but correctly); those before it are filled, so
-    // the consumer never reads a hole.
-    if (queue[0] + 1u < p.queueCapacity) {
-      uint slot = atomicAdd(queue[0], chunks) + 1u;
-      uint queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
-      if (queued > 0u) {
-        uint record = atomicAdd(queue[1], 1u) + 1u;  // < capacity: every record owns at least one entry
-        records[record].tri = t, records[record].face = f, records[record].image = image;
-        for (uint c = 0u; c < queued; ++c) {
-          uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
-          queue[e] = record, queue[e + 1u] = c;
-        }
-      }
-      walkBox(t, f, image, queued * chunkPixels, box, 1u);
-      return;
+  RasterTri t;
+  t.valid = 0u;
+  if (live) t = setupTriangle(f, image);
+  uint box = t.valid != 0u ? uint(t.maxX - t.minX + 1) * uint(t.maxY - t.minY + 1) : 0u;
+  uint chunkPixels = rasterChunkPixels(box);
+  uint chunks = box > p.smallPixels ? (box + chunkPixels - 1u) / chunkPixels : 0u;
+  if (gl_LocalInvocationIndex == 0u) groupChunks = 0u, groupRecords = 0u;
+  barrier();
+  uint chunkOffset = 0u, recordOffset = 0u;
+  if (chunks > 0u) chunkOffset = atomicAdd(groupChunks, chunks), recordOffset = atomicAdd(groupRecords, 1u);
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    // queue[0] and [1] count entries - 1 and records - 1 from ~0. Look before adding so an overflowing queue grows
+    // only by what is in flight; what does not fit is walked here, and no slot before the end is left empty.
+    chunkBase = p.queueCapacity, recordBase = p.queueCapacity;
+    if (groupChunks > 0u && queue[0] + 1u < p.queueCapacity) {
+      chunkBase = atomicAdd(queue[0], groupChunks) + 1u;
+      recordBase = atomicAdd(queue[1], groupRecords) + 1u;
     }
   }
-  walkBox(t, f, image, 0u, box, 1u);
+  barrier();
+  if (chunks > 0u) {
+    uint slot = chunkBase + chunkOffset, record = recordBase + recordOffset;
+    uint queued = slot < p.queueCapacity && record < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
+    if (queued > 0u) {
+      records[record].tri = t, records[record].face = f, records[record].image = image;
+      for (uint c = 0u; c < queued; ++c) {
+        uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
+        queue[e] = record, queue[e + 1u] = c;
+      }
+    }
+    walkBox(t, f, image, queued * chunkPixels, box, 1u);
+  } else if (box > 0u && t.narrow != 0u) {
+    walkMask(t, f, image, rasterSmallMask(t));
+  } else if (box > 0u) {
+    walkBox(t, f, image, 0u, box, 1u);  // a wide triangle clipped to a small box
+  }
 }
 
 void perChunk() {
@@ -120,8 +148,9 @@ void main() {
     perChunk();
     return;
   }
-  // Grid-stride in x over F (a range never holds more): the host caps the group count, so millions of triangles
-  // fit the dispatch limits; y = image.
+  // Grid-stride in x over F (a range never holds more), uniform over the workgroup: the host caps the group count,
+  // so millions of triangles fit the dispatch limits; y = image.
   uint stride = gl_NumWorkGroups.x * RASTER_GROUP;
-  for (uint i = gl_GlobalInvocationID.x; i < p.triangleCount; i += stride) perTriangle(i, gl_WorkGroupID.y);
+  for (uint start = gl_WorkGroupID.x * RASTER_GROUP; start < p.triangleCount; start += stride)
+    perTriangles(start, gl_WorkGroupID.y);
 }

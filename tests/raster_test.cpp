@@ -125,6 +125,39 @@ TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
   EXPECT_GT(covered, 20000u);  // not an empty scan
 }
 
+TEST(RasterReference, SmallMaskEqualsCoverage) {
+  // The GPU walks of small boxes test coverage with rasterSmallMask's stepped edges, then call rasterCover only at
+  // its set bits: a missing bit is a lost fragment. Tiny triangles at many sizes and offsets, edges through
+  // pixel centres included (a grid of 1/8-pixel vertices).
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> coord(-40, 300), jitter(-60, 60);
+  size_t masks = 0, bits = 0;
+  for (int n = 0; n < 40000; ++n) {
+    const uint32_t size = 256;
+    int cx = coord(rng), cy = coord(rng);
+    float v[12];
+    for (int k = 0; k < 3; ++k) {  // NDC of grid points: ndc = (g / 16 - 0.5 - size / 2) / ((size - 1) / 2) at w = 1
+      double gx = cx * 16 + jitter(rng) * 2, gy = cy * 16 + jitter(rng) * 2;
+      v[k * 4] = float((gx / 16 - 0.5 - size / 2.0) / ((size - 1) / 2.0));
+      v[k * 4 + 1] = float((gy / 16 - 0.5 - size / 2.0) / ((size - 1) / 2.0));
+      v[k * 4 + 2] = 0.25f, v[k * 4 + 3] = 1.f;
+    }
+    RasterTri t = rasterSetup(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], size, size);
+    int width = t.maxX - t.minX + 1, height = t.maxY - t.minY + 1;
+    if (!t.valid || !t.narrow || width * height > RASTER_SMALL_PIXELS) continue;
+    ++masks;
+    RasterMask m = rasterSmallMask(t);
+    for (int q = 0; q < width * height; ++q) {
+      bool bit = ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u) != 0;
+      bits += bit;
+      ASSERT_EQ(bit, rasterCover(t, t.minX + q % width, t.minY + q / width) != RASTER_MISS) << "triangle " << n << " pixel " << q;
+    }
+    for (int q = width * height; q < 64; ++q) ASSERT_EQ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u, 0u) << "beyond the box";
+  }
+  EXPECT_GT(masks, 12000u);
+  EXPECT_GT(bits, 100000u);
+}
+
 TEST(RasterReference, SharedEdgesAreCoveredExactlyOnce) {
   // A plane of 2·40² triangles filling the screen, at an angle so edges cross pixel centres irregularly, and a
   // fan around the image centre whose 64 edges all meet at a pixel centre.

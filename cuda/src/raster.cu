@@ -57,40 +57,68 @@ __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_
   }
 }
 
-// Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks.
-__global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
-  const RasterPush& p = a.p;
-  uint32_t image = blockIdx.y;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.triangleCount; i += gridDim.x * blockDim.x) {
-    uint32_t f = i;
-    if (!p.instanced) {
-      int first = a.ranges[image * 2];
-      if (int(i) >= a.ranges[image * 2 + 1]) return;
-      f = uint32_t(first) + i;
-      if (first < 0 || f >= p.triangleCount) return;  // a bad range draws nothing, reads nothing
+// A small box's covered pixels, from rasterSmallMask: depth and the atomic only where a fragment is.
+__device__ void walkMask(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, RasterMask m) {
+  const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width, q < 64
+  for (uint32_t word = 0; word < 2; ++word)
+    for (uint32_t bits = word ? m.hi : m.lo; bits; bits &= bits - 1) {
+      uint32_t q = uint32_t(__ffs(int(bits)) - 1) + 32 * word, row = (q * rowMagic) >> 16;
+      fragment(a, t, f, image, t.minX + int(q - row * boxWidth), t.minY + int(row));
     }
-    RasterTri t = setupTriangle(a, f, image);
-    if (!t.valid) continue;
-    uint32_t box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1);
-    if (box > RASTER_SMALL_PIXELS) {
-      uint32_t chunkPixels = rasterChunkPixels(box), chunks = (box + chunkPixels - 1) / chunkPixels;
-      // As the GLSL: queue[0] counts entries - 1 from ~0; slots past the end are walked here, none left empty.
-      if (*(volatile uint32_t*)a.queue + 1u < p.queueCapacity) {
-        uint32_t slot = atomicAdd(a.queue, chunks) + 1u;
-        uint32_t queued = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
-        if (queued) {
-          uint32_t record = atomicAdd(a.queue + 1, 1u) + 1u;  // < capacity: every record owns >= 1 entry
-          a.records[record] = RasterQueued{t, f, image};
-          for (uint32_t c = 0; c < queued; ++c) {
-            uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
-            e[0] = record, e[1] = c;
-          }
-        }
-        walkBox(a, t, f, image, queued * chunkPixels, box, 1);
-        continue;
+}
+
+// Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks. The block
+// reserves its queue entries and records with one global atomic each (as many threads contending for one address
+// serialise in L2), so the loop runs uniformly over the block: every thread reaches the barriers.
+__global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
+  __shared__ uint32_t groupChunks, groupRecords, chunkBase, recordBase;
+  const RasterPush& p = a.p;
+  const uint32_t image = blockIdx.y, capacity = p.queueCapacity;
+  for (uint32_t start = blockIdx.x * RASTER_GROUP; start < p.triangleCount; start += gridDim.x * RASTER_GROUP) {
+    uint32_t i = start + threadIdx.x, f = i;
+    bool live = i < p.triangleCount;
+    if (live && !p.instanced) {
+      int first = a.ranges[image * 2];
+      f = uint32_t(first) + i;
+      live = int(i) < a.ranges[image * 2 + 1] && first >= 0 && f < p.triangleCount;  // a bad range draws nothing
+    }
+    RasterTri t;
+    t.valid = 0;
+    if (live) t = setupTriangle(a, f, image);
+    const uint32_t box = t.valid ? uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1) : 0u;
+    const uint32_t chunkPixels = rasterChunkPixels(box);
+    const uint32_t chunks = box > p.smallPixels ? (box + chunkPixels - 1) / chunkPixels : 0u;
+    if (threadIdx.x == 0) groupChunks = groupRecords = 0;
+    __syncthreads();
+    uint32_t chunkOffset = 0, recordOffset = 0;
+    if (chunks) chunkOffset = atomicAdd(&groupChunks, chunks), recordOffset = atomicAdd(&groupRecords, 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // queue[0] and [1] count entries - 1 and records - 1 from ~0. Look before adding so an overflowing queue grows
+      // only by what is in flight; what does not fit is walked here, and no slot before the end is left empty.
+      chunkBase = recordBase = capacity;
+      if (groupChunks && *(volatile uint32_t*)a.queue + 1u < capacity) {
+        chunkBase = atomicAdd(a.queue, groupChunks) + 1u;
+        recordBase = atomicAdd(a.queue + 1, groupRecords) + 1u;
       }
     }
-    walkBox(a, t, f, image, 0, box, 1);
+    __syncthreads();
+    if (chunks) {
+      uint32_t slot = chunkBase + chunkOffset, record = recordBase + recordOffset;
+      uint32_t queued = slot < capacity && record < capacity ? min(chunks, capacity - slot) : 0u;
+      if (queued) {
+        a.records[record] = RasterQueued{t, f, image};
+        for (uint32_t c = 0; c < queued; ++c) {
+          uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
+          e[0] = record, e[1] = c;
+        }
+      }
+      walkBox(a, t, f, image, queued * chunkPixels, box, 1);
+    } else if (box && t.narrow) {
+      walkMask(a, t, f, image, rasterSmallMask(t));
+    } else if (box) {
+      walkBox(a, t, f, image, 0, box, 1);  // a wide triangle clipped to a small box
+    }
   }
 }
 
@@ -231,7 +259,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   cudaStream_t s = raw(stream);
   auto* bytes = static_cast<unsigned char*>(scratch);
   Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-            instanced ? 1u : 0u, 0, layout.queueCapacity, 0},
+            instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), layout.queueCapacity, 0},
            reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
            reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
            reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset)};

@@ -23,10 +23,11 @@
 #define RASTER_GUARD_LO (-65536)
 #define RASTER_GUARD_HI 196608
 #define RASTER_GROUP 64
-// Binning by size: one invocation walks a triangle whose pixel box has at most RASTER_SMALL_PIXELS pixels; larger
-// ones go to a queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big
-// triangle is spread over many invocations instead of serialising on one (the original's slow case).
-#define RASTER_SMALL_PIXELS 64
+// Binning by size: one invocation walks a triangle whose pixel box has at most RasterPush::smallPixels pixels
+// (RASTER_SMALL_PIXELS for scenes that fill the GPU, fewer for small ones: rasterSmallPixels); larger ones go to a
+// queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big triangle is spread
+// over many invocations instead of serialising on one (the original's slow case).
+#define RASTER_SMALL_PIXELS 64        // at most 64: rasterSmallMask's bits
 #define RASTER_CHUNK_PIXELS 512
 #define RASTER_MAX_CHUNKS 4096        // per triangle: chunks grow beyond 512 pixels for boxes over 2M pixels
 #define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries - 1, [1] = records - 1 (from ~0)
@@ -44,7 +45,7 @@ ARM_SHARED_STRUCT(RasterPush) {
   uint images;               // B: images in the batch
   uint instanced;            // 1: positions (B,N,4), every image draws all of F; 0: positions (N,4) shared, image b
                              //    draws faces ranges[2b] .. ranges[2b] + ranges[2b+1] - 1
-  uint pad0;
+  uint smallPixels;          // boxes of at most this many pixels (<= RASTER_SMALL_PIXELS) are walked by one invocation
   uint queueCapacity;        // entries the big-triangle queue holds
   uint stage;                // 0: one invocation per triangle, big ones queued; 1: one workgroup per queued chunk
 };
@@ -273,6 +274,40 @@ ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
     num = w0 * int64_t(t.d0) + w1 * int64_t(t.d1) + w2 * int64_t(t.d2);
   }
   return rasterQuotient(num, t.area, t.inverseArea);
+}
+
+// Which pixels of a small box (at most 64, row-major: bit q of hi:lo is box pixel q) a narrow triangle covers, by
+// rasterCover's fill rule. Edge functions step by one pixel with one add each, so a walk can find the covered
+// pixels cheaply and compute depth only at those (a small triangle covers about a third of its box).
+ARM_SHARED_STRUCT(RasterMask) {
+  uint lo, hi;
+};
+ARM_FN RasterMask rasterSmallMask(RasterTri t) {
+  int s = t.sign, cx = rasterCentre(t.minX), cy = rasterCentre(t.minY);
+  // Row starts, biased by the owner bits so that covered is > 0 (as in rasterCover), and steps of 16 grid units.
+  int r0 = s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy) + int(t.owned & 1u);
+  int r1 = s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy) + int((t.owned >> 1) & 1u);
+  int r2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy) + int(t.owned >> 2);
+  int a0 = -16 * s * (t.y2 - t.y1), b0 = 16 * s * (t.x2 - t.x1);
+  int a1 = -16 * s * (t.y0 - t.y2), b1 = 16 * s * (t.x0 - t.x2);
+  int a2 = -16 * s * (t.y1 - t.y0), b2 = 16 * s * (t.x1 - t.x0);
+  RasterMask m;
+  m.lo = 0u;
+  m.hi = 0u;
+  int width = t.maxX - t.minX + 1, height = t.maxY - t.minY + 1;
+  uint q = 0u;
+  for (int y = 0; y < height; ++y) {
+    int e0 = r0, e1 = r1, e2 = r2;
+    for (int x = 0; x < width; ++x) {
+      if (e0 > 0 && e1 > 0 && e2 > 0) {
+        if (q < 32u) m.lo |= 1u << q;
+        else m.hi |= 1u << (q - 32u);
+      }
+      e0 += a0, e1 += a1, e2 += a2, ++q;
+    }
+    r0 += b0, r1 += b1, r2 += b2;
+  }
+  return m;
 }
 
 // The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and

@@ -18,7 +18,7 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
   RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-                  instanced ? 1u : 0u, 0, layout.queueCapacity, 0};
+                  instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), layout.queueCapacity, 0};
   // One fill: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
   vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);

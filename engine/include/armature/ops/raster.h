@@ -72,6 +72,9 @@ struct RasterScratchLayout {
   uint32_t queueCapacity;  // entries
 };
 RasterScratchLayout rasterScratchLayout(const RasterDesc& desc);
+// The GPU paths' split between boxes one invocation walks and boxes cut into chunks for a workgroup: few triangles
+// leave most of the GPU idle, so medium ones are spread over workgroups; many keep the GPU full one per invocation.
+uint32_t rasterSmallPixels(const RasterDesc& desc, uint32_t faceCount);
 inline size_t rasterScratchBytes(const RasterDesc& desc) { return rasterScratchLayout(desc).totalBytes; }
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
