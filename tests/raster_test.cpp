@@ -272,9 +272,9 @@ TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
 }
 
 namespace {
-// Fresh random scenes at awkward sizes: 1×1, odd sizes, a depth prior, 4097×3, a batch of instanced views with
-// priors, a batch of face ranges (one empty, two overlapping), and a queue too small for the big triangles (the
-// overflow path walks them one invocation each).
+// Fresh random scenes at awkward sizes: 1×1, odd sizes, a depth prior, 4097×3, each with both one-invocation box
+// limits, a batch of instanced views with priors, a batch of face ranges (one empty, two overlapping), and a queue
+// too small for the big triangles (the overflow path walks them one invocation each).
 struct RandomCase {
   std::string name;
   Scene scene;
@@ -288,6 +288,9 @@ std::vector<RandomCase> randomCases() {
   for (Size z : {Size{1, 1, 50, false}, Size{37, 23, 300, false}, Size{256, 128, 2000, true}, Size{4097, 3, 500, false}}) {
     RandomCase c{std::to_string(z.w) + "x" + std::to_string(z.h), randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}, {}};
     if (z.prior) c.prior = cast<float>(uniform(size_t(z.w) * z.h, -0.5, 0.5));
+    cases.push_back(c);
+    // The same scene with boxes up to 64 pixels walked by one invocation (big scenes' setting; small ones use 8).
+    c.name += " small<=64", c.desc.smallTrianglePixels = 64;
     cases.push_back(std::move(c));
   }
   {  // three views of one mesh: each image's positions are the mesh moved and scaled

@@ -37,6 +37,7 @@ uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   // on an idle machine: H100, 10k triangles at 1024^2, CUDA, boxes up to 64 / 16 / 8 pixels per invocation: 0.072
   // / 0.055 / 0.055 ms; 5k at 512^2: 0.050 / 0.034 / 0.031. Above it throughput counts: 1M triangles at 2048^2,
   // 64 / 32 / 16: 0.183 / 0.243 / 0.271 ms.
+  if (d.smallTrianglePixels) return std::min<uint32_t>(d.smallTrianglePixels, RASTER_SMALL_PIXELS);
   return size_t(faceCount) * d.images >= (size_t(1) << 18) ? RASTER_SMALL_PIXELS : 8u;
 }
 

@@ -23,6 +23,7 @@ struct RasterDesc {
   uint32_t images = 1;                // B
   RasterBatch batch = RasterBatch::Instanced;
   uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
+  uint32_t smallTrianglePixels = 0;   // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
 };
