@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "armature/cuda/grid_hierarchy.h"
 #include "armature/cuda/raster.h"
 #include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/raster.h"
@@ -148,17 +149,25 @@ void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, in
     const int levels = 4, resolution = int(size);
     size_t pixels = 0;
     for (const GridView& v : views) pixels += size_t(v.layers) * v.height * v.width;
-    for (bool reference : {true, false}) {
+    // The CUDA builder's time includes its uploads and downloads (host views in, host hierarchy out), after one
+    // untimed call (context creation, first allocations).
+    const bool withCuda = !cuda::unavailableReason();
+    if (withCuda) cuda::buildGridHierarchy(views, levels, resolution);
+    for (const char* builder : {"cpu-ref", "cpu", "cuda"}) {
+      const bool reference = builder == std::string("cpu-ref"), onCuda = builder == std::string("cuda");
+      if (onCuda && !withCuda) continue;
       std::vector<double> ms;
       size_t cells = 0;
       for (int i = 0; i < (reference ? std::min(iters, 3) : std::min(iters, 10)); ++i) {
         auto t0 = std::chrono::steady_clock::now();
-        GridHierarchy h = reference ? buildGridHierarchyRef(views, levels, resolution) : buildGridHierarchy(views, levels, resolution);
+        GridHierarchy h = reference ? buildGridHierarchyRef(views, levels, resolution)
+                          : onCuda  ? cuda::buildGridHierarchy(views, levels, resolution)
+                                    : buildGridHierarchy(views, levels, resolution);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         cells = h.isOriginal.size();
       }
       // Bytes: the input positions and normals read once, the outputs written.
-      Row r{"hierarchy", reference ? "cpu-ref" : "cpu",
+      Row r{"hierarchy", builder,
             "3 views x 4 layers x " + std::to_string(size) + "^2, R " + std::to_string(resolution) + ", " +
                 std::to_string(levels) + " levels, " + std::to_string(cells) + " cells",
             0, 0, 0, double(pixels * 28 + cells * 12 * 8), 0};

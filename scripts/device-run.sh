@@ -5,6 +5,7 @@ set -uo pipefail
 final=${OUT:-/tmp/armature-out}; out=$(mktemp -d); mkdir -p "$final"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 b=$PWD/.bundle
+[ -d "$b/bin" ] || tar -xJf "$b/bundle.tar.xz" -C "$b"
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
 {

@@ -4,8 +4,10 @@
 
 #include <cmath>
 
+#include "armature/cuda/grid_hierarchy.h"
 #include "armature/error.h"
 #include "armature/ops/grid_hierarchy.h"
+#include "support/vk_test_env.h"
 
 using namespace armature;
 
@@ -71,6 +73,18 @@ TEST(GridHierarchy, FastBuilderMatchesReference) {
   }
 }
 
+TEST(GridHierarchy, CudaBuilderMatchesReference) {
+  ARM_REQUIRE_CUDA();
+  struct Case { uint32_t size, layers, channels; double holes; int levels, resolution; };
+  for (Case c : {Case{37, 4, 0, 0.05, 3, 64}, Case{20, 2, 5, 0.0, 1, 32}, Case{50, 3, 3, 0.1, 4, 48},
+                 Case{64, 4, 0, 0.02, 5, 128}, Case{131, 4, 2, 0.03, 4, 256}}) {
+    SCOPED_TRACE(std::to_string(c.size) + " px, " + std::to_string(c.levels) + " levels, R " + std::to_string(c.resolution));
+    auto views = makeGridViews(c.size, c.layers, c.channels, c.holes, c.size + 1);
+    GridHierarchy ref = buildGridHierarchyRef(views, c.levels, c.resolution);
+    expectIdentical(cuda::buildGridHierarchy(views, c.levels, c.resolution), ref);
+  }
+}
+
 TEST(GridHierarchy, HandWorkedCase) {
   // One point at the origin, seen in view 0's centre pixel of 3×3, normal +z (axis code 0). R = 4, two levels.
   std::vector<GridView> views(3);
@@ -81,7 +95,9 @@ TEST(GridHierarchy, HandWorkedCase) {
   }
   views[0].positions[4 * 4 + 3] = 1;
   views[0].normals[4 * 3 + 2] = 1;
-  for (auto* build : {&buildGridHierarchyRef, &buildGridHierarchy}) {
+  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef, &buildGridHierarchy};
+  if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
+  for (auto* build : builders) {
     GridHierarchy h = (*build)(views, 2, 4);
     // Level 0: the cell (2,2,2) (seq 0) and a padded corner cell (3,2,3) (seq 1) under the coarse cell, which has
     // neither corner kind. The padded cell reads its neighbours at its corner point (0.75, 0.25, 0.75): row 1,
@@ -100,7 +116,9 @@ TEST(GridHierarchy, HandWorkedCase) {
 
 TEST(GridHierarchy, BadInputIsAnError) {
   auto views = makeGridViews(8, 2, 2, 0, 1);
-  for (auto* build : {&buildGridHierarchyRef, &buildGridHierarchy}) {
+  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef, &buildGridHierarchy};
+  if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
+  for (auto* build : builders) {
     EXPECT_THROW((*build)({views[0], views[1]}, 2, 16), Error);    // two views
     EXPECT_THROW((*build)(views, 0, 16), Error);                   // no level
     EXPECT_THROW((*build)(views, 3, 30), Error);                   // 30 not divisible by 4

@@ -62,3 +62,8 @@ void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32
                          const float*, float*, float*, const Stream&) { notBuilt(); }
 void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
+
+#include "armature/cuda/grid_hierarchy.h"
+namespace armature::cuda {
+GridHierarchy buildGridHierarchy(const std::vector<GridView>&, int, int) { notBuilt(); }
+}  // namespace armature::cuda

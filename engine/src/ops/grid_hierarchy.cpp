@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "armature/error.h"
-#include "grid_hierarchy_common.h"
+#include "armature/ops/grid_cells.h"
 
 namespace armature {
 namespace {
@@ -96,8 +96,8 @@ struct Builder {
 
   void neighbors(const Level& g, int seq, const float* pos, int dim, int boundary, int32_t* out) const {
     const GridView& v = views[size_t(dim)];
-    scanNeighbors(v, pos, dim, g.stride, seq, [&](int ni, int nj) {
-      return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys, g.resolution,
+    scanNeighbors(int(v.height), int(v.width), pos, dim, g.stride, seq, [&](int ni, int nj) {
+      return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
                        [&](int l) { return seqAt(g, dim, l, ni, nj); });
     }, out);
   }

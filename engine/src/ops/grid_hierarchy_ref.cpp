@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "armature/error.h"
-#include "grid_hierarchy_common.h"
+#include "armature/ops/grid_cells.h"
 
 namespace armature {
 namespace grid {
@@ -74,8 +74,8 @@ int fetch(const RefGrid& g, const GridView& v, int l, int i, int j) {
 void fetchNeighbors(const RefGrid& g, int seq, const float* pos, int dim, int boundary, const std::vector<GridView>& views,
                     int* out) {
   const GridView& v = views[size_t(dim)];
-  scanNeighbors(v, pos, dim, g.stride, seq, [&](int ni, int nj) {
-    return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys, g.resolution,
+  scanNeighbors(int(v.height), int(v.width), pos, dim, g.stride, seq, [&](int ni, int nj) {
+    return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
                      [&](int l) { return fetch(g, v, l, ni, nj); });
   }, out);
 }

@@ -1,46 +1,55 @@
 #pragma once
-// Pieces both grid hierarchy builders share: cell keys, cell centres and the view projection, with the original's
-// exact float/double roundings (they decide which pixel a cell's neighbours are read from), and input validation.
-#include <cmath>
+// Pieces every grid hierarchy builder shares (the CPU reference, the CPU fast builder, CUDA): cell keys, cell
+// centres and the view projection, with the original's exact float/double roundings (they decide which pixel a
+// cell's neighbours are read from), and input validation. Host and device code; CUDA builds it with -fmad=false,
+// as the host rounds every product and sum separately.
+#include <math.h>
+
 #include <cstdint>
 #include <vector>
 
 #include "armature/ops/grid_hierarchy.h"
 
+#ifdef __CUDACC__
+#define GRID_FN __host__ __device__ inline
+#else
+#define GRID_FN inline
+#endif
+
 namespace armature::grid {
 
 // The cell of a coordinate in [-1, 1] at resolution R, computed in double as the original; +1 goes to cell R - 1.
-inline int cellIndex(float p, int R) {
+GRID_FN int cellIndex(float p, int R) {
   int c = int((double(p) * 0.5 + 0.5) * R);
   return c < R ? c : R - 1;
 }
-inline int64_t cellKey(const float* p, int R) {
+GRID_FN int64_t cellKey(const float* p, int R) {
   return (int64_t(cellIndex(p[0], R)) * R + cellIndex(p[1], R)) * R + cellIndex(p[2], R);
 }
 // A point of cell `key` at fractional offsets inside it (0.5, 0.5, 0.5 = centre), rounded to float.
-inline void cellPoint(int64_t key, int R, float* p, double ox = 0.5, double oy = 0.5, double oz = 0.5) {
+GRID_FN void cellPoint(int64_t key, int R, float* p, double ox = 0.5, double oy = 0.5, double oz = 0.5) {
   int64_t x = key / R / R, y = key / R % R, z = key % R;
   p[0] = float(((double(x) + ox) / R - 0.5) * 2);
   p[1] = float(((double(y) + oy) / R - 0.5) * 2);
   p[2] = float(((double(z) + oz) / R - 0.5) * 2);
 }
 // The corner point the original pads under a coarse cell.
-inline void cornerPoint(int64_t key, int R, float* p) { cellPoint(key, R, p, 0.75, 0.25, 0.75); }
+GRID_FN void cornerPoint(int64_t key, int R, float* p) { cellPoint(key, R, p, 0.75, 0.25, 0.75); }
 // The pixel (row ci, column cj) of a point in the view that faces axis `dim`.
-inline void projectToView(const float* pos, int dim, int height, int width, int& ci, int& cj) {
+GRID_FN void projectToView(const float* pos, int dim, int height, int width, int& ci, int& cj) {
   float a = dim == 2 ? -pos[2] : pos[1], b = dim == 1 ? pos[2] : pos[0];
   ci = int((double(a / 2) + 0.5) * height);
   cj = int((double(b / 2) + 0.5) * width);
 }
 // The dominant normal axis as the original codes it: (argmax |n| + 1) % 3, the first maximum winning.
-inline int normalAxis(const float* n) {
+GRID_FN int normalAxis(const float* n) {
   int dim = 0;
   for (int d = 1; d < 3; ++d)
-    if (std::abs(n[d]) > std::abs(n[dim])) dim = d;
+    if (fabsf(n[d]) > fabsf(n[dim])) dim = d;
   return (dim + 1) % 3;
 }
 // The majority of the three counts, the first maximum winning.
-inline int majority(const int* counts) {
+GRID_FN int majority(const int* counts) {
   int t = 0;
   for (int j = 1; j < 3; ++j)
     if (counts[j] > counts[t]) t = j;
@@ -50,12 +59,12 @@ inline int majority(const int* counts) {
 // The 3×3 neighbours of a cell at `pos` in the view facing `dim` (rows top to bottom, `stride` pixels apart):
 // the cell itself in the middle, -1 outside the image, read(row, column) elsewhere.
 template <typename Read>
-void scanNeighbors(const GridView& view, const float* pos, int dim, int stride, int seq, Read read, int32_t* out) {
+GRID_FN void scanNeighbors(int height, int width, const float* pos, int dim, int stride, int seq, Read read, int32_t* out) {
   int ci, cj, k = 0;
-  projectToView(pos, dim, int(view.height), int(view.width), ci, cj);
+  projectToView(pos, dim, height, width, ci, cj);
   for (int ni = ci + stride; ni >= ci - stride; ni -= stride)
     for (int nj = cj - stride; nj <= cj + stride; nj += stride) {
-      bool inside = ni >= 0 && ni < int(view.height) && nj >= 0 && nj < int(view.width);
+      bool inside = ni >= 0 && ni < height && nj >= 0 && nj < width;
       out[k++] = ni == ci && nj == cj ? seq : inside ? read(ni, nj) : -1;
     }
 }
@@ -64,7 +73,7 @@ void scanNeighbors(const GridView& view, const float* pos, int dim, int stride, 
 // first hole, 0 the one nearest to `depth` along the view axis (the first of equals). seqAt(l): the cell of layer l,
 // -1 when empty — a hash lookup in the reference, an array read in the fast builder.
 template <typename SeqAt>
-int pickLayer(int layers, int boundary, int dim, float depth, const std::vector<int64_t>& keys, int R, SeqAt seqAt) {
+GRID_FN int pickLayer(int layers, int boundary, int dim, float depth, const int64_t* keys, int R, SeqAt seqAt) {
   int idx = seqAt(0);
   if (boundary == -1) return idx;
   if (boundary == 1) {
@@ -81,15 +90,15 @@ int pickLayer(int layers, int boundary, int dim, float depth, const std::vector<
     int cand = seqAt(l);
     if (cand == -1) break;
     float p[3];
-    cellPoint(keys[size_t(cand)], R, p);
-    float dist = std::abs(depth - p[(dim + 2) % 3]);
+    cellPoint(keys[cand], R, p);
+    float dist = fabsf(depth - p[(dim + 2) % 3]);
     if (dist < best) best = dist, idx = cand;
   }
   return idx;
 }
 
 // The original's even/odd corner marks of a cell at `pos` seen in a height × width view facing `dim`.
-inline void cornerMarks(const float* pos, int dim, int height, int width, int stride, int8_t& even, int8_t& odd) {
+GRID_FN void cornerMarks(const float* pos, int dim, int height, int width, int stride, int8_t& even, int8_t& odd) {
   int ci, cj, s = stride;
   projectToView(pos, dim, height, width, ci, cj);
   if (ci % (s * 2) < s && cj % (s * 2) >= s) even = 1;
