@@ -41,9 +41,8 @@ RasterTri setupTriangle(uint f, uint image) {
   return rasterSetup(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w, p.width, p.height);
 }
 
-void fragment(RasterTri t, uint f, uint image, int px, int py) {
-  int64_t level = rasterCover(t, px, py);
-  if (level == RASTER_MISS) return;
+// A covered pixel at depth `level`: the prior's and the near plane's tests, then the z-buffer.
+void fragmentAt(uint f, uint image, int px, int py, int64_t level) {
   uint pix = (image * p.height + uint(py)) * p.width + uint(px);
   if (p.useDepthPrior != 0u && level < rasterPriorLevel(prior[pix], p.occlusionTruncation)) return;
   if (level < int64_t(0)) return;  // in front of the near plane (the original's depth threshold 0)
@@ -60,6 +59,11 @@ void fragment(RasterTri t, uint f, uint image, int px, int py) {
 #endif
 }
 
+void fragment(RasterTri t, uint f, uint image, int px, int py) {
+  int64_t level = rasterCover(t, px, py);
+  if (level != RASTER_MISS) fragmentAt(f, image, px, py, level);
+}
+
 // Box pixels first, first + step, ... below end, in row order; one division to start, none per pixel.
 void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
   uint boxWidth = uint(t.maxX - t.minX + 1), rowStep = step / boxWidth, columnStep = step % boxWidth;
@@ -71,13 +75,14 @@ void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
   }
 }
 
-// A small box's covered pixels, from rasterSmallMask: depth and the atomic only where a fragment is.
+// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth and the atomic only where a fragment is.
 void walkMask(RasterTri t, uint f, uint image, RasterMask m) {
   uint boxWidth = uint(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width for q < 64
   for (uint word = 0u; word < 2u; ++word)
     for (uint bits = word != 0u ? m.hi : m.lo; bits != 0u; bits &= bits - 1u) {
       uint q = uint(findLSB(bits)) + 32u * word, row = (q * rowMagic) >> 16;
-      fragment(t, f, image, t.minX + int(q - row * boxWidth), t.minY + int(row));
+      int px = t.minX + int(q - row * boxWidth), py = t.minY + int(row);
+      fragmentAt(f, image, px, py, rasterNarrowDepth(t, px, py));
     }
 }
 

@@ -126,8 +126,8 @@ TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
 }
 
 TEST(RasterReference, SmallMaskEqualsCoverage) {
-  // The GPU walks of small boxes test coverage with rasterSmallMask's stepped edges, then call rasterCover only at
-  // its set bits: a missing bit is a lost fragment. Tiny triangles at many sizes and offsets, edges through
+  // The GPU walks of small boxes test coverage with rasterSmallMask's stepped edges, then compute rasterNarrowDepth
+  // only at its set bits: a missing bit is a lost fragment, a different depth a wrong face. Tiny triangles at many sizes and offsets, edges through
   // pixel centres included (a grid of 1/8-pixel vertices).
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> coord(-40, 300), jitter(-60, 60);
@@ -150,7 +150,11 @@ TEST(RasterReference, SmallMaskEqualsCoverage) {
     for (int q = 0; q < width * height; ++q) {
       bool bit = ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u) != 0;
       bits += bit;
-      ASSERT_EQ(bit, rasterCover(t, t.minX + q % width, t.minY + q / width) != RASTER_MISS) << "triangle " << n << " pixel " << q;
+      int64_t level = rasterCover(t, t.minX + q % width, t.minY + q / width);
+      ASSERT_EQ(bit, level != RASTER_MISS) << "triangle " << n << " pixel " << q;
+      if (bit) {
+        ASSERT_EQ(rasterNarrowDepth(t, t.minX + q % width, t.minY + q / width), level) << "triangle " << n << " pixel " << q;
+      }
     }
     for (int q = width * height; q < 64; ++q) ASSERT_EQ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u, 0u) << "beyond the box";
   }
@@ -231,6 +235,14 @@ TEST(RasterReference, QuotientEqualsIntegerDivision) {
   for (int64_t num : {int64_t(0), int64_t(-1), int64_t(1), int64_t(-7), int64_t(7), INT64_MAX, INT64_MIN + 1})
     for (int64_t den : {int64_t(1), int64_t(2), int64_t(3), int64_t(7), INT64_MAX})
       EXPECT_EQ(rasterQuotient(num, den, 1.0 / double(den)), num / den) << num << " / " << den;
+  // The narrow form over its whole range: den < 2^29, |quotient| < 2^27, remainders of either sign.
+  for (int i = 0; i < 2000000; ++i) {
+    int den = int(gen() % ((uint64_t(1) << (1 + gen() % 29)) - 1)) + 1;
+    int64_t q = int64_t(gen() % (uint64_t(1) << 28)) - (int64_t(1) << 27);
+    int64_t num = q * den + int64_t(gen() % uint64_t(den)) * (q < 0 ? -1 : 1);
+    if (i % 7 == 0) num = q * den;  // exact multiples
+    ASSERT_EQ(rasterQuotientNarrow(num, den, 1.0 / double(den)), num / den) << num << " / " << den;
+  }
 }
 
 TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {

@@ -33,16 +33,20 @@ __device__ RasterTri setupTriangle(const Params& a, uint32_t f, uint32_t image) 
   return rasterSetup(u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w, w.x, w.y, w.z, w.w, p.width, p.height);
 }
 
-__device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, int px, int py) {
+// A covered pixel at depth `level`: the prior's and the near plane's tests, then the z-buffer.
+__device__ void fragmentAt(const Params& a, uint32_t f, uint32_t image, int px, int py, int64_t level) {
   const RasterPush& p = a.p;
-  int64_t level = rasterCover(t, px, py);
-  if (level == RASTER_MISS) return;
   uint32_t pix = (image * p.height + uint32_t(py)) * p.width + uint32_t(px);  // < 2^28 (checkRasterDesc)
   if (p.useDepthPrior && level < rasterPriorLevel(a.prior[pix], p.occlusionTruncation)) return;
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
   // No read first: an atomic whose result is unused does not wait for L2 (a reduction), while a read would stall
   // the thread's walk one round trip per pixel.
   atomicMin(a.zbuffer + pix, rasterToken(level, f));
+}
+
+__device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, int px, int py) {
+  int64_t level = rasterCover(t, px, py);
+  if (level != RASTER_MISS) fragmentAt(a, f, image, px, py, level);
 }
 
 // Box pixels first, first + step, ... below end, in row order; one division to start, none per pixel.
@@ -57,13 +61,14 @@ __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_
   }
 }
 
-// A small box's covered pixels, from rasterSmallMask: depth and the atomic only where a fragment is.
+// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth and the atomic only where a fragment is.
 __device__ void walkMask(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, RasterMask m) {
   const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width, q < 64
   for (uint32_t word = 0; word < 2; ++word)
     for (uint32_t bits = word ? m.hi : m.lo; bits; bits &= bits - 1) {
       uint32_t q = uint32_t(__ffs(int(bits)) - 1) + 32 * word, row = (q * rowMagic) >> 16;
-      fragment(a, t, f, image, t.minX + int(q - row * boxWidth), t.minY + int(row));
+      int px = t.minX + int(q - row * boxWidth), py = t.minY + int(row);
+      fragmentAt(a, f, image, px, py, rasterNarrowDepth(t, px, py));
     }
 }
 

@@ -310,6 +310,31 @@ ARM_FN RasterMask rasterSmallMask(RasterTri t) {
   return m;
 }
 
+// rasterQuotient for a narrow triangle, whose quotient is a depth level (|q| < 2^27) and whose den (twice its area)
+// is under 2^29. The double estimate is within one (num <= den·2^27 rounds to double within den·2^-26), so the
+// remainder is below 2^31 in magnitude: exact in 32-bit arithmetic modulo 2^32, and so are the corrections. A float
+// estimate can be off by far more, and a wrapped remainder could then look valid: float devices use the full form.
+ARM_FN int64_t rasterQuotientNarrow(int64_t num, int den, RasterReal inverseDen) {
+#if !RASTER_EXACT
+  return rasterQuotient(num, int64_t(den), inverseDen);
+#endif
+  int q = int(RasterReal(num) * inverseDen);
+  int r = int(uint(num) - uint(q) * uint(den));
+  if (r < 0) q -= 1, r += den;
+  else if (r >= den) q += 1, r -= den;
+  return int64_t(num < int64_t(0) && r != 0 ? q + 1 : q);
+}
+// The depth level of a pixel that rasterSmallMask says a narrow triangle covers: rasterCover's value without its
+// coverage test.
+ARM_FN int64_t rasterNarrowDepth(RasterTri t, int px, int py) {
+  int cx = rasterCentre(px), cy = rasterCentre(py), s = t.sign;
+  int w0 = s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy);
+  int w1 = s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy);
+  int w2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy);
+  int64_t num = int64_t(w0) * int64_t(t.d0) + int64_t(w1) * int64_t(t.d1) + int64_t(w2) * int64_t(t.d2);
+  return rasterQuotientNarrow(num, int(t.area), t.inverseArea);
+}
+
 // The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and
 // face + 1 in the low word, so the smallest token is the nearest fragment and, at equal depth, the lower face —
 // the original's order (it packs the same pair as level·(2^31−1) + face + 1). Read as two 32-bit words, the same
