@@ -10,17 +10,23 @@ layout(std430, binding = 3) readonly buffer Faces { int faces[]; };
 layout(std430, binding = 4) writeonly buffer Out { float outValues[]; };
 layout(push_constant) uniform Push { InterpolatePush p; };
 
+// One invocation per pixel: its face's corners and weights are read once for all channels.
 void main() {
-  uint total = p.pixels * p.channels, stride = gl_NumWorkGroups.x * INTERP_GROUP;
-  for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
-    uint pix = i / p.channels, c = i % p.channels;
+  uint stride = gl_NumWorkGroups.x * INTERP_GROUP, C = p.channels;
+  for (uint pix = gl_GlobalInvocationID.x; pix < p.pixels; pix += stride) {
     int id = findices[pix];
-    float v = 0.0;
+    int corner[3] = int[3](-1, -1, -1);
+    float weight[3] = float[3](0.0, 0.0, 0.0);
     if (id > 0 && uint(id) <= p.faceCount)
       for (uint k = 0; k < 3; ++k) {
         int vi = faces[(uint(id) - 1) * 3 + k];
-        if (vi >= 0 && uint(vi) < p.vertexCount) v += bary[pix * 3 + k] * attr[uint(vi) * p.channels + c];
+        if (vi >= 0 && uint(vi) < p.vertexCount) corner[k] = vi, weight[k] = bary[pix * 3 + k];
       }
-    outValues[i] = v;
+    for (uint c = 0; c < C; ++c) {
+      float v = 0.0;
+      for (uint k = 0; k < 3; ++k)
+        if (corner[k] >= 0) v += weight[k] * attr[uint(corner[k]) * C + c];
+      outValues[pix * C + c] = v;
+    }
   }
 }

@@ -141,7 +141,7 @@ __global__ void chunksKernel(Params a) {
   }
 }
 
-__global__ void resolveKernel(Params a, int32_t* findices, float* bary) {
+__global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findices, float* bary) {
   size_t imagePixels = size_t(a.p.width) * a.p.height, total = imagePixels * a.p.images;
   for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < total; pix += size_t(gridDim.x) * blockDim.x) {
     unsigned long long token = a.zbuffer[pix];
@@ -177,17 +177,22 @@ __device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t f
   return v >= 0 && uint32_t(v) < vertexCount ? v : -1;
 }
 
+// One thread per pixel: its face's corners and weights are read once for all channels.
 __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
                                   const float* bary, const int32_t* faces, uint32_t M, float* out) {
-  size_t total = size_t(pixels) * C;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
-    size_t pix = i / C, c = i % C;
-    float v = 0;
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+    int corner[3];
+    float weight[3];
     for (int k = 0; k < 3; ++k) {
-      int vi = cornerVertex(ids, faces, M, N, pix, k);
-      if (vi >= 0) v += bary[pix * 3 + k] * attr[size_t(vi) * C + c];
+      corner[k] = cornerVertex(ids, faces, M, N, pix, k);
+      weight[k] = corner[k] >= 0 ? bary[pix * 3 + k] : 0.0f;
     }
-    out[i] = v;
+    for (uint32_t c = 0; c < C; ++c) {
+      float v = 0;
+      for (int k = 0; k < 3; ++k)
+        if (corner[k] >= 0) v += weight[k] * attr[size_t(corner[k]) * C + c];
+      out[pix * C + c] = v;
+    }
   }
 }
 
@@ -286,7 +291,7 @@ void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, con
                  const int32_t* faces, uint32_t M, float* out, const Stream& stream) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
   if (!pixels) return;
-  interpolateKernel<<<grid(size_t(pixels) * C), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, out);
+  interpolateKernel<<<grid(pixels), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, out);
   CUDA_CHECK_LAUNCH();
 }
 

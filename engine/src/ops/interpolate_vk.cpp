@@ -21,7 +21,7 @@ void interpolateVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint3
   InterpolatePush push = checked(pixels, C, vertexCount, faceCount, attr, ids, bary, faces);
   ARM_CHECK(out.size() >= size_t(pixels) * C * 4, "interpolate: out must hold H*W*C floats");
   const auto& prog = ctx.program(shaders::interpolate_forward, 5, sizeof push);
-  vk::dispatch(cmd, prog, vk::groupCount(size_t(pixels) * C, INTERP_GROUP),
+  vk::dispatch(cmd, prog, vk::groupCount(pixels, INTERP_GROUP),
                {attr.view(), ids.view(), bary.view(), faces.view(), out.view()}, push);
 }
 
