@@ -15,7 +15,7 @@ export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
 LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?
 san=""
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in axpy_test skinning_test raster_test; do
+  for t in axpy_test skinning_test raster_test grid_hierarchy_test; do
     VK_LAYER_PATH=$b/layers compute-sanitizer --tool memcheck --error-exitcode 9 "$b/bin/$t" --gtest_filter='*Cuda*' \
       >"$out/sanitizer_$t.log" 2>&1
     san="$san $t:rc=$?($(grep -o 'ERROR SUMMARY: [0-9]* error' "$out/sanitizer_$t.log" | tail -1))"

@@ -311,15 +311,14 @@ ARM_FN RasterMask rasterSmallMask(RasterTri t) {
 }
 
 // rasterQuotient for a narrow triangle, whose quotient is a depth level (|q| < 2^27) and whose den (twice its area)
-// is under 2^29. The double estimate is within one (num <= den·2^27 rounds to double within den·2^-26), so the
-// remainder is below 2^31 in magnitude: exact in 32-bit arithmetic modulo 2^32, and so are the corrections. A float
-// estimate can be off by far more, and a wrapped remainder could then look valid: float devices use the full form.
+// is under 2^29: the estimate and its correction in 32 bits. The double estimate is within one (num <= den·2^27
+// rounds to double within den·2^-26); where it is not (float devices), the full form answers. The estimate goes
+// through int64 as in rasterQuotient: lavapipe (LLVM 15) turned negative doubles into wrong 32-bit ints.
 ARM_FN int64_t rasterQuotientNarrow(int64_t num, int den, RasterReal inverseDen) {
-#if !RASTER_EXACT
-  return rasterQuotient(num, int64_t(den), inverseDen);
-#endif
-  int q = int(RasterReal(num) * inverseDen);
-  int r = int(uint(num) - uint(q) * uint(den));
+  int q = int(int64_t(RasterReal(num) * inverseDen));
+  int64_t remainder = num - int64_t(q) * int64_t(den);  // one 32x32->64 multiply
+  if (remainder < -int64_t(den) || remainder >= int64_t(2) * int64_t(den)) return rasterQuotient(num, int64_t(den), inverseDen);
+  int r = int(remainder);
   if (r < 0) q -= 1, r += den;
   else if (r >= den) q += 1, r -= den;
   return int64_t(num < int64_t(0) && r != 0 ? q + 1 : q);
