@@ -5,9 +5,10 @@
 // level (each level halves the resolution, the dominant normal axis chosen by majority), linked to their 3×3
 // neighbours in the view image that faces their normal, and padded with corner cells under coarse cells.
 //
-// Two implementations with identical outputs: buildGridHierarchyRef follows the original's loops with hash maps
+// Three implementations with identical outputs: buildGridHierarchyRef follows the original's loops with hash maps
 // (the reference); buildGridHierarchy replaces every hash lookup of a pixel with a per-level, per-pixel seq map and
-// spreads the neighbour search over threads (bench: armature-bench hierarchy).
+// spreads the neighbour search over threads; cuda::buildGridHierarchy (armature/cuda/grid_hierarchy.h) does every
+// step as data-parallel passes on the GPU (bench: armature-bench hierarchy).
 //
 // Where we deliberately differ from the original (both implementations):
 //  * Points must lie in [-1, 1] (else an error); a coordinate of exactly +1 is put in the last cell. The original
