@@ -378,12 +378,7 @@ GridHierarchy build(const std::vector<GridView>& hostViews, int levels, int reso
     std::copy_n(view.features.begin() + std::ptrdiff_t(px * C), C, out.features.begin() + std::ptrdiff_t(seq * C));
     out.isOriginal[seq] = 1.f;
   }
-  for (size_t l = 0; l < grids.size(); ++l) {
-    out.neighbors.push_back(download64(grids[l].neighbor));
-    out.evenCorners.push_back(download64(grids[l].even));
-    out.oddCorners.push_back(download64(grids[l].odd));
-    if (l + 1 < grids.size()) out.downsamples.push_back(download64(grids[l].downsample));
-  }
+  appendLevelOutputs(out, grids, [](const auto& v) { return download64(v); });
   return out;
 }
 }  // namespace

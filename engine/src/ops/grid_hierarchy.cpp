@@ -203,10 +203,6 @@ struct Builder {
   }
 };
 
-template <typename T>
-std::vector<int64_t> widen(const std::vector<T>& v) {
-  return {v.begin(), v.end()};
-}
 }  // namespace
 
 GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels, int resolution) {
@@ -257,12 +253,7 @@ GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels,
   }
   out.isOriginal.resize(g0.keys.size());
   for (size_t i = 0; i < g0.keys.size(); ++i) out.isOriginal[i] = i < g0.originSeqs ? 1.f : 0.f;
-  for (size_t l = 0; l < grids.size(); ++l) {
-    out.neighbors.push_back(widen(grids[l].neighbor));
-    out.evenCorners.push_back(widen(grids[l].even));
-    out.oddCorners.push_back(widen(grids[l].odd));
-    if (l + 1 < grids.size()) out.downsamples.push_back(widen(grids[l].downsample));
-  }
+  appendLevelOutputs(out, grids, [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
   return out;
 }
 

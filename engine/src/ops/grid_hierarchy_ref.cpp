@@ -152,10 +152,6 @@ void padGrid(RefGrid& src, RefGrid& tar, const std::vector<GridView>& views) {
   }
 }
 
-template <typename T>
-std::vector<int64_t> widen(const std::vector<T>& v) {
-  return {v.begin(), v.end()};
-}
 }  // namespace
 
 GridHierarchy buildGridHierarchyRef(const std::vector<GridView>& views, int levels, int resolution) {
@@ -195,12 +191,7 @@ GridHierarchy buildGridHierarchyRef(const std::vector<GridView>& views, int leve
   }
   out.isOriginal.resize(g0.keys.size());
   for (size_t i = 0; i < g0.keys.size(); ++i) out.isOriginal[i] = i < size_t(g0.originSeqs) ? 1.f : 0.f;
-  for (size_t l = 0; l < grids.size(); ++l) {
-    out.neighbors.push_back(widen(grids[l].neighbor));
-    out.evenCorners.push_back(widen(grids[l].even));
-    out.oddCorners.push_back(widen(grids[l].odd));
-    if (l + 1 < grids.size()) out.downsamples.push_back(widen(grids[l].downsample));
-  }
+  appendLevelOutputs(out, grids, [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
   return out;
 }
 

@@ -105,6 +105,18 @@ GRID_FN void cornerMarks(const float* pos, int dim, int height, int width, int s
   if (ci % (s * 2) >= s && cj % (s * 2) < s) odd = 1;
 }
 
+// A builder's per-level outputs (each level has neighbor, even, odd and downsample arrays) into `out`, widened to
+// int64 by `widen` (a copy on the host, a download from the device).
+template <typename Levels, typename Widen>
+void appendLevelOutputs(GridHierarchy& out, const Levels& grids, Widen widen) {
+  for (size_t l = 0; l < grids.size(); ++l) {
+    out.neighbors.push_back(widen(grids[l].neighbor));
+    out.evenCorners.push_back(widen(grids[l].even));
+    out.oddCorners.push_back(widen(grids[l].odd));
+    if (l + 1 < grids.size()) out.downsamples.push_back(widen(grids[l].downsample));
+  }
+}
+
 // Throws armature::Error on a bad view set; returns the feature channel count (0 without features).
 uint32_t validateGridInput(const std::vector<GridView>& views, int levels, int resolution);
 
