@@ -52,6 +52,8 @@ struct ViewShape {
 };
 struct Views {
   ViewShape v[3];
+  // The view that holds pixel g of the concatenation.
+  __host__ __device__ int of(int32_t g) const { return g >= v[2].offset ? 2 : g >= v[1].offset ? 1 : 0; }
 };
 
 // Items 0..n-1 carry keys (-1: none). Each distinct key is a cell, numbered by its first item (the lowest index)
@@ -118,7 +120,7 @@ __device__ int32_t findCell(const int64_t* sortedKeys, const int32_t* sortedSeqs
 
 struct Level {
   int resolution = 0, stride = 1;
-  int32_t count = 0, originSeqs = 0;
+  int32_t count = 0;
   DeviceVector<int64_t> keys, sortedKeys;
   DeviceVector<int32_t> normal, pixelSeq, neighbor, downsample, even, odd, sortedSeqs;
 };
@@ -139,7 +141,7 @@ struct PixelAt {
   int view, l, i, j;
 };
 __device__ PixelAt pixelAt(const Views& views, int32_t g) {
-  int view = g >= views.v[2].offset ? 2 : g >= views.v[1].offset ? 1 : 0;
+  int view = views.of(g);
   const ViewShape v = views.v[view];
   int32_t px = g - v.offset, plane = v.height * v.width;
   return {view, px / plane, px % plane / v.width, px % v.width};
@@ -338,7 +340,7 @@ GridHierarchy build(const std::vector<GridView>& hostViews, int levels, int reso
   thrust::copy(n.firstItem.begin(), n.firstItem.end(), firstPixel.begin());
   // The host's view of a pixel of the concatenation.
   auto hostPixel = [&](int32_t g) {
-    int v = g >= views.v[2].offset ? 2 : g >= views.v[1].offset ? 1 : 0;
+    int v = views.of(g);
     return std::pair<const GridView&, size_t>(hostViews[size_t(v)], size_t(g - views.v[v].offset));
   };
   std::vector<int32_t> normal(origin);
@@ -354,10 +356,7 @@ GridHierarchy build(const std::vector<GridView>& hostViews, int levels, int reso
   each(origin, [=] __device__(size_t seq) { keys[seq] = key[first[seq]]; });
   takeNumbering(g0, std::move(n));
   for (size_t l = 0; l + 1 < grids.size(); ++l) coarsen(grids[l], grids[l + 1]);
-  for (Level& g : grids) {
-    g.originSeqs = g.count;
-    link(views, int32_t(pixels), g);
-  }
+  for (Level& g : grids) link(views, int32_t(pixels), g);
   for (int l = levels - 2; l >= 0; --l) pad(views, grids[size_t(l)], grids[size_t(l) + 1]);
 
   // Level 0's points: the first pixel's position and features; padded cells their centre and 0.5.

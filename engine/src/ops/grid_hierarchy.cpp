@@ -253,7 +253,7 @@ GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels,
   }
   out.isOriginal.resize(g0.keys.size());
   for (size_t i = 0; i < g0.keys.size(); ++i) out.isOriginal[i] = i < g0.originSeqs ? 1.f : 0.f;
-  appendLevelOutputs(out, grids, [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+  appendLevelOutputs(out, grids);
   return out;
 }
 

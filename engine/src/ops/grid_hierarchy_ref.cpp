@@ -191,7 +191,7 @@ GridHierarchy buildGridHierarchyRef(const std::vector<GridView>& views, int leve
   }
   out.isOriginal.resize(g0.keys.size());
   for (size_t i = 0; i < g0.keys.size(); ++i) out.isOriginal[i] = i < size_t(g0.originSeqs) ? 1.f : 0.f;
-  appendLevelOutputs(out, grids, [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+  appendLevelOutputs(out, grids);
   return out;
 }
 

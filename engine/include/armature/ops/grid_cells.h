@@ -117,6 +117,12 @@ void appendLevelOutputs(GridHierarchy& out, const Levels& grids, Widen widen) {
   }
 }
 
+// The same for host levels (std::vector arrays).
+template <typename Levels>
+void appendLevelOutputs(GridHierarchy& out, const Levels& grids) {
+  appendLevelOutputs(out, grids, [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+}
+
 // Throws armature::Error on a bad view set; returns the feature channel count (0 without features).
 uint32_t validateGridInput(const std::vector<GridView>& views, int levels, int resolution);
 
