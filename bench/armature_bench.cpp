@@ -95,13 +95,14 @@ int main(int argc, char** argv) {
   CLI::App cli{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
   cli.require_subcommand(1);
   std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath;
-  bool backward = false;
+  bool backward = false, noResidency = false;
   int iters = 50;
   double peakBandwidth = 3.0e12, peakFlops = 51e12;
   auto* skin = cli.add_subcommand("skinning", "body skinning forward (and --backward)");
   skin->add_option("--backend", backendName, "cuda | vulkan | cpu");
   skin->add_option("--batch", batches, "comma-separated batch sizes");
   skin->add_flag("--backward", backward, "time forward + backward");
+  skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");
@@ -168,7 +169,8 @@ int main(int argc, char** argv) {
       for (uint32_t B : parseList(batches)) {
         std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
         for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
-        Row r{"skinning", backendName, backward ? "forward+backward" : "forward", B, 0, 0, 0, 0};
+        Row r{"skinning", backendName, std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : ""),
+              B, 0, 0, 0, 0};
         // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
         // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
         r.bytes = F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
@@ -179,6 +181,7 @@ int main(int argc, char** argv) {
         }
         if (backend == Backend::Cuda) {
           cuda::Skinning gpu(model, S, E, B);
+          if (noResidency) gpu.setL2Residency(false);
           auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
                dt = cuda::DeviceMemory::from(transl);
           cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);
@@ -226,7 +229,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("%-9s %-7s %-17s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms", "min_ms",
+  std::printf("%-9s %-7s %-22s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms", "min_ms",
               "GB/s", "GFLOP/s", "floor_ms", "x_floor");
   std::ostringstream json;
   json << "{\n  \"peak_bandwidth_bytes_per_s\": " << peakBandwidth << ",\n  \"peak_flops\": " << peakFlops << ",\n  \"results\": [\n";
@@ -234,7 +237,7 @@ int main(int argc, char** argv) {
     auto& r = rows[i];
     double floorMs = std::max(r.bytes / peakBandwidth, r.flops / peakFlops) * 1e3;
     double gbs = r.bytes / (r.medianMs * 1e-3) / 1e9, gfs = r.flops / (r.medianMs * 1e-3) / 1e9;
-    std::printf("%-9s %-7s %-17s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
+    std::printf("%-9s %-7s %-22s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
                 r.variant.c_str(), r.batch, r.medianMs, r.minMs, gbs, gfs, floorMs, r.medianMs / floorMs);
     for (auto& [name, ms] : r.stages) std::printf("%-9s   %-22s %10.4f\n", "", name.c_str(), ms);
     std::string stageJson;

@@ -164,17 +164,19 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     stream.synchronize();
     auto gp2 = gPose.download<float>(f.pose.size());
     EXPECT_EQ(0, std::memcmp(gp.data(), gp2.data(), gp.size() * 4)) << "backward is not bitwise reproducible";
-    // The chain on the caller's stream alone (setChainOverlap(false)): the same kernels, the same bits.
+    // The chain on the caller's stream alone (setChainOverlap(false)), and the blend matrix streamed from DRAM
+    // (setL2Residency(false)): the same kernels, the same bits.
     auto v1 = verts.download<float>(ref.vertices.size());
     skin.setChainOverlap(false);
+    skin.setL2Residency(false);
     verts.fill32(nanBits());
     skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
     skin.backward(B, dgv.as<float>(), dgj.as<float>(), out, stream);
     stream.synchronize();
     auto v2 = verts.download<float>(ref.vertices.size());
     auto gp3 = gPose.download<float>(f.pose.size());
-    EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * 4)) << "forward differs without the chain overlap";
-    EXPECT_EQ(0, std::memcmp(gp.data(), gp3.data(), gp.size() * 4)) << "backward differs without the chain overlap";
+    EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * 4)) << "forward differs without the overlap and residency";
+    EXPECT_EQ(0, std::memcmp(gp.data(), gp3.data(), gp.size() * 4)) << "backward differs without the overlap and residency";
   }
 }
 

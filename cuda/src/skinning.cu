@@ -594,9 +594,17 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
     stageWeights(d, t, g, weights);
     if (!haveA) {  // the first group's loads are in flight while the features are published
       waitFor(o.featuresReady, M);
-      for (int i = threadIdx.x; i < K * Rows; i += blockDim.x) {
-        int k = i / Rows, r = i % Rows;
-        aT[i] = r < M ? __ldcg(o.features + size_t(r) * K + k) : 0.f;
+      // Eight loads per thread in flight, then their stores: one L2 round trip per eight entries, not per entry.
+      for (int i0 = threadIdx.x; i0 < K * Rows; i0 += 8 * blockDim.x) {
+        float v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          int i = i0 + u * blockDim.x, k = i / Rows, r = i % Rows;
+          v[u] = i < K * Rows && r < M ? __ldcg(o.features + size_t(r) * K + k) : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          if (i0 + u * int(blockDim.x) < K * Rows) aT[i0 + u * blockDim.x] = v[u];
       }
       __syncthreads();
       haveA = true;
@@ -944,6 +952,19 @@ struct Skinning::Impl {
   DeviceMemory featuresReady, chainReady, counters;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
+  // L2 residency (setL2Residency): the leading part of the blend matrix, as much as the device sets aside for
+  // persisting lines, is marked persisting on the launches that stream it.
+  cudaAccessPolicyWindow residency{};
+  bool residencyOn = false;
+  // A kernel that reads the blend matrix, launched with the residency window when it is on.
+  template <typename... Params, typename... Args>
+  void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
+    cudaLaunchAttribute window{};
+    window.id = cudaLaunchAttributeAccessPolicyWindow;
+    window.val.accessPolicyWindow = residency;
+    cudaLaunchConfig_t config{grid, block, shared, s, &window, residencyOn ? 1u : 0u};
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+  }
   Tables tables() const {
     return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
             weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
@@ -955,10 +976,10 @@ struct Skinning::Impl {
     const int N = blendStride, K = dims.F();
     if (M <= 64) {
       dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
-      gemmMidKernel<false><<<grid, kMidThreads, 0, s>>>(M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -971,7 +992,7 @@ struct Skinning::Impl {
     const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
     auto run = [&](int chainBlocks, int grid, bool resetFlags) {
       o.resetFlags = resetFlags;
-      kernel<<<unsigned(grid), launch.threads, launch.shared, s>>>(d, t, in, o, chainBlocks, ldb);
+      launchBlend(kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
     if (chainOverlap) {
@@ -985,9 +1006,9 @@ struct Skinning::Impl {
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
     int N = dims.F(), K = blendStride;
     if (M <= 4) {
-      skinnyGemmTransKernel<4><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), out);
+      launchBlend(skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
     } else if (M <= 8) {
-      skinnyGemmTransKernel<8><<<blocks(size_t(N), 2), 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), out);
+      launchBlend(skinnyGemmTransKernel<8>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
@@ -1001,11 +1022,11 @@ struct Skinning::Impl {
       grid.z = unsigned(slices);
       float* target = slices > 1 ? splitParts.as<float>() : out;
       if (mid)
-        gemmMidKernel<true><<<grid, kMidThreads, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
-                                                        kChunk);
+        launchBlend(gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
+                    nullptr, kChunk);
       else
-        gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
-                                              kChunk);
+        launchBlend(gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
+                    kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
         size_t count = size_t(M) * N;
@@ -1100,10 +1121,37 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
   m->counters = DeviceMemory(8);
   CUDA_CHECK(cudaMemset(m->counters.data(), 0, 8));
+  setL2Residency(true);
 }
 
-Skinning::~Skinning() = default;
+Skinning::~Skinning() {
+  if (m->residencyOn) cudaCtxResetPersistingL2Cache();  // the lines go back to normal (best effort, no throw)
+}
 void Skinning::setChainOverlap(bool on) { m->chainOverlap = on; }
+bool Skinning::setL2Residency(bool on) {
+  m->residencyOn = false;
+  if (!on) return false;
+  int device = 0, maxPersisting = 0, maxWindow = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&maxPersisting, cudaDevAttrMaxPersistingL2CacheSize, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&maxWindow, cudaDevAttrMaxAccessPolicyWindowSize, device));
+  if (maxPersisting <= 0 || maxWindow <= 0) return false;  // no persisting L2 on this device (or under MIG/MPS)
+  size_t limit = 0;
+  CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+  if (limit < size_t(maxPersisting) && cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(maxPersisting)) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: residency stays off
+    return false;
+  }
+  // The window holds a little less than the set-aside part, so its lines never evict one another.
+  size_t bytes = std::min({m->blend.bytes(), size_t(maxWindow), size_t(maxPersisting) / 16 * 15});
+  m->residency.base_ptr = m->blend.data();
+  m->residency.num_bytes = bytes;
+  m->residency.hitRatio = 1.0f;
+  m->residency.hitProp = cudaAccessPropertyPersisting;
+  m->residency.missProp = cudaAccessPropertyStreaming;
+  m->residencyOn = true;
+  return true;
+}
 uint32_t Skinning::vertexCount() const { return m->sizes.vertexCount; }
 uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
 size_t Skinning::deviceBytes() const { return m->tableBytes; }
