@@ -75,14 +75,17 @@ void walkBox(RasterTri t, uint f, uint image, uint first, uint end, uint step) {
   }
 }
 
-// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth and the atomic only where a fragment is.
+// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth (stepped on the plane where it is
+// valid) and the atomic only where a fragment is.
 void walkMask(RasterTri t, uint f, uint image, RasterMask m) {
   uint boxWidth = uint(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width for q < 64
+  RasterPlane plane = rasterPlane(t);
   for (uint word = 0u; word < 2u; ++word)
     for (uint bits = word != 0u ? m.hi : m.lo; bits != 0u; bits &= bits - 1u) {
-      uint q = uint(findLSB(bits)) + 32u * word, row = (q * rowMagic) >> 16;
-      int px = t.minX + int(q - row * boxWidth), py = t.minY + int(row);
-      fragmentAt(f, image, px, py, rasterNarrowDepth(t, px, py));
+      uint q = uint(findLSB(bits)) + 32u * word, row = (q * rowMagic) >> 16, column = q - row * boxWidth;
+      int px = t.minX + int(column), py = t.minY + int(row);
+      int64_t level = plane.valid != 0u ? rasterPlaneDepth(plane, int(column), int(row)) : rasterNarrowDepth(t, px, py);
+      fragmentAt(f, image, px, py, level);
     }
 }
 

@@ -126,18 +126,27 @@ TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
 }
 
 TEST(RasterReference, SmallMaskEqualsCoverage) {
-  // The GPU walks of small boxes test coverage with rasterSmallMask's stepped edges, then compute rasterNarrowDepth
-  // only at its set bits: a missing bit is a lost fragment, a different depth a wrong face. Tiny triangles at many sizes and offsets, edges through
-  // pixel centres included (a grid of 1/8-pixel vertices).
+  // The GPU walks of small boxes test coverage with rasterSmallMask's stepped edges, then compute the depth only at
+  // its set bits, from the stepped plane (rasterPlaneDepth) or, where that is invalid, rasterNarrowDepth: a missing
+  // bit is a lost fragment, a different depth a wrong face. Tiny triangles at many sizes and offsets, edges through
+  // pixel centres included (a grid of 1/8-pixel vertices); then big ones clipped to a small box at the image's
+  // corners (areas beyond the plane's 2^24: the fallback).
   std::mt19937 rng(11);
-  std::uniform_int_distribution<int> coord(-40, 300), jitter(-60, 60);
-  size_t masks = 0, bits = 0;
-  for (int n = 0; n < 40000; ++n) {
+  std::uniform_int_distribution<int> coord(-40, 300), jitter(-60, 60), far(4500, 8000), near(-32, 48), inside(0, 64);
+  size_t masks = 0, bits = 0, planes = 0, fallbacks = 0;
+  for (int n = 0; n < 46000; ++n) {
     const uint32_t size = 256;
+    const bool big = n >= 40000;
     int cx = coord(rng), cy = coord(rng);
+    // Big: one vertex a few pixels inside the top-left corner, two thousands of pixels off screen, mirrored to the
+    // other corners (flip): only a few corner pixels are covered.
+    const int ax = inside(rng), ay = inside(rng), farB = far(rng), farC = far(rng), nearB = near(rng), nearC = near(rng);
+    const int bigX[3] = {ax, ax - farB, ax + nearC}, bigY[3] = {ay, ay + nearB, ay - farC};
+    const bool flipX = n % 2, flipY = n % 4 >= 2;
     float v[12];
     for (int k = 0; k < 3; ++k) {  // NDC of grid points: ndc = (g / 16 - 0.5 - size / 2) / ((size - 1) / 2) at w = 1
       double gx = cx * 16 + jitter(rng) * 2, gy = cy * 16 + jitter(rng) * 2;
+      if (big) gx = flipX ? size * 16 - bigX[k] : bigX[k], gy = flipY ? size * 16 - bigY[k] : bigY[k];
       v[k * 4] = float((gx / 16 - 0.5 - size / 2.0) / ((size - 1) / 2.0));
       v[k * 4 + 1] = float((gy / 16 - 0.5 - size / 2.0) / ((size - 1) / 2.0));
       v[k * 4 + 2] = float(jitter(rng)) / 50.f, v[k * 4 + 3] = 1.f;  // z/w in [-1.2, 1.2]: negative levels too
@@ -147,6 +156,8 @@ TEST(RasterReference, SmallMaskEqualsCoverage) {
     if (!t.valid || !t.narrow || width * height > RASTER_SMALL_PIXELS) continue;
     ++masks;
     RasterMask m = rasterSmallMask(t);
+    RasterPlane plane = rasterPlane(t);
+    ++(plane.valid ? planes : fallbacks);
     for (int q = 0; q < width * height; ++q) {
       bool bit = ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u) != 0;
       bits += bit;
@@ -154,12 +165,17 @@ TEST(RasterReference, SmallMaskEqualsCoverage) {
       ASSERT_EQ(bit, level != RASTER_MISS) << "triangle " << n << " pixel " << q;
       if (bit) {
         ASSERT_EQ(rasterNarrowDepth(t, t.minX + q % width, t.minY + q / width), level) << "triangle " << n << " pixel " << q;
+        if (plane.valid) {
+          ASSERT_EQ(rasterPlaneDepth(plane, q % width, q / width), level) << "triangle " << n << " pixel " << q;
+        }
       }
     }
     for (int q = width * height; q < 64; ++q) ASSERT_EQ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u, 0u) << "beyond the box";
   }
   EXPECT_GT(masks, 12000u);
   EXPECT_GT(bits, 100000u);
+  EXPECT_GT(planes, 12000u);
+  EXPECT_GT(fallbacks, 100u);
 }
 
 TEST(RasterReference, SharedEdgesAreCoveredExactlyOnce) {

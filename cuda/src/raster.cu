@@ -61,14 +61,17 @@ __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_
   }
 }
 
-// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth and the atomic only where a fragment is.
+// A small box's covered pixels (narrow triangles), from rasterSmallMask: depth (stepped on the plane where it is
+// valid) and the atomic only where a fragment is.
 __device__ void walkMask(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, RasterMask m) {
   const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width, q < 64
+  const RasterPlane plane = rasterPlane(t);
   for (uint32_t word = 0; word < 2; ++word)
     for (uint32_t bits = word ? m.hi : m.lo; bits; bits &= bits - 1) {
-      uint32_t q = uint32_t(__ffs(int(bits)) - 1) + 32 * word, row = (q * rowMagic) >> 16;
-      int px = t.minX + int(q - row * boxWidth), py = t.minY + int(row);
-      fragmentAt(a, f, image, px, py, rasterNarrowDepth(t, px, py));
+      uint32_t q = uint32_t(__ffs(int(bits)) - 1) + 32 * word, row = (q * rowMagic) >> 16, column = q - row * boxWidth;
+      int px = t.minX + int(column), py = t.minY + int(row);
+      int64_t level = plane.valid ? rasterPlaneDepth(plane, int(column), int(row)) : rasterNarrowDepth(t, px, py);
+      fragmentAt(a, f, image, px, py, level);
     }
 }
 

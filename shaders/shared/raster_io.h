@@ -278,35 +278,39 @@ ARM_FN int64_t rasterCover(RasterTri t, int px, int py) {
 
 // Which pixels of a small box (at most 64, row-major: bit q of hi:lo is box pixel q) a narrow triangle covers, by
 // rasterCover's fill rule. Edge functions step by one pixel with one add each, so a walk can find the covered
-// pixels cheaply and compute depth only at those (a small triangle covers about a third of its box).
+// pixels cheaply and compute depth only at those (a small triangle covers about a third of its box). No branch per
+// pixel: the edges are biased so that covered means all three are >= 0, and the sign bit of their OR ("outside")
+// enters the top of a 64-bit shift register; after n pixels the top n bits are the box's, in order.
 ARM_SHARED_STRUCT(RasterMask) {
   uint lo, hi;
 };
 ARM_FN RasterMask rasterSmallMask(RasterTri t) {
   int s = t.sign, cx = rasterCentre(t.minX), cy = rasterCentre(t.minY);
-  // Row starts, biased by the owner bits so that covered is > 0 (as in rasterCover), and steps of 16 grid units.
-  int r0 = s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy) + int(t.owned & 1u);
-  int r1 = s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy) + int((t.owned >> 1) & 1u);
-  int r2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy) + int(t.owned >> 2);
+  // Row starts, biased by the owner bits minus one (rasterCover's w + owned > 0 is w + owned - 1 >= 0), and steps
+  // of 16 grid units.
+  int r0 = s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy) + int(t.owned & 1u) - 1;
+  int r1 = s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy) + int((t.owned >> 1) & 1u) - 1;
+  int r2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy) + int(t.owned >> 2) - 1;
   int a0 = -16 * s * (t.y2 - t.y1), b0 = 16 * s * (t.x2 - t.x1);
   int a1 = -16 * s * (t.y0 - t.y2), b1 = 16 * s * (t.x0 - t.x2);
   int a2 = -16 * s * (t.y1 - t.y0), b2 = 16 * s * (t.x1 - t.x0);
-  RasterMask m;
-  m.lo = 0u;
-  m.hi = 0u;
   int width = t.maxX - t.minX + 1, height = t.maxY - t.minY + 1;
-  uint q = 0u;
+  uint lo = 0u, hi = 0u;  // the shift register: "outside" bits enter at bit 63
   for (int y = 0; y < height; ++y) {
     int e0 = r0, e1 = r1, e2 = r2;
     for (int x = 0; x < width; ++x) {
-      if (e0 > 0 && e1 > 0 && e2 > 0) {
-        if (q < 32u) m.lo |= 1u << q;
-        else m.hi |= 1u << (q - 32u);
-      }
-      e0 += a0, e1 += a1, e2 += a2, ++q;
+      lo = (lo >> 1) | (hi << 31);
+      hi = (hi >> 1) | (uint(e0 | e1 | e2) & 0x80000000u);
+      e0 += a0, e1 += a1, e2 += a2;
     }
     r0 += b0, r1 += b1, r2 += b2;
   }
+  uint n = uint(width * height), shift = 64u - n;  // 1 <= n <= 64: move the box's bits down to bit 0
+  if (shift >= 32u) lo = hi >> (shift - 32u), hi = 0u;
+  else if (shift > 0u) lo = (lo >> shift) | (hi << (32u - shift)), hi = hi >> shift;
+  RasterMask m;
+  m.lo = ~lo & (n >= 32u ? ~0u : (1u << n) - 1u);
+  m.hi = ~hi & (n > 32u ? (n == 64u ? ~0u : (1u << (n - 32u)) - 1u) : 0u);
   return m;
 }
 
@@ -332,6 +336,68 @@ ARM_FN int64_t rasterNarrowDepth(RasterTri t, int px, int py) {
   int w2 = s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy);
   int64_t num = int64_t(w0) * int64_t(t.d0) + int64_t(w1) * int64_t(t.d1) + int64_t(w2) * int64_t(t.d2);
   return rasterQuotientNarrow(num, int(t.area), t.inverseArea);
+}
+
+// num / den rounded down, for den > 0: the quotient mod 2^32 and the remainder in [0, den).
+ARM_SHARED_STRUCT(RasterFloorDiv) {
+  uint q;
+  int r;
+};
+ARM_FN RasterFloorDiv rasterFloorDiv(int64_t num, int den, RasterReal inverseDen) {
+  int64_t q = rasterQuotient(num, int64_t(den), inverseDen), r = num - q * int64_t(den);
+  if (r < int64_t(0)) q -= int64_t(1), r += int64_t(den);
+  RasterFloorDiv d;
+  d.q = uint(uint64_t(q) & uint64_t(0xffffffffu));
+  d.r = int(r);
+  return d;
+}
+// A small narrow triangle's depth numerator (rasterNarrowDepth's num) is linear in the box pixel (dx, dy):
+// num0 + dx·Nx + dy·Ny. Each term is kept divided by the area, as a quotient and a remainder, so a pixel's level
+// costs a few 32-bit multiply-adds and one small correction instead of three edge functions and a 64-bit quotient.
+// The quotients may wrap mod 2^32; the level they sum to fits in 32 bits, so the wrapped sum is exact. The
+// remainders sum to under 64·area: valid only for areas under 2^24 (every small triangle but a clipped big one).
+ARM_SHARED_STRUCT(RasterPlane) {
+  uint q0, qx, qy;  // quotients at the box origin, per pixel in x, per pixel in y (mod 2^32)
+  int r0, rx, ry;   // their remainders, in [0, area)
+  int area;
+  float inverseArea;
+  uint valid;       // 0: area >= 2^24, use rasterNarrowDepth
+};
+ARM_FN RasterPlane rasterPlane(RasterTri t) {
+  RasterPlane p;
+  p.q0 = p.qx = p.qy = 0u;
+  p.r0 = p.rx = p.ry = 0;
+  p.area = 1;
+  p.inverseArea = 1.0f;
+  p.valid = 0u;
+  if (t.area >= int64_t(16777216)) return p;
+  int s = t.sign, cx = rasterCentre(t.minX), cy = rasterCentre(t.minY);
+  int64_t d0 = int64_t(t.d0), d1 = int64_t(t.d1), d2 = int64_t(t.d2);
+  int64_t num0 = int64_t(s * rasterEdge32(t.x1, t.y1, t.x2, t.y2, cx, cy)) * d0 +
+                 int64_t(s * rasterEdge32(t.x2, t.y2, t.x0, t.y0, cx, cy)) * d1 +
+                 int64_t(s * rasterEdge32(t.x0, t.y0, t.x1, t.y1, cx, cy)) * d2;
+  int64_t stepX = int64_t(-16 * s * (t.y2 - t.y1)) * d0 + int64_t(-16 * s * (t.y0 - t.y2)) * d1 +
+                  int64_t(-16 * s * (t.y1 - t.y0)) * d2;
+  int64_t stepY = int64_t(16 * s * (t.x2 - t.x1)) * d0 + int64_t(16 * s * (t.x0 - t.x2)) * d1 +
+                  int64_t(16 * s * (t.x1 - t.x0)) * d2;
+  p.area = int(t.area);
+  RasterFloorDiv o = rasterFloorDiv(num0, p.area, t.inverseArea), x = rasterFloorDiv(stepX, p.area, t.inverseArea),
+                 y = rasterFloorDiv(stepY, p.area, t.inverseArea);
+  p.q0 = o.q, p.r0 = o.r, p.qx = x.q, p.rx = x.r, p.qy = y.q, p.ry = y.r;
+  p.inverseArea = float(t.inverseArea);
+  p.valid = 1u;
+  return p;
+}
+// rasterNarrowDepth at box pixel (dx, dy) (dx + dy < 64) of a valid plane: the same level, exactly. The float
+// estimate of remainder / area (< 64) is within one either way, and the correction makes it exact.
+ARM_FN int64_t rasterPlaneDepth(RasterPlane p, int dx, int dy) {
+  int r = p.r0 + dx * p.rx + dy * p.ry;
+  int k = int(float(r) * p.inverseArea);
+  r -= k * p.area;
+  if (r < 0) k -= 1, r += p.area;
+  else if (r >= p.area) k += 1, r -= p.area;
+  int q = int(p.q0 + uint(dx) * p.qx + uint(dy) * p.qy + uint(k));  // floor(num / area)
+  return int64_t(q < 0 && r != 0 ? q + 1 : q);                       // truncated, as rasterQuotient
 }
 
 // The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and
