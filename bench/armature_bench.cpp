@@ -182,6 +182,9 @@ int main(int argc, char** argv) {
         if (backend == Backend::Cuda) {
           cuda::Skinning gpu(model, S, E, B);
           if (noResidency) gpu.setL2Residency(false);
+          if (B == parseList(batches).front())
+            std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB (batches up to 64)\n",
+                         F * V3 * 4 / 1e6, gpu.l2ResidentBytes() / 1e6);
           auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
                dt = cuda::DeviceMemory::from(transl);
           cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);

@@ -42,6 +42,9 @@ void Skinning::backward(uint32_t, const float*, const float*, const SkinningGrad
 uint32_t Skinning::vertexCount() const { notBuilt(); }
 uint32_t Skinning::jointCount() const { notBuilt(); }
 size_t Skinning::deviceBytes() const { notBuilt(); }
+void Skinning::setChainOverlap(bool) { notBuilt(); }
+bool Skinning::setL2Residency(bool) { notBuilt(); }
+size_t Skinning::l2ResidentBytes() const { notBuilt(); }
 }  // namespace armature::cuda
 
 #include "armature/cuda/diagnostics.h"
