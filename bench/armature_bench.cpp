@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
           cuda::Skinning gpu(model, S, E, B);
           if (noResidency) gpu.setL2Residency(false);
           if (B == parseList(batches).front())
-            std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB (batches up to 64)\n",
+            std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n",
                          F * V3 * 4 / 1e6, gpu.l2ResidentBytes() / 1e6);
           auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
                dt = cuda::DeviceMemory::from(transl);

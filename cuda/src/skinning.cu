@@ -979,9 +979,7 @@ struct Skinning::Impl {
       launchBlend(gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
-      // Many items: no residency window. The tiled GEMM's A tiles and outputs (hundreds of MB) need the whole L2;
-      // with 35 MB set aside for the matrix, B = 4096 measured 8% slower on the H100.
-      gemmKernel<false><<<grid, 256, 0, s>>>(M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -1027,7 +1025,8 @@ struct Skinning::Impl {
         launchBlend(gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
                     nullptr, kChunk);
       else
-        gemmKernel<true><<<grid, 256, 0, s>>>(M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr, kChunk);
+        launchBlend(gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
+                    kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
         size_t count = size_t(M) * N;
