@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
       auto tables = buildSkinningTables(model, S, E);
       double V3 = model.vertexCount * 3.0, F = tables.featureCount + tables.coefCount();
       double nnz = double(tables.weightValue.size()), J = model.jointCount;
+      bool residencyReported = false;
       for (uint32_t B : parseList(batches)) {
         std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
         for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
         if (backend == Backend::Cuda) {
           cuda::Skinning gpu(model, S, E, B);
           if (noResidency) gpu.setL2Residency(false);
-          if (B == parseList(batches).front())
+          if (!std::exchange(residencyReported, true))
             std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n",
                          F * V3 * 4 / 1e6, gpu.l2ResidentBytes() / 1e6);
           auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
