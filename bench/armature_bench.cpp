@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "armature/backend.h"
 #include "armature/body/synth.h"
