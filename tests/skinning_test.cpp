@@ -168,7 +168,8 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     // (setL2Residency(false)): the same kernels, the same bits.
     auto v1 = verts.download<float>(ref.vertices.size());
     skin.setChainOverlap(false);
-    skin.setL2Residency(false);
+    EXPECT_FALSE(skin.setL2Residency(false));
+    EXPECT_EQ(skin.l2ResidentBytes(), 0u);
     verts.fill32(nanBits());
     skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
     skin.backward(B, dgv.as<float>(), dgj.as<float>(), out, stream);
@@ -188,7 +189,10 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
   cuda::Stream stream;
   for (uint32_t B : {3u, 17u}) {  // the fused kernel; the separate kernels with the chain stream's fork and join
     SCOPED_TRACE("B=" + std::to_string(B));
-    cuda::Skinning skin(m, 10, 10, B);
+    cuda::Skinning skin(m, 10, 10, B, /*l2Residency=*/B == 17);  // B=3 as the viewer builds it: no residency
+    if (B == 3) {
+      EXPECT_EQ(skin.l2ResidentBytes(), 0u);
+    }
     BodyParams p0 = randomBodyParams(m, B, 10, 10, rng);
     FloatParams f = toFloat(p0);
     auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);

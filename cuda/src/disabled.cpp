@@ -35,7 +35,7 @@ void axpy(float, const float*, float*, size_t, const Stream&) { notBuilt(); }
 #include "armature/cuda/skinning.h"
 namespace armature::cuda {
 struct Skinning::Impl {};
-Skinning::Skinning(const BodyModel&, uint32_t, uint32_t, uint32_t) { notBuilt(); }
+Skinning::Skinning(const BodyModel&, uint32_t, uint32_t, uint32_t, bool) { notBuilt(); }
 Skinning::~Skinning() = default;
 void Skinning::forward(uint32_t, const SkinningInputs&, float*, float*, const Stream&) { notBuilt(); }
 void Skinning::backward(uint32_t, const float*, const float*, const SkinningGrads&, const Stream&) { notBuilt(); }

@@ -1037,7 +1037,8 @@ struct Skinning::Impl {
   }
 };
 
-Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch) : m(std::make_unique<Impl>()) {
+Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch, bool l2Residency)
+    : m(std::make_unique<Impl>()) {
   ARM_CHECK(maxBatch >= 1, "cuda::Skinning: maxBatch must be >= 1");
   const SkinningTables h = buildSkinningTables(model, S, E);  // host copies live only until they are uploaded
   m->sizes = h;
@@ -1121,7 +1122,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
   m->counters = DeviceMemory(8);
   CUDA_CHECK(cudaMemset(m->counters.data(), 0, 8));
-  setL2Residency(true);
+  setL2Residency(l2Residency);
 }
 
 Skinning::~Skinning() {
@@ -1130,6 +1131,7 @@ Skinning::~Skinning() {
 void Skinning::setChainOverlap(bool on) { m->chainOverlap = on; }
 size_t Skinning::l2ResidentBytes() const { return m->residencyOn ? m->residency.num_bytes : 0; }
 bool Skinning::setL2Residency(bool on) {
+  if (m->residencyOn && !on) CUDA_CHECK(cudaCtxResetPersistingL2Cache());  // earlier calls' lines back to normal
   m->residencyOn = false;
   if (!on) return false;
   int device = 0, maxPersisting = 0, maxWindow = 0;

@@ -30,8 +30,10 @@ struct SkinningGrads {
 
 class Skinning {
  public:
-  // Uploads the model's tables; throws armature::Error if they do not fit on the device.
-  Skinning(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents, uint32_t maxBatch);
+  // Uploads the model's tables; throws armature::Error if they do not fit on the device. l2Residency: the initial
+  // setL2Residency (false leaves the process's persisting-L2 limit untouched).
+  Skinning(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents, uint32_t maxBatch,
+           bool l2Residency = true);
   ~Skinning();
   Skinning(const Skinning&) = delete;
   Skinning& operator=(const Skinning&) = delete;
@@ -53,8 +55,9 @@ class Skinning {
   // part as persisting in L2 — as much as the device sets aside, 30.7 of the matrix's 63.6 MB on the H100 — so
   // across calls (frames, optimisation steps) that part comes from L2 instead of DRAM. This raises the process's
   // persisting-L2 limit (cudaLimitPersistingL2CacheSize) to the device's maximum; other work still uses that part
-  // of L2 while no persisting line holds it. Off: every call streams the whole matrix from DRAM. The results are
-  // the same bits either way. Returns whether residency is on.
+  // of L2 while no persisting line holds it. Off: every call streams the whole matrix from DRAM, and lines earlier
+  // calls marked persisting go back to normal (cudaCtxResetPersistingL2Cache: every persisting line of the
+  // context, as the destructor does). The results are the same bits either way. Returns whether residency is on.
   // The trade: back-to-back calls (an optimisation loop, the benchmark) gain (H100, B=1: forward 0.038 -> 0.032 ms,
   // forward+backward 0.085 -> 0.068 ms), but work that runs between them gets less L2: in the viewer's frame the
   // CUDA rasteriser slowed by half, so the viewer turns it off.
