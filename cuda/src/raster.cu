@@ -1,4 +1,5 @@
-// The rasteriser's two passes on CUDA: the same arithmetic as shaders/raster_*.comp, from the shared header.
+// The rasteriser's two passes on CUDA: the same arithmetic as shaders/raster_*.comp, from the shared header (stage
+// 0's small-triangle fragments are scheduled differently: walkTogether; the results are the same bits).
 // Built with -fmad=false so no multiply-add is fused differently from the CPU and GLSL paths.
 #include "armature/cuda/raster.h"
 #include "check.h"
@@ -122,7 +123,8 @@ __device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& 
 // Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks. The block
 // reserves its queue entries and records with one global atomic each (as many threads contending for one address
 // serialise in L2), so the loop runs uniformly over the block: every thread reaches the barriers. At most 64
-// registers (16 blocks of 64): half occupancy measured ~2% faster than 78 registers' 40%.
+// registers (16 blocks of 64): half occupancy measured ~2% faster than 78 registers' 40%, and with walkTogether
+// 0.137 ms against 0.143 for 12 blocks of 76 registers (H100, 1M triangles at 2048^2).
 __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
   __shared__ uint32_t groupChunks, groupRecords, chunkBase, recordBase;
   __shared__ FragmentWalk together;
