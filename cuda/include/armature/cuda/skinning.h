@@ -60,7 +60,7 @@ class Skinning {
   // context, as the destructor does). The results are the same bits either way. Returns whether residency is on.
   // The trade: back-to-back calls (an optimisation loop, the benchmark) gain (H100, B=1: forward 0.038 -> 0.032 ms,
   // forward+backward 0.085 -> 0.068 ms), but work that runs between them gets less L2: in the viewer's frame the
-  // CUDA rasteriser slowed by half, so the viewer turns it off.
+  // CUDA rasteriser slowed by half, so the viewer builds it off.
   bool setL2Residency(bool on);
   size_t l2ResidentBytes() const;  // the window's bytes while residency is on, else 0
 
