@@ -174,9 +174,10 @@ __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
       }
       walkBox(a, t, f, image, queued * chunkPixels, box, 1);
     } else if (box && t.narrow) {
+      const RasterMask covered = rasterSmallMask(t);
       plane = rasterPlane(t);
-      if (plane.valid) shared = rasterSmallMask(t);
-      else walkMask(a, t, f, image, rasterSmallMask(t));  // a clipped big triangle: no plane, rare
+      if (plane.valid) shared = covered;
+      else walkMask(a, t, f, image, covered);  // a clipped big triangle: no plane, rare
     } else if (box) {
       walkBox(a, t, f, image, 0, box, 1);  // a wide triangle clipped to a small box
     }
