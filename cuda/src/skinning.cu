@@ -1,8 +1,8 @@
 // Body skinning kernels. Forward, up to 8 items: one kernel (forwardFewKernel) in which a block per item runs the
 // joint chain and publishes its transforms through device-side flags, while the other blocks build the items'
 // pose features themselves, stream the blend matrix (pose correctives and shape/expression blends in one product)
-// and skin their own vertex groups. More items: (1) the chain, one block per item, beside (2) a register-tiled GEMM for the product,
-// then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
+// and skin their own vertex groups. More items: (1) the chain, one block per item, beside (2) a register-tiled GEMM
+// for the product, then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
 #include "armature/cuda/skinning.h"
 #include "armature/ops/skinning.h"
 #include "check.h"
@@ -131,7 +131,7 @@ __device__ void itemFeature(const Dims& d, const SkinningInputs& in, int b, int 
 }
 
 // (1a) The blend product's left side for many items, one thread per (item, feature group): pose features R_j − I
-// (Rodrigues) and the shape/expression coefficients. (The fused forward's chain blocks write them for few items.)
+// (Rodrigues) and the shape/expression coefficients. (The fused forward's product blocks build their own.)
 __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ features) {
   const int perItem = d.J - 1 + d.K;
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -145,8 +145,8 @@ size_t chainSharedBytes(int K) {
   return sizeof(float) * (SKIN_MAX_JOINTS * 24 + K + kCoefPad) + sizeof(int) * (2 * SKIN_MAX_JOINTS + 1);
 }
 
-// (1b) Item b's joints, by a whole block (thread j < J: joint j): rotations, rest joints, the chain one tree level at a time, then transforms, posed joints and
-// what the backward needs. smem: chainSharedBytes(K).
+// (1b) Item b's joints, by a whole block (thread j < J: joint j): rotations, rest joints, the chain one tree level
+// at a time, then transforms, posed joints and what the backward needs. smem: chainSharedBytes(K).
 __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o) {
   float *sR = smem, *sG = sR + SKIN_MAX_JOINTS * 9, *sJ = sG + SKIN_MAX_JOINTS * 9, *sT = sJ + SKIN_MAX_JOINTS * 3;
   float* sCoef = sT + SKIN_MAX_JOINTS * 3;  // the item's K shape and expression coefficients, then kCoefPad zeros
@@ -550,8 +550,8 @@ __device__ void finishLaunch(const ForwardOut& o, int items) {
 // chains (chainItem) and publish the transforms; the others build the items' features (54 rotations each: cheaper
 // than waiting for a chain block to publish them, 0.052 -> 0.047 ms at 8 items on the H100), stream the product
 // (features · blend + template) one 64-column group (21 vertices) at a time and skin the group's vertices
-// themselves. A product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4 columns per thread
-// (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of 16 threads
+// themselves. A product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4
+// columns per thread (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of 16 threads
 // split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two launches:
 // chain blocks only, then product blocks only (chainBlocks = 0; the flags are already set).
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
