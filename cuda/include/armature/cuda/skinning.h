@@ -3,8 +3,8 @@
 // contract). All pointers are device pointers to fp32 arrays; work runs on the caller's stream with no host
 // synchronisation.
 //
-// forward() keeps what backward() needs (per item: pose features, joint transforms, local and global rotations,
-// rest joints — about 3 KB — and v_posed, B·V·3 floats) in this object's workspace, so backward() must follow
+// forward() keeps what backward() needs (per item: joint transforms, local and global rotations, rest joints —
+// about 3 KB — and v_posed, B·V·3 floats) in this object's workspace, so backward() must follow
 // the forward() of the same parameters (the usual optimisation-loop order). Recomputing v_posed instead would
 // cost a second pass over the 64 MB blend matrix per call; keeping it costs B·V·12 bytes.
 // backward() is deterministic: every reduction runs in a fixed order (no floating-point atomics).
