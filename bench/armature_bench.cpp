@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   CLI::App cli{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
   cli.require_subcommand(1);
   std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath;
-  bool backward = false, noResidency = false;
+  bool backward = false, noResidency = false, noTensorCores = false;
   int iters = 50;
   double peakBandwidth = 3.0e12, peakFlops = 51e12;
   auto* skin = cli.add_subcommand("skinning", "body skinning forward (and --backward)");
@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   skin->add_option("--batch", batches, "comma-separated batch sizes");
   skin->add_flag("--backward", backward, "time forward + backward");
   skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
+  skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend product for > 8 items on fp32 FMAs (not 3xTF32)");
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");
@@ -171,7 +172,8 @@ int main(int argc, char** argv) {
       for (uint32_t B : parseList(batches)) {
         std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
         for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
-        Row r{"skinning", backendName, std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : ""),
+        Row r{"skinning", backendName, std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : "") +
+                    (noTensorCores ? ",noTC" : ""),
               B, 0, 0, 0, 0};
         // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
         // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
@@ -184,6 +186,7 @@ int main(int argc, char** argv) {
         if (backend == Backend::Cuda) {
           cuda::Skinning gpu(model, S, E, B);
           if (noResidency) gpu.setL2Residency(false);
+          if (noTensorCores) gpu.setTensorCores(false);
           if (!std::exchange(residencyReported, true))
             std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n",
                          F * V3 * 4 / 1e6, gpu.l2ResidentBytes() / 1e6);

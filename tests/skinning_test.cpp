@@ -178,6 +178,23 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     auto gp3 = gPose.download<float>(f.pose.size());
     EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * 4)) << "forward differs without the overlap and residency";
     EXPECT_EQ(0, std::memcmp(gp.data(), gp3.data(), gp.size() * 4)) << "backward differs without the overlap and residency";
+    // The product on fp32 FMAs instead of the tensor cores (3xTF32, more than 64 items): both within the fp32
+    // tolerance, and the tensor-core error no larger than twice the FMA error (both are fp32 accumulation error).
+    EXPECT_FALSE(skin.setTensorCores(false));
+    if (B <= 64) continue;  // fewer items have no tensor-core product
+    verts.fill32(nanBits());
+    skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
+    stream.synchronize();
+    auto vFma = verts.download<float>(ref.vertices.size());
+    EXPECT_TRUE(allClose(vFma, ref.vertices, kVertexTol));
+    auto maxError = [&](const std::vector<float>& v) {
+      double e = 0;
+      for (size_t i = 0; i < v.size(); ++i) e = std::max(e, std::abs(v[i] - ref.vertices[i]));
+      return e;
+    };
+    const double eTensor = maxError(v1), eFma = maxError(vFma);
+    std::printf("B=%u max |vertex - double reference|: tensor cores (3xTF32) %.3g m, fp32 FMA %.3g m\n", B, eTensor, eFma);
+    EXPECT_LE(eTensor, 2 * eFma + 1e-6);
   }
 }
 

@@ -455,6 +455,119 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
+// (2, tensor cores, more than 64 items) The forward's product C = A·B + bias (B the blend matrix, K×N) on the
+// tensor cores at fp32 accuracy ("3xTF32"): each operand splits into its TF32 rounding and the TF32 rounding of
+// the remainder, x = hi + lo with |x − hi − lo| ≤ 2⁻²²|x|, and three products lo·hi + hi·lo + hi·hi (lo·lo,
+// ≤ 2⁻²²|ab|, is dropped) accumulate in fp32: the error of fp32 accumulation (measured in the CUDA test). Tiles
+// 64 × 128, 32 k per stage, kTcStages stages in flight (cp.async, zero-filled past the edges); 8 warps of 32 × 32
+// outputs (mma.sync m16n8k8). Each output sums in a fixed order: deterministic. H100, 4,096 items: 3.49 ms
+// against the fp32-FMA gemmKernel's ~3.9 ms; at 32 items it was slower than gemmMidKernel (issue-bound).
+constexpr int kTcRows = 64, kTcCols = 128, kTcK = 32, kTcStages = 3, kTcThreads = kTcRows * 4;
+constexpr int kTcStrideA = kTcK + 4, kTcStrideB = kTcCols + 8;  // pads: conflict-free fragment loads
+constexpr size_t tensorSharedBytes() { return size_t(kTcStages) * (kTcRows * kTcStrideA + kTcK * kTcStrideB) * sizeof(float); }
+__device__ inline void copyAsync16(float* smem, const float* gmem, bool valid) {
+  unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ inline void copyAsync4(float* smem, const float* gmem, bool valid) {
+  unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ inline void splitTf32(float x, unsigned& hi, unsigned& lo) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(x - __uint_as_float(hi)));
+}
+__device__ inline void mmaTf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the host launches this kernel only on compute capability ≥ 8.0
+#endif
+}
+__global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int K, const float* __restrict__ A, int lda,
+                                                             const float* __restrict__ Bm, float* __restrict__ C, int ldc,
+                                                             const float* __restrict__ bias) {
+  constexpr int Rows = kTcRows, kThreads = kTcThreads;
+  extern __shared__ float4 tensorShared4[];
+  float* As = reinterpret_cast<float*>(tensorShared4);  // [stage][Rows][kTcStrideA]
+  float* Bs = As + kTcStages * Rows * kTcStrideA;       // [stage][kTcK][kTcStrideB]
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  const int m0 = blockIdx.x * Rows, n0 = blockIdx.y * kTcCols;  // row tiles fastest, as gemmKernel
+  const int wm = warp / 4 * 32, wn = warp % 4 * 32;             // this warp's outputs within the tile
+  auto loadStage = [&](int stage, int k0) {
+    float* as = As + stage * Rows * kTcStrideA;
+    for (int i = tid; i < Rows * kTcK; i += kThreads) {  // A rows are not 16-byte aligned (lda = K): 4-byte copies
+      int r = i / kTcK, k = i % kTcK;
+      bool valid = m0 + r < M && k0 + k < K;
+      copyAsync4(as + r * kTcStrideA + k, valid ? A + size_t(m0 + r) * lda + k0 + k : A, valid);
+    }
+    float* bs = Bs + stage * kTcK * kTcStrideB;
+    for (int i = tid; i < kTcK * kTcCols / 4; i += kThreads) {
+      int k = i / (kTcCols / 4), n = i % (kTcCols / 4) * 4;
+      bool valid = k0 + k < K && n0 + n < N;
+      copyAsync16(bs + k * kTcStrideB + n, valid ? Bm + blendIndex(k0 + k, n0 + n, K) : Bm, valid);
+    }
+  };
+  const int steps = (K + kTcK - 1) / kTcK;
+#pragma unroll
+  for (int s = 0; s < kTcStages - 1; ++s) {
+    if (s < steps) loadStage(s, s * kTcK);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  float acc[2][4][4] = {};
+  for (int step = 0; step < steps; ++step) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kTcStages - 2) : "memory");
+    __syncthreads();  // this step's stage has landed for every thread, and the previous step's stage is free
+    const int ahead = step + kTcStages - 1;
+    if (ahead < steps) loadStage(ahead % kTcStages, ahead * kTcK);
+    asm volatile("cp.async.commit_group;" ::: "memory");  // empty groups keep the wait count uniform
+    const float* as = As + step % kTcStages * Rows * kTcStrideA;
+    const float* bs = Bs + step % kTcStages * kTcK * kTcStrideB;
+#pragma unroll
+    for (int kk = 0; kk < kTcK; kk += 8) {
+      unsigned aHi[2][4], aLo[2][4], bHi[4][2], bLo[4][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const float* a = as + (wm + mt * 16 + gid) * kTcStrideA + kk + tig;
+        splitTf32(a[0], aHi[mt][0], aLo[mt][0]);
+        splitTf32(a[8 * kTcStrideA], aHi[mt][1], aLo[mt][1]);
+        splitTf32(a[4], aHi[mt][2], aLo[mt][2]);
+        splitTf32(a[8 * kTcStrideA + 4], aHi[mt][3], aLo[mt][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const float* b = bs + (kk + tig) * kTcStrideB + wn + nt * 8 + gid;
+        splitTf32(b[0], bHi[nt][0], bLo[nt][0]);
+        splitTf32(b[4 * kTcStrideB], bHi[nt][1], bLo[nt][1]);
+      }
+      // Small terms first; each pass over the 8 tiles issues 8 independent products (no back-to-back dependence).
+#pragma unroll
+      for (int t = 0; t < 8; ++t) mmaTf32(acc[t / 4][t % 4], aLo[t / 4], bHi[t % 4]);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) mmaTf32(acc[t / 4][t % 4], aHi[t / 4], bLo[t % 4]);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) mmaTf32(acc[t / 4][t % 4], aHi[t / 4], bHi[t % 4]);
+    }
+  }
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      const int n = n0 + wn + nt * 8 + 2 * tig;
+      if (n >= N) continue;  // N is even: n + 1 < N too
+      const float b0 = bias ? bias[n] : 0.f, b1 = bias ? bias[n + 1] : 0.f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm + mt * 16 + gid + 8 * h;
+        if (m < M)
+          *reinterpret_cast<float2*>(C + size_t(m) * ldc + n) = make_float2(acc[mt][nt][2 * h] + b0, acc[mt][nt][2 * h + 1] + b1);
+      }
+    }
+}
+
 // A vertex group's skinning weights in shared memory (CSR of its 21 vertices), staged before its product, and the
 // joints they name (neighbouring vertices name few): the epilogue loads those joints' transforms for its items
 // into shared memory in one pass, then skins from shared memory alone. A group with more entries or joints than
@@ -950,6 +1063,7 @@ struct Skinning::Impl {
   // persisting lines, is marked persisting on the launches that stream it.
   cudaAccessPolicyWindow residency{};
   bool residencyOn = false;
+  bool tensorCapable = false, tensorCores = false;  // setTensorCores: the product for more than 8 items on tensor cores
   // A kernel that reads the blend matrix, launched with the residency window when it is on.
   template <typename... Params, typename... Args>
   void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
@@ -968,9 +1082,12 @@ struct Skinning::Impl {
   // out (M × blendStride) = A (M × F) · blend + vTemplate, for more items than the fused forward serves (> 8).
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     const int N = blendStride, K = dims.F();
-    if (M <= 64) {
+    if (M <= 64) {  // (the tensor-core kernel measured slower here: 0.063 -> 0.075 ms at 32 items, issue-bound)
       dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
       launchBlend(gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+    } else if (tensorCores) {
+      dim3 grid(blocks(size_t(M), kTcRows), blocks(size_t(N), kTcCols));  // row tiles fastest
+      launchBlend(gemmTensorKernel, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>());
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
       launchBlend(gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
@@ -1110,6 +1227,12 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   CUDA_CHECK(cudaDeviceGetAttribute(&sharedLimit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   m->few4 = FusedLaunch::of(forwardFewKernel<4>, 256, fewSharedBytes<4>(int(F)), m->smCount, sharedLimit);
   m->few8 = FusedLaunch::of(forwardFewKernel<8>, 256, fewSharedBytes<8>(int(F)), m->smCount, sharedLimit);
+  int major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  m->tensorCapable = major >= 8 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32: Ampere on
+  if (m->tensorCapable)
+    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
+  setTensorCores(true);
   m->chainReady = DeviceMemory(B * 4);
   CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
   m->counters = DeviceMemory(8);
@@ -1121,6 +1244,7 @@ Skinning::~Skinning() {
   if (m->residencyOn) cudaCtxResetPersistingL2Cache();  // the lines go back to normal (best effort, no throw)
 }
 void Skinning::setChainOverlap(bool on) { m->chainOverlap = on; }
+bool Skinning::setTensorCores(bool on) { return m->tensorCores = on && m->tensorCapable; }
 size_t Skinning::l2ResidentBytes() const { return m->residencyOn ? m->residency.num_bytes : 0; }
 bool Skinning::setL2Residency(bool on) {
   if (m->residencyOn && !on) CUDA_CHECK(cudaCtxResetPersistingL2Cache());  // earlier calls' lines back to normal

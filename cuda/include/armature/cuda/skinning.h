@@ -62,6 +62,11 @@ class Skinning {
   // forward+backward 0.085 -> 0.068 ms), but work that runs between them gets less L2: in the viewer's frame the
   // CUDA rasteriser slowed by half, so the viewer builds it off.
   bool setL2Residency(bool on);
+  // On (the default, on compute capability ≥ 8.0): for more than 64 items, forward()'s blend product runs on the
+  // tensor cores at fp32 accuracy — each operand split into two TF32 parts, three products per term ("3xTF32"), so
+  // its error is that of fp32 accumulation (see bench/RESULTS.md for the measured difference) — instead of fp32
+  // FMAs, whose rate bounds that product from a few dozen items up. Off: fp32 FMAs. Returns whether it is on.
+  bool setTensorCores(bool on);
   size_t l2ResidentBytes() const;  // the window's bytes while residency is on, else 0
 
   uint32_t vertexCount() const;
