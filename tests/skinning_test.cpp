@@ -122,7 +122,8 @@ class SkinningCuda : public ::testing::Test {
 TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
   std::mt19937_64 rng(::armature::test::rng()());
   cuda::Stream stream;
-  for (uint32_t B : {1u, 3u, 17u, 256u}) {
+  // 1, 3: the fused kernel; 17, 40: the 32-row-tile product (one and two row tiles); 256: the tensor cores.
+  for (uint32_t B : {1u, 3u, 17u, 40u, 256u}) {
     SCOPED_TRACE("B=" + std::to_string(B));
     const BodyModel& m = avatar();
     cuda::Skinning skin(m, 10, 10, B);
@@ -198,6 +199,49 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
   }
 }
 
+TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
+  // The backward's product runs on the tensor cores from 1,024 items; a double reference of that many items would
+  // take minutes, so the tensor-core results are compared with the fp32-FMA kernels (checked against the reference
+  // above at 256 items, the same code) on an awkward batch. Both are fp32 accumulations of the same terms: they
+  // differ by rounding only (~1e-7 relative), and an indexing error would differ by O(1).
+  std::mt19937_64 rng(::armature::test::rng()());
+  const BodyModel& m = avatar();
+  constexpr uint32_t B = 1031;
+  cuda::Stream stream;
+  cuda::Skinning skin(m, 10, 10, B);
+  BodyParams p = randomBodyParams(m, B, 10, 10, rng);
+  FloatParams f = toFloat(p);
+  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
+  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+  const size_t vCount = size_t(B) * m.vertexCount * 3, jCount = size_t(B) * m.jointCount * 3;
+  if (!skin.setTensorCores(true)) GTEST_SKIP() << "this GPU has no tensor cores for TF32 (compute capability < 8.0)";
+  cuda::DeviceMemory verts(vCount * 4), joints(jCount * 4), gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4);
+  cuda::DeviceMemory gExpr(f.expression.size() * 4), gTransl(f.transl.size() * 4);
+  std::normal_distribution<float> n;
+  std::vector<float> gv(vCount);
+  for (auto& x : gv) x = n(rng);
+  auto dgv = cuda::DeviceMemory::from(gv);
+  cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+  auto run = [&](bool tensor) {
+    skin.setTensorCores(tensor);
+    for (auto* d : {&verts, &gPose, &gBetas}) d->fill32(nanBits());
+    skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
+    skin.backward(B, dgv.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, stream);
+    stream.synchronize();
+    return std::tuple{verts.download<float>(vCount), gPose.download<float>(f.pose.size()), gBetas.download<float>(f.betas.size())};
+  };
+  auto [vTensor, gpTensor, gbTensor] = run(true);
+  auto [vFma, gpFma, gbFma] = run(false);
+  auto relative = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return relativeError(a, std::vector<double>(b.begin(), b.end()));
+  };
+  std::printf("B=%u tensor cores vs fp32 FMA, relative: vertices %.3g, pose gradient %.3g, shape gradient %.3g\n", B,
+              relative(vTensor, vFma), relative(gpTensor, gpFma), relative(gbTensor, gbFma));
+  EXPECT_LT(relative(vTensor, vFma), 1e-6);
+  EXPECT_LT(relative(gpTensor, gpFma), 1e-5);
+  EXPECT_LT(relative(gbTensor, gbFma), 1e-5);
+}
+
 TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
   // A real-time caller captures the frame once and replays it: the fused forward keeps no per-call state on the
   // host (its flags and counters reset on the device), so every replay must compute the new inputs.
@@ -256,5 +300,7 @@ TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
   EXPECT_TRUE(allClose(std::span<const float>(got.data(), half), std::span<const double>(ref.vertices.data(), half), kVertexTol));
   EXPECT_TRUE(std::isnan(got[half + 5]));
   EXPECT_THROW(skin.forward(3, {}, verts.as<float>(), joints.as<float>(), stream), Error);
+  cuda::DeviceMemory g(f.pose.size() * 4);  // a shape-gradient output missing while the model has shape components
+  EXPECT_THROW(skin.backward(2, verts.as<float>(), nullptr, {g.as<float>(), nullptr, g.as<float>(), g.as<float>()}, stream), Error);
   EXPECT_THROW(cuda::Skinning(m, 4, 2, 2'000'000'000u), Error);  // does not fit: a clear error, no crash
 }

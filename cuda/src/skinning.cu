@@ -455,16 +455,18 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
   C[i] = acc;
 }
 
-// (2, tensor cores, more than 64 items) The forward's product C = A·B + bias (B the blend matrix, K×N) on the
-// tensor cores at fp32 accuracy ("3xTF32"): each operand splits into its TF32 rounding and the TF32 rounding of
-// the remainder, x = hi + lo with |x − hi − lo| ≤ 2⁻²²|x|, and three products lo·hi + hi·lo + hi·hi (lo·lo,
-// ≤ 2⁻²²|ab|, is dropped) accumulate in fp32: the error of fp32 accumulation (measured in the CUDA test). Tiles
-// 64 × 128, 32 k per stage, kTcStages stages in flight (cp.async, zero-filled past the edges); 8 warps of 32 × 32
-// outputs (mma.sync m16n8k8). Each output sums in a fixed order: deterministic. H100, 4,096 items: 3.49 ms
+// (2, tensor cores, more than 64 items) gemmKernel's product, C = A·op(B) + bias with split-K, on the tensor cores
+// at fp32 accuracy ("3xTF32"): each operand splits into its TF32 rounding and the TF32 rounding of the remainder,
+// x = hi + lo with |x − hi − lo| ≤ 2⁻²²|x|, and three products lo·hi + hi·lo + hi·hi (lo·lo, ≤ 2⁻²²|ab|, is
+// dropped) accumulate in fp32: the error of fp32 accumulation (measured in the CUDA test). Tiles 64 × 128, 32 k
+// per stage, kTcStages stages in flight (cp.async, zero-filled past the edges); 8 warps of 32 × 32 outputs
+// (mma.sync m16n8k8). Each output sums in a fixed order: deterministic. H100, forward at 4,096 items: 3.49 ms
 // against the fp32-FMA gemmKernel's ~3.9 ms; at 32 items it was slower than gemmMidKernel (issue-bound).
+// B's stage: [k][n] (row stride kTcStrideB) for op(B) = B, [n][k] (kTcStrideA) for Bᵀ (B's rows are then k-contiguous).
 constexpr int kTcRows = 64, kTcCols = 128, kTcK = 32, kTcStages = 3, kTcThreads = kTcRows * 4;
 constexpr int kTcStrideA = kTcK + 4, kTcStrideB = kTcCols + 8;  // pads: conflict-free fragment loads
-constexpr size_t tensorSharedBytes() { return size_t(kTcStages) * (kTcRows * kTcStrideA + kTcK * kTcStrideB) * sizeof(float); }
+constexpr int kTcStageB = kTcCols * kTcStrideA > kTcK * kTcStrideB ? kTcCols * kTcStrideA : kTcK * kTcStrideB;
+constexpr size_t tensorSharedBytes() { return size_t(kTcStages) * (kTcRows * kTcStrideA + kTcStageB) * sizeof(float); }
 __device__ inline void copyAsync16(float* smem, const float* gmem, bool valid) {
   unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
@@ -486,34 +488,52 @@ __device__ inline void mmaTf32(float (&c)[4], const unsigned (&a)[4], const unsi
   __trap();  // the host launches this kernel only on compute capability ≥ 8.0
 #endif
 }
+template <bool TransB>
 __global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                             const float* __restrict__ Bm, float* __restrict__ C, int ldc,
-                                                             const float* __restrict__ bias) {
+                                                               const float* __restrict__ Bm, float* __restrict__ C, int ldc,
+                                                               const float* __restrict__ bias, int kChunk) {
   constexpr int Rows = kTcRows, kThreads = kTcThreads;
   extern __shared__ float4 tensorShared4[];
   float* As = reinterpret_cast<float*>(tensorShared4);  // [stage][Rows][kTcStrideA]
-  float* Bs = As + kTcStages * Rows * kTcStrideA;       // [stage][kTcK][kTcStrideB]
+  float* Bs = As + kTcStages * Rows * kTcStrideA;       // [stage][kTcStageB]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int m0 = blockIdx.x * Rows, n0 = blockIdx.y * kTcCols;  // row tiles fastest, as gemmKernel
-  const int wm = warp / 4 * 32, wn = warp % 4 * 32;             // this warp's outputs within the tile
+  // Row tiles fastest in the forward, as gemmKernel; the backward's grid is (column, row, slice).
+  const int m0 = (TransB ? blockIdx.y : blockIdx.x) * Rows, n0 = (TransB ? blockIdx.x : blockIdx.y) * kTcCols;
+  const int wm = warp / 4 * 32, wn = warp % 4 * 32;  // this warp's outputs within the tile
+  const int kBegin = blockIdx.z * kChunk, kEnd = min(K, kBegin + kChunk);
+  C += size_t(blockIdx.z) * M * ldc;
   auto loadStage = [&](int stage, int k0) {
     float* as = As + stage * Rows * kTcStrideA;
-    for (int i = tid; i < Rows * kTcK; i += kThreads) {  // A rows are not 16-byte aligned (lda = K): 4-byte copies
-      int r = i / kTcK, k = i % kTcK;
-      bool valid = m0 + r < M && k0 + k < K;
-      copyAsync4(as + r * kTcStrideA + k, valid ? A + size_t(m0 + r) * lda + k0 + k : A, valid);
+    if (TransB) {  // A rows 16-byte aligned (padded dL/dv_posed)
+      for (int i = tid; i < Rows * kTcK / 4; i += kThreads) {
+        int r = i / (kTcK / 4), k = i % (kTcK / 4) * 4;
+        bool valid = m0 + r < M && k0 + k < kEnd;
+        copyAsync16(as + r * kTcStrideA + k, valid ? A + size_t(m0 + r) * lda + k0 + k : A, valid);
+      }
+    } else {
+      for (int i = tid; i < Rows * kTcK; i += kThreads) {  // A rows are not 16-byte aligned (lda = K): 4-byte copies
+        int r = i / kTcK, k = i % kTcK;
+        bool valid = m0 + r < M && k0 + k < kEnd;
+        copyAsync4(as + r * kTcStrideA + k, valid ? A + size_t(m0 + r) * lda + k0 + k : A, valid);
+      }
     }
-    float* bs = Bs + stage * kTcK * kTcStrideB;
+    float* bs = Bs + stage * kTcStageB;
     for (int i = tid; i < kTcK * kTcCols / 4; i += kThreads) {
-      int k = i / (kTcCols / 4), n = i % (kTcCols / 4) * 4;
-      bool valid = k0 + k < K && n0 + n < N;
-      copyAsync16(bs + k * kTcStrideB + n, valid ? Bm + blendIndex(k0 + k, n0 + n, K) : Bm, valid);
+      if (TransB) {  // B row n, k … k + 3: within one 64-column group (k0 is a multiple of 32)
+        int n = i / (kTcK / 4), k = i % (kTcK / 4) * 4;
+        bool valid = n0 + n < N && k0 + k < kEnd;
+        copyAsync16(bs + n * kTcStrideA + k, valid ? Bm + blendIndex(n0 + n, k0 + k, N) : Bm, valid);
+      } else {
+        int k = i / (kTcCols / 4), n = i % (kTcCols / 4) * 4;
+        bool valid = k0 + k < kEnd && n0 + n < N;
+        copyAsync16(bs + k * kTcStrideB + n, valid ? Bm + blendIndex(k0 + k, n0 + n, K) : Bm, valid);
+      }
     }
   };
-  const int steps = (K + kTcK - 1) / kTcK;
+  const int steps = kBegin < kEnd ? (kEnd - kBegin + kTcK - 1) / kTcK : 0;
 #pragma unroll
   for (int s = 0; s < kTcStages - 1; ++s) {
-    if (s < steps) loadStage(s, s * kTcK);
+    if (s < steps) loadStage(s, kBegin + s * kTcK);
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
   float acc[2][4][4] = {};
@@ -521,10 +541,10 @@ __global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int
     asm volatile("cp.async.wait_group %0;" ::"n"(kTcStages - 2) : "memory");
     __syncthreads();  // this step's stage has landed for every thread, and the previous step's stage is free
     const int ahead = step + kTcStages - 1;
-    if (ahead < steps) loadStage(ahead % kTcStages, ahead * kTcK);
+    if (ahead < steps) loadStage(ahead % kTcStages, kBegin + ahead * kTcK);
     asm volatile("cp.async.commit_group;" ::: "memory");  // empty groups keep the wait count uniform
     const float* as = As + step % kTcStages * Rows * kTcStrideA;
-    const float* bs = Bs + step % kTcStages * kTcK * kTcStrideB;
+    const float* bs = Bs + step % kTcStages * kTcStageB;
 #pragma unroll
     for (int kk = 0; kk < kTcK; kk += 8) {
       unsigned aHi[2][4], aLo[2][4], bHi[4][2], bLo[4][2];
@@ -538,9 +558,10 @@ __global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int
       }
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        const float* b = bs + (kk + tig) * kTcStrideB + wn + nt * 8 + gid;
+        const int n = wn + nt * 8 + gid, k = kk + tig;
+        const float* b = TransB ? bs + n * kTcStrideA + k : bs + k * kTcStrideB + n;
         splitTf32(b[0], bHi[nt][0], bLo[nt][0]);
-        splitTf32(b[4 * kTcStrideB], bHi[nt][1], bLo[nt][1]);
+        splitTf32(b[TransB ? 4 : 4 * kTcStrideB], bHi[nt][1], bLo[nt][1]);
       }
       // Small terms first; each pass over the 8 tiles issues 8 independent products (no back-to-back dependence).
 #pragma unroll
@@ -557,13 +578,20 @@ __global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
       const int n = n0 + wn + nt * 8 + 2 * tig;
-      if (n >= N) continue;  // N is even: n + 1 < N too
-      const float b0 = bias ? bias[n] : 0.f, b1 = bias ? bias[n + 1] : 0.f;
+      if (n >= N) continue;
+      const bool pair = n + 1 < N;  // N (and ldc) may be odd in the backward (features)
+      const float b0 = bias ? bias[n] : 0.f, b1 = bias && pair ? bias[n + 1] : 0.f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int m = m0 + wm + mt * 16 + gid + 8 * h;
-        if (m < M)
-          *reinterpret_cast<float2*>(C + size_t(m) * ldc + n) = make_float2(acc[mt][nt][2 * h] + b0, acc[mt][nt][2 * h + 1] + b1);
+        if (m >= M) continue;
+        float* c = C + size_t(m) * ldc + n;
+        if (pair && ldc % 2 == 0) {
+          *reinterpret_cast<float2*>(c) = make_float2(acc[mt][nt][2 * h] + b0, acc[mt][nt][2 * h + 1] + b1);
+        } else {
+          c[0] = acc[mt][nt][2 * h] + b0;
+          if (pair) c[1] = acc[mt][nt][2 * h + 1] + b1;
+        }
       }
     }
 }
@@ -1087,7 +1115,8 @@ struct Skinning::Impl {
       launchBlend(gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else if (tensorCores) {
       dim3 grid(blocks(size_t(M), kTcRows), blocks(size_t(N), kTcCols));  // row tiles fastest
-      launchBlend(gemmTensorKernel, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>());
+      launchBlend(gemmTensorKernel<false>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N,
+                  vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
       launchBlend(gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
@@ -1123,8 +1152,11 @@ struct Skinning::Impl {
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
-      const bool mid = M <= 64;
-      const int rowsPerTile = mid ? kMidRows : kTile, colsPerTile = mid ? kMidCols : kTile, step = mid ? kMidK : kTileK;
+      // Tensor cores from 1,024 items: at 512 the split-K slices of 64-row tiles measured slower (H100 forward+
+      // backward 1.43-1.46 -> 1.50-1.51 ms) while 4,096 gained (11.58-11.84 -> 11.02-11.21 ms).
+      const bool mid = M <= 64, tensor = M >= 1024 && tensorCores;
+      const int rowsPerTile = mid ? kMidRows : tensor ? kTcRows : kTile, colsPerTile = mid ? kMidCols : tensor ? kTcCols : kTile;
+      const int step = mid ? kMidK : tensor ? kTcK : kTileK;
       dim3 grid(blocks(size_t(N), colsPerTile), blocks(size_t(M), rowsPerTile), 1);
       int tiles = int(grid.x * grid.y), Kp = (K + 3) / 4 * 4, perSm = mid ? 4 : 2;
       int slices = std::max(1, std::min({(perSm * smCount + tiles - 1) / tiles, kSplitRows / M, Kp / (4 * step)}));
@@ -1135,6 +1167,9 @@ struct Skinning::Impl {
       if (mid)
         launchBlend(gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
                     nullptr, kChunk);
+      else if (tensor)
+        launchBlend(gemmTensorKernel<true>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, G, blendStride,
+                    blend.as<float>(), target, N, nullptr, kChunk);
       else
         launchBlend(gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
                     kChunk);
@@ -1230,8 +1265,10 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   int major = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   m->tensorCapable = major >= 8 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32: Ampere on
-  if (m->tensorCapable)
-    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
+  if (m->tensorCapable) {
+    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
+    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
+  }
   setTensorCores(true);
   m->chainReady = DeviceMemory(B * 4);
   CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
@@ -1322,7 +1359,8 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
                         const Stream& stream) {
   ARM_CHECK(batch == m->lastBatch, "cuda::Skinning::backward: batch %u differs from the last forward's %u", batch,
             m->lastBatch);
-  ARM_CHECK(out.pose && out.transl, "cuda::Skinning::backward: null gradient pointer");
+  ARM_CHECK(out.pose && out.transl && (out.betas || m->dims.S == 0) && (out.expression || m->dims.K == m->dims.S),
+            "cuda::Skinning::backward: null gradient pointer");
   Dims d = m->dims;
   d.B = int(batch);
   cudaStream_t s = raw(stream);

@@ -62,10 +62,10 @@ class Skinning {
   // forward+backward 0.085 -> 0.068 ms), but work that runs between them gets less L2: in the viewer's frame the
   // CUDA rasteriser slowed by half, so the viewer builds it off.
   bool setL2Residency(bool on);
-  // On (the default, on compute capability ≥ 8.0): for more than 64 items, forward()'s blend product runs on the
-  // tensor cores at fp32 accuracy — each operand split into two TF32 parts, three products per term ("3xTF32"), so
-  // its error is that of fp32 accumulation (see bench/RESULTS.md for the measured difference) — instead of fp32
-  // FMAs, whose rate bounds that product from a few dozen items up. Off: fp32 FMAs. Returns whether it is on.
+  // On (the default, on compute capability ≥ 8.0): the blend products of forward() for more than 64 items and of
+  // backward() from 1,024 items run on the tensor cores at fp32 accuracy: each operand is split into two TF32 parts and each term
+  // takes three products ("3xTF32"), so the error is that of fp32 accumulation (the CUDA test measures both). Off:
+  // fp32 FMAs, whose rate bounds those products from a few dozen items up. Returns whether it is on.
   bool setTensorCores(bool on);
   size_t l2ResidentBytes() const;  // the window's bytes while residency is on, else 0
 
