@@ -202,8 +202,10 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
 TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
   // The backward's product runs on the tensor cores from 1,024 items; a double reference of that many items would
   // take minutes, so the tensor-core results are compared with the fp32-FMA kernels (checked against the reference
-  // above at 256 items, the same code) on an awkward batch. Both are fp32 accumulations of the same terms: they
-  // differ by rounding only (~1e-7 relative), and an indexing error would differ by O(1).
+  // above at 256 items, the same code) on an awkward batch. Both are fp32 accumulations of the same terms and
+  // differ by rounding only; an indexing error would differ by O(1). Vertices: ~3e-8 relative, bound 1e-6. The
+  // gradients sum 31k random-signed terms that largely cancel (the shape gradient differed by 4.8e-5 relative on
+  // the H100, the pose gradient by 2e-7): bound 1e-4, the tolerance both have against the double reference above.
   std::mt19937_64 rng(::armature::test::rng()());
   const BodyModel& m = avatar();
   constexpr uint32_t B = 1031;
@@ -238,8 +240,8 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
   std::printf("B=%u tensor cores vs fp32 FMA, relative: vertices %.3g, pose gradient %.3g, shape gradient %.3g\n", B,
               relative(vTensor, vFma), relative(gpTensor, gpFma), relative(gbTensor, gbFma));
   EXPECT_LT(relative(vTensor, vFma), 1e-6);
-  EXPECT_LT(relative(gpTensor, gpFma), 1e-5);
-  EXPECT_LT(relative(gbTensor, gbFma), 1e-5);
+  EXPECT_LT(relative(gpTensor, gpFma), 1e-4);
+  EXPECT_LT(relative(gbTensor, gbFma), 1e-4);
 }
 
 TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
