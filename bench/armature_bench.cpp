@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   skin->add_option("--batch", batches, "comma-separated batch sizes");
   skin->add_flag("--backward", backward, "time forward + backward");
   skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
-  skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend product for > 8 items on fp32 FMAs (not 3xTF32)");
+  skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend products on fp32 FMAs, not tensor cores (3xTF32: forward > 64 items, backward >= 1024)");
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");

@@ -1091,7 +1091,7 @@ struct Skinning::Impl {
   // persisting lines, is marked persisting on the launches that stream it.
   cudaAccessPolicyWindow residency{};
   bool residencyOn = false;
-  bool tensorCapable = false, tensorCores = false;  // setTensorCores: the product for more than 8 items on tensor cores
+  bool tensorCapable = false, tensorCores = false;  // setTensorCores: the large blend products on tensor cores
   // A kernel that reads the blend matrix, launched with the residency window when it is on.
   template <typename... Params, typename... Args>
   void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
@@ -1264,7 +1264,9 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->few8 = FusedLaunch::of(forwardFewKernel<8>, 256, fewSharedBytes<8>(int(F)), m->smCount, sharedLimit);
   int major = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  m->tensorCapable = major >= 8 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32: Ampere on
+  cudaFuncAttributes tensorKernel{};  // compiled for ≥ sm_80 too (a build for older GPUs JIT-run here traps instead)
+  CUDA_CHECK(cudaFuncGetAttributes(&tensorKernel, gemmTensorKernel<false>));
+  m->tensorCapable = major >= 8 && tensorKernel.ptxVersion >= 80 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32
   if (m->tensorCapable) {
     CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
     CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
