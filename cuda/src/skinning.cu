@@ -1,8 +1,10 @@
 // Body skinning kernels. Forward, up to 8 items: one kernel (forwardFewKernel) in which a block per item runs the
 // joint chain and publishes its transforms through device-side flags, while the other blocks build the items'
 // pose features themselves, stream the blend matrix (pose correctives and shape/expression blends in one product)
-// and skin their own vertex groups. More items: (1) the chain, one block per item, beside (2) a register-tiled GEMM
-// for the product, then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with fixed-order reductions.
+// and skin their own vertex groups (weights from per-group records built once per model). More items: (1) the
+// chain, one block per item, beside (2) a GEMM for the product (register-tiled fp32, or tensor cores at fp32
+// accuracy beyond 64 items), then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with
+// fixed-order reductions.
 #include "armature/cuda/skinning.h"
 #include "armature/ops/skinning.h"
 #include "check.h"
@@ -10,8 +12,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <vector>
 #include <type_traits>
+#include <vector>
 
 namespace armature::cuda {
 
@@ -471,7 +473,7 @@ constexpr int kTcRows = 64, kTcCols = 128, kTcK = 32, kTcStages = 3, kTcThreads 
 constexpr int kTcStrideA = kTcK + 4, kTcStrideB = kTcCols + 8;  // pads: conflict-free fragment loads
 constexpr int kTcStageB = kTcCols * kTcStrideA > kTcK * kTcStrideB ? kTcCols * kTcStrideA : kTcK * kTcStrideB;
 constexpr size_t tensorSharedBytes() { return size_t(kTcStages) * (kTcRows * kTcStrideA + kTcStageB) * sizeof(float); }
-__device__ void copyAsync16(float* smem, const float* gmem, bool valid) {
+__device__ inline void copyAsync16(float* smem, const float* gmem, bool valid) {
   unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
 }
@@ -638,9 +640,8 @@ std::vector<GroupWeights> buildGroupWeights(const SkinningTables& h, int groups)
   }
   return out;
 }
-// Whole block: starts copying group g's record into w (cp.async; copyAsync16 below). The caller waits
-// (cp.async.wait_all) and syncs before reading it.
-__device__ void copyAsync16(float* smem, const float* gmem, bool valid);
+// Whole block: starts copying group g's record into w (cp.async). The caller waits (cp.async.wait_all) and syncs
+// before reading it.
 __device__ void fetchGroupWeights(const Tables& t, int g, GroupWeights& w) {
   constexpr int kChunks = sizeof(GroupWeights) / 16;
   const float* src = reinterpret_cast<const float*>(t.groupWeights + g);
@@ -736,7 +737,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
   float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kStagedJoints per item
   GroupWeights& weights = *reinterpret_cast<GroupWeights*>(staged + Rows * kStagedJoints * 12);
   const int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
-  bool haveA = false, haveChain = false;
+  bool haveA = false;
   for (int g = ticket - chainBlocks; g < groups; g += productBlocks) {
     const float4* B4 = reinterpret_cast<const float4*>(t.blend + blendIndex(0, g * kGroupColumns, K)) + tx;
     constexpr int ldb4 = kGroupColumns / 4;
@@ -796,10 +797,9 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
       __syncthreads();
     }
     asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's part of the group's record
-    if (!haveChain)
-      waitFor(o.chainReady, M), haveChain = true;  // ends with a barrier: every thread's part has landed
-    else
-      __syncthreads();
+    // The items' transforms (the flags stay set until the launch ends: later groups pass at once). Its closing
+    // barrier also makes every thread's part of the record visible.
+    waitFor(o.chainReady, M);
     skinGroup(d, t, in, o, posed, M, g, weights, staged);
     __syncthreads();  // the next group reuses part and posed
   }
@@ -1218,6 +1218,7 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->blendStride = int((groups + 1) / 2 * 2 * kGroupColumns);
   m->dims.TS = int((h.jointCount * 12 + 31) / 32 * 32);
   m->groupWeights = DeviceMemory::from(buildGroupWeights(h, m->blendStride / kGroupColumns));
+  m->tableBytes += m->groupWeights.bytes();
   size_t B = maxBatch, J = h.jointCount, F = h.featureCount + h.coefCount(), stride = size_t(m->blendStride);
   size_t chunksPerItem = h.jointVertex.size() / kChunkEntries + J + size_t(h.vertexCount) / kTranslChunkVertices + 1;
   size_t need = h.deviceBytes() + F * stride * 4 + B * (F * 2 + J * (12 + kSaved) + m->dims.TS + stride * 2 + chunksPerItem * 12 + 2) * 4 +

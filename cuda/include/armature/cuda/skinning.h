@@ -63,9 +63,10 @@ class Skinning {
   // CUDA rasteriser slowed by half, so the viewer builds it off.
   bool setL2Residency(bool on);
   // On (the default, on compute capability ≥ 8.0): the blend products of forward() for more than 64 items and of
-  // backward() from 1,024 items run on the tensor cores at fp32 accuracy: each operand is split into two TF32 parts and each term
-  // takes three products ("3xTF32"), so the error is that of fp32 accumulation (the CUDA test measures both). Off:
-  // fp32 FMAs, whose rate bounds those products from a few dozen items up. Returns whether it is on.
+  // backward() from 1,024 items run on the tensor cores at fp32 accuracy: each operand is split into two TF32 parts
+  // and each term takes three products ("3xTF32"), so the error is that of fp32 accumulation (the CUDA test
+  // measures both). Off: fp32 FMAs, whose rate bounds those products from a few dozen items up. Returns whether it
+  // is on.
   bool setTensorCores(bool on);
   size_t l2ResidentBytes() const;  // the window's bytes while residency is on, else 0
 
