@@ -122,8 +122,9 @@ class SkinningCuda : public ::testing::Test {
 TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
   std::mt19937_64 rng(::armature::test::rng()());
   cuda::Stream stream;
-  // 1, 3: the fused kernel; 17, 40: the 32-row-tile product (one and two row tiles); 256: the tensor cores.
-  for (uint32_t B : {1u, 3u, 17u, 40u, 256u}) {
+  // 1, 3: the fused kernel (its 4-row instantiation); 6: its 8-row one, and the backward's 32-row-tile product
+  // with a partial tile; 17, 40: the 32-row-tile product (one and two row tiles); 256: the tensor cores.
+  for (uint32_t B : {1u, 3u, 6u, 17u, 40u, 256u}) {
     SCOPED_TRACE("B=" + std::to_string(B));
     const BodyModel& m = avatar();
     cuda::Skinning skin(m, 10, 10, B);

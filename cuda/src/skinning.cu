@@ -80,9 +80,6 @@ struct Tables {
 constexpr int kChunkEntries = 256, kTranslChunkVertices = 1024, kChunkThreads = 128;
 
 constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
-// Zeros after the coefficients in shared memory: the unrolled regression loop's vector loads may read past K
-// (compute-sanitizer flagged a 12-byte load at K − 2 with K = 6).
-constexpr int kCoefPad = 8;
 
 // The blend matrix's columns (and v_posed's) come in groups of 64: 21 whole vertices (63 columns) and one zero
 // column. Every 64- or 128-column tile of the product then holds whole vertices and can skin them itself.
@@ -147,44 +144,58 @@ __global__ void featuresKernel(Dims d, SkinningInputs in, float* __restrict__ fe
   itemFeature(d, in, b, q, [&](int k, float v) { feat[k] = v; });
 }
 
-size_t chainSharedBytes(int K) {
-  return sizeof(float) * (SKIN_MAX_JOINTS * 24 + K + kCoefPad) + sizeof(int) * (2 * SKIN_MAX_JOINTS + 1);
+// The rest joints' regression is split over kChainSlices coefficient slices (slice s: coefficients 8s + 32r + i,
+// i < 8), summed in slice order: the same bits whether a block has a thread per (joint, slice) or per joint.
+constexpr int kChainSlices = 4;
+constexpr size_t chainSharedBytes() {
+  return sizeof(float) * SKIN_MAX_JOINTS * (24 + 3 * kChainSlices) + sizeof(int) * (2 * SKIN_MAX_JOINTS + 1);
 }
 
-// (1b) Item b's joints, by a whole block (thread j < J: joint j): rotations, rest joints, the chain one tree level
-// at a time, then transforms, posed joints and what the backward needs. smem: chainSharedBytes(K).
+// (1b) Item b's joints, by a whole block of SKIN_MAX_JOINTS × 1, 2 or 4 threads (thread j: joint j % 64, slice
+// j / 64): rotations, rest joints, the chain one tree level at a time, then transforms, posed joints and what the
+// backward needs. smem: chainSharedBytes().
 __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o) {
   float *sR = smem, *sG = sR + SKIN_MAX_JOINTS * 9, *sJ = sG + SKIN_MAX_JOINTS * 9, *sT = sJ + SKIN_MAX_JOINTS * 3;
-  float* sCoef = sT + SKIN_MAX_JOINTS * 3;  // the item's K shape and expression coefficients, then kCoefPad zeros
-  int* sParent = reinterpret_cast<int*>(sCoef + d.K + kCoefPad);
+  float* sPart = sT + SKIN_MAX_JOINTS * 3;  // [slice][joint][3]: the regression's partial sums
+  int* sParent = reinterpret_cast<int*>(sPart + kChainSlices * SKIN_MAX_JOINTS * 3);
   int *sDepth = sParent + SKIN_MAX_JOINTS, *sMaxDepth = sDepth + SKIN_MAX_JOINTS;
-  const int j = threadIdx.x, E = d.K - d.S;
-  if (j == 0) *sMaxDepth = 0;
-  if (j < d.J) {
+  const int j = threadIdx.x % SKIN_MAX_JOINTS, slice = threadIdx.x / SKIN_MAX_JOINTS,
+            slices = blockDim.x / SKIN_MAX_JOINTS, E = d.K - d.S;
+  const bool lead = slice == 0 && j < d.J;  // the joint's own thread
+  // Every global load of the prologue is issued before anything waits: in the fused forward the chain is the
+  // critical path at batch 1, and each round trip costs microseconds under the product stream's memory load
+  // (four dependent round trips took the chain block to 20 µs of the kernel's 25 on the H100).
+  float rest[3] = {};
+  if (lead)
+    for (int c = 0; c < 3; ++c) rest[c] = __ldg(t.jointTemplate + j * 3 + c);
+  for (int s = slice; s < kChainSlices && j < d.J; s += slices) {
+    float acc[3] = {};
+    for (int k0 = 8 * s; k0 < d.K; k0 += 8 * kChainSlices) {
+      float coef[8], dir[8][3];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int k = k0 + i;
+        coef[i] = k >= d.K ? 0.f : k < d.S ? __ldg(in.betas + b * d.S + k) : __ldg(in.expression + b * E + (k - d.S));
+#pragma unroll
+        for (int c = 0; c < 3; ++c) dir[i][c] = k < d.K ? __ldg(t.jointDirs + (k * d.J + j) * 3 + c) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int c = 0; c < 3; ++c) acc[c] += coef[i] * dir[i][c];
+    }
+    for (int c = 0; c < 3; ++c) sPart[(s * SKIN_MAX_JOINTS + j) * 3 + c] = acc[c];
+  }
+  if (threadIdx.x == 0) *sMaxDepth = 0;
+  if (lead) {
     sParent[j] = t.parents[j];
     rodrigues(in.pose + (size_t(b) * d.J + j) * 3, sR + j * 9);
   }
-  for (int k = j; k < d.K + kCoefPad; k += blockDim.x)
-    sCoef[k] = k < d.K ? (k < d.S ? in.betas[b * d.S + k] : in.expression[b * E + (k - d.S)]) : 0.f;
   __syncthreads();
-  float* sv = o.saved + size_t(b) * d.J * kSaved;
-  if (j < d.J) {
-    // The rest joint from the folded regressor: 8 coefficients × 3 coordinates of loads in flight at a time (the
-    // tables are usually out of cache: the blend product streams 64 MB through L2 on every call).
-    float acc[3] = {t.jointTemplate[j * 3], t.jointTemplate[j * 3 + 1], t.jointTemplate[j * 3 + 2]};
-    for (int k0 = 0; k0 < d.K; k0 += 8) {
-      float dir[8][3];
-#pragma unroll
-      for (int kk = 0; kk < 8; ++kk)
-#pragma unroll
-        for (int c = 0; c < 3; ++c) dir[kk][c] = k0 + kk < d.K ? __ldg(t.jointDirs + ((k0 + kk) * d.J + j) * 3 + c) : 0.f;
-#pragma unroll
-      for (int kk = 0; kk < 8; ++kk)
-#pragma unroll
-        for (int c = 0; c < 3; ++c) acc[c] += sCoef[k0 + kk] * dir[kk][c];
-    }
-    for (int c = 0; c < 3; ++c) sJ[j * 3 + c] = acc[c], sv[j * kSaved + 18 + c] = acc[c];
-    for (int e = 0; e < 9; ++e) sv[j * kSaved + e] = sR[j * 9 + e];
+  if (lead) {
+    for (int s = 0; s < kChainSlices; ++s)
+      for (int c = 0; c < 3; ++c) rest[c] += sPart[(s * SKIN_MAX_JOINTS + j) * 3 + c];
+    for (int c = 0; c < 3; ++c) sJ[j * 3 + c] = rest[c];
     // The joint's depth in its tree (the model is a validated forest; the cap only guards the loop).
     int depth = 0;
     for (int p = sParent[j]; p >= 0 && depth < d.J; p = sParent[p]) ++depth;
@@ -197,7 +208,7 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
   // joint as a serial walk: the same bits.
   const int maxDepth = *sMaxDepth;
   for (int level = 0; level <= maxDepth; ++level) {
-    if (j < d.J && sDepth[j] == level) {
+    if (lead && sDepth[j] == level) {
       int q = j, par = sParent[q];
       const float* R = sR + q * 9;
       float *G = sG + q * 9, *T = sT + q * 3;
@@ -215,17 +226,25 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
     }
     __syncthreads();
   }
-  if (j < d.J) {
+  // The transforms first: the product blocks wait for them (publish's fence waits for these writes alone); the
+  // posed joints and what the backward needs are written after.
+  if (lead) {
     const float *G = sG + j * 9, *jr = sJ + j * 3;
     float* Aj = o.transforms + size_t(b) * d.TS + j * 12;
-    for (int e = 0; e < 9; ++e) sv[j * kSaved + 9 + e] = G[e];
     for (int r = 0; r < 3; ++r) {
       for (int c = 0; c < 3; ++c) Aj[r * 4 + c] = G[r * 3 + c];
       Aj[r * 4 + 3] = sT[j * 3 + r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
-      o.joints[(size_t(b) * d.J + j) * 3 + r] = sT[j * 3 + r] + in.transl[b * 3 + r];
     }
   }
   if (o.chainReady) publish(o.chainReady + b);
+  if (lead) {
+    float* sv = o.saved + (size_t(b) * d.J + j) * kSaved;
+    for (int e = 0; e < 9; ++e) sv[e] = sR[j * 9 + e], sv[9 + e] = sG[j * 9 + e];
+    for (int c = 0; c < 3; ++c) {
+      sv[18 + c] = sJ[j * 3 + c];
+      o.joints[(size_t(b) * d.J + j) * 3 + c] = sT[j * 3 + c] + in.transl[b * 3 + c];
+    }
+  }
 }
 
 // (1b, many items) One block per item on the chain stream, beside the features and the product.
@@ -713,8 +732,8 @@ __device__ void finishLaunch(const ForwardOut& o, int items) {
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
 static_assert(kSkinnyCols == kGroupColumns, "a skinny block's columns are one vertex group");
 template <int Rows>
-size_t fewSharedBytes(int F) {  // F features ≥ K components: enough for the chain blocks too
-  return std::max(chainSharedBytes(F),
+size_t fewSharedBytes(int F) {  // enough for the chain blocks too
+  return std::max(chainSharedBytes(),
                   (size_t(Rows) * F + (kSkinnySlices + Rows) * kSkinnyCols + Rows * kStagedJoints * 12) * sizeof(float) +
                       sizeof(GroupWeights));
 }
@@ -1105,17 +1124,26 @@ struct Skinning::Impl {
   DeviceMemory chainReady, counters;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
-  // L2 residency (setL2Residency): the leading part of the blend matrix, as much as the device sets aside for
-  // persisting lines, is marked persisting on the launches that stream it.
-  cudaAccessPolicyWindow residency{};
+  // L2 residency (setL2Residency): as much of the blend matrix as the device sets aside for persisting lines is
+  // marked persisting on the launches that stream it. The GEMMs' window is the matrix's leading part (their tiles
+  // stream it in order); the fused forward's spreads the persisting lines over the whole matrix (a fraction of
+  // every group's lines), so that all of its blocks, not half of them, draw on DRAM at once and none idles early:
+  // H100, one item, 0.0281-0.0283 -> 0.0271-0.0277 ms (512 items measured 1% slower with it, so the GEMMs keep the
+  // leading window).
+  cudaAccessPolicyWindow residency{}, spreadResidency{};
   bool residencyOn = false;
   bool tensorCapable = false, tensorCores = false;  // setTensorCores: the large blend products on tensor cores
   // A kernel that reads the blend matrix, launched with the residency window when it is on.
   template <typename... Params, typename... Args>
   void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
+    launchBlendIn(residency, kernel, grid, block, shared, s, args...);
+  }
+  template <typename... Params, typename... Args>
+  void launchBlendIn(const cudaAccessPolicyWindow& policy, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                     cudaStream_t s, Args... args) {
     cudaLaunchAttribute window{};
     window.id = cudaLaunchAttributeAccessPolicyWindow;
-    window.val.accessPolicyWindow = residency;
+    window.val.accessPolicyWindow = policy;
     cudaLaunchConfig_t config{grid, block, shared, s, &window, residencyOn ? 1u : 0u};
     CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
   }
@@ -1150,7 +1178,7 @@ struct Skinning::Impl {
     const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
     auto run = [&](int chainBlocks, int grid, bool resetFlags) {
       o.resetFlags = resetFlags;
-      launchBlend(kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
+      launchBlendIn(spreadResidency, kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
     if (chainOverlap) {
@@ -1165,8 +1193,6 @@ struct Skinning::Impl {
     int N = dims.F(), K = blendStride;
     if (M <= 4) {
       launchBlend(skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
-    } else if (M <= 8) {
-      launchBlend(skinnyGemmTransKernel<8>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
@@ -1209,10 +1235,6 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->tableBytes = h.deviceBytes();
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
-  const int K = int(h.coefCount());
-  constexpr size_t kChainSharedLimit = 48 * 1024;  // the joint kernels keep the item's coefficients in shared memory
-  ARM_CHECK(chainSharedBytes(K) <= kChainSharedLimit, "cuda::Skinning: %d shape and expression components; at most %d",
-            K, int((kChainSharedLimit - chainSharedBytes(0)) / sizeof(float)));
   // Columns in vertex groups (posedColumn), rows a whole number of 128-column tiles.
   const size_t groups = (h.vertexCount + kGroupVertices - 1) / kGroupVertices;
   m->blendStride = int((groups + 1) / 2 * 2 * kGroupColumns);
@@ -1327,6 +1349,12 @@ bool Skinning::setL2Residency(bool on) {
   m->residency.hitRatio = 1.0f;
   m->residency.hitProp = cudaAccessPropertyPersisting;
   m->residency.missProp = cudaAccessPropertyStreaming;
+  // Spread: the whole matrix, each line persisting with probability hitRatio (chosen by address, the same lines
+  // on every call). 3/4 of the set-aside part: persisting lines then rarely evict one another where the pick
+  // fills a cache set unevenly (0.6 and 0.9 measured the same as 0.75).
+  m->spreadResidency = m->residency;
+  m->spreadResidency.num_bytes = std::min(m->blend.bytes(), size_t(maxWindow));
+  m->spreadResidency.hitRatio = float(std::min(1.0, 0.75 * maxPersisting / double(m->spreadResidency.num_bytes)));
   m->residencyOn = true;
   return true;
 }
@@ -1362,7 +1390,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
       CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
       CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
     }
-    jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, chainSharedBytes(d.K), chain>>>(d, t, in, o);
+    jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, chainSharedBytes(), chain>>>(d, t, in, o);
     CUDA_CHECK_LAUNCH();
     if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
     featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());

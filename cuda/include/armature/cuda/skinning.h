@@ -51,9 +51,10 @@ class Skinning {
   // second stream's fork costs ~0.3 ms per frame when the caller's stream waits on external semaphores
   // (interop::FrameRing) — the few-item forward has no fork, so it is unaffected.
   void setChainOverlap(bool on);
-  // On (the default, where the device supports it): the launches that stream the blend matrix mark its leading
-  // part as persisting in L2 — as much as the device sets aside, 30.7 of the matrix's 63.6 MB on the H100 — so
-  // across calls (frames, optimisation steps) that part comes from L2 instead of DRAM. This raises the process's
+  // On (the default, where the device supports it): the launches that stream the blend matrix mark part of it as
+  // persisting in L2 — as much as the device sets aside, 30.7 of the matrix's 63.6 MB on the H100: the leading part
+  // for more than 8 items, 3/4 of that spread over the whole matrix for the fused few-item forward — so across
+  // calls (frames, optimisation steps) that part comes from L2 instead of DRAM. This raises the process's
   // persisting-L2 limit (cudaLimitPersistingL2CacheSize) to the device's maximum; other work still uses that part
   // of L2 while no persisting line holds it. Off: every call streams the whole matrix from DRAM, and lines earlier
   // calls marked persisting go back to normal (cudaCtxResetPersistingL2Cache: every persisting line of the
@@ -68,7 +69,7 @@ class Skinning {
   // measures both). Off: fp32 FMAs, whose rate bounds those products from a few dozen items up. Returns whether it
   // is on.
   bool setTensorCores(bool on);
-  size_t l2ResidentBytes() const;  // the window's bytes while residency is on, else 0
+  size_t l2ResidentBytes() const;  // the leading window's bytes while residency is on, else 0
 
   uint32_t vertexCount() const;
   uint32_t jointCount() const;
