@@ -1125,25 +1125,22 @@ struct Skinning::Impl {
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   // L2 residency (setL2Residency): as much of the blend matrix as the device sets aside for persisting lines is
-  // marked persisting on the launches that stream it. The GEMMs' window is the matrix's leading part (their tiles
-  // stream it in order); the fused forward's spreads the persisting lines over the whole matrix (a fraction of
-  // every group's lines), so that all of its blocks, not half of them, draw on DRAM at once and none idles early:
-  // H100, one item, 0.0281-0.0283 -> 0.0271-0.0277 ms (512 items measured 1% slower with it, so the GEMMs keep the
-  // leading window).
+  // marked persisting on the launches that stream it. For more than 8 items the window is the matrix's leading part
+  // (the GEMMs' tiles stream it in order). For up to 8 (spreadWindow, set per call) the persisting lines are spread
+  // over the whole matrix (a fraction of every group's lines), so that all of the fused forward's blocks, not half
+  // of them, draw on DRAM at once and none idles early: H100, one item, 0.0281-0.0283 -> 0.0271-0.0277 ms (512 items
+  // measured 1% slower with it). A call's forward and backward use the same window: alternating windows would
+  // re-mark the lines on every launch.
   cudaAccessPolicyWindow residency{}, spreadResidency{};
+  bool spreadWindow = false;
   bool residencyOn = false;
   bool tensorCapable = false, tensorCores = false;  // setTensorCores: the large blend products on tensor cores
   // A kernel that reads the blend matrix, launched with the residency window when it is on.
   template <typename... Params, typename... Args>
   void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
-    launchBlendIn(residency, kernel, grid, block, shared, s, args...);
-  }
-  template <typename... Params, typename... Args>
-  void launchBlendIn(const cudaAccessPolicyWindow& policy, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
-                     cudaStream_t s, Args... args) {
     cudaLaunchAttribute window{};
     window.id = cudaLaunchAttributeAccessPolicyWindow;
-    window.val.accessPolicyWindow = policy;
+    window.val.accessPolicyWindow = spreadWindow ? spreadResidency : residency;
     cudaLaunchConfig_t config{grid, block, shared, s, &window, residencyOn ? 1u : 0u};
     CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
   }
@@ -1178,7 +1175,7 @@ struct Skinning::Impl {
     const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
     auto run = [&](int chainBlocks, int grid, bool resetFlags) {
       o.resetFlags = resetFlags;
-      launchBlendIn(spreadResidency, kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
+      launchBlend(kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
     if (chainOverlap) {
@@ -1369,6 +1366,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
             "cuda::Skinning::forward: null input or output pointer");
   Dims d = m->dims;
   d.B = int(batch);
+  m->spreadWindow = batch <= 8;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr,
@@ -1413,6 +1411,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
             "cuda::Skinning::backward: null gradient pointer");
   Dims d = m->dims;
   d.B = int(batch);
+  m->spreadWindow = batch <= 8;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   size_t n = size_t(batch) * d.V;
