@@ -162,9 +162,9 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
   const int j = threadIdx.x % SKIN_MAX_JOINTS, slice = threadIdx.x / SKIN_MAX_JOINTS,
             slices = blockDim.x / SKIN_MAX_JOINTS, E = d.K - d.S;
   const bool lead = slice == 0 && j < d.J;  // the joint's own thread
-  // Every global load of the prologue is issued before anything waits: in the fused forward the chain is the
-  // critical path at batch 1, and each round trip costs microseconds under the product stream's memory load
-  // (four dependent round trips took the chain block to 20 µs of the kernel's 25 on the H100).
+  // Every global load of the prologue is issued before anything waits: in the fused forward each round trip costs
+  // microseconds under the product stream's memory load (H100, one item: four dependent round trips had made the
+  // chain, ending at 20 µs of the kernel's 25, its critical path; now the stream is).
   float rest[3] = {};
   if (lead)
     for (int c = 0; c < 3; ++c) rest[c] = __ldg(t.jointTemplate + j * 3 + c);
