@@ -665,6 +665,40 @@ TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
   }
 }
 
+// On compute capability 9.0+ the rasteriser's kernels and interpolate's launch as programmatic dependents of the
+// work before them: back-to-back calls with no synchronisation between them must still see each other's results
+// (the second rasterize clears a z-buffer the first one's resolve read; interpolate reads the resolve's output).
+TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  const uint32_t C = 3;
+  InterpCase c = interpCase(97, 61, C);
+  const RasterDesc& d = c.desc;
+  const uint32_t pixels = d.width * d.height, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+  auto pos = cuda::DeviceMemory::from(cast<float>(c.scene.pos));
+  auto faces = cuda::DeviceMemory::from(c.scene.faces);
+  auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
+  cuda::DeviceMemory z(rasterScratchBytes(d)), ids(size_t(pixels) * 4), bary(size_t(pixels) * 12), out(size_t(pixels) * C * 4);
+  std::vector<double> refBary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
+  const auto want = interpolateRef(c.attr, C, c.raster.findices, refBary, c.scene.faces);
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    ids.fill32(nanBits());
+    bary.fill32(nanBits());
+    out.fill32(nanBits());
+    cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), stream);
+    cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
+                      out.as<float>(), stream);
+    stream.synchronize();
+    EXPECT_EQ(ids.download<int32_t>(pixels), c.raster.findices);
+    // fp32 barycentrics within 1e-5 of the reference's (MatchesReference), times attributes in [-1, 1].
+    EXPECT_TRUE(allClose(out.download<float>(size_t(pixels) * C), want, Tol{1e-4, 1e-4}));
+  }
+  EXPECT_THROW(cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, static_cast<char*>(z.data()) + 4,
+                               ids.as<int32_t>(), bary.as<float>(), stream),
+               Error);  // scratch must be 16-byte aligned
+}
+
 TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;

@@ -9,6 +9,21 @@
 namespace armature::cuda {
 namespace {
 
+// Programmatic dependent launch (compute capability 9.0+, launchAfterPrevious): a kernel's blocks start while the
+// previous kernel of the call drains and wait here for its completion and its writes before touching them; each
+// kernel lets the next one launch as soon as all of its own blocks are running. H100, three processes each, ms:
+// (a) 0.054-0.058 -> 0.051-0.053, (b) 0.030-0.031 -> 0.026-0.030, (c) 0.137-0.139 -> 0.133-0.135.
+__device__ __forceinline__ void waitForPrevious() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void releaseNext() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 struct Params {
   RasterPush p;
   const float4* positions;
@@ -128,6 +143,8 @@ __device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& 
 __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
   __shared__ uint32_t groupChunks, groupRecords, chunkBase, recordBase;
   __shared__ FragmentWalk together;
+  waitForPrevious();  // the z-buffer cleared
+  releaseNext();
   const RasterPush& p = a.p;
   const uint32_t image = blockIdx.y, capacity = p.queueCapacity;
   for (uint32_t start = blockIdx.x * RASTER_GROUP; start < p.triangleCount; start += gridDim.x * RASTER_GROUP) {
@@ -187,6 +204,8 @@ __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
 
 // Stage 1: one block of RASTER_GROUP threads per queued chunk, spread over its pixels.
 __global__ void chunksKernel(Params a) {
+  waitForPrevious();  // the queue filled
+  releaseNext();
   uint32_t entries = min(a.queue[0] + 1u, a.p.queueCapacity);
   for (uint32_t e = blockIdx.x; e < entries; e += gridDim.x) {
     const uint32_t* entry = a.queue + RASTER_QUEUE_HEADER + size_t(e) * RASTER_QUEUE_ENTRY;
@@ -208,6 +227,8 @@ __host__ __device__ size_t resolveTilesPerImage(uint32_t width, uint32_t height)
   return size_t((width + kResolveTileW - 1) / kResolveTileW) * ((height + kResolveTileH - 1) / kResolveTileH);
 }
 __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findices, float* bary) {
+  waitForPrevious();  // every fragment in the z-buffer
+  releaseNext();      // interpolate, where it follows
   const uint32_t W = a.p.width, H = a.p.height, tilesX = (W + kResolveTileW - 1) / kResolveTileW;
   const size_t imagePixels = size_t(W) * H, imageTiles = resolveTilesPerImage(W, H), tiles = imageTiles * a.p.images;
   for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -238,6 +259,27 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
   }
 }
 
+// The z-buffer and the queue's counts to ~0 (the empty token, above every fragment; empty counts). A kernel rather
+// than a memset, so that the triangle stage can launch while it drains.
+__global__ void clearScratchKernel(uint4* scratch, size_t pieces) {
+  releaseNext();
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
+    scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+}
+// Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote, as a
+// programmatic dependent of that work where the device has it.
+template <typename... Params, typename... Args>
+void launchAfterPrevious(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+  int device = 0, major = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{grid, block, 0, s, &attribute, major >= 9 ? 1u : 0u};
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+}
+
 unsigned grid(size_t n) { return unsigned(std::min<size_t>((n + 255) / 256, 65535 * 4)); }
 
 // The vertex of corner k of pixel pix's face, or -1 for background or invalid ids (never read out of bounds).
@@ -251,6 +293,7 @@ __device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t f
 // One thread per pixel: its face's corners and weights are read once for all channels.
 __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
                                   const float* bary, const int32_t* faces, uint32_t M, float* out) {
+  waitForPrevious();  // the visibility buffer (launched as a dependent of the resolve)
   for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
     int corner[3];
     float weight[3];
@@ -270,6 +313,7 @@ __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const
 __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
                                           const float* bary, const int32_t* faces, uint32_t M, const float* gradOut,
                                           float* gradAttr, float* gradBary) {
+  waitForPrevious();
   for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x)
     for (int k = 0; k < 3; ++k) {
       int vi = cornerVertex(ids, faces, M, N, pix, k);
@@ -334,6 +378,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
                const int32_t* ranges) {
   RasterScratchLayout layout = rasterScratchLayout(d);
   ARM_CHECK(positions && faces && scratch && findices && barycentrics, "cuda::rasterize: null pointer");
+  ARM_CHECK(reinterpret_cast<uintptr_t>(scratch) % 16 == 0, "cuda::rasterize: scratch must be 16-byte aligned");
   ARM_CHECK(!d.useDepthPrior || depthPrior, "cuda::rasterize: useDepthPrior without a depth prior");
   const bool instanced = d.batch == RasterBatch::Instanced;
   ARM_CHECK(instanced || ranges, "cuda::rasterize: Ranges mode without ranges");
@@ -344,27 +389,26 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
            reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
            reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
            reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset)};
-  // One memset: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
-  CUDA_CHECK(cudaMemsetAsync(scratch, 0xff, layout.queueOffset + 16, s));
+  static_assert(RASTER_QUEUE_HEADER * 4 == 16, "the clear covers the z-buffer and the queue's 16-byte header");
+  const size_t pieces = (layout.queueOffset + 16) / 16;  // queueOffset is a multiple of 256
+  clearScratchKernel<<<grid(pieces), 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces);
+  CUDA_CHECK_LAUNCH();
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box).
     const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, 65535 * 16));
-    trianglesKernel<<<dim3(triangleBlocks, d.images), RASTER_GROUP, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
-    chunksKernel<<<std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS), RASTER_GROUP, 0, s>>>(a);
-    CUDA_CHECK_LAUNCH();
+    launchAfterPrevious(trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);
+    launchAfterPrevious(chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)), dim3(RASTER_GROUP), s, a);
   }
   // A block of 256 threads per 32 × 8 tile.
-  resolveKernel<<<grid(resolveTilesPerImage(d.width, d.height) * d.images * 256), 256, 0, s>>>(a, findices, barycentrics);
-  CUDA_CHECK_LAUNCH();
+  launchAfterPrevious(resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)), dim3(256), s, a,
+                      findices, barycentrics);
 }
 
 void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
                  const int32_t* faces, uint32_t M, float* out, const Stream& stream) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
   if (!pixels) return;
-  interpolateKernel<<<grid(pixels), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, out);
-  CUDA_CHECK_LAUNCH();
+  launchAfterPrevious(interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary, faces, M, out);
 }
 
 void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
@@ -373,9 +417,8 @@ void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* a
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
             "cuda::interpolateBackward: channels must be >= 1 and pointers set");
   if (!pixels) return;
-  interpolateBackwardKernel<<<grid(pixels), 256, 0, raw(stream)>>>(pixels, C, N, attr, ids, bary, faces, M, gradOut,
-                                                                    gradAttr, gradBary);
-  CUDA_CHECK_LAUNCH();
+  launchAfterPrevious(interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
+                      faces, M, gradOut, gradAttr, gradBary);
 }
 
 }  // namespace armature::cuda

@@ -1,6 +1,8 @@
 #pragma once
 // The rasteriser on CUDA (armature/ops/raster.h for the contract). Device pointers, the caller's stream, no host
-// synchronisation. scratch: rasterScratchBytes(desc) bytes; ranges: device (B,2) int32 in Ranges mode.
+// synchronisation. scratch: rasterScratchBytes(desc) bytes, 16-byte aligned (as cudaMalloc's); ranges: device (B,2)
+// int32 in Ranges mode. On compute capability 9.0+ the call's kernels, and interpolate's, are launched as
+// programmatic dependents of the work before them in the stream (each waits for it before reading its results).
 #include <cstdint>
 
 #include "armature/cuda/runtime.h"
