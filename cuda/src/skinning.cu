@@ -1125,11 +1125,12 @@ struct Skinning::Impl {
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   // L2 residency (setL2Residency): as much of the blend matrix as the device sets aside for persisting lines is
-  // marked persisting on the launches that stream it. For more than 8 items the window is the matrix's leading part
-  // (the GEMMs' tiles stream it in order). For up to 8 (spreadWindow, set per call) the persisting lines are spread
-  // over the whole matrix (a fraction of every group's lines), so that all of the fused forward's blocks, not half
-  // of them, draw on DRAM at once and none idles early: H100, one item, 0.0281-0.0283 -> 0.0271-0.0277 ms (512 items
-  // measured 1% slower with it). A call's forward and backward use the same window: alternating windows would
+  // marked persisting on the launches that stream it. For more than 64 items the window is the matrix's leading
+  // part (the large GEMMs' tiles stream it in order). For up to 64 (spreadWindow, set per call) the persisting lines
+  // are spread over the whole matrix (a fraction of every group's lines), so that all of the blocks streaming it
+  // (the fused forward's, the 32-row GEMM's column tiles), not half of them, draw on DRAM at once and none idles
+  // early. H100: one item 0.0281-0.0283 -> 0.0271-0.0277 ms, 32 items 0.058-0.064 -> 0.056-0.057 ms; 512 items
+  // measured 1% slower with it. A call's forward and backward use the same window: alternating windows would
   // re-mark the lines on every launch.
   cudaAccessPolicyWindow residency{}, spreadResidency{};
   bool spreadWindow = false;
@@ -1366,7 +1367,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
             "cuda::Skinning::forward: null input or output pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  m->spreadWindow = batch <= 8;
+  m->spreadWindow = batch <= 64;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr,
@@ -1411,7 +1412,7 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
             "cuda::Skinning::backward: null gradient pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  m->spreadWindow = batch <= 8;
+  m->spreadWindow = batch <= 64;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   size_t n = size_t(batch) * d.V;

@@ -53,7 +53,7 @@ class Skinning {
   void setChainOverlap(bool on);
   // On (the default, where the device supports it): the launches that stream the blend matrix mark part of it as
   // persisting in L2 — as much as the device sets aside, 30.7 of the matrix's 63.6 MB on the H100: the leading part
-  // for more than 8 items, 3/4 of that spread over the whole matrix for up to 8 — so across
+  // for more than 64 items, 3/4 of that spread over the whole matrix for up to 64 — so across
   // calls (frames, optimisation steps) that part comes from L2 instead of DRAM. This raises the process's
   // persisting-L2 limit (cudaLimitPersistingL2CacheSize) to the device's maximum; other work still uses that part
   // of L2 while no persisting line holds it. Off: every call streams the whole matrix from DRAM, and lines earlier
