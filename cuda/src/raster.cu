@@ -266,17 +266,21 @@ __global__ void clearScratchKernel(uint4* scratch, size_t pieces) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
     scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
-// Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote, as a
-// programmatic dependent of that work where the device has it.
-template <typename... Params, typename... Args>
-void launchAfterPrevious(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+// Whether the current device runs programmatic dependent launches (compute capability 9.0+): asked once per call.
+bool dependentLaunches() {
   int device = 0, major = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+}
+// Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote: with
+// `dependent`, as a programmatic dependent of that work; else as an ordinary launch.
+template <typename... Params, typename... Args>
+void launchAfterPrevious(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{grid, block, 0, s, &attribute, major >= 9 ? 1u : 0u};
+  cudaLaunchConfig_t config{grid, block, 0, s, &attribute, dependent ? 1u : 0u};
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
 }
 
@@ -393,14 +397,15 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   const size_t pieces = (layout.queueOffset + 16) / 16;  // queueOffset is a multiple of 256
   clearScratchKernel<<<grid(pieces), 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces);
   CUDA_CHECK_LAUNCH();
+  const bool dependent = dependentLaunches();
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box).
     const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, 65535 * 16));
-    launchAfterPrevious(trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);
-    launchAfterPrevious(chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)), dim3(RASTER_GROUP), s, a);
+    launchAfterPrevious(dependent, trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);
+    launchAfterPrevious(dependent, chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)), dim3(RASTER_GROUP), s, a);
   }
   // A block of 256 threads per 32 × 8 tile.
-  launchAfterPrevious(resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)), dim3(256), s, a,
+  launchAfterPrevious(dependent, resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)), dim3(256), s, a,
                       findices, barycentrics);
 }
 
@@ -408,7 +413,7 @@ void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, con
                  const int32_t* faces, uint32_t M, float* out, const Stream& stream) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
   if (!pixels) return;
-  launchAfterPrevious(interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary, faces, M, out);
+  launchAfterPrevious(dependentLaunches(), interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary, faces, M, out);
 }
 
 void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
@@ -417,7 +422,7 @@ void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* a
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
             "cuda::interpolateBackward: channels must be >= 1 and pointers set");
   if (!pixels) return;
-  launchAfterPrevious(interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
+  launchAfterPrevious(dependentLaunches(), interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
                       faces, M, gradOut, gradAttr, gradBary);
 }
 

@@ -1125,23 +1125,24 @@ struct Skinning::Impl {
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   // L2 residency (setL2Residency): as much of the blend matrix as the device sets aside for persisting lines is
-  // marked persisting on the launches that stream it. For more than 64 items the window is the matrix's leading
-  // part (the large GEMMs' tiles stream it in order). For up to 64 (spreadWindow, set per call) the persisting lines
-  // are spread over the whole matrix (a fraction of every group's lines), so that all of the blocks streaming it
+  // marked persisting on the launches that stream it. For more than kSpreadItems items the window is the matrix's
+  // leading part (the large GEMMs' tiles stream it in order). For up to kSpreadItems the persisting lines are spread
+  // over the whole matrix (a fraction of every group's lines), so that all of the blocks streaming it
   // (the fused forward's, the 32-row GEMM's column tiles), not half of them, draw on DRAM at once and none idles
   // early. H100: one item 0.0281-0.0283 -> 0.0271-0.0277 ms, 32 items 0.058-0.064 -> 0.056-0.057 ms; 512 items
   // measured 1% slower with it. A call's forward and backward use the same window: alternating windows would
   // re-mark the lines on every launch.
+  static constexpr int kSpreadItems = 64;
   cudaAccessPolicyWindow residency{}, spreadResidency{};
-  bool spreadWindow = false;
   bool residencyOn = false;
   bool tensorCapable = false, tensorCores = false;  // setTensorCores: the large blend products on tensor cores
-  // A kernel that reads the blend matrix, launched with the residency window when it is on.
+  // A kernel that reads the blend matrix for a call of `items` items, launched with the residency window when it is
+  // on (the same window for a call's forward and backward).
   template <typename... Params, typename... Args>
-  void launchBlend(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
+  void launchBlend(int items, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
     cudaLaunchAttribute window{};
     window.id = cudaLaunchAttributeAccessPolicyWindow;
-    window.val.accessPolicyWindow = spreadWindow ? spreadResidency : residency;
+    window.val.accessPolicyWindow = items <= kSpreadItems ? spreadResidency : residency;
     cudaLaunchConfig_t config{grid, block, shared, s, &window, residencyOn ? 1u : 0u};
     CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
   }
@@ -1156,14 +1157,14 @@ struct Skinning::Impl {
     const int N = blendStride, K = dims.F();
     if (M <= 64) {  // (the tensor-core kernel measured slower here: 0.063 -> 0.075 ms at 32 items, issue-bound)
       dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
-      launchBlend(gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(M, gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else if (tensorCores) {
       dim3 grid(blocks(size_t(M), kTcRows), blocks(size_t(N), kTcCols));  // row tiles fastest
-      launchBlend(gemmTensorKernel<false>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N,
+      launchBlend(M, gemmTensorKernel<false>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N,
                   vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
-      launchBlend(gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(M, gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -1176,7 +1177,7 @@ struct Skinning::Impl {
     const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
     auto run = [&](int chainBlocks, int grid, bool resetFlags) {
       o.resetFlags = resetFlags;
-      launchBlend(kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
+      launchBlend(d.B, kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
     if (chainOverlap) {
@@ -1190,7 +1191,7 @@ struct Skinning::Impl {
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
     int N = dims.F(), K = blendStride;
     if (M <= 4) {
-      launchBlend(skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
+      launchBlend(M, skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
@@ -1207,13 +1208,13 @@ struct Skinning::Impl {
       grid.z = unsigned(slices);
       float* target = slices > 1 ? splitParts.as<float>() : out;
       if (mid)
-        launchBlend(gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
+        launchBlend(M, gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
                     nullptr, kChunk);
       else if (tensor)
-        launchBlend(gemmTensorKernel<true>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, G, blendStride,
+        launchBlend(M, gemmTensorKernel<true>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, G, blendStride,
                     blend.as<float>(), target, N, nullptr, kChunk);
       else
-        launchBlend(gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
+        launchBlend(M, gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
                     kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
@@ -1367,7 +1368,6 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
             "cuda::Skinning::forward: null input or output pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  m->spreadWindow = batch <= 64;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr,
@@ -1412,7 +1412,6 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
             "cuda::Skinning::backward: null gradient pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  m->spreadWindow = batch <= 64;
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
   size_t n = size_t(batch) * d.V;
