@@ -91,14 +91,14 @@ __host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
   return (size_t(col / kGroupColumns) * rows + row) * kGroupColumns + col % kGroupColumns;
 }
 
-// What the forward writes. The fused forward (few items) publishes each item's transforms by setting chainReady[b]
-// to 1; the product's blocks wait for them before skinning. The launch's last block sets the flags and counters
-// back to 0 (finishLaunch): no state on the host, so a captured CUDA graph replays safely.
+// What the forward writes. The fused forward with its chain beside the product publishes each item's transforms by
+// setting chainReady[b] to the launch's epoch; the product's blocks wait for that value before skinning. Epochs
+// and block roles come from a ticket counter on the device that only ever grows (takeRole), so nothing is reset
+// at the end of a launch and nothing per call lives on the host: a captured CUDA graph replays safely.
 struct ForwardOut {
   float *transforms, *saved, *joints, *vPosed, *vertices;
-  unsigned* chainReady;                  // null: no flags (separate kernels, ordered by the stream)
-  unsigned* counters;                    // fused kernels: [0] block-role tickets (takeTicket), [1] finished blocks
-  bool resetFlags;                       // the launch's last block clears the flags (false: a later launch reads them)
+  unsigned* chainReady;          // null: no flags (separate kernels or launches, ordered by the stream)
+  unsigned* tickets;             // the launch's ticket counter (takeRole); null: roles from blockIdx
 };
 
 __device__ unsigned loadAcquire(const unsigned* p) {
@@ -106,16 +106,17 @@ __device__ unsigned loadAcquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-// Called by the whole block: every thread's writes so far become visible before the flag (a release store of 1).
-__device__ void publish(unsigned* flag) {
+// Called by the whole block: every thread's writes so far become visible before the flag (a release store of epoch).
+__device__ void publish(unsigned* flag, unsigned epoch) {
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(epoch) : "memory");
 }
-// Called by the whole block: returns once flags[0 … count) are all set (count ≤ blockDim.x).
-__device__ void waitFor(const unsigned* flags, int count) {
-  if (int(threadIdx.x) < count)
-    while (loadAcquire(flags + threadIdx.x) == 0) __nanosleep(32);
+// Called by the whole block: returns once flags[0 … count) all hold epoch (count ≤ blockDim.x); null flags: a
+// barrier only.
+__device__ void waitFor(const unsigned* flags, int count, unsigned epoch) {
+  if (flags && int(threadIdx.x) < count)
+    while (loadAcquire(flags + threadIdx.x) != epoch) __nanosleep(32);
   __syncthreads();
 }
 
@@ -154,7 +155,8 @@ constexpr size_t chainSharedBytes() {
 // (1b) Item b's joints, by a whole block of SKIN_MAX_JOINTS × 1, 2 or 4 threads (thread j: joint j % 64, slice
 // j / 64): rotations, rest joints, the chain one tree level at a time, then transforms, posed joints and what the
 // backward needs. smem: chainSharedBytes().
-__device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o) {
+__device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o,
+                          unsigned epoch = 0) {
   float *sR = smem, *sG = sR + SKIN_MAX_JOINTS * 9, *sJ = sG + SKIN_MAX_JOINTS * 9, *sT = sJ + SKIN_MAX_JOINTS * 3;
   float* sPart = sT + SKIN_MAX_JOINTS * 3;  // [slice][joint][3]: the regression's partial sums
   int* sParent = reinterpret_cast<int*>(sPart + kChainSlices * SKIN_MAX_JOINTS * 3);
@@ -236,7 +238,7 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
       Aj[r * 4 + 3] = sT[j * 3 + r] - (G[r * 3] * jr[0] + G[r * 3 + 1] * jr[1] + G[r * 3 + 2] * jr[2]);
     }
   }
-  if (o.chainReady) publish(o.chainReady + b);
+  if (o.chainReady) publish(o.chainReady + b, epoch);
   if (lead) {
     float* sv = o.saved + (size_t(b) * d.J + j) * kSaved;
     for (int e = 0; e < 9; ++e) sv[e] = sR[j * 9 + e], sv[9 + e] = sG[j * 9 + e];
@@ -670,8 +672,8 @@ __device__ void fetchGroupWeights(const Tables& t, int g, GroupWeights& w) {
 
 // The fused forward's epilogue: skins group g's vertices for items [0, items), from posed positions in shared
 // memory (kGroupColumns per item), once the items' transforms are published. staged: kStagedJoints × 12 floats
-// per item of shared memory.
-__device__ void skinGroup(const Dims& d, const Tables& t, const SkinningInputs& in, const ForwardOut& o, const float* posed,
+// per item of shared memory; transl: the items' translations, 4 floats apart (shared memory).
+__device__ void skinGroup(const Dims& d, const Tables& t, const ForwardOut& o, const float* posed, const float* transl,
                           int items, int g, const GroupWeights& w, float* staged) {
   const int slots = w.slots, perItem = slots * 12, v0 = g * kGroupVertices;
   if (slots) {  // 16-byte loads of the named joints' transforms, all in flight together
@@ -693,32 +695,28 @@ __device__ void skinGroup(const Dims& d, const Tables& t, const SkinningInputs& 
     } else {
       blendTransforms(t, o.transforms + size_t(r) * d.TS, v, T);
     }
-    applyTransform(T, posed + r * kGroupColumns + posedColumn(local), in.transl + r * 3, o.vertices + (size_t(r) * d.V + v) * 3);
+    applyTransform(T, posed + r * kGroupColumns + posedColumn(local), transl + r * 4, o.vertices + (size_t(r) * d.V + v) * 3);
   }
 }
 
-// A fused kernel's block takes its role from a ticket (the order blocks start in), not from blockIdx: tickets
+// A fused kernel's block takes its role from a ticket (the order blocks start in), not from blockIdx: roles
 // [0, chainBlocks) run the items' chains, the rest the product. The chains then run on blocks that are already
 // resident and wait for nothing, so the product blocks' waits always end, whatever the GPU's block scheduling
-// (no cooperative launch needed, any grid size).
-__device__ int takeTicket(const ForwardOut& o) {
+// (no cooperative launch needed, any grid size). Every launch on one counter has the same grid (one counter per
+// item count), and the counter cycles through a whole number of grids, so launch n takes tickets [n·grid,
+// (n+1)·grid): the ticket gives the role and the launch's epoch, n + 1 (≥ 1, never the previous launch's), and
+// nothing is reset when a launch ends. (The launch's last block used to reset a counter and the flags, after a
+// fence and an atomic on every block's critical path.)
+struct Role {
+  int index;
+  unsigned epoch;  // what this launch's chain blocks publish
+};
+__device__ Role takeRole(const ForwardOut& o) {
+  if (!o.tickets) return {int(blockIdx.x), 0u};
   __shared__ unsigned ticket;
-  if (threadIdx.x == 0) ticket = atomicAdd(o.counters, 1u);
+  if (threadIdx.x == 0) ticket = atomicInc(o.tickets, gridDim.x * (~0u / gridDim.x) - 1u);  // then back to 0
   __syncthreads();
-  return int(ticket);
-}
-// Whole block, last thing in a fused kernel: the launch's last block to finish (every other block is done with
-// the flags) clears the counters and, with resetFlags, the items' flags for the next launch.
-__device__ void finishLaunch(const ForwardOut& o, int items) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(o.counters + 1, 1u) == gridDim.x - 1) {
-      for (int b = 0; o.resetFlags && b < items; ++b) o.chainReady[b] = 0;
-      o.counters[0] = 0, o.counters[1] = 0;
-      __threadfence();
-    }
-  }
+  return {int(ticket % gridDim.x), ticket / gridDim.x + 1u};
 }
 
 // (1–3 fused, ≤ 8 items) One kernel, bandwidth-bound on the 64 MB blend matrix: chainBlocks blocks run the items'
@@ -728,13 +726,13 @@ __device__ void finishLaunch(const ForwardOut& o, int items) {
 // themselves. A product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4
 // columns per thread (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of 16 threads
 // split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two launches:
-// chain blocks only, then product blocks only (chainBlocks = 0; the flags are already set).
+// chain blocks only, then product blocks only (chainBlocks = 0), ordered by the stream.
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
 static_assert(kSkinnyCols == kGroupColumns, "a skinny block's columns are one vertex group");
 template <int Rows>
 size_t fewSharedBytes(int F) {  // enough for the chain blocks too
   return std::max(chainSharedBytes(),
-                  (size_t(Rows) * F + (kSkinnySlices + Rows) * kSkinnyCols + Rows * kStagedJoints * 12) * sizeof(float) +
+                  (size_t(Rows) * F + (kSkinnySlices + Rows + 1) * kSkinnyCols + Rows * (kStagedJoints * 12 + 4)) * sizeof(float) +
                       sizeof(GroupWeights));
 }
 // 4 rows: ≤ 64 registers, so 4 blocks per SM hold all 500 groups of an SMPL-X-sized model at once.
@@ -743,10 +741,10 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
                                                         int ldb) {
   extern __shared__ float4 shared4[];
   float* smem = reinterpret_cast<float*>(shared4);
-  const int ticket = takeTicket(o), productBlocks = gridDim.x - chainBlocks;
-  if (ticket < chainBlocks) {
-    chainItem(d, t, in, ticket, smem, o);
-    finishLaunch(o, d.B);
+  const Role role = takeRole(o);
+  const int productBlocks = gridDim.x - chainBlocks;
+  if (role.index < chainBlocks) {
+    chainItem(d, t, in, role.index, smem, o, role.epoch);
     return;
   }
   const int M = d.B, K = d.F(), groups = ldb / kGroupColumns;
@@ -754,10 +752,12 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
   float* part = aT + K * Rows;                       // [slice][kSkinnyCols] partial sums
   float* posed = part + kSkinnySlices * kSkinnyCols;  // [Rows][kSkinnyCols]
   float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kStagedJoints per item
-  GroupWeights& weights = *reinterpret_cast<GroupWeights*>(staged + Rows * kStagedJoints * 12);
+  float* transl = staged + Rows * kStagedJoints * 12;  // [Rows][4]: the items' translations
+  float* bias = transl + Rows * 4;                     // the group's template columns
+  GroupWeights& weights = *reinterpret_cast<GroupWeights*>(bias + kSkinnyCols);
   const int tx = threadIdx.x % kSkinnyThreadsPerSlice, slice = threadIdx.x / kSkinnyThreadsPerSlice;
   bool haveA = false;
-  for (int g = ticket - chainBlocks; g < groups; g += productBlocks) {
+  for (int g = role.index - chainBlocks; g < groups; g += productBlocks) {
     const float4* B4 = reinterpret_cast<const float4*>(t.blend + blendIndex(0, g * kGroupColumns, K)) + tx;
     constexpr int ldb4 = kGroupColumns / 4;
     float4 next[kInFlight];
@@ -766,8 +766,12 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
       int k = slice + kSkinnySlices * u;
       next[u] = k < K ? __ldg(B4 + k * ldb4) : make_float4(0, 0, 0, 0);
     }
+    // Everything the epilogue reads from global memory but the transforms is on its way before the stream, so that
+    // no round trip follows it: the group's weights record and template columns, the items' translations.
+    if (threadIdx.x < kSkinnyCols / 4) copyAsync16(bias + 4 * threadIdx.x, t.vTemplate + g * kSkinnyCols + 4 * threadIdx.x, true);
     fetchGroupWeights(t, g, weights);
     if (!haveA) {  // the first group's loads are in flight while the block builds the items' features
+      for (int i = threadIdx.x; i < M * 3; i += blockDim.x) transl[i / 3 * 4 + i % 3] = __ldg(in.transl + i);
       const int perItem = d.J - 1 + d.K;
       for (int i = threadIdx.x; i < M * perItem; i += blockDim.x) {
         const int r = i / perItem;
@@ -801,28 +805,26 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
       }
     }
     const int n = g * kSkinnyCols + 4 * tx;  // this thread's first column
+    asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's part of the bias and the record (long done)
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       if (r >= M) break;  // uniform across the block
       for (int c = 0; c < 4; ++c) part[slice * kSkinnyCols + 4 * tx + c] = acc[r][c];
-      __syncthreads();
+      __syncthreads();  // (the first also makes the bias and the record visible)
       if (slice == 0)
         for (int c = 0; c < 4; ++c) {
-          float sum = t.vTemplate[n + c];
+          float sum = bias[4 * tx + c];
           for (int z = 0; z < kSkinnySlices; ++z) sum += part[z * kSkinnyCols + 4 * tx + c];
           posed[r * kSkinnyCols + 4 * tx + c] = sum;
           o.vPosed[size_t(r) * ldb + n + c] = sum;
         }
       __syncthreads();
     }
-    asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's part of the group's record
-    // The items' transforms (the flags stay set until the launch ends: later groups pass at once). Its closing
-    // barrier also makes every thread's part of the record visible.
-    waitFor(o.chainReady, M);
-    skinGroup(d, t, in, o, posed, M, g, weights, staged);
+    // The items' transforms (the flags keep this launch's epoch: later groups pass at once).
+    waitFor(o.chainReady, M, role.epoch);
+    skinGroup(d, t, o, posed, transl, M, g, weights, staged);
     __syncthreads();  // the next group reuses part and posed
   }
-  finishLaunch(o, M);
 }
 
 // (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda, zero-padded to a multiple of 4) and B the
@@ -1118,10 +1120,11 @@ struct Skinning::Impl {
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
   int blendStride = 0;  // row stride of the blend matrix and v_posed: vertex groups (posedColumn), 128-column tiles
-  // The fused forward: its kernels' launch shapes, the per-item ready flags and the block counters (all zero
-  // between launches).
+  // The fused forward: its kernels' launch shapes; per item count (1 … kFusedItems), the chain's ready flags and
+  // the ticket counter of its launches with the chain beside the product (takeRole).
+  static constexpr int kFusedItems = 8;
   FusedLaunch few4, few8;
-  DeviceMemory chainReady, counters;
+  DeviceMemory chainReady, tickets;
   SkinningInputs lastInputs{};  // backward reads the pose the forward used
   uint32_t lastBatch = 0;
   // L2 residency (setL2Residency): as much of the blend matrix as the device sets aside for persisting lines is
@@ -1175,16 +1178,17 @@ struct Skinning::Impl {
     Tables t = tables();
     const int ldb = blendStride, groups = ldb / kGroupColumns;
     const int productBlocks = std::max(1, std::min(groups, launch.capacity - d.B));  // the rest stay resident
-    auto run = [&](int chainBlocks, int grid, bool resetFlags) {
-      o.resetFlags = resetFlags;
+    auto run = [&](int chainBlocks, int grid) {
       launchBlend(d.B, kernel, unsigned(grid), launch.threads, launch.shared, s, d, t, in, o, chainBlocks, ldb);
       CUDA_CHECK_LAUNCH();
     };
-    if (chainOverlap) {
-      run(d.B, d.B + productBlocks, true);
-    } else {
-      run(d.B, d.B, false);  // the product launch reads the flags, then clears them
-      run(0, productBlocks, true);
+    if (chainOverlap) {  // the same grid for every launch of d.B items: one ticket counter and set of flags each
+      o.chainReady = chainReady.as<unsigned>() + (d.B - 1) * kFusedItems;
+      o.tickets = tickets.as<unsigned>() + (d.B - 1);
+      run(d.B, d.B + productBlocks);
+    } else {  // the stream orders the two launches: no flags, roles from blockIdx
+      run(d.B, d.B);
+      run(0, productBlocks);
     }
   }
   // out (M × F) = G (M × blendStride, zero padding) · blendᵀ
@@ -1313,10 +1317,10 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
     CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
   }
   setTensorCores(true);
-  m->chainReady = DeviceMemory(B * 4);
-  CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, B * 4));
-  m->counters = DeviceMemory(8);
-  CUDA_CHECK(cudaMemset(m->counters.data(), 0, 8));
+  m->chainReady = DeviceMemory(Impl::kFusedItems * Impl::kFusedItems * sizeof(unsigned));
+  CUDA_CHECK(cudaMemset(m->chainReady.data(), 0, m->chainReady.bytes()));
+  m->tickets = DeviceMemory(Impl::kFusedItems * sizeof(unsigned));
+  CUDA_CHECK(cudaMemset(m->tickets.data(), 0, m->tickets.bytes()));
   setL2Residency(l2Residency);
 }
 
@@ -1370,13 +1374,11 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr,
-               m->counters.as<unsigned>(), false};
+  ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr, nullptr};
   // Few items: one fused kernel (chain blocks beside product blocks that skin their own vertex groups).
   auto usable = [&](const FusedLaunch& l) { return l.capacity > d.B; };
-  const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= 8 && usable(m->few8) ? 8 : 0;
+  const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= Impl::kFusedItems && usable(m->few8) ? 8 : 0;
   if (fused) {
-    o.chainReady = m->chainReady.as<unsigned>();
     if (fused == 4)
       m->fusedForward(forwardFewKernel<4>, m->few4, d, in, o, s);
     else
