@@ -247,7 +247,8 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
 
 TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
   // A real-time caller captures the frame once and replays it: the fused forward keeps no per-call state on the
-  // host (its flags and counters reset on the device), so every replay must compute the new inputs.
+  // host (its block roles and flags come from a ticket counter on the device), so every replay must compute the new
+  // inputs.
   std::mt19937_64 rng(::armature::test::rng()());
   const BodyModel& m = avatar();
   cuda::Stream stream;
@@ -277,6 +278,43 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
       auto ref = bodyForwardRef(m, p);
       EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol)) << "replay " << replay;
     }
+  }
+}
+
+TEST_F(SkinningCuda, FusedForwardsOfMixedSizesBackToBack) {
+  // The fused forward's launches for different item counts keep separate ticket counters and flags, and a launch
+  // must never take the flags of an earlier one: many calls of mixed sizes (and both chain modes), no
+  // synchronisation between them, each into its own NaN-poisoned outputs, the items a prefix of the same inputs.
+  std::mt19937_64 rng(::armature::test::rng()());
+  const BodyModel& m = avatar();
+  constexpr uint32_t kItems = 8;
+  cuda::Stream stream;
+  cuda::Skinning skin(m, 10, 10, kItems);
+  BodyParams p = randomBodyParams(m, kItems, 10, 10, rng);
+  FloatParams f = toFloat(p);
+  auto ref = bodyForwardRef(m, p);
+  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
+  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+  cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+  const std::vector<uint32_t> sizes = {1, 4, 2, 8, 1, 3, 1, 5, 2, 1, 8, 4};
+  std::vector<cuda::DeviceMemory> verts, joints;
+  for (size_t call = 0; call < sizes.size(); ++call) {
+    verts.emplace_back(size_t(sizes[call]) * m.vertexCount * 3 * 4);
+    joints.emplace_back(size_t(sizes[call]) * m.jointCount * 3 * 4);
+    verts.back().fill32(nanBits());
+    joints.back().fill32(nanBits());
+  }
+  stream.synchronize();
+  for (size_t call = 0; call < sizes.size(); ++call) {
+    skin.setChainOverlap(call % 5 != 4);
+    skin.forward(sizes[call], in, verts[call].as<float>(), joints[call].as<float>(), stream);
+  }
+  stream.synchronize();
+  for (size_t call = 0; call < sizes.size(); ++call) {
+    SCOPED_TRACE("call " + std::to_string(call) + ", " + std::to_string(sizes[call]) + " items");
+    const size_t nv = size_t(sizes[call]) * m.vertexCount * 3, nj = size_t(sizes[call]) * m.jointCount * 3;
+    EXPECT_TRUE(allClose(verts[call].download<float>(nv), std::vector<double>(ref.vertices.begin(), ref.vertices.begin() + nv), kVertexTol));
+    EXPECT_TRUE(allClose(joints[call].download<float>(nj), std::vector<double>(ref.joints.begin(), ref.joints.begin() + nj), kVertexTol));
   }
 }
 

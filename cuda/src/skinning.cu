@@ -93,7 +93,7 @@ __host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
 
 // What the forward writes. The fused forward with its chain beside the product publishes each item's transforms by
 // setting chainReady[b] to the launch's epoch; the product's blocks wait for that value before skinning. Epochs
-// and block roles come from a ticket counter on the device that only ever grows (takeRole), so nothing is reset
+// and block roles come from a cycling ticket counter on the device (takeRole), so nothing is reset
 // at the end of a launch and nothing per call lives on the host: a captured CUDA graph replays safely.
 struct ForwardOut {
   float *transforms, *saved, *joints, *vPosed, *vertices;
