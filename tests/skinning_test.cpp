@@ -40,6 +40,15 @@ FloatParams toFloat(BodyParams& p) {
   return {cast<float>(p.pose), cast<float>(p.betas), cast<float>(p.expression), cast<float>(p.transl)};
 }
 
+// The parameters on the device, and the inputs that name them.
+struct DeviceParams {
+  cuda::DeviceMemory pose, betas, expr, transl;
+  explicit DeviceParams(const FloatParams& f)
+      : pose(cuda::DeviceMemory::from(f.pose)), betas(cuda::DeviceMemory::from(f.betas)),
+        expr(cuda::DeviceMemory::from(f.expression)), transl(cuda::DeviceMemory::from(f.transl)) {}
+  cuda::SkinningInputs inputs() const { return {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}; }
+};
+
 // |a - b| / |b| over whole vectors.
 double relativeError(const std::vector<float>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
@@ -131,12 +140,11 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     BodyParams p = randomBodyParams(m, B, 10, 10, rng);
     FloatParams f = toFloat(p);
     auto ref = bodyForwardRef(m, p);
-    auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
-    auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+    DeviceParams params(f);
     cuda::DeviceMemory verts(ref.vertices.size() * 4), joints(ref.joints.size() * 4);
     verts.fill32(nanBits());
     joints.fill32(nanBits());
-    cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+    const cuda::SkinningInputs in = params.inputs();
     skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
     stream.synchronize();
     EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
@@ -214,8 +222,7 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
   cuda::Skinning skin(m, 10, 10, B);
   BodyParams p = randomBodyParams(m, B, 10, 10, rng);
   FloatParams f = toFloat(p);
-  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
-  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+  DeviceParams params(f);
   const size_t vCount = size_t(B) * m.vertexCount * 3, jCount = size_t(B) * m.jointCount * 3;
   if (!skin.setTensorCores(true)) GTEST_SKIP() << "this GPU has no tensor cores for TF32 (compute capability < 8.0)";
   cuda::DeviceMemory verts(vCount * 4), joints(jCount * 4), gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4);
@@ -224,7 +231,7 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
   std::vector<float> gv(vCount);
   for (auto& x : gv) x = n(rng);
   auto dgv = cuda::DeviceMemory::from(gv);
-  cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+  const cuda::SkinningInputs in = params.inputs();
   auto run = [&](bool tensor) {
     skin.setTensorCores(tensor);
     for (auto* d : {&verts, &gPose, &gBetas}) d->fill32(nanBits());
@@ -260,18 +267,17 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
     }
     BodyParams p0 = randomBodyParams(m, B, 10, 10, rng);
     FloatParams f = toFloat(p0);
-    auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
-    auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+    DeviceParams params(f);
     cuda::DeviceMemory verts(size_t(B) * m.vertexCount * 3 * 4), joints(size_t(B) * m.jointCount * 3 * 4);
-    cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+    const cuda::SkinningInputs in = params.inputs();
     cuda::Graph frame(stream, [&](const cuda::Stream& s) { skin.forward(B, in, verts.as<float>(), joints.as<float>(), s); });
     for (int replay = 0; replay < 3; ++replay) {
       BodyParams p = randomBodyParams(m, B, 10, 10, rng);
       FloatParams g = toFloat(p);
-      pose.upload(g.pose.data(), g.pose.size() * 4);
-      betas.upload(g.betas.data(), g.betas.size() * 4);
-      expr.upload(g.expression.data(), g.expression.size() * 4);
-      transl.upload(g.transl.data(), g.transl.size() * 4);
+      params.pose.upload(g.pose.data(), g.pose.size() * 4);
+      params.betas.upload(g.betas.data(), g.betas.size() * 4);
+      params.expr.upload(g.expression.data(), g.expression.size() * 4);
+      params.transl.upload(g.transl.data(), g.transl.size() * 4);
       verts.fill32(nanBits());
       frame.launch(stream);
       stream.synchronize();
@@ -293,9 +299,8 @@ TEST_F(SkinningCuda, FusedForwardsOfMixedSizesBackToBack) {
   BodyParams p = randomBodyParams(m, kItems, 10, 10, rng);
   FloatParams f = toFloat(p);
   auto ref = bodyForwardRef(m, p);
-  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
-  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
-  cuda::SkinningInputs in{pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+  DeviceParams params(f);
+  const cuda::SkinningInputs in = params.inputs();
   const std::vector<uint32_t> sizes = {1, 4, 2, 8, 1, 3, 1, 5, 2, 1, 8, 4};
   std::vector<cuda::DeviceMemory> verts, joints;
   for (size_t call = 0; call < sizes.size(); ++call) {
@@ -329,11 +334,10 @@ TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
   // NaN parameters are not scanned on the device (that would cost a pass per call): they give NaN outputs for
   // their own item only. Validate on the host with validateBodyParams when inputs are untrusted.
   f.pose[17 * 3 + 4] = NAN;  // item 1
-  auto pose = cuda::DeviceMemory::from(f.pose), betas = cuda::DeviceMemory::from(f.betas);
-  auto expr = cuda::DeviceMemory::from(f.expression), transl = cuda::DeviceMemory::from(f.transl);
+  DeviceParams params(f);
   cuda::DeviceMemory verts(ref.vertices.size() * 4), joints(ref.joints.size() * 4);
   verts.fill32(nanBits());
-  skin.forward(2, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, verts.as<float>(),
+  skin.forward(2, params.inputs(), verts.as<float>(),
                joints.as<float>(), stream);
   stream.synchronize();
   auto got = verts.download<float>(ref.vertices.size());
