@@ -47,6 +47,12 @@ struct DeviceParams {
       : pose(cuda::DeviceMemory::from(f.pose)), betas(cuda::DeviceMemory::from(f.betas)),
         expr(cuda::DeviceMemory::from(f.expression)), transl(cuda::DeviceMemory::from(f.transl)) {}
   cuda::SkinningInputs inputs() const { return {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}; }
+  void upload(const FloatParams& f) {  // new values, same buffers (what a captured graph reads)
+    pose.upload(f.pose.data(), f.pose.size() * 4);
+    betas.upload(f.betas.data(), f.betas.size() * 4);
+    expr.upload(f.expression.data(), f.expression.size() * 4);
+    transl.upload(f.transl.data(), f.transl.size() * 4);
+  }
 };
 
 // |a - b| / |b| over whole vectors.
@@ -273,11 +279,7 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
     cuda::Graph frame(stream, [&](const cuda::Stream& s) { skin.forward(B, in, verts.as<float>(), joints.as<float>(), s); });
     for (int replay = 0; replay < 3; ++replay) {
       BodyParams p = randomBodyParams(m, B, 10, 10, rng);
-      FloatParams g = toFloat(p);
-      params.pose.upload(g.pose.data(), g.pose.size() * 4);
-      params.betas.upload(g.betas.data(), g.betas.size() * 4);
-      params.expr.upload(g.expression.data(), g.expression.size() * 4);
-      params.transl.upload(g.transl.data(), g.transl.size() * 4);
+      params.upload(toFloat(p));
       verts.fill32(nanBits());
       frame.launch(stream);
       stream.synchronize();
@@ -318,8 +320,9 @@ TEST_F(SkinningCuda, FusedForwardsOfMixedSizesBackToBack) {
   for (size_t call = 0; call < sizes.size(); ++call) {
     SCOPED_TRACE("call " + std::to_string(call) + ", " + std::to_string(sizes[call]) + " items");
     const size_t nv = size_t(sizes[call]) * m.vertexCount * 3, nj = size_t(sizes[call]) * m.jointCount * 3;
-    EXPECT_TRUE(allClose(verts[call].download<float>(nv), std::vector<double>(ref.vertices.begin(), ref.vertices.begin() + nv), kVertexTol));
-    EXPECT_TRUE(allClose(joints[call].download<float>(nj), std::vector<double>(ref.joints.begin(), ref.joints.begin() + nj), kVertexTol));
+    const auto v = verts[call].download<float>(nv), j = joints[call].download<float>(nj);
+    EXPECT_TRUE(allClose(std::span<const float>(v), std::span<const double>(ref.vertices.data(), nv), kVertexTol));
+    EXPECT_TRUE(allClose(std::span<const float>(j), std::span<const double>(ref.joints.data(), nj), kVertexTol));
   }
 }
 
@@ -337,8 +340,7 @@ TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
   DeviceParams params(f);
   cuda::DeviceMemory verts(ref.vertices.size() * 4), joints(ref.joints.size() * 4);
   verts.fill32(nanBits());
-  skin.forward(2, params.inputs(), verts.as<float>(),
-               joints.as<float>(), stream);
+  skin.forward(2, params.inputs(), verts.as<float>(), joints.as<float>(), stream);
   stream.synchronize();
   auto got = verts.download<float>(ref.vertices.size());
   size_t half = got.size() / 2;

@@ -1385,8 +1385,8 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
       m->fusedForward(forwardFewKernel<8>, m->few8, d, in, o, s);
   } else {
     // More items: the chain does not feed the blend product, so with overlap it runs on a second stream beside it
-    // (forked after the caller's earlier work, joined before skinning; GPU-side waits only).
-    // The caller's stream gets its kernels first: the product is the critical path, the chain has slack.
+    // (forked after the caller's earlier work, joined before skinning; GPU-side waits only). The caller's stream
+    // gets its kernels enqueued first: the product is the critical path, the chain has slack.
     cudaStream_t chain = m->chainOverlap ? raw(m->chainStream) : s;
     if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainFork.handle, s));
     featuresKernel<<<blocks(size_t(batch) * (d.J - 1 + d.K), 128), 128, 0, s>>>(d, in, m->features.as<float>());
@@ -1395,8 +1395,10 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
     if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(chain, m->chainFork.handle, 0));
     jointsForwardKernel<<<batch, SKIN_MAX_JOINTS, chainSharedBytes(), chain>>>(d, t, in, o);
     CUDA_CHECK_LAUNCH();
-    if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
-    if (m->chainOverlap) CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
+    if (m->chainOverlap) {
+      CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
+      CUDA_CHECK(cudaStreamWaitEvent(s, m->chainJoin.handle, 0));
+    }
     skinForwardKernel<<<blocks(size_t(batch) * d.V, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
         d, t, m->vPosed.as<float>(), m->blendStride, m->transforms.as<float>(), in.transl, vertices);
     CUDA_CHECK_LAUNCH();
