@@ -347,6 +347,22 @@ std::vector<RandomCase> randomCases() {
     c.desc.queueCapacity = 40;
     cases.push_back(std::move(c));
   }
+  {  // 200 triangles stacked on one 8×8-pixel box at random depths, ~36 fragments each: every pixel's nearest of
+     // ~100, and CUDA's shared fragment list of a block nearly full (64 boxes of 64 pixels, about half covered)
+    RandomCase c{"stacked 8x8 boxes 16x16", {}, RasterDesc{16, 16}, {}, {}};
+    c.desc.smallTrianglePixels = 64;
+    auto u = uniform(200 * 5, 0, 1);
+    auto ndc = [](double pixel) { return float(2 * pixel / 15 - 1); };  // pixel centre i is at 2i/(W-1) - 1
+    for (int t = 0; t < 200; ++t) {
+      const double* r = &u[size_t(t) * 5];
+      float z = float(r[4] * 1.8 - 0.9);
+      // Vertices at pixel (lo, lo), (hi, lo), (lo, hi) with lo in (1, 2), hi in (9, 10): centres 2..9, a box of 64.
+      double lo0 = 1.05 + 0.9 * r[0], lo1 = 1.05 + 0.9 * r[1], hi0 = 9.05 + 0.9 * r[2], hi1 = 9.05 + 0.9 * r[3];
+      c.scene.pos.insert(c.scene.pos.end(), {ndc(lo0), ndc(lo1), z, 1, ndc(hi0), ndc(lo1), z, 1, ndc(lo0), ndc(hi1), z, 1});
+      c.scene.faces.insert(c.scene.faces.end(), {3 * t, 3 * t + 1, 3 * t + 2});
+    }
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
