@@ -18,6 +18,7 @@ void main() {
   uint stride = gl_NumWorkGroups.x * INTERP_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < p.pixels; pix += stride) {
     int id = findices[pix];
+    uint base = p.imagePixels != 0u ? pix / p.imagePixels * p.vertexCount * p.channels : 0u;
     for (uint k = 0; k < 3; ++k) {
       float gb = 0.0;
       if (id > 0 && uint(id) <= p.faceCount) {
@@ -25,8 +26,8 @@ void main() {
         if (vi >= 0 && uint(vi) < p.vertexCount)
           for (uint c = 0; c < p.channels; ++c) {
             float g = gradOut[pix * p.channels + c];
-            gb += attr[uint(vi) * p.channels + c] * g;
-            atomicAdd(gradAttr[uint(vi) * p.channels + c], bary[pix * 3 + k] * g);
+            gb += attr[base + uint(vi) * p.channels + c] * g;
+            atomicAdd(gradAttr[base + uint(vi) * p.channels + c], bary[pix * 3 + k] * g);
           }
       }
       gradBary[pix * 3 + k] = gb;

@@ -597,46 +597,74 @@ struct InterpCase {
   RasterResult raster;
   uint32_t channels;
   std::vector<double> attr, gradOut;
+  uint32_t vertexCount = 0, imagePixels = 0;  // per image; imagePixels > 0: attributes (B,N,C)
+  uint32_t pixels() const { return uint32_t(desc.pixels()); }
 };
-InterpCase interpCase(uint32_t W, uint32_t H, uint32_t C) {
-  InterpCase c{randomScene(120), RasterDesc{W, H}, {}, C, {}, {}};
+// A random scene rasterised by the reference; with images > 1, that many instanced views (the mesh moved and
+// scaled per image), and with perImage each view its own attributes.
+InterpCase interpCase(uint32_t W, uint32_t H, uint32_t C, uint32_t images = 1, bool perImage = false) {
+  InterpCase c{{}, RasterDesc{W, H}, {}, C, {}, {}};
+  Scene base = randomScene(120);
+  c.scene.faces = base.faces;
+  for (uint32_t image = 0; image < images; ++image)
+    for (size_t v = 0; v < base.pos.size(); v += 4) {
+      float w = base.pos[v + 3];
+      c.scene.pos.insert(c.scene.pos.end(), {base.pos[v] * (1 - 0.2f * float(image)) + 0.1f * float(image) * w,
+                                             base.pos[v + 1], base.pos[v + 2], w});
+    }
+  c.desc.images = images;
+  c.vertexCount = uint32_t(base.pos.size() / 4);
+  c.imagePixels = perImage ? W * H : 0;
   c.raster = rasterizeRef(c.scene.pos, c.scene.faces, c.desc);
-  c.attr = uniform(c.scene.pos.size() / 4 * C, -1, 1);
-  c.gradOut = uniform(size_t(W) * H * C, -1, 1);
+  c.attr = uniform(interpolateAttrCount(c.pixels(), C, c.vertexCount, c.imagePixels), -1, 1);
+  c.gradOut = uniform(size_t(c.pixels()) * C, -1, 1);
   for (auto* v : {&c.attr, &c.gradOut}) for (auto& x : *v) x = double(float(x));  // the GPU sees these floats
   return c;
 }
 }  // namespace
 
 TEST(InterpolateReference, BackwardMatchesFiniteDifferences) {
-  InterpCase c = interpCase(23, 17, 3);
+  // One image, then three views with per-image attributes (B,N,C).
+  for (InterpCase c : {interpCase(23, 17, 3), interpCase(19, 13, 3, 3, true)}) {
+    SCOPED_TRACE(c.imagePixels ? "per-image attributes" : "shared attributes");
+    std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
+    std::vector<double> gAttr, gBary;
+    interpolateBackwardRef(c.attr, 3, c.raster.findices, bary, c.scene.faces, c.gradOut, gAttr, gBary, c.imagePixels);
+    auto loss = [&](const std::vector<double>& attr, const std::vector<double>& b) {
+      auto out = interpolateRef(attr, 3, c.raster.findices, b, c.scene.faces, c.imagePixels);
+      double l = 0;
+      for (size_t i = 0; i < out.size(); ++i) l += out[i] * c.gradOut[i];
+      return l;
+    };
+    const double h = 1e-6;  // the map is bilinear: central differences are exact up to rounding
+    size_t nonzero = 0;
+    for (size_t i = 0; i < c.attr.size(); i += 7) {
+      auto a = c.attr;
+      a[i] += h;
+      double lp = loss(a, bary);
+      a[i] -= 2 * h;
+      EXPECT_NEAR((lp - loss(a, bary)) / (2 * h), gAttr[i], 1e-6) << "attr " << i;
+      nonzero += gAttr[i] != 0;
+    }
+    EXPECT_GT(nonzero, 3u) << "no attribute reaches a pixel: the check proves nothing";
+    for (size_t i = 0; i < bary.size(); i += 5) {
+      auto b = bary;
+      b[i] += h;
+      double lp = loss(c.attr, b);
+      b[i] -= 2 * h;
+      EXPECT_NEAR((lp - loss(c.attr, b)) / (2 * h), gBary[i], 1e-6) << "bary " << i;
+    }
+    auto badIds = c.raster.findices;
+    badIds[0] = int32_t(c.scene.faces.size() / 3 + 1);
+    EXPECT_THROW(interpolateRef(c.attr, 3, badIds, bary, c.scene.faces, c.imagePixels), Error);
+  }
+  // Per-image attributes need whole images and B·N·C values.
+  InterpCase c = interpCase(19, 13, 2, 3, true);
   std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-  std::vector<double> gAttr, gBary;
-  interpolateBackwardRef(c.attr, 3, c.raster.findices, bary, c.scene.faces, c.gradOut, gAttr, gBary);
-  auto loss = [&](const std::vector<double>& attr, const std::vector<double>& b) {
-    auto out = interpolateRef(attr, 3, c.raster.findices, b, c.scene.faces);
-    double l = 0;
-    for (size_t i = 0; i < out.size(); ++i) l += out[i] * c.gradOut[i];
-    return l;
-  };
-  const double h = 1e-6;  // the map is bilinear: central differences are exact up to rounding
-  for (size_t i = 0; i < c.attr.size(); i += 7) {
-    auto a = c.attr;
-    a[i] += h;
-    double lp = loss(a, bary);
-    a[i] -= 2 * h;
-    EXPECT_NEAR((lp - loss(a, bary)) / (2 * h), gAttr[i], 1e-6) << "attr " << i;
-  }
-  for (size_t i = 0; i < bary.size(); i += 5) {
-    auto b = bary;
-    b[i] += h;
-    double lp = loss(c.attr, b);
-    b[i] -= 2 * h;
-    EXPECT_NEAR((lp - loss(c.attr, b)) / (2 * h), gBary[i], 1e-6) << "bary " << i;
-  }
-  auto badIds = c.raster.findices;
-  badIds[0] = int32_t(c.scene.faces.size() / 3 + 1);
-  EXPECT_THROW(interpolateRef(c.attr, 3, badIds, bary, c.scene.faces), Error);
+  EXPECT_THROW(interpolateRef(c.attr, 2, c.raster.findices, bary, c.scene.faces, c.imagePixels + 1), Error);
+  auto shortAttr = c.attr;
+  shortAttr.resize(shortAttr.size() - 2);
+  EXPECT_THROW(interpolateRef(shortAttr, 2, c.raster.findices, bary, c.scene.faces, c.imagePixels), Error);
 }
 
 namespace {
@@ -646,9 +674,10 @@ constexpr Tol kInterpTol{1e-5, 1e-4};
 void expectInterpolation(const InterpCase& c, const std::vector<float>& out, const std::vector<float>& gAttr,
                          const std::vector<float>& gBary) {
   std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-  auto want = interpolateRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces);
+  auto want = interpolateRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.imagePixels);
   std::vector<double> wantAttr, wantBary;
-  interpolateBackwardRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.gradOut, wantAttr, wantBary);
+  interpolateBackwardRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.gradOut, wantAttr, wantBary,
+                         c.imagePixels);
   EXPECT_TRUE(allClose(out, want, kInterpTol));
   EXPECT_TRUE(allClose(gAttr, wantAttr, kInterpTol));
   EXPECT_TRUE(allClose(gBary, wantBary, kInterpTol));
@@ -658,9 +687,10 @@ void expectInterpolation(const InterpCase& c, const std::vector<float>& out, con
 TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
-  for (auto [W, H, C] : {std::tuple{1u, 1u, 1u}, std::tuple{61u, 43u, 5u}}) {
-    InterpCase c = interpCase(W, H, C);
-    uint32_t pixels = W * H, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+  // One image; three views sharing the attributes; three views with their own (B,N,C).
+  for (InterpCase c : {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
+    SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
+    uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
     auto attr = vk::makeStorageBuffer<float>(ctx, cast<float>(c.attr));
     auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.raster.findices);
     auto bary = vk::makeStorageBuffer<float>(ctx, c.raster.barycentrics);
@@ -672,8 +702,8 @@ TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
     gBary.fill(nanBits());
     gAttr.fill(0);
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      interpolateVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, out);
-      interpolateBackwardVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, gradOut, gAttr, gBary);
+      interpolateVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, out, c.imagePixels);
+      interpolateBackwardVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, gradOut, gAttr, gBary, c.imagePixels);
       vk::computeBarrier(cmd);
     });
     expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
@@ -718,9 +748,9 @@ TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
 TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
-  for (auto [W, H, C] : {std::tuple{1u, 1u, 1u}, std::tuple{61u, 43u, 5u}}) {
-    InterpCase c = interpCase(W, H, C);
-    uint32_t pixels = W * H, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+  for (InterpCase c : {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
+    SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
+    uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
     auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
     auto ids = cuda::DeviceMemory::from(c.raster.findices);
     auto bary = cuda::DeviceMemory::from(c.raster.barycentrics);
@@ -731,9 +761,9 @@ TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
     gBary.fill32(nanBits());
     gAttr.fill32(0);
     cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
-                      out.as<float>(), stream);
+                      out.as<float>(), stream, c.imagePixels);
     cuda::interpolateBackward(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
-                              gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream);
+                              gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream, c.imagePixels);
     stream.synchronize();
     expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
                         gBary.download<float>(size_t(pixels) * 3));

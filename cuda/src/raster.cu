@@ -294,11 +294,17 @@ __device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t f
   return v >= 0 && uint32_t(v) < vertexCount ? v : -1;
 }
 
+// The first attribute of pixel pix's image: attributes (N,C) shared, or (B,N,C) per image of imagePixels pixels.
+__device__ size_t attrBase(size_t pix, uint32_t imagePixels, uint32_t N, uint32_t C) {
+  return imagePixels ? pix / imagePixels * N * C : 0;
+}
+
 // One thread per pixel: its face's corners and weights are read once for all channels.
 __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
-                                  const float* bary, const int32_t* faces, uint32_t M, float* out) {
+                                  const float* bary, const int32_t* faces, uint32_t M, float* out, uint32_t imagePixels) {
   waitForPrevious();  // the visibility buffer (launched as a dependent of the resolve)
   for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+    const float* image = attr + attrBase(pix, imagePixels, N, C);
     int corner[3];
     float weight[3];
     for (int k = 0; k < 3; ++k) {
@@ -308,7 +314,7 @@ __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const
     for (uint32_t c = 0; c < C; ++c) {
       float v = 0;
       for (int k = 0; k < 3; ++k)
-        if (corner[k] >= 0) v += weight[k] * attr[size_t(corner[k]) * C + c];
+        if (corner[k] >= 0) v += weight[k] * image[size_t(corner[k]) * C + c];
       out[pix * C + c] = v;
     }
   }
@@ -316,20 +322,22 @@ __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const
 
 __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
                                           const float* bary, const int32_t* faces, uint32_t M, const float* gradOut,
-                                          float* gradAttr, float* gradBary) {
+                                          float* gradAttr, float* gradBary, uint32_t imagePixels) {
   waitForPrevious();
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x)
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+    const size_t base = attrBase(pix, imagePixels, N, C);
     for (int k = 0; k < 3; ++k) {
       int vi = cornerVertex(ids, faces, M, N, pix, k);
       float gb = 0;
       if (vi >= 0)
         for (uint32_t c = 0; c < C; ++c) {
           float g = gradOut[pix * C + c];
-          gb += attr[size_t(vi) * C + c] * g;
-          atomicAdd(gradAttr + size_t(vi) * C + c, bary[pix * 3 + k] * g);
+          gb += attr[base + size_t(vi) * C + c] * g;
+          atomicAdd(gradAttr + base + size_t(vi) * C + c, bary[pix * 3 + k] * g);
         }
       gradBary[pix * 3 + k] = gb;
     }
+  }
 }
 
 struct Matrix {
@@ -410,20 +418,23 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
 }
 
 void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
-                 const int32_t* faces, uint32_t M, float* out, const Stream& stream) {
+                 const int32_t* faces, uint32_t M, float* out, const Stream& stream, uint32_t imagePixels) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
+  interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
-  launchAfterPrevious(dependentLaunches(), interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary, faces, M, out);
+  launchAfterPrevious(dependentLaunches(), interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
+                      faces, M, out, imagePixels);
 }
 
 void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
                          const int32_t* faces, uint32_t M, const float* gradOut, float* gradAttr, float* gradBary,
-                         const Stream& stream) {
+                         const Stream& stream, uint32_t imagePixels) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
             "cuda::interpolateBackward: channels must be >= 1 and pointers set");
+  interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
   launchAfterPrevious(dependentLaunches(), interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
-                      faces, M, gradOut, gradAttr, gradBary);
+                      faces, M, gradOut, gradAttr, gradBary, imagePixels);
 }
 
 }  // namespace armature::cuda

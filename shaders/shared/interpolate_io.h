@@ -10,5 +10,6 @@ ARM_SHARED_STRUCT(InterpolatePush) {
   uint channels;
   uint vertexCount;
   uint faceCount;
+  uint imagePixels;  // 0: attr (N,C) shared by every pixel; else attr (B,N,C), pixel p reads image p / imagePixels's
 };
 #endif

@@ -13,12 +13,14 @@ void rasterize(const RasterDesc& desc, const float* positions, uint32_t vertexCo
                uint32_t faceCount, const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics,
                const Stream& stream, const int32_t* ranges = nullptr);
 // interpolate (armature/ops/raster.h): out (H,W,C); backward accumulates gradAttr with float atomics (zero it
-// first; not bitwise reproducible) and writes gradBarycentrics.
+// first; not bitwise reproducible) and writes gradBarycentrics. imagePixels > 0: attr and gradAttr are (B,N,C).
 void interpolate(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr, const int32_t* findices,
-                 const float* barycentrics, const int32_t* faces, uint32_t faceCount, float* out, const Stream& stream);
+                 const float* barycentrics, const int32_t* faces, uint32_t faceCount, float* out, const Stream& stream,
+                 uint32_t imagePixels = 0);
 void interpolateBackward(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr,
                          const int32_t* findices, const float* barycentrics, const int32_t* faces, uint32_t faceCount,
-                         const float* gradOut, float* gradAttr, float* gradBarycentrics, const Stream& stream);
+                         const float* gradOut, float* gradAttr, float* gradBarycentrics, const Stream& stream,
+                         uint32_t imagePixels = 0);
 // clip[v] = viewProj · (positions[v], 1) for `count` points of 3 floats: float4 clip-space input for rasterize
 // (the viewer's compute-raster mode), and bounds = the pixel rectangle {minX, minY, maxX, maxY} of a width × height
 // image that the points can cover (shaders/clip_transform.comp). viewProj: column-major 4×4, passed by value.

@@ -46,25 +46,31 @@ uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>&
                               size_t depthPriorFloats, const std::vector<int32_t>* ranges = nullptr);
 
 // interpolate: out (H,W,C) = Σ_k bary[k] · attr[face[k]] at covered pixels, 0 at background (findices 0).
-// A batch is B·H·W pixels with the attributes (N,C) shared by every image (many views of one mesh, or face ranges
-// of one vertex buffer); per-image attributes (B,N,C) are not supported yet.
-// attr (N,C). Backward: gradAttr (N,C) += Σ_pixels bary[k] · gradOut, gradBary (H,W,3) = attr[face[k]] · gradOut.
+// A batch is B·H·W pixels. imagePixels = 0: attr (N,C) shared by every image (many views of one mesh, or face
+// ranges of one vertex buffer). imagePixels = H·W: attr (B,N,C), each image its own (nvdiffrast's instanced
+// attributes: per-view normals, lighting). Backward: gradAttr (N,C) or (B,N,C) += Σ_pixels bary[k] · gradOut,
+// gradBary (B,H,W,3) = attr[face[k]] · gradOut.
 std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
-                                   const std::vector<double>& barycentrics, const std::vector<int32_t>& faces);
+                                   const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
+                                   uint32_t imagePixels = 0);
 void interpolateBackwardRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
                             const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
                             const std::vector<double>& gradOut, std::vector<double>& gradAttr,
-                            std::vector<double>& gradBarycentrics);
+                            std::vector<double>& gradBarycentrics, uint32_t imagePixels = 0);
+// Floats in attr (and gradAttr) for `pixels` pixels of `channels` over `vertexCount` vertices: N·C, or B·N·C with
+// B = pixels / imagePixels (which must divide it).
+size_t interpolateAttrCount(size_t pixels, uint32_t channels, uint32_t vertexCount, uint32_t imagePixels);
 // Vulkan: forward, and backward (gradAttr accumulated with float atomics: the caller zeroes it; not bitwise
 // reproducible, unlike gradBarycentrics). Buffers as in the reference, fp32; findices must come from a rasterize
 // of the same faces (checked on the device: out-of-range ids give 0).
 void interpolateVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels, uint32_t vertexCount,
                    const vk::Buffer& attr, const vk::Buffer& findices, const vk::Buffer& barycentrics,
-                   const vk::Buffer& faces, uint32_t faceCount, vk::Buffer& out);
+                   const vk::Buffer& faces, uint32_t faceCount, vk::Buffer& out, uint32_t imagePixels = 0);
 void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels,
                            uint32_t vertexCount, const vk::Buffer& attr, const vk::Buffer& findices,
                            const vk::Buffer& barycentrics, const vk::Buffer& faces, uint32_t faceCount,
-                           const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics);
+                           const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics,
+                           uint32_t imagePixels = 0);
 
 // GPU scratch: the z-buffer (B·H·W uint64), the big-triangle queue of chunks and the queued triangles' records
 // (RasterQueued, as many as entries at most), laid out by rasterScratchLayout.
