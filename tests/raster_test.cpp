@@ -262,6 +262,79 @@ TEST(RasterReference, QuotientEqualsIntegerDivision) {
   }
 }
 
+namespace {
+// A 6×6 grid over NDC [-1.2, 1.2]², each vertex jittered and at its own w in [0.8, 1.6] (so the perspective weights
+// matter), repeated for `images` instanced views (each moved a little).
+Scene perspectiveGrid(uint32_t images) {
+  Scene base = grid(6, 0.2f);
+  auto u = uniform(base.pos.size(), -1, 1);
+  Scene s;
+  s.faces = base.faces;
+  for (uint32_t image = 0; image < images; ++image)
+    for (size_t v = 0; v < base.pos.size(); v += 4) {
+      float w = float(1.2 + 0.4 * u[v + 3]), x = base.pos[v] + 0.1f * float(u[v]) + 0.05f * float(image),
+            y = base.pos[v + 1] + 0.1f * float(u[v + 1]), z = float(0.5 * u[v + 2]);
+      s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
+    }
+  return s;
+}
+// L = Σ g · barycentrics with the visible faces held fixed, in double with the continuous divide: what the
+// rasteriser's backward differentiates (the GPU rounds NDC to float first).
+double barycentricLoss(const std::vector<double>& pos, const std::vector<int32_t>& faces, const RasterDesc& d,
+                       const std::vector<int32_t>& ids, const std::vector<double>& g) {
+  const size_t N = pos.size() / 4 / d.images;
+  const double hx = (d.width - 1) / 2.0, hy = (d.height - 1) / 2.0;
+  double loss = 0;
+  for (size_t pix = 0; pix < ids.size(); ++pix) {
+    if (ids[pix] <= 0) continue;
+    const size_t image = pix / d.imagePixels(), inImage = pix % d.imagePixels(), f = size_t(ids[pix] - 1);
+    double sx[3], sy[3], w[3];
+    for (size_t k = 0; k < 3; ++k) {
+      const double* v = &pos[(image * N + size_t(faces[f * 3 + k])) * 4];
+      sx[k] = v[0] / v[3] * hx + hx + 0.5, sy[k] = v[1] / v[3] * hy + hy + 0.5, w[k] = v[3];
+    }
+    const double cx = double(inImage % d.width) + 0.5, cy = double(inImage / d.width) + 0.5;
+    for (int k = 0; k < 3; ++k)
+      loss += g[pix * 3 + size_t(k)] * rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k);
+  }
+  return loss;
+}
+}  // namespace
+
+// The rasteriser's backward against central differences of the barycentrics (faces held fixed) in x, y, z and w of
+// every vertex: one view, and two instanced views.
+TEST(RasterReference, BackwardMatchesFiniteDifferences) {
+  for (uint32_t images : {1u, 2u}) {
+    SCOPED_TRACE(std::to_string(images) + " images");
+    Scene s = perspectiveGrid(images);
+    RasterDesc d{23, 17};
+    d.images = images;
+    RasterResult r = rasterizeRef(s.pos, s.faces, d);
+    auto g = uniform(d.pixels() * 3, -1, 1);
+    auto grad = rasterizeBackwardRef(s.pos, s.faces, d, r.findices, g);
+    ASSERT_EQ(grad.size(), s.pos.size());
+    std::vector<double> p(s.pos.begin(), s.pos.end());
+    const double h = 1e-6;
+    size_t moving = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      auto q = p;
+      q[i] += h;
+      double up = barycentricLoss(q, s.faces, d, r.findices, g);
+      q[i] -= 2 * h;
+      double fd = (up - barycentricLoss(q, s.faces, d, r.findices, g)) / (2 * h);
+      EXPECT_NEAR(grad[i], fd, 1e-5 * (1 + std::abs(fd))) << "coordinate " << i % 4 << " of vertex " << i / 4;
+      if (i % 4 == 2) EXPECT_EQ(grad[i], 0.0) << "z moves no barycentric";
+      moving += std::abs(grad[i]) > 1e-3;
+    }
+    EXPECT_GT(moving, p.size() / 3) << "too few vertices reach a pixel: the check proves little";
+  }
+  // Shapes are checked.
+  Scene s = perspectiveGrid(1);
+  RasterDesc d{23, 17};
+  RasterResult r = rasterizeRef(s.pos, s.faces, d);
+  EXPECT_THROW(rasterizeBackwardRef(s.pos, s.faces, d, r.findices, std::vector<double>(5)), Error);
+}
+
 TEST(RasterReference, RejectsBadInputAndTrianglesBehindTheEye) {
   Scene g = grid(2, 0.f);
   g.faces[4] = 9;  // 9 vertices: out of range

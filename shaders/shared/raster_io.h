@@ -110,6 +110,40 @@ ARM_FN RasterWeights rasterPerspectiveWeights(RasterReal sx0, RasterReal sy0, Ra
   return r;
 }
 
+// The backward of rasterPerspectiveWeights through clip space: given dL/db_k at pixel centre (cx, cy) of the face
+// with clip x, y, w per corner (screen = (x/w)·(size-1)/2 + size/2, as rasterScreen), dL/dx_k, dL/dy_k, dL/dw_k.
+// With A_k twice the signed screen area of (pixel, v_{k+1}, v_{k+2}), p_k = A_k·w_{k+1}·w_{k+2} and b_k = p_k / Σp:
+// dL/dp_j = (g_j − Σ g_k b_k) / Σp, then through A_k (bilinear in the corners' screen offsets) and the direct w
+// factors, then the perspective divide. z moves depth only: no barycentric depends on it.
+ARM_SHARED_STRUCT(RasterCornerGrads) {
+  RasterReal x0, y0, w0, x1, y1, w1, x2, y2, w2;
+};
+ARM_FN RasterCornerGrads rasterPerspectiveWeightsBackward(RasterReal x0, RasterReal y0, RasterReal w0, RasterReal x1,
+                                                          RasterReal y1, RasterReal w1, RasterReal x2, RasterReal y2,
+                                                          RasterReal w2, uint width, uint height, RasterReal cx,
+                                                          RasterReal cy, RasterReal g0, RasterReal g1, RasterReal g2) {
+  RasterReal hx = RasterReal(width - 1u) * RasterReal(0.5), hy = RasterReal(height - 1u) * RasterReal(0.5);
+  RasterReal ox = hx + RasterReal(0.5) - cx, oy = hy + RasterReal(0.5) - cy;  // screen offset minus the pixel centre
+  RasterReal X0 = x0 / w0 * hx + ox, Y0 = y0 / w0 * hy + oy, X1 = x1 / w1 * hx + ox, Y1 = y1 / w1 * hy + oy;
+  RasterReal X2 = x2 / w2 * hx + ox, Y2 = y2 / w2 * hy + oy;
+  RasterReal A0 = X1 * Y2 - Y1 * X2, A1 = X2 * Y0 - Y2 * X0, A2 = X0 * Y1 - Y0 * X1;
+  RasterReal p0 = A0 * (w1 * w2), p1 = A1 * (w2 * w0), p2 = A2 * (w0 * w1), inverseSum = RasterReal(1) / (p0 + p1 + p2);
+  RasterReal gb = (g0 * p0 + g1 * p1 + g2 * p2) * inverseSum;
+  RasterReal q0 = (g0 - gb) * inverseSum, q1 = (g1 - gb) * inverseSum, q2 = (g2 - gb) * inverseSum;  // dL/dp_k
+  RasterReal a0 = q0 * (w1 * w2), a1 = q1 * (w2 * w0), a2 = q2 * (w0 * w1);                            // dL/dA_k
+  RasterReal dX0 = a2 * Y1 - a1 * Y2, dY0 = a1 * X2 - a2 * X1;
+  RasterReal dX1 = a0 * Y2 - a2 * Y0, dY1 = a2 * X0 - a0 * X2;
+  RasterReal dX2 = a1 * Y0 - a0 * Y1, dY2 = a0 * X1 - a1 * X0;
+  RasterCornerGrads r;
+  r.x0 = dX0 * hx / w0, r.y0 = dY0 * hy / w0;
+  r.x1 = dX1 * hx / w1, r.y1 = dY1 * hy / w1;
+  r.x2 = dX2 * hx / w2, r.y2 = dY2 * hy / w2;
+  r.w0 = q1 * A1 * w2 + q2 * A2 * w1 - (r.x0 * x0 + r.y0 * y0) / w0;
+  r.w1 = q0 * A0 * w2 + q2 * A2 * w0 - (r.x1 * x1 + r.y1 * y1) / w1;
+  r.w2 = q0 * A0 * w1 + q1 * A1 * w0 - (r.x2 * x2 + r.y2 * y2) / w2;
+  return r;
+}
+
 // Setup arithmetic that every backend must round identically. Each value is one IEEE division of an exact
 // numerator: the products are exact in double (a float times a constant of at most 24 bits), so a fused
 // multiply-add gives the same bits as a separate one, and the numerator is no float, so no compiler may demote

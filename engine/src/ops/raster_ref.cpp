@@ -32,6 +32,38 @@ RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
   return l;
 }
 
+std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d,
+                                         const std::vector<int32_t>& ids, const std::vector<double>& gradBary) {
+  checkRasterDesc(d);
+  const bool instanced = d.batch == RasterBatch::Instanced;
+  const size_t rows = instanced ? size_t(d.images) * 4 : 4, N = pos.size() / rows, M = faces.size() / 3;
+  ARM_CHECK(pos.size() % rows == 0 && faces.size() % 3 == 0, "rasterize backward: positions must be (%s,4) and faces (M,3)",
+            instanced && d.images > 1 ? "B,N" : "N");
+  ARM_CHECK(ids.size() == d.pixels() && gradBary.size() == d.pixels() * 3,
+            "rasterize backward: findices (B,H,W) and gradBarycentrics (B,H,W,3) for %u images of %ux%u", d.images, d.width, d.height);
+  for (size_t i = 0; i < faces.size(); ++i)
+    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < N, "rasterize backward: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
+              faces[i], N);
+  std::vector<double> grad(pos.size(), 0.0);
+  for (size_t pix = 0; pix < ids.size(); ++pix) {
+    if (ids[pix] <= 0 || size_t(ids[pix]) > M) continue;
+    const size_t image = pix / d.imagePixels(), inImage = pix % d.imagePixels(), f = size_t(ids[pix] - 1);
+    size_t v[3];
+    double c[3][3];  // x, y, w per corner
+    for (int k = 0; k < 3; ++k) {
+      v[k] = ((instanced ? image * N : 0) + size_t(faces[f * 3 + size_t(k)])) * 4;
+      c[k][0] = pos[v[k]], c[k][1] = pos[v[k] + 1], c[k][2] = pos[v[k] + 3];
+    }
+    const double* g = &gradBary[pix * 3];
+    RasterCornerGrads r = rasterPerspectiveWeightsBackward(c[0][0], c[0][1], c[0][2], c[1][0], c[1][1], c[1][2], c[2][0],
+                                                           c[2][1], c[2][2], d.width, d.height, double(inImage % d.width) + 0.5,
+                                                           double(inImage / d.width) + 0.5, g[0], g[1], g[2]);
+    const double corner[3][3] = {{r.x0, r.y0, r.w0}, {r.x1, r.y1, r.w1}, {r.x2, r.y2, r.w2}};
+    for (int k = 0; k < 3; ++k) grad[v[k]] += corner[k][0], grad[v[k] + 1] += corner[k][1], grad[v[k] + 3] += corner[k][2];
+  }
+  return grad;
+}
+
 uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   // 2^18 invocations fill a large GPU (132 SMs x 2048 on an H100). Below that the walk of one invocation is latency
   // on an idle machine: H100, 10k triangles at 1024^2, CUDA, boxes up to 64 / 16 / 8 pixels per invocation: 0.072

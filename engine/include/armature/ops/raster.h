@@ -37,6 +37,14 @@ struct RasterResult {
 // in Ranges mode. Throws armature::Error for wrong sizes, out-of-range face indices or ranges, sizes beyond 8192.
 RasterResult rasterizeRef(const std::vector<float>& positions, const std::vector<int32_t>& faces, const RasterDesc& desc,
                           const std::vector<float>& depthPrior = {}, const std::vector<int32_t>& ranges = {});
+// The rasteriser's backward (as nvdiffrast's rasterize gradient, without its derivative outputs): dL/dpositions from
+// dL/dbarycentrics (B,H,W,3) at the faces `findices` holds (from a rasterize of the same inputs). Which face is
+// visible is piecewise constant, so only the barycentrics carry gradient: through x, y and w of each covered
+// pixel's three corners (z gets none). Returns the shape of positions, (B,N,4) or (N,4); face ids outside F and
+// background pixels contribute nothing. Chain it with interpolate's gradBarycentrics to fit geometry to images.
+std::vector<double> rasterizeBackwardRef(const std::vector<float>& positions, const std::vector<int32_t>& faces,
+                                         const RasterDesc& desc, const std::vector<int32_t>& findices,
+                                         const std::vector<double>& gradBarycentrics);
 // How many triangles cover each pixel centre, ignoring depth (w > 0 triangles): 1 everywhere inside a
 // watertight mesh seen from one side shows the fill rule covers shared edges exactly once.
 std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& positions, const std::vector<int32_t>& faces,
