@@ -340,6 +340,35 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
   }
 }
 
+// The rasteriser's backward, one thread per pixel: dL/dbarycentrics through x, y and w of the visible face's corners
+// (rasterPerspectiveWeightsBackward, as shaders/raster_backward.glsl) into gradPositions, cleared before.
+__global__ void rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary, float* gradPositions) {
+  const RasterPush& p = a.p;
+  const size_t imagePixels = size_t(p.width) * p.height, pixels = imagePixels * p.images;
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+    const int id = ids[pix];
+    if (id <= 0 || uint32_t(id) > p.triangleCount) continue;  // background, or an id outside F: no gradient
+    const size_t image = pix / imagePixels, inImage = pix - image * imagePixels, base = p.instanced ? image * p.vertexCount : 0;
+    size_t corner[3];
+    bool inside = true;
+    for (int k = 0; k < 3; ++k) {
+      const int v = a.faces[size_t(id - 1) * 3 + k];
+      inside = inside && v >= 0 && uint32_t(v) < p.vertexCount;
+      corner[k] = base + size_t(max(v, 0));
+    }
+    if (!inside) continue;
+    const float4 u = a.positions[corner[0]], v = a.positions[corner[1]], w = a.positions[corner[2]];
+    const RasterCornerGrads r = rasterPerspectiveWeightsBackward(
+        u.x, u.y, u.w, v.x, v.y, v.w, w.x, w.y, w.w, p.width, p.height, double(inImage % p.width) + 0.5,
+        double(inImage / p.width) + 0.5, gradBary[pix * 3], gradBary[pix * 3 + 1], gradBary[pix * 3 + 2]);
+    const double grads[3][3] = {{r.x0, r.y0, r.w0}, {r.x1, r.y1, r.w1}, {r.x2, r.y2, r.w2}};
+    for (int k = 0; k < 3; ++k) {
+      float* g = gradPositions + corner[k] * 4;
+      atomicAdd(g, float(grads[k][0])), atomicAdd(g + 1, float(grads[k][1])), atomicAdd(g + 3, float(grads[k][2]));
+    }
+  }
+}
+
 struct Matrix {
   float m[16];
 };
@@ -415,6 +444,20 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   // A block of 256 threads per 32 × 8 tile.
   launchAfterPrevious(dependent, resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)), dim3(256), s, a,
                       findices, barycentrics);
+}
+
+void rasterizeBackward(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces,
+                       uint32_t faceCount, const int32_t* findices, const float* gradBary, float* gradPositions,
+                       const Stream& stream) {
+  checkRasterDesc(d);
+  ARM_CHECK(positions && faces && findices && gradBary && gradPositions, "cuda::rasterizeBackward: null pointer");
+  const bool instanced = d.batch == RasterBatch::Instanced;
+  cudaStream_t s = raw(stream);
+  CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, size_t(vertexCount) * 16 * (instanced ? d.images : 1), s));  // sums from zero
+  Params a{{d.width, d.height, vertexCount, faceCount, 0, 0, 0, d.images, instanced ? 1u : 0u, 0, 0, 0},
+           reinterpret_cast<const float4*>(positions), faces, nullptr, nullptr, nullptr, nullptr, nullptr};
+  rasterBackwardKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, gradBary, gradPositions);  // after the memset
+  CUDA_CHECK_LAUNCH();
 }
 
 void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,

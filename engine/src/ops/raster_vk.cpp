@@ -51,4 +51,23 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
                {positions.view(), faces.view(), zbuffer, findices.view(), barycentrics.view()}, push);
 }
 
+void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, const vk::Buffer& positions,
+                         uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer& findices,
+                         const vk::Buffer& gradBary, vk::Buffer& gradPositions) {
+  checkRasterDesc(d);
+  ARM_CHECK(ctx.info().float32AtomicAdd, "rasterize backward: '%s' lacks float32 buffer atomic add (VK_EXT_shader_atomic_float)",
+            ctx.info().name.c_str());
+  const size_t pixels = d.pixels(), positionBytes = size_t(vertexCount) * 16 * (d.batch == RasterBatch::Instanced ? d.images : 1);
+  ARM_CHECK(positions.size() >= positionBytes && gradPositions.size() >= positionBytes && faces.size() >= size_t(faceCount) * 12 &&
+                findices.size() >= pixels * 4 && gradBary.size() >= pixels * 12,
+            "rasterize backward: a buffer is smaller than %u images of %ux%u or its count", d.images, d.width, d.height);
+  RasterPush push{d.width, d.height, vertexCount, faceCount, 0, 0, 0, d.images,
+                  d.batch == RasterBatch::Instanced ? 1u : 0u, 0, 0, 0};
+  vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
+  vk::computeBarrier(cmd);
+  const auto& prog = ctx.program(ctx.info().float64 ? shaders::raster_backward_fp64 : shaders::raster_backward, 5, sizeof push);
+  vk::dispatch(cmd, prog, vk::groupCount(pixels, RASTER_GROUP),
+               {positions.view(), faces.view(), findices.view(), gradBary.view(), gradPositions.view()}, push);
+}
+
 }  // namespace armature

@@ -12,6 +12,11 @@ namespace armature::cuda {
 void rasterize(const RasterDesc& desc, const float* positions, uint32_t vertexCount, const int32_t* faces,
                uint32_t faceCount, const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics,
                const Stream& stream, const int32_t* ranges = nullptr);
+// The backward (armature/ops/raster.h, rasterizeBackwardRef): writes gradPositions (the shape of positions) from
+// gradBarycentrics (B,H,W,3) at the faces of findices; float atomics, so not bitwise reproducible.
+void rasterizeBackward(const RasterDesc& desc, const float* positions, uint32_t vertexCount, const int32_t* faces,
+                       uint32_t faceCount, const int32_t* findices, const float* gradBarycentrics, float* gradPositions,
+                       const Stream& stream);
 // interpolate (armature/ops/raster.h): out (H,W,C); backward accumulates gradAttr with float atomics (zero it
 // first; not bitwise reproducible) and writes gradBarycentrics. imagePixels > 0: attr and gradAttr are (B,N,C).
 void interpolate(uint32_t pixels, uint32_t channels, uint32_t vertexCount, const float* attr, const int32_t* findices,

@@ -99,6 +99,12 @@ inline size_t rasterScratchBytes(const RasterDesc& desc) { return rasterScratchL
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
                  vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges = nullptr);
+// The backward (rasterizeBackwardRef) on Vulkan: writes gradPositions (the size of positions) from gradBarycentrics
+// (B,H,W,3) at the faces of findices. Needs float32 buffer atomic add (VK_EXT_shader_atomic_float): the sums over
+// pixels are not bitwise reproducible.
+void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
+                         uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer& findices,
+                         const vk::Buffer& gradBarycentrics, vk::Buffer& gradPositions);
 // Image size 1..8192, 1..65535 images, at most 2^28 pixels in all: the limits every backend shares.
 void checkRasterDesc(const RasterDesc& desc);
 
