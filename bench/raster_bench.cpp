@@ -64,6 +64,60 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
   r.medianMs = median(ms), r.minMs = minOf(ms);
   return r;
 }
+// The rasteriser's backward on the same scene: gradPositions from a gradient on every pixel's barycentrics, at the
+// faces one rasterize found. Bytes: ids and barycentric gradients read, the mesh read, gradPositions cleared and
+// written once (the atomics' traffic stays in L2).
+Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tris, const RasterDesc& d, int iters) {
+  std::vector<float> pos;
+  std::vector<int32_t> faces;
+  spheres(tris, pos, faces);
+  const uint32_t N = uint32_t(pos.size() / 4), M = uint32_t(faces.size() / 3);
+  const size_t pixels = d.pixels();
+  std::vector<float> gradBary(pixels * 3);
+  for (size_t i = 0; i < gradBary.size(); ++i) gradBary[i] = float(int(i % 5) - 2) * 0.25f;
+  double bytes = double(pixels * 16 + pos.size() * 4 * 3 + faces.size() * 4);
+  Row r{"raster", backendName(backend), std::string(scene) + " backward", M, 0, 0, bytes, 0};
+  std::vector<double> ms;
+  if (backend == Backend::Cuda) {
+    auto dp = cuda::DeviceMemory::from(pos);
+    auto df = cuda::DeviceMemory::from(faces);
+    auto dg = cuda::DeviceMemory::from(gradBary);
+    cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), grad(pos.size() * 4);
+    cuda::Stream s;
+    cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
+    cuda::EventTimer t;
+    auto once = [&] {
+      t.start(s);
+      cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(), grad.as<float>(), s);
+      t.stop(s);
+      return t.milliseconds();
+    };
+    for (WarmUp w; !w.done();) once();
+    for (int i = 0; i < iters; ++i) ms.push_back(once());
+  } else {
+    auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
+    auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
+    auto bg = vk::makeStorageBuffer<float>(*ctx, gradBary);
+    vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
+        bary(*ctx, pixels * 12, vk::kStorageUsage), grad(*ctx, pos.size() * 4, vk::kStorageUsage);
+    ctx->submitAndWait([&](VkCommandBuffer cmd) { rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary); });
+    vk::GpuTimer timer(*ctx, 2, 1);
+    auto once = [&](int i) {
+      ctx->submitAndWait([&](VkCommandBuffer cmd) {
+        timer.beginFrame(cmd, uint64_t(i));
+        uint32_t zone = timer.beginZone(cmd, "raster backward");
+        rasterizeBackwardVk(*ctx, cmd, d, bp, N, bf, M, ids, bg, grad);
+        timer.endZone(cmd, zone);
+      });
+      return timer.waitFrame(uint64_t(i))[0].milliseconds;
+    };
+    int i = 0;
+    for (WarmUp w; !w.done();) once(i++);
+    for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
+  }
+  r.medianMs = median(ms), r.minMs = minOf(ms);
+  return r;
+}
 }  // namespace
 
 void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes) {
@@ -136,6 +190,7 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       rows.push_back(r);
       if (backend == Backend::Vulkan && !withInterpolate) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
+    rows.push_back(backwardRow(backend, ctx.get(), sc.name, sc.tris, RasterDesc{sc.size, sc.size}, iters));
   }
 }
 
