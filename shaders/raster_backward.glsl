@@ -1,10 +1,17 @@
 // The rasteriser's backward: at each covered pixel, dL/dbarycentrics through x, y and w of its face's three corners
-// into dL/dpositions (rasterPerspectiveWeightsBackward; float atomics into a buffer the host cleared).
+// into dL/dpositions (rasterPerspectiveWeightsBackward; float atomics into a buffer the host cleared). With
+// RASTER_SUBGROUP_SUMS the invocations of a subgroup on the same face add their nine values together first and one
+// of them issues the atomics: a big triangle's pixels otherwise send hundreds of atomics to the same addresses.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_atomic_float : require
 #if RASTER_FP64
 #extension GL_ARB_gpu_shader_fp64 : enable
+#endif
+#if RASTER_SUBGROUP_SUMS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "shared/raster_io.h"
 
@@ -16,35 +23,54 @@ layout(std430, binding = 3) readonly buffer GradBary { float gradBary[]; };
 layout(std430, binding = 4) buffer GradPositions { float gradPositions[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
+void addGrads(uint corner[3], float g[9]) {
+  for (uint k = 0u; k < 3u; ++k) {
+    atomicAdd(gradPositions[corner[k] * 4u], g[k * 3u]);
+    atomicAdd(gradPositions[corner[k] * 4u + 1u], g[k * 3u + 1u]);
+    atomicAdd(gradPositions[corner[k] * 4u + 3u], g[k * 3u + 2u]);
+  }
+}
+
 void main() {
   uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_GROUP;
-  for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
-    int id = findices[pix];
-    if (id <= 0 || uint(id) > p.triangleCount) continue;  // background, or an id outside F: no gradient
+  // Uniform over the workgroup: every invocation reaches the subgroup operations.
+  for (uint first = gl_WorkGroupID.x * RASTER_GROUP; first < total; first += stride) {
+    uint pix = first + gl_LocalInvocationID.x;
+    int id = pix < total ? findices[pix] : 0;
     uint image = pix / imagePixels, inImage = pix - image * imagePixels;
     uint base = p.instanced != 0u ? image * p.vertexCount : 0u;
-    uint corner[3];
-    bool inside = true;
-    for (uint k = 0u; k < 3u; ++k) {
+    bool live = id > 0 && uint(id) <= p.triangleCount;  // else background, or an id outside F: no gradient
+    uint corner[3] = uint[3](0u, 0u, 0u);
+    for (uint k = 0u; k < 3u && live; ++k) {
       int vi = faces[(uint(id) - 1u) * 3u + k];
-      inside = inside && vi >= 0 && uint(vi) < p.vertexCount;
+      live = vi >= 0 && uint(vi) < p.vertexCount;
       corner[k] = base + uint(max(vi, 0));
     }
-    if (!inside) continue;
-    vec4 a = positions[corner[0]], b = positions[corner[1]], c = positions[corner[2]];
-    RasterCornerGrads r = rasterPerspectiveWeightsBackward(
-        RasterReal(a.x), RasterReal(a.y), RasterReal(a.w), RasterReal(b.x), RasterReal(b.y), RasterReal(b.w),
-        RasterReal(c.x), RasterReal(c.y), RasterReal(c.w), p.width, p.height,
-        RasterReal(inImage % p.width) + RasterReal(0.5), RasterReal(inImage / p.width) + RasterReal(0.5),
-        RasterReal(gradBary[pix * 3u]), RasterReal(gradBary[pix * 3u + 1u]), RasterReal(gradBary[pix * 3u + 2u]));
-    atomicAdd(gradPositions[corner[0] * 4u], float(r.x0));
-    atomicAdd(gradPositions[corner[0] * 4u + 1u], float(r.y0));
-    atomicAdd(gradPositions[corner[0] * 4u + 3u], float(r.w0));
-    atomicAdd(gradPositions[corner[1] * 4u], float(r.x1));
-    atomicAdd(gradPositions[corner[1] * 4u + 1u], float(r.y1));
-    atomicAdd(gradPositions[corner[1] * 4u + 3u], float(r.w1));
-    atomicAdd(gradPositions[corner[2] * 4u], float(r.x2));
-    atomicAdd(gradPositions[corner[2] * 4u + 1u], float(r.y2));
-    atomicAdd(gradPositions[corner[2] * 4u + 3u], float(r.w2));
+    float g[9] = float[9](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    if (live) {
+      vec4 a = positions[corner[0]], b = positions[corner[1]], c = positions[corner[2]];
+      RasterCornerGrads r = rasterPerspectiveWeightsBackward(
+          RasterReal(a.x), RasterReal(a.y), RasterReal(a.w), RasterReal(b.x), RasterReal(b.y), RasterReal(b.w),
+          RasterReal(c.x), RasterReal(c.y), RasterReal(c.w), p.width, p.height,
+          RasterReal(inImage % p.width) + RasterReal(0.5), RasterReal(inImage / p.width) + RasterReal(0.5),
+          RasterReal(gradBary[pix * 3u]), RasterReal(gradBary[pix * 3u + 1u]), RasterReal(gradBary[pix * 3u + 2u]));
+      g = float[9](float(r.x0), float(r.y0), float(r.w0), float(r.x1), float(r.y1), float(r.w1), float(r.x2),
+                   float(r.y2), float(r.w2));
+    }
+#if RASTER_SUBGROUP_SUMS
+    // One face at a time, the lowest (image, face) still pending in the subgroup.
+    bool pending = live;
+    while (subgroupAny(pending)) {
+      uint faceImage = subgroupMin(pending ? image : ~0u);
+      uint face = subgroupMin(pending && image == faceImage ? uint(id) : ~0u);
+      bool mine = pending && image == faceImage && uint(id) == face;
+      float sums[9];
+      for (uint i = 0u; i < 9u; ++i) sums[i] = subgroupAdd(mine ? g[i] : 0.0);
+      if (gl_SubgroupInvocationID == subgroupMin(mine ? gl_SubgroupInvocationID : ~0u)) addGrads(corner, sums);
+      pending = pending && !mine;
+    }
+#else
+    if (live) addGrads(corner, g);
+#endif
   }
 }

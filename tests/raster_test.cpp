@@ -683,6 +683,16 @@ std::vector<BackwardCase> backwardCases() {
   cases.push_back({"ranges 2x 29x21", perspectiveGrid(1), RasterDesc{29, 21}, {0, 40, 30, 42}, {}, {}, {}});
   cases.back().desc.images = 2, cases.back().desc.batch = RasterBatch::Ranges;
   cases.push_back({"random 64x48", randomScene(300), RasterDesc{64, 48}, {}, {}, {}, {}});
+  {  // one triangle over all of three 5×3 views: a subgroup spans images, the same face on different vertices
+    Scene big;
+    for (int image = 0; image < 3; ++image) {
+      float w = 1.0f + 0.3f * float(image);
+      big.pos.insert(big.pos.end(), {-3 * w, -3 * w, 0.1f * w, w, 4 * w, -2 * w, 0.2f * w, w, -2 * w, 4 * w, 0.3f * w, w});
+    }
+    big.faces = {0, 1, 2};
+    cases.push_back({"one triangle, instanced 3x 5x3", big, RasterDesc{5, 3}, {}, {}, {}, {}});
+    cases.back().desc.images = 3;
+  }
   for (BackwardCase& c : cases) {
     c.findices = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, {}, c.ranges).findices;
     c.gradBary = uniform(c.desc.pixels() * 3, -1, 1);
@@ -706,8 +716,11 @@ void expectBackward(const BackwardCase& c, const std::vector<float>& got) {
 TEST(RasterVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
+  for (bool noSubgroupSums : {false, true})  // per-face sums over a subgroup (where the device has them), and not
   for (const BackwardCase& c : backwardCases()) {
-    SCOPED_TRACE(c.name);
+    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : ""));
+    RasterDesc d = c.desc;
+    d.noSubgroupSums = noSubgroupSums;
     auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
     auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
     auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);
@@ -715,7 +728,7 @@ TEST(RasterVulkan, BackwardMatchesReference) {
     vk::Buffer grad(ctx, c.scene.pos.size() * 4, vk::kStorageUsage);
     grad.fill(nanBits());  // the call clears it
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      rasterizeBackwardVk(ctx, cmd, c.desc, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3), ids, gradBary, grad);
+      rasterizeBackwardVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3), ids, gradBary, grad);
       vk::computeBarrier(cmd);
     });
     expectBackward(c, grad.download<float>(c.scene.pos.size()));

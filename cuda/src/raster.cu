@@ -1,6 +1,9 @@
 // The rasteriser's two passes on CUDA: the same arithmetic as shaders/raster_*.comp, from the shared header (stage
 // 0's small-triangle fragments are scheduled differently: walkTogether; the results are the same bits).
 // Built with -fmad=false so no multiply-add is fused differently from the CPU and GLSL paths.
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+
 #include "armature/cuda/raster.h"
 #include "check.h"
 #include "shared/raster_io.h"
@@ -8,6 +11,7 @@
 
 namespace armature::cuda {
 namespace {
+namespace cg = cooperative_groups;
 
 // Programmatic dependent launch (compute capability 9.0+, launchAfterPrevious): a kernel's blocks start while the
 // previous kernel of the call drains and wait here for its completion and its writes before touching them; each
@@ -341,31 +345,43 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
 }
 
 // The rasteriser's backward, one thread per pixel: dL/dbarycentrics through x, y and w of the visible face's corners
-// (rasterPerspectiveWeightsBackward, as shaders/raster_backward.glsl) into gradPositions, cleared before.
-__global__ void rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary, float* gradPositions) {
+// (rasterPerspectiveWeightsBackward, as shaders/raster_backward.glsl) into gradPositions, cleared before. Lanes of a
+// warp on the same face (of the same image) add their nine values together first and one of them issues the
+// atomics: a big triangle's pixels otherwise send hundreds of atomics to the same nine addresses, which serialise.
+__global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary,
+                                                            float* gradPositions) {
   const RasterPush& p = a.p;
   const size_t imagePixels = size_t(p.width) * p.height, pixels = imagePixels * p.images;
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
-    const int id = ids[pix];
-    if (id <= 0 || uint32_t(id) > p.triangleCount) continue;  // background, or an id outside F: no gradient
+  const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+  // Warp-uniform loop: every lane reaches the partition below.
+  for (size_t first = blockIdx.x * size_t(blockDim.x); first < pixels; first += size_t(gridDim.x) * blockDim.x) {
+    const size_t pix = first + threadIdx.x;
+    const int id = pix < pixels ? ids[pix] : 0;
     const size_t image = pix / imagePixels, inImage = pix - image * imagePixels, base = p.instanced ? image * p.vertexCount : 0;
-    size_t corner[3];
-    bool inside = true;
-    for (int k = 0; k < 3; ++k) {
+    bool live = id > 0 && uint32_t(id) <= p.triangleCount;  // else background, or an id outside F: no gradient
+    size_t corner[3] = {0, 0, 0};
+    for (int k = 0; k < 3 && live; ++k) {
       const int v = a.faces[size_t(id - 1) * 3 + k];
-      inside = inside && v >= 0 && uint32_t(v) < p.vertexCount;
+      live = v >= 0 && uint32_t(v) < p.vertexCount;
       corner[k] = base + size_t(max(v, 0));
     }
-    if (!inside) continue;
-    const float4 u = a.positions[corner[0]], v = a.positions[corner[1]], w = a.positions[corner[2]];
-    const RasterCornerGrads r = rasterPerspectiveWeightsBackward(
-        u.x, u.y, u.w, v.x, v.y, v.w, w.x, w.y, w.w, p.width, p.height, double(inImage % p.width) + 0.5,
-        double(inImage / p.width) + 0.5, gradBary[pix * 3], gradBary[pix * 3 + 1], gradBary[pix * 3 + 2]);
-    const double grads[3][3] = {{r.x0, r.y0, r.w0}, {r.x1, r.y1, r.w1}, {r.x2, r.y2, r.w2}};
-    for (int k = 0; k < 3; ++k) {
-      float* g = gradPositions + corner[k] * 4;
-      atomicAdd(g, float(grads[k][0])), atomicAdd(g + 1, float(grads[k][1])), atomicAdd(g + 3, float(grads[k][2]));
+    double grads[9] = {};
+    if (live) {
+      const float4 u = a.positions[corner[0]], v = a.positions[corner[1]], w = a.positions[corner[2]];
+      const RasterCornerGrads r = rasterPerspectiveWeightsBackward(
+          u.x, u.y, u.w, v.x, v.y, v.w, w.x, w.y, w.w, p.width, p.height, double(inImage % p.width) + 0.5,
+          double(inImage / p.width) + 0.5, gradBary[pix * 3], gradBary[pix * 3 + 1], gradBary[pix * 3 + 2]);
+      const double values[9] = {r.x0, r.y0, r.w0, r.x1, r.y1, r.w1, r.x2, r.y2, r.w2};
+      for (int i = 0; i < 9; ++i) grads[i] = values[i];
     }
+    const unsigned long long face = live ? (unsigned long long)(image) << 32 | unsigned(id) : ~0ull;
+    const cg::coalesced_group same = cg::labeled_partition(warp, face);
+    for (int i = 0; i < 9; ++i) grads[i] = cg::reduce(same, grads[i], cg::plus<double>());
+    if (live && same.thread_rank() == 0)
+      for (int k = 0; k < 3; ++k) {
+        float* g = gradPositions + corner[k] * 4;
+        atomicAdd(g, float(grads[k * 3])), atomicAdd(g + 1, float(grads[k * 3 + 1])), atomicAdd(g + 3, float(grads[k * 3 + 2]));
+      }
   }
 }
 

@@ -65,7 +65,11 @@ void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc
                   d.batch == RasterBatch::Instanced ? 1u : 0u, 0, 0, 0};
   vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
-  const auto& prog = ctx.program(ctx.info().float64 ? shaders::raster_backward_fp64 : shaders::raster_backward, 5, sizeof push);
+  // Per-face sums over a subgroup before the atomics where the device has subgroup arithmetic (and doubles).
+  const auto& prog = ctx.program(!ctx.info().float64    ? shaders::raster_backward
+                                 : ctx.info().subgroupSums && !d.noSubgroupSums ? shaders::raster_backward_fp64_sums
+                                                           : shaders::raster_backward_fp64,
+                                 5, sizeof push);
   vk::dispatch(cmd, prog, vk::groupCount(pixels, RASTER_GROUP),
                {positions.view(), faces.view(), findices.view(), gradBary.view(), gradPositions.view()}, push);
 }

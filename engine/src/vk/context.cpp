@@ -81,6 +81,9 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.driverInfo = driver.driverInfo;
   d.driverId = driver.driverID;
   d.subgroupSize = subgroup.subgroupSize;
+  d.subgroupSums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
   std::memcpy(d.deviceUuid, ids.deviceUUID, VK_UUID_SIZE);
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;
