@@ -65,7 +65,7 @@ void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc
                   d.batch == RasterBatch::Instanced ? 1u : 0u, 0, 0, 0};
   vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
-  // Per-face sums over a subgroup before the atomics where the device has subgroup arithmetic (and doubles).
+  // Runs of invocations on one face summed before the atomics where the device has the subgroup operations.
   const auto& prog = ctx.program(!ctx.info().float64    ? shaders::raster_backward
                                  : ctx.info().subgroupSums && !d.noSubgroupSums ? shaders::raster_backward_fp64_sums
                                                            : shaders::raster_backward_fp64,

@@ -82,8 +82,8 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.driverId = driver.driverID;
   d.subgroupSize = subgroup.subgroupSize;
   d.subgroupSums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
+                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
+                   (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
   std::memcpy(d.deviceUuid, ids.deviceUUID, VK_UUID_SIZE);
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;

@@ -45,7 +45,7 @@ struct PhysicalDeviceInfo {
   VkDriverId driverId = VkDriverId(0);
   uint32_t subgroupSize = 0;
   bool int64Atomics = false;         // shaderBufferInt64Atomics
-  bool subgroupSums = false;         // compute shaders have subgroup arithmetic and vote (sums over a subgroup)
+  bool subgroupSums = false;         // compute shaders have subgroup ballot and relative shuffles (segmented sums)
   bool float64 = false;              // shaderFloat64
   bool int64 = false;                // shaderInt64
   bool float32AtomicAdd = false;     // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
