@@ -695,8 +695,9 @@ std::vector<BackwardCase> backwardCases() {
   }
   for (BackwardCase& c : cases) {
     c.findices = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, {}, c.ranges).findices;
-    if (c.name.rfind("one triangle", 0) == 0)  // a background pixel at an image's edge would hide the images' seam
+    if (c.name.rfind("one triangle", 0) == 0) {  // a background pixel at an image's edge would hide the images' seam
       EXPECT_EQ(std::count(c.findices.begin(), c.findices.end(), 0), 0) << c.name << ": not every pixel covered";
+    }
     c.gradBary = uniform(c.desc.pixels() * 3, -1, 1);
     for (double& g : c.gradBary) g = double(float(g));  // the GPU sees these floats
     c.want = rasterizeBackwardRef(c.scene.pos, c.scene.faces, c.desc, c.findices, c.gradBary);
