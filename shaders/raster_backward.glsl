@@ -63,7 +63,8 @@ void main() {
     // Runs of invocations on one face: an invocation starts a run where its face differs from the one before.
     uint lane = gl_SubgroupInvocationID;
     uvec2 face = live ? uvec2(image, uint(id)) : uvec2(~0u);
-    bool head = lane == 0u || subgroupShuffleUp(face, 1u) != face;
+    uvec2 before = subgroupShuffleUp(face, 1u);  // every invocation, outside the || below (uniform control flow)
+    bool head = lane == 0u || before != face;
     uvec4 heads = subgroupBallot(head);
     uint runStart = subgroupBallotFindMSB(heads & gl_SubgroupLeMask);
     for (uint d = 1u; d < gl_SubgroupSize; d *= 2u)

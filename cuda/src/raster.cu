@@ -374,7 +374,8 @@ __global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int3
     }
     // Runs of lanes on one face: a lane starts a run where its face differs from the lane before.
     const unsigned long long face = live ? (unsigned long long)(image) << 32 | unsigned(id) : ~0ull;
-    const bool head = lane == 0 || __shfl_up_sync(~0u, face, 1) != face;
+    const unsigned long long before = __shfl_up_sync(~0u, face, 1);  // every lane, outside the || below
+    const bool head = lane == 0 || before != face;
     const unsigned heads = __ballot_sync(~0u, head);
     const uint32_t runStart = 31 - __clz(heads & (0xffffffffu >> (31 - lane)));
     for (uint32_t d = 1; d < 32; d *= 2)
