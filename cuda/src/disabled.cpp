@@ -44,6 +44,7 @@ uint32_t Skinning::jointCount() const { notBuilt(); }
 size_t Skinning::deviceBytes() const { notBuilt(); }
 void Skinning::setChainOverlap(bool) { notBuilt(); }
 bool Skinning::setL2Residency(bool) { notBuilt(); }
+bool Skinning::setTensorCores(bool) { notBuilt(); }
 size_t Skinning::l2ResidentBytes() const { notBuilt(); }
 }  // namespace armature::cuda
 
@@ -59,10 +60,12 @@ void emptyKernel(const Stream&) { notBuilt(); }
 namespace armature::cuda {
 void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, void*, int32_t*,
                float*, const Stream&, const int32_t*) { notBuilt(); }
+void rasterizeBackward(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const int32_t*, const float*,
+                       float*, const Stream&) { notBuilt(); }
 void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t, float*,
-                 const Stream&) { notBuilt(); }
+                 const Stream&, uint32_t) { notBuilt(); }
 void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
-                         const float*, float*, float*, const Stream&) { notBuilt(); }
+                         const float*, float*, float*, const Stream&, uint32_t) { notBuilt(); }
 void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 
