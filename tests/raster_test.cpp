@@ -475,8 +475,10 @@ void expectSameAsReference(const RandomCase& c, const std::vector<int32_t>& find
   EXPECT_TRUE(allClose(bary, cast<double>(ref.barycentrics), kBaryTol));
 }
 
-uint32_t vertexCountOf(const RandomCase& c) {
-  return uint32_t(c.scene.pos.size() / 4 / (c.desc.batch == RasterBatch::Instanced ? c.desc.images : 1));
+// Vertices per image (Instanced) or in all (Ranges) of a case's positions.
+template <typename Case>
+uint32_t vertexCountOf(const Case& c) {
+  return uint32_t(c.scene.pos.size() / 4 / rasterPositionRows(c.desc, 1));
 }
 
 struct VkRasterRun {
@@ -703,9 +705,6 @@ std::vector<BackwardCase> backwardCases() {
     c.want = rasterizeBackwardRef(c.scene.pos, c.scene.faces, c.desc, c.findices, c.gradBary);
   }
   return cases;
-}
-uint32_t vertexCountOf(const BackwardCase& c) {
-  return uint32_t(c.scene.pos.size() / 4 / (c.desc.batch == RasterBatch::Instanced ? c.desc.images : 1));
 }
 // Per pixel the GPU sums the same double terms in float with atomics, in any order: 1e-4 of the largest gradient.
 void expectBackward(const BackwardCase& c, const std::vector<float>& got) {

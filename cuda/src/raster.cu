@@ -354,13 +354,12 @@ __global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int3
   // Warp-uniform loop: every lane reaches the shuffles below.
   for (size_t first = blockIdx.x * size_t(blockDim.x); first < pixels; first += size_t(gridDim.x) * blockDim.x) {
     const size_t pix = first + threadIdx.x;
-    const int id = pix < pixels ? ids[pix] : 0;
     const size_t image = pix / imagePixels, inImage = pix - image * imagePixels, base = p.instanced ? image * p.vertexCount : 0;
-    bool live = id > 0 && uint32_t(id) <= p.triangleCount;  // else background, or an id outside F: no gradient
+    bool live = pix < pixels;  // and below: a covered pixel whose face and corners are inside F and the vertices
     size_t corner[3] = {0, 0, 0};
     for (int k = 0; k < 3 && live; ++k) {
-      const int v = a.faces[size_t(id - 1) * 3 + k];
-      live = v >= 0 && uint32_t(v) < p.vertexCount;
+      const int v = cornerVertex(ids, a.faces, p.triangleCount, p.vertexCount, pix, k);
+      live = v >= 0;
       corner[k] = base + size_t(max(v, 0));
     }
     float grads[9] = {};
@@ -373,7 +372,7 @@ __global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int3
       for (int i = 0; i < 9; ++i) grads[i] = float(values[i]);
     }
     // Runs of lanes on one face: a lane starts a run where its face differs from the lane before.
-    const unsigned long long face = live ? (unsigned long long)(image) << 32 | unsigned(id) : ~0ull;
+    const unsigned long long face = live ? (unsigned long long)(image) << 32 | unsigned(ids[pix]) : ~0ull;
     const unsigned long long before = __shfl_up_sync(~0u, face, 1);  // every lane, outside the || below
     const bool head = lane == 0 || before != face;
     const unsigned heads = __ballot_sync(~0u, head);
@@ -448,9 +447,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   ARM_CHECK(instanced || ranges, "cuda::rasterize: Ranges mode without ranges");
   cudaStream_t s = raw(stream);
   auto* bytes = static_cast<unsigned char*>(scratch);
-  Params a{{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-            instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), layout.queueCapacity, 0},
-           reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
+  Params a{rasterPush(d, vertexCount, faceCount), reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
            reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
            reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset)};
   static_assert(RASTER_QUEUE_HEADER * 4 == 16, "the clear covers the z-buffer and the queue's 16-byte header");
@@ -474,11 +471,10 @@ void rasterizeBackward(const RasterDesc& d, const float* positions, uint32_t ver
                        const Stream& stream) {
   checkRasterDesc(d);
   ARM_CHECK(positions && faces && findices && gradBary && gradPositions, "cuda::rasterizeBackward: null pointer");
-  const bool instanced = d.batch == RasterBatch::Instanced;
   cudaStream_t s = raw(stream);
-  CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, size_t(vertexCount) * 16 * (instanced ? d.images : 1), s));  // sums from zero
-  Params a{{d.width, d.height, vertexCount, faceCount, 0, 0, 0, d.images, instanced ? 1u : 0u, 0, 0, 0},
-           reinterpret_cast<const float4*>(positions), faces, nullptr, nullptr, nullptr, nullptr, nullptr};
+  CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, rasterPositionRows(d, vertexCount) * 16, s));  // sums from zero
+  Params a{rasterPush(d, vertexCount, faceCount), reinterpret_cast<const float4*>(positions), faces, nullptr, nullptr,
+           nullptr, nullptr, nullptr};
   rasterBackwardKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, gradBary, gradPositions);  // after the memset
   CUDA_CHECK_LAUNCH();
 }

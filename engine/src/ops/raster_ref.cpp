@@ -17,6 +17,24 @@ void checkRasterDesc(const RasterDesc& d) {
   ARM_CHECK(d.pixels() <= (size_t(1) << 28), "rasterize: %u images of %ux%u exceed 2^28 pixels", d.images, d.width, d.height);
 }
 
+namespace {
+// Positions (B,N,4) or (N,4) and faces (M,3) with every index inside N; returns N.
+size_t validateMesh(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& d) {
+  checkRasterDesc(d);
+  bool instanced = d.batch == RasterBatch::Instanced;
+  size_t rows = instanced ? size_t(d.images) * 4 : 4;
+  ARM_CHECK(positionFloats % rows == 0, "rasterize: positions must be (%s,4), got %zu floats",
+            instanced && d.images > 1 ? "B,N" : "N", positionFloats);
+  ARM_CHECK(faces.size() % 3 == 0, "rasterize: faces must be (M,3), got %zu values", faces.size());
+  size_t n = positionFloats / rows, m = faces.size() / 3;
+  ARM_CHECK(n <= UINT32_MAX && m < UINT32_MAX, "rasterize: more than 2^32 vertices or faces");
+  for (size_t i = 0; i < faces.size(); ++i)
+    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < n, "rasterize: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
+              faces[i], n);
+  return n;
+}
+}  // namespace
+
 RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
   checkRasterDesc(d);
   RasterScratchLayout l{};
@@ -34,16 +52,10 @@ RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
 
 std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d,
                                          const std::vector<int32_t>& ids, const std::vector<double>& gradBary) {
-  checkRasterDesc(d);
+  const size_t N = validateMesh(pos.size(), faces, d), M = faces.size() / 3;
   const bool instanced = d.batch == RasterBatch::Instanced;
-  const size_t rows = instanced ? size_t(d.images) * 4 : 4, N = pos.size() / rows, M = faces.size() / 3;
-  ARM_CHECK(pos.size() % rows == 0 && faces.size() % 3 == 0, "rasterize backward: positions must be (%s,4) and faces (M,3)",
-            instanced && d.images > 1 ? "B,N" : "N");
   ARM_CHECK(ids.size() == d.pixels() && gradBary.size() == d.pixels() * 3,
             "rasterize backward: findices (B,H,W) and gradBarycentrics (B,H,W,3) for %u images of %ux%u", d.images, d.width, d.height);
-  for (size_t i = 0; i < faces.size(); ++i)
-    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < N, "rasterize backward: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
-              faces[i], N);
   std::vector<double> grad(pos.size(), 0.0);
   for (size_t pix = 0; pix < ids.size(); ++pix) {
     if (ids[pix] <= 0 || size_t(ids[pix]) > M) continue;
@@ -64,6 +76,11 @@ std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const st
   return grad;
 }
 
+RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount) {
+  return {d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
+          d.batch == RasterBatch::Instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), rasterScratchLayout(d).queueCapacity, 0};
+}
+
 uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   // 2^18 invocations fill a large GPU (132 SMs x 2048 on an H100). Below that the walk of one invocation is latency
   // on an idle machine: H100, 10k triangles at 1024^2, CUDA, boxes up to 64 / 16 / 8 pixels per invocation: 0.072
@@ -73,19 +90,11 @@ uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   return size_t(faceCount) * d.images >= (size_t(1) << 18) ? RASTER_SMALL_PIXELS : 8u;
 }
 
+
 uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& d,
                               size_t priorFloats, const std::vector<int32_t>* ranges) {
-  checkRasterDesc(d);
-  bool instanced = d.batch == RasterBatch::Instanced;
-  size_t rows = instanced ? size_t(d.images) * 4 : 4;
-  ARM_CHECK(positionFloats % rows == 0, "rasterize: positions must be (%s,4), got %zu floats",
-            instanced && d.images > 1 ? "B,N" : "N", positionFloats);
-  ARM_CHECK(faces.size() % 3 == 0, "rasterize: faces must be (M,3), got %zu values", faces.size());
-  size_t n = positionFloats / rows, m = faces.size() / 3;
-  ARM_CHECK(n <= UINT32_MAX && m < UINT32_MAX, "rasterize: more than 2^32 vertices or faces");
-  for (size_t i = 0; i < faces.size(); ++i)
-    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < n, "rasterize: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
-              faces[i], n);
+  const size_t n = validateMesh(positionFloats, faces, d), m = faces.size() / 3;
+  const bool instanced = d.batch == RasterBatch::Instanced;
   ARM_CHECK(!d.useDepthPrior || priorFloats == d.pixels(),
             "rasterize: depth prior must be (B,H,W) = %u x %u x %u, got %zu values", d.images, d.height, d.width, priorFloats);
   if (!instanced) {

@@ -11,14 +11,13 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   RasterScratchLayout layout = rasterScratchLayout(d);
   const size_t pixels = d.pixels();
   const bool instanced = d.batch == RasterBatch::Instanced;
-  ARM_CHECK(positions.size() >= size_t(vertexCount) * 16 * (instanced ? d.images : 1) && faces.size() >= size_t(faceCount) * 12,
+  ARM_CHECK(positions.size() >= rasterPositionRows(d, vertexCount) * 16 && faces.size() >= size_t(faceCount) * 12,
             "rasterizeVk: position or face buffer smaller than its count");
   ARM_CHECK(scratch.size() >= layout.totalBytes && findices.size() >= pixels * 4 && barycentrics.size() >= pixels * 12,
             "rasterizeVk: scratch or output buffers smaller than %u images of %ux%u", d.images, d.width, d.height);
   ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
-  RasterPush push{d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-                  instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), layout.queueCapacity, 0};
+  RasterPush push = rasterPush(d, vertexCount, faceCount);
   // One fill: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
   vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);
@@ -57,12 +56,11 @@ void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc
   checkRasterDesc(d);
   ARM_CHECK(ctx.info().float32AtomicAdd, "rasterize backward: '%s' lacks float32 buffer atomic add (VK_EXT_shader_atomic_float)",
             ctx.info().name.c_str());
-  const size_t pixels = d.pixels(), positionBytes = size_t(vertexCount) * 16 * (d.batch == RasterBatch::Instanced ? d.images : 1);
+  const size_t pixels = d.pixels(), positionBytes = rasterPositionRows(d, vertexCount) * 16;
   ARM_CHECK(positions.size() >= positionBytes && gradPositions.size() >= positionBytes && faces.size() >= size_t(faceCount) * 12 &&
                 findices.size() >= pixels * 4 && gradBary.size() >= pixels * 12,
             "rasterize backward: a buffer is smaller than %u images of %ux%u or its count", d.images, d.width, d.height);
-  RasterPush push{d.width, d.height, vertexCount, faceCount, 0, 0, 0, d.images,
-                  d.batch == RasterBatch::Instanced ? 1u : 0u, 0, 0, 0};
+  const RasterPush push = rasterPush(d, vertexCount, faceCount);
   vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
   // Runs of invocations on one face summed before the atomics where the device has the subgroup operations.

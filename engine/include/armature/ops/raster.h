@@ -8,6 +8,8 @@
 
 #include "armature/vk/buffer.h"
 
+struct RasterPush;  // shaders/shared/raster_io.h: the GPU passes' push constants
+
 namespace armature {
 
 // A batch of B images (nvdiffrast's two modes): Instanced — positions (B,N,4), every image draws all of F (many views
@@ -92,6 +94,13 @@ RasterScratchLayout rasterScratchLayout(const RasterDesc& desc);
 // leave most of the GPU idle, so medium ones are spread over workgroups; many keep the GPU full one per invocation.
 uint32_t rasterSmallPixels(const RasterDesc& desc, uint32_t faceCount);
 inline size_t rasterScratchBytes(const RasterDesc& desc) { return rasterScratchLayout(desc).totalBytes; }
+// Rows (x, y, z, w) of the positions buffer: vertexCount per image (Instanced) or in all (Ranges).
+inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
+  return size_t(vertexCount) * (desc.batch == RasterBatch::Instanced ? desc.images : 1);
+}
+// The push constants of a GPU call (every pass, forward and backward, on CUDA and Vulkan); include
+// shared/raster_io.h to call it.
+RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
 // `scratch` holds rasterScratchBytes. vertexCount is per image in Instanced mode. ranges: (B,2) int32 in Ranges
