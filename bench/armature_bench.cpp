@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   cli.require_subcommand(1);
   std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath;
   bool backward = false, noResidency = false, noTensorCores = false;
-  int iters = 50;
+  int iters = 50, objects = 1;
   double peakBandwidth = 3.0e12, peakFlops = 51e12;
   auto* skin = cli.add_subcommand("skinning", "body skinning forward (and --backward)");
   skin->add_option("--backend", backendName, "cuda | vulkan | cpu");
@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   skin->add_flag("--backward", backward, "time forward + backward");
   skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
   skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend products on fp32 FMAs, not tensor cores (3xTF32: forward > 64 items, backward >= 1024)");
+  skin->add_option("--objects", objects, "CUDA: this many skinning objects (each its own tables' allocation) per batch size, one row each, each also timed with L2 residency off and on again (stages noL2, again): the spread between allocations");
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan");
@@ -169,11 +170,12 @@ int main(int argc, char** argv) {
       double V3 = model.vertexCount * 3.0, F = tables.featureCount + tables.coefCount();
       double nnz = double(tables.weightValue.size()), J = model.jointCount;
       bool residencyReported = false;
-      for (uint32_t B : parseList(batches)) {
+      for (uint32_t B : parseList(batches))
+      for (int object = 0; object < (backend == Backend::Cuda ? objects : 1); ++object) {
         std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
         for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
         Row r{"skinning", backendName, std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : "") +
-                    (noTensorCores ? ",noTC" : ""),
+                    (noTensorCores ? ",noTC" : "") + (objects > 1 ? ",object " + std::to_string(object) : ""),
               B, 0, 0, 0, 0};
         // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
         // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
@@ -198,12 +200,17 @@ int main(int argc, char** argv) {
           cuda::DeviceMemory gp(pose.size() * 4), gb(betas.size() * 4), ge(expr.size() * 4), gt(transl.size() * 4);
           cuda::SkinningInputs in{dp.as<float>(), db.as<float>(), de.as<float>(), dt.as<float>()};
           cuda::SkinningGrads g{gp.as<float>(), gb.as<float>(), ge.as<float>(), gt.as<float>()};
-          std::tie(r.medianMs, r.minMs) = timeCuda(
-              [&](const cuda::Stream& s) {
-                gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
-                if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
-              },
-              iters);
+          auto call = [&](const cuda::Stream& s) {
+            gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
+            if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
+          };
+          std::tie(r.medianMs, r.minMs) = timeCuda(call, iters);
+          if (objects > 1 && !noResidency) {
+            gpu.setL2Residency(false);
+            r.stages.push_back({"noL2", timeCuda(call, iters).first});
+            gpu.setL2Residency(true);
+            r.stages.push_back({"again", timeCuda(call, iters).first});
+          }
         } else if (backend == Backend::Vulkan) {
           if (backward) throw Error("skinning backward runs on CUDA and the CPU reference; Vulkan has the forward");
           SkinningVk gpu(*ctx, model, S, E, B);
