@@ -22,13 +22,7 @@ namespace {
 // margin without hiding indexing errors, which are centimetres.
 constexpr Tol kVertexTol{5e-5, 0};
 
-const BodyModel& avatar() {
-  static BodyModel m = [] {
-    const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
-    return asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
-  }();
-  return m;
-}
+const BodyModel& avatar() { return defaultAvatar(); }
 
 struct FloatParams {
   std::vector<float> pose, betas, expression, transl;
@@ -54,16 +48,6 @@ struct DeviceParams {
     transl.upload(f.transl.data(), f.transl.size() * 4);
   }
 };
-
-// |a - b| / |b| over whole vectors.
-double relativeError(const std::vector<float>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 }  // namespace
 

@@ -69,6 +69,12 @@ void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32
 void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 
+#include "armature/cuda/project.h"
+namespace armature::cuda {
+void project(const ProjectDesc&, const float*, const float*, float*, const Stream&) { notBuilt(); }
+void projectBackward(const ProjectDesc&, const float*, const float*, float*, const Stream&) { notBuilt(); }
+}  // namespace armature::cuda
+
 #include "armature/cuda/grid_hierarchy.h"
 namespace armature::cuda {
 GridHierarchy buildGridHierarchy(const std::vector<GridView>&, int, int) { notBuilt(); }

@@ -1,9 +1,12 @@
 #pragma once
 // Small random body models (any joint count, random trees) for gradient checks and GPU comparisons.
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "armature/body/body_model.h"
+#include "armature/body/synth.h"
 
 namespace armature::test {
 
@@ -61,6 +64,15 @@ inline BodyParams randomBodyParams(const BodyModel& m, uint32_t B, uint32_t S, u
   for (auto& x : p.expression) x = 2 * u(rng);
   for (auto& x : p.transl) x = 0.5 * u(rng);
   return p;
+}
+
+// The default avatar: the asset the build generated (ARMATURE_DEFAULT_MODEL), or the same model synthesised here.
+inline const BodyModel& defaultAvatar() {
+  static const BodyModel m = [] {
+    const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
+    return asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
+  }();
+  return m;
 }
 
 }  // namespace armature::test

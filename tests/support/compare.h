@@ -3,6 +3,7 @@
 // output fails) and within |got - want| <= abs + rel * |want|. On failure it reports the worst element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -65,6 +66,18 @@ inline std::vector<double> uniform(size_t n, double lo, double hi) {
   std::vector<double> v(n);
   for (auto& x : v) x = d(rng());
   return v;
+}
+
+// ‖a − b‖ / ‖b‖ over whole vectors (infinite when a holds a non-finite value): for sums of many terms, where one
+// element's error says less than the whole vector's.
+inline double relativeError(const std::vector<float>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
 }
 
 template <typename To, typename From>

@@ -1,0 +1,76 @@
+// project on CUDA: the same arithmetic as shaders/project_forward.comp and project_backward.comp.
+#include "armature/cuda/project.h"
+#include "check.h"
+#include "shared/project_io.h"
+
+namespace armature::cuda {
+namespace {
+
+// m: column-major, element (row r, column c) at m[4c + r].
+__global__ void projectKernel(ProjectPush p, const float* points, const float4* matrices, float4* clip) {
+  const uint32_t total = p.views * p.points;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const uint32_t view = i / p.points, src = p.pointsPerView ? i : i - view * p.points;
+    const float4* m = matrices + view * 4;  // its four columns
+    const float x = points[size_t(src) * 3], y = points[size_t(src) * 3 + 1], z = points[size_t(src) * 3 + 2];
+    const float4 c0 = m[0], c1 = m[1], c2 = m[2], c3 = m[3];
+    clip[i] = make_float4(c0.x * x + c1.x * y + c2.x * z + c3.x, c0.y * x + c1.y * y + c2.y * z + c3.y,
+                          c0.z * x + c1.z * y + c2.z * z + c3.z, c0.w * x + c1.w * y + c2.w * z + c3.w);
+  }
+}
+
+// (Mᵀ g).xyz: column c of M dotted with g.
+__device__ float3 transposedTimes(const float4* m, float4 g) {
+  float r[3];
+  for (int c = 0; c < 3; ++c) {
+    const float4 column = m[c];
+    r[c] = column.x * g.x + column.y * g.y + column.z * g.z + column.w * g.w;
+  }
+  return make_float3(r[0], r[1], r[2]);
+}
+
+__global__ void projectBackwardKernel(ProjectPush p, const float4* gradClip, const float4* matrices, float* gradPoints) {
+  const uint32_t outputs = p.pointsPerView ? p.views * p.points : p.points;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < outputs; i += gridDim.x * blockDim.x) {
+    float3 g = make_float3(0, 0, 0);
+    if (p.pointsPerView) {
+      g = transposedTimes(matrices + i / p.points * 4, gradClip[i]);
+    } else {
+      for (uint32_t view = 0; view < p.views; ++view) {  // in view order: deterministic
+        const float3 v = transposedTimes(matrices + view * 4, gradClip[size_t(view) * p.points + i]);
+        g.x += v.x, g.y += v.y, g.z += v.z;
+      }
+    }
+    gradPoints[size_t(i) * 3] = g.x, gradPoints[size_t(i) * 3 + 1] = g.y, gradPoints[size_t(i) * 3 + 2] = g.z;
+  }
+}
+
+unsigned blocksFor(size_t n) { return unsigned(std::min<size_t>((n + PROJECT_GROUP - 1) / PROJECT_GROUP, 65535 * 4)); }
+ProjectPush pushOf(const ProjectDesc& d) { return {d.views, d.points, d.pointsPerView ? 1u : 0u}; }
+
+}  // namespace
+
+void project(const ProjectDesc& d, const float* points, const float* matrices, float* clip, const Stream& stream) {
+  checkProjectDesc(d);
+  ARM_CHECK(points && matrices && clip, "cuda::project: null pointer");
+  ARM_CHECK(reinterpret_cast<uintptr_t>(matrices) % 16 == 0 && reinterpret_cast<uintptr_t>(clip) % 16 == 0,
+            "cuda::project: matrices and clip must be 16-byte aligned");
+  if (!d.points) return;
+  projectKernel<<<blocksFor(d.clipFloats() / 4), PROJECT_GROUP, 0, raw(stream)>>>(
+      pushOf(d), points, reinterpret_cast<const float4*>(matrices), reinterpret_cast<float4*>(clip));
+  CUDA_CHECK_LAUNCH();
+}
+
+void projectBackward(const ProjectDesc& d, const float* gradClip, const float* matrices, float* gradPoints,
+                     const Stream& stream) {
+  checkProjectDesc(d);
+  ARM_CHECK(gradClip && matrices && gradPoints, "cuda::projectBackward: null pointer");
+  ARM_CHECK(reinterpret_cast<uintptr_t>(matrices) % 16 == 0 && reinterpret_cast<uintptr_t>(gradClip) % 16 == 0,
+            "cuda::projectBackward: matrices and gradClip must be 16-byte aligned");
+  if (!d.points) return;
+  projectBackwardKernel<<<blocksFor(d.pointFloats() / 3), PROJECT_GROUP, 0, raw(stream)>>>(
+      pushOf(d), reinterpret_cast<const float4*>(gradClip), reinterpret_cast<const float4*>(matrices), gradPoints);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace armature::cuda

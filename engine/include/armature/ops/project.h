@@ -1,0 +1,39 @@
+#pragma once
+// project: points to rasterize's clip-space input, for B views (the step between the skinning and the rasteriser,
+// and its backward: an image loss reaches the body's vertices through it).
+//   clip[b, n] = M_b · (p, 1)          M_b: view b's column-major 4×4 matrix (glm's layout), float
+//   p = points[n]      (N,3), the same points seen by every view (multi-view capture of one body), or
+//   p = points[b, n]   (B,N,3) with pointsPerView, set b seen by view b only (a skinning batch of B bodies)
+// The output (B,N,4) is rasterize's Instanced positions. Backward: gradPoints in the shape of points,
+// (M_bᵀ · gradClip[b, n]).xyz, summed over the views for shared points (in view order, one writer per value:
+// deterministic). The matrices get no gradient (calibrated cameras).
+#include <cstdint>
+#include <vector>
+
+#include "armature/vk/buffer.h"
+
+namespace armature {
+
+struct ProjectDesc {
+  uint32_t views = 1;          // B
+  uint32_t points = 0;         // N per view
+  bool pointsPerView = false;  // points (B,N,3) instead of (N,3)
+  size_t pointFloats() const { return size_t(pointsPerView ? views : 1) * points * 3; }
+  size_t clipFloats() const { return size_t(views) * points * 4; }
+};
+
+// Throws armature::Error unless views >= 1 and views·points fits a 32-bit index.
+void checkProjectDesc(const ProjectDesc& desc);
+
+// CPU reference in double (the matrices as the GPU reads them: float).
+std::vector<double> projectRef(const ProjectDesc& desc, const std::vector<double>& points, const std::vector<float>& matrices);
+std::vector<double> projectBackwardRef(const ProjectDesc& desc, const std::vector<double>& gradClip,
+                                       const std::vector<float>& matrices);
+
+// Vulkan: records the dispatch on `cmd`. matrices: 16·B floats; clip / gradPoints are overwritten.
+void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& points,
+               const vk::Buffer& matrices, vk::Buffer& clip);
+void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& gradClip,
+                       const vk::Buffer& matrices, vk::Buffer& gradPoints);
+
+}  // namespace armature

@@ -1,0 +1,13 @@
+// project (forward and backward): points to clip space for B views. Push constants shared by GLSL, C++ and CUDA.
+#ifndef ARMATURE_PROJECT_IO_H
+#define ARMATURE_PROJECT_IO_H
+#include "common_io.h"
+
+#define PROJECT_GROUP 256
+
+ARM_SHARED_STRUCT(ProjectPush) {
+  uint views;          // B: one column-major 4×4 matrix each
+  uint points;         // N per view
+  uint pointsPerView;  // 0: points (N,3) seen by every view; 1: points (B,N,3), set b seen by view b
+};
+#endif

@@ -1,0 +1,322 @@
+// project (points to clip space for B views) and the differentiable pipeline it completes: body → project →
+// rasterize → interpolate → an image loss, and back to the body's parameters. The reference chain against finite
+// differences; the Vulkan and CUDA chains against the reference on the default avatar, outputs NaN-poisoned.
+#include <cmath>
+#include <numbers>
+
+#include "armature/cuda/project.h"
+#include "armature/cuda/raster.h"
+#include "armature/cuda/skinning.h"
+#include "armature/ops/project.h"
+#include "armature/ops/raster.h"
+#include "support/body_fixtures.h"
+#include "support/compare.h"
+#include "support/raster_fixtures.h"
+#include "support/vk_test_env.h"
+
+using namespace armature;
+using namespace armature::test;
+
+namespace {
+
+// float against double: each clip coordinate sums four products of |M| ≤ 3 and |p| ≤ 2 in float (error ≤ 4 · 6 ·
+// 6e-8 ≈ 1.5e-6); a backward over ≤ 5 views sums 20 such products. 1e-5 absolute leaves margin; an indexing error
+// is O(1).
+constexpr Tol kProjectTol{1e-5, 1e-6};
+
+std::vector<float> randomMatrices(uint32_t views) { return cast<float>(uniform(size_t(views) * 16, -3, 3)); }
+
+// Cases of awkward sizes: one point, shared points over several views, a set per view, more points than a
+// dispatch of one group per point would cover.
+std::vector<ProjectDesc> projectCases() {
+  return {{1, 1, false}, {3, 1001, false}, {5, 777, true}, {2, 100003, false}, {1, 0, false}};
+}
+
+TEST(ProjectReference, BackwardMatchesFiniteDifferences) {
+  for (bool perView : {false, true}) {
+    SCOPED_TRACE(perView ? "points per view" : "shared points");
+    ProjectDesc d{3, 7, perView};
+    auto m = randomMatrices(d.views);
+    auto points = uniform(d.pointFloats(), -2, 2), g = uniform(d.clipFloats(), -1, 1);
+    auto loss = [&](const std::vector<double>& p) {
+      auto clip = projectRef(d, p, m);
+      double l = 0;
+      for (size_t i = 0; i < clip.size(); ++i) l += g[i] * clip[i];
+      return l;
+    };
+    auto grad = projectBackwardRef(d, g, m);
+    ASSERT_EQ(grad.size(), points.size());
+    for (size_t i = 0; i < points.size(); ++i) {
+      auto q = points;
+      q[i] += 1e-3;
+      double up = loss(q);
+      q[i] -= 2e-3;
+      EXPECT_NEAR(grad[i], (up - loss(q)) / 2e-3, 1e-9 * (1 + std::abs(grad[i]))) << "coordinate " << i;
+    }
+  }
+  // w = 1 for points at the origin: the matrices' last column is the output.
+  ProjectDesc d{2, 1, false};
+  auto m = randomMatrices(2);
+  auto clip = projectRef(d, {0, 0, 0}, m);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(clip[i], double(m[(i / 4) * 16 + 12 + i % 4]));
+}
+
+TEST(ProjectReference, RejectsBadShapes) {
+  ProjectDesc d{2, 4, false};
+  auto m = randomMatrices(2);
+  EXPECT_THROW(projectRef(d, std::vector<double>(11), m), Error);                           // 4 points need 12 floats
+  EXPECT_THROW(projectRef(d, std::vector<double>(12), randomMatrices(1)), Error);           // 2 views need 32
+  EXPECT_THROW(projectRef(ProjectDesc{0, 4, false}, std::vector<double>(12), {}), Error);   // no views
+  EXPECT_THROW(projectBackwardRef(d, std::vector<double>(31), m), Error);                   // (2,4,4) gradient
+  EXPECT_THROW(checkProjectDesc(ProjectDesc{65536, 65536, false}), Error);                  // 2^32 outputs
+}
+
+void expectProject(const ProjectDesc& d, const std::vector<double>& points, const std::vector<float>& m,
+                   const std::vector<double>& gradClip, const std::vector<float>& clip, const std::vector<float>& gradPoints) {
+  EXPECT_TRUE(allClose(clip, projectRef(d, points, m), kProjectTol));
+  EXPECT_TRUE(allClose(gradPoints, projectBackwardRef(d, gradClip, m), kProjectTol));
+}
+
+TEST(ProjectVulkan, MatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  for (const ProjectDesc& d : projectCases()) {
+    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
+    auto m = randomMatrices(d.views);
+    auto points = uniform(d.pointFloats(), -2, 2), gradClip = uniform(d.clipFloats(), -1, 1);
+    auto bp = vk::makeStorageBuffer<float>(ctx, cast<float>(points)), bm = vk::makeStorageBuffer<float>(ctx, m);
+    auto bg = vk::makeStorageBuffer<float>(ctx, cast<float>(gradClip));
+    vk::Buffer clip(ctx, std::max<size_t>(d.clipFloats() * 4, 4), vk::kStorageUsage);
+    vk::Buffer gradPoints(ctx, std::max<size_t>(d.pointFloats() * 4, 4), vk::kStorageUsage);
+    clip.fill(nanBits());
+    gradPoints.fill(nanBits());
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      projectVk(ctx, cmd, d, bp, bm, clip);
+      projectBackwardVk(ctx, cmd, d, bg, bm, gradPoints);
+    });
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()));
+  }
+  // A buffer smaller than its shape is an error before anything is recorded.
+  ProjectDesc d{2, 10, false};
+  vk::Buffer small(ctx, 16, vk::kStorageUsage), big(ctx, 4096, vk::kStorageUsage);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    EXPECT_THROW(projectVk(ctx, cmd, d, small, big, big), Error);
+    EXPECT_THROW(projectVk(ctx, cmd, d, big, small, big), Error);
+    EXPECT_THROW(projectBackwardVk(ctx, cmd, d, big, big, small), Error);
+  });
+}
+
+TEST(ProjectCuda, MatchesReference) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  for (const ProjectDesc& d : projectCases()) {
+    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
+    auto m = randomMatrices(d.views);
+    auto points = uniform(d.pointFloats(), -2, 2), gradClip = uniform(d.clipFloats(), -1, 1);
+    auto bp = cuda::DeviceMemory::from(cast<float>(points)), bm = cuda::DeviceMemory::from(m);
+    auto bg = cuda::DeviceMemory::from(cast<float>(gradClip));
+    cuda::DeviceMemory clip(std::max<size_t>(d.clipFloats() * 4, 4)), gradPoints(std::max<size_t>(d.pointFloats() * 4, 4));
+    clip.fill32(nanBits());
+    gradPoints.fill32(nanBits());
+    cuda::project(d, bp.as<float>(), bm.as<float>(), clip.as<float>(), stream);
+    cuda::projectBackward(d, bg.as<float>(), bm.as<float>(), gradPoints.as<float>(), stream);
+    stream.synchronize();
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()));
+  }
+  cuda::DeviceMemory buffer(1024);
+  EXPECT_THROW(cuda::project({1, 4, false}, nullptr, buffer.as<float>(), buffer.as<float>(), stream), Error);
+  EXPECT_THROW(cuda::project({0, 4, false}, buffer.as<float>(), buffer.as<float>(), buffer.as<float>(), stream), Error);
+}
+
+// ---- the differentiable pipeline --------------------------------------------------------------------------------
+
+// Two cameras on the default avatar: pinholes looking down −z at the body turned by 0° and 70° about y (as the
+// rasteriser's avatar scene), on a 61 × 83 image each; random colours per vertex and a random image gradient.
+struct Pipeline {
+  ProjectDesc project;
+  RasterDesc raster;
+  std::vector<float> matrices;
+  std::vector<double> colours, gradImage;
+};
+Pipeline makePipeline(uint32_t points) {
+  Pipeline p;
+  p.project = {2, points, false};
+  p.raster = RasterDesc{61, 83};
+  p.raster.images = 2;
+  for (uint32_t view = 0; view < 2; ++view) {
+    const double yaw = view * 70.0 * std::numbers::pi / 180, c = std::cos(yaw), s = std::sin(yaw);
+    // rows: x' = 2.2 (c x + s z), y' = −2.2 y, w = 2.5 − (−s x + c z), z' = 1.02 (w − 0.1); stored column-major
+    const double rows[4][4] = {{2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
+    for (int column = 0; column < 4; ++column)
+      for (int row = 0; row < 4; ++row) p.matrices.push_back(float(rows[row][column]));
+  }
+  p.colours = uniform(size_t(points) * 3, 0, 1);
+  p.gradImage = uniform(p.raster.pixels() * 3, -1, 1);
+  return p;
+}
+
+// The reference chain's backward from the clip positions the rasteriser saw (floats): the loss is
+// Σ gradImage · interpolate(colours), so dL/dbarycentrics = colours · gradImage, then the rasteriser's backward and
+// project's, down to dL/dpoints.
+struct ChainGrads {
+  std::vector<int32_t> findices;
+  std::vector<double> gradBary, gradPoints;
+};
+ChainGrads chainBackwardRef(const Pipeline& p, const std::vector<float>& clip, const std::vector<int32_t>& faces) {
+  RasterResult r = rasterizeRef(clip, faces, p.raster);
+  std::vector<double> gradColours(p.colours.size(), 0.0), gradBary;
+  interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), faces, p.gradImage, gradColours, gradBary);
+  auto gradClip = rasterizeBackwardRef(clip, faces, p.raster, r.findices, gradBary);
+  return {r.findices, gradBary, projectBackwardRef(p.project, gradClip, p.matrices)};
+}
+
+size_t coveredPixels(const std::vector<int32_t>& findices) {
+  return size_t(std::count_if(findices.begin(), findices.end(), [](int32_t f) { return f != 0; }));
+}
+
+// The whole reference chain against central differences of the loss with the visible faces held fixed (what the
+// rasteriser's backward differentiates), in the body's translation, shape, expression and the pose of the root and
+// of joints whose vertices are in view.
+TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
+  const BodyModel& m = defaultAvatar();
+  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
+  for (auto& t : params.transl) t *= 0.2;
+  Pipeline p = makePipeline(m.vertexCount);
+  auto clipOf = [&](const BodyParams& q) { return projectRef(p.project, bodyForwardRef(m, q).vertices, p.matrices); };
+  const auto clip = cast<float>(clipOf(params));
+  ChainGrads chain = chainBackwardRef(p, clip, m.faces);
+  ASSERT_GT(coveredPixels(chain.findices), p.raster.pixels() / 20) << "the avatar must fill part of both views";
+  BodyGrads grads = bodyBackwardRef(m, params, chain.gradPoints, {});
+
+  struct Coordinate {
+    const char* name;
+    std::vector<double> BodyParams::*field;
+    std::vector<double> BodyGrads::*grad;
+    size_t index;
+  };
+  std::vector<Coordinate> coordinates;
+  for (size_t i : {0, 2}) coordinates.push_back({"transl", &BodyParams::transl, &BodyGrads::transl, i});
+  for (size_t i : {0, 9}) coordinates.push_back({"betas", &BodyParams::betas, &BodyGrads::betas, i});
+  coordinates.push_back({"expression", &BodyParams::expression, &BodyGrads::expression, 0});
+  for (size_t i : {0, 2, 3 * 3 + 1, 3 * 16, 3 * 18 + 2}) coordinates.push_back({"pose", &BodyParams::pose, &BodyGrads::pose, i});
+  const double h = 1e-6;
+  double scale = 0;
+  for (const Coordinate& c : coordinates) scale = std::max(scale, std::abs((grads.*c.grad)[c.index]));
+  ASSERT_GT(scale, 1e-3) << "the loss must depend on the body";
+  for (const Coordinate& c : coordinates) {
+    BodyParams q = params;
+    (q.*c.field)[c.index] += h;
+    double up = barycentricLoss(clipOf(q), m.faces, p.raster, chain.findices, chain.gradBary);
+    (q.*c.field)[c.index] -= 2 * h;
+    double fd = (up - barycentricLoss(clipOf(q), m.faces, p.raster, chain.findices, chain.gradBary)) / (2 * h);
+    // The chain ran on float clip positions (as the GPU), the differences on doubles: ~1e-6 relative apart.
+    EXPECT_NEAR((grads.*c.grad)[c.index], fd, 1e-4 * scale) << c.name << "[" << c.index << "]";
+  }
+}
+
+// The GPU chains, from the same body vertices, against the reference chain from the clip positions each GPU
+// computed (so both rasterise the same floats: face ids must be identical, as the rasteriser's tests require).
+// dL/dpoints sums float products over ~10^4 covered pixels with float atomics: its relative error (vector norm) is
+// ~1e-6 on the tests' runs; 1e-4 leaves margin, while a wrong index or transpose is O(1).
+constexpr double kChainTol = 1e-4;
+
+TEST(DifferentiablePipeline, VulkanMatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
+  if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
+  const BodyModel& m = defaultAvatar();
+  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
+  for (auto& t : params.transl) t *= 0.2;
+  Pipeline p = makePipeline(m.vertexCount);
+  const auto vertices = cast<float>(bodyForwardRef(m, params).vertices);
+  const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3;
+  auto points = vk::makeStorageBuffer<float>(ctx, vertices), matrices = vk::makeStorageBuffer<float>(ctx, p.matrices);
+  auto faces = vk::makeStorageBuffer<int32_t>(ctx, m.faces), colours = vk::makeStorageBuffer<float>(ctx, cast<float>(p.colours));
+  auto gradImage = vk::makeStorageBuffer<float>(ctx, cast<float>(p.gradImage));
+  vk::Buffer clip(ctx, p.project.clipFloats() * 4, vk::kStorageUsage), scratch(ctx, rasterScratchBytes(p.raster), vk::kStorageUsage);
+  vk::Buffer ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
+  vk::Buffer gradColours(ctx, p.colours.size() * 4, vk::kStorageUsage), gradBary(ctx, pixels * 12, vk::kStorageUsage);
+  vk::Buffer gradClip(ctx, p.project.clipFloats() * 4, vk::kStorageUsage), gradPoints(ctx, vertices.size() * 4, vk::kStorageUsage);
+  for (vk::Buffer* b : {&clip, &ids, &bary, &gradBary, &gradClip, &gradPoints}) b->fill(nanBits());
+  gradColours.fill(0);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    projectVk(ctx, cmd, p.project, points, matrices, clip);
+    vk::computeBarrier(cmd);
+    rasterizeVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), nullptr, scratch, ids, bary);
+    vk::computeBarrier(cmd);
+    interpolateBackwardVk(ctx, cmd, uint32_t(pixels), 3, m.vertexCount, colours, ids, bary, faces, uint32_t(M), gradImage,
+                          gradColours, gradBary);
+    vk::computeBarrier(cmd);
+    rasterizeBackwardVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), ids, gradBary, gradClip);
+    vk::computeBarrier(cmd);
+    projectBackwardVk(ctx, cmd, p.project, gradClip, matrices, gradPoints);
+  });
+  const auto gpuClip = clip.download<float>(p.project.clipFloats());
+  ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
+  EXPECT_TRUE(allClose(gpuClip, projectRef(p.project, cast<double>(vertices), p.matrices), kProjectTol));
+  EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
+  ASSERT_GT(coveredPixels(want.findices), pixels / 20);
+  const double error = relativeError(gradPoints.download<float>(vertices.size()), want.gradPoints);
+  std::printf("Vulkan chain: dL/dpoints relative error %.3g\n", error);
+  EXPECT_LT(error, kChainTol);
+}
+
+// On CUDA the chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's
+// backward, project's, and the skinning's backward to the pose, shape, expression and translation.
+TEST(DifferentiablePipeline, CudaMatchesReference) {
+  ARM_REQUIRE_CUDA();
+  const BodyModel& m = defaultAvatar();
+  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
+  for (auto& t : params.transl) t *= 0.2;
+  for (auto* v : {&params.pose, &params.betas, &params.expression, &params.transl})
+    for (auto& x : *v) x = double(float(x));  // the GPU's inputs exactly
+  Pipeline p = makePipeline(m.vertexCount);
+  const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3, V3 = size_t(m.vertexCount) * 3;
+  cuda::Stream stream;
+  cuda::Skinning skin(m, 10, 10, 1);
+  auto pose = cuda::DeviceMemory::from(cast<float>(params.pose)), betas = cuda::DeviceMemory::from(cast<float>(params.betas));
+  auto expr = cuda::DeviceMemory::from(cast<float>(params.expression)), transl = cuda::DeviceMemory::from(cast<float>(params.transl));
+  auto matrices = cuda::DeviceMemory::from(p.matrices), faces = cuda::DeviceMemory::from(m.faces);
+  auto colours = cuda::DeviceMemory::from(cast<float>(p.colours)), gradImage = cuda::DeviceMemory::from(cast<float>(p.gradImage));
+  cuda::DeviceMemory vertices(V3 * 4), joints(size_t(m.jointCount) * 12), clip(p.project.clipFloats() * 4);
+  cuda::DeviceMemory scratch(rasterScratchBytes(p.raster)), ids(pixels * 4), bary(pixels * 12), gradColours(p.colours.size() * 4);
+  cuda::DeviceMemory gradBary(pixels * 12), gradClip(p.project.clipFloats() * 4), gradPoints(V3 * 4);
+  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12);
+  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl})
+    b->fill32(nanBits());
+  gradColours.fill32(0);
+  skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, vertices.as<float>(),
+               joints.as<float>(), stream);
+  cuda::project(p.project, vertices.as<float>(), matrices.as<float>(), clip.as<float>(), stream);
+  cuda::rasterize(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), nullptr, scratch.data(),
+                  ids.as<int32_t>(), bary.as<float>(), stream);
+  cuda::interpolateBackward(uint32_t(pixels), 3, m.vertexCount, colours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
+                            faces.as<int32_t>(), uint32_t(M), gradImage.as<float>(), gradColours.as<float>(),
+                            gradBary.as<float>(), stream);
+  cuda::rasterizeBackward(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), ids.as<int32_t>(),
+                          gradBary.as<float>(), gradClip.as<float>(), stream);
+  cuda::projectBackward(p.project, gradClip.as<float>(), matrices.as<float>(), gradPoints.as<float>(), stream);
+  skin.backward(1, gradPoints.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()},
+                stream);
+  stream.synchronize();
+
+  const auto gpuClip = clip.download<float>(p.project.clipFloats());
+  // The skinning's own tolerance (5e-5 m) through matrices of norm ≤ 3.
+  EXPECT_TRUE(allClose(gpuClip, projectRef(p.project, bodyForwardRef(m, params).vertices, p.matrices), Tol{2e-4, 0}));
+  ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
+  EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
+  ASSERT_GT(coveredPixels(want.findices), pixels / 20);
+  const double pointsError = relativeError(gradPoints.download<float>(V3), want.gradPoints);
+  EXPECT_LT(pointsError, kChainTol);
+  // The skinning's backward from the reference dL/dpoints: its own bound is 1e-4 (skinning_test); with the
+  // difference in dL/dpoints above added, 2e-4.
+  BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
+  const double poseError = relativeError(gPose.download<float>(params.pose.size()), body.pose),
+               betasError = relativeError(gBetas.download<float>(10), body.betas),
+               exprError = relativeError(gExpr.download<float>(10), body.expression),
+               translError = relativeError(gTransl.download<float>(3), body.transl);
+  std::printf("CUDA chain, relative errors: points %.3g, pose %.3g, betas %.3g, expression %.3g, translation %.3g\n",
+              pointsError, poseError, betasError, exprError, translError);
+  for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
+}
+
+}  // namespace
