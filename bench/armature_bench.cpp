@@ -95,7 +95,7 @@ std::vector<uint32_t> parseList(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App cli{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
   cli.require_subcommand(1);
-  std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath;
+  std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath, pipelineViews = "1,8";
   bool backward = false, noResidency = false, noTensorCores = false;
   int iters = 50, objects = 1;
   double peakBandwidth = 3.0e12, peakFlops = 51e12;
@@ -114,10 +114,14 @@ int main(int argc, char** argv) {
   rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
   std::string rasterScenes = "abc";
   rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c");
+  auto* pipelineCmd = cli.add_subcommand("pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
+  pipelineCmd->add_option("--backend", backendName, "cuda | vulkan");
+  pipelineCmd->add_option("--views", pipelineViews, "comma-separated counts of views");
+  pipelineCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
   auto* hierarchyCmd = cli.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)");
-  for (auto* c : {skin, axpy, interopCmd, rasterCmd, hierarchyCmd}) {
+  for (auto* c : {skin, axpy, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON");
     c->add_option("--iters", iters, "timed calls per row (after warm-up)");
     c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
@@ -131,7 +135,7 @@ int main(int argc, char** argv) {
     if (backend == Backend::Cuda && !*interopCmd)
       if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
     std::unique_ptr<vk::Context> ctx;
-    if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd) ctx = std::make_unique<vk::Context>();
+    if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd && !*pipelineCmd) ctx = std::make_unique<vk::Context>();
 
     if (*interopCmd) {
 #ifdef ARMATURE_HAS_INTEROP
@@ -143,6 +147,7 @@ int main(int argc, char** argv) {
     }
 
     if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes);
+    if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 
     if (*axpy) {

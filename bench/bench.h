@@ -52,6 +52,10 @@ inline BodyModel loadDefaultModel(const std::string& path) {
 // Rasteriser rows for the three scenes.
 void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc");
 
+// Differentiable pipeline rows (render, fit step) for each count of views (bench/pipeline_bench.cpp).
+void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::string& modelPath,
+                 const std::vector<uint32_t>& viewCounts);
+
 // Grid hierarchy rows: reference and fast builder on generated views of each size (wall-clock, CPU).
 void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, int iters);
 

@@ -15,7 +15,7 @@ export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
 LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?
 san=""
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in axpy_test skinning_test raster_test grid_hierarchy_test; do
+  for t in axpy_test skinning_test raster_test project_test grid_hierarchy_test; do
     VK_LAYER_PATH=$b/layers compute-sanitizer --tool memcheck --error-exitcode 9 "$b/bin/$t" --gtest_filter='*Cuda*' \
       >"$out/sanitizer_$t.log" 2>&1
     san="$san $t:rc=$?($(grep -o 'ERROR SUMMARY: [0-9]* error' "$out/sanitizer_$t.log" | tail -1))"
@@ -27,6 +27,8 @@ if [ "${BENCH:-all}" = raster ]; then
 {
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
+  $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
@@ -43,6 +45,8 @@ else
   $bench interop --iters 200 --json "$out/bench_interop.json"
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
+  $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
   v=$b/bin/armature-viewer
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --skeleton --profile "$out/viewer_cuda_1.json" --screenshot "$out/viewer_cuda_1.png"
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --profile "$out/viewer_cuda_1024.json" --screenshot "$out/viewer_cuda_1024.png"
@@ -65,5 +69,5 @@ tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
 echo "sanitizer:$san"
-grep -E "^(op|axpy|skinning|interop|raster|hierarchy|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
+grep -E "^(op|axpy|skinning|interop|raster|pipeline|hierarchy|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
 exit $tests_rc
