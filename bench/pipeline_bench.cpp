@@ -19,6 +19,8 @@
 namespace armature::bench {
 namespace {
 
+enum class Step { Rasterize, Render, Fit };  // the rasteriser alone (the avatar's clip positions), the render, a fit step
+
 // B pinholes looking down −z at the body turned by 360°·b/B about y (column-major 4×4 each).
 std::vector<float> ringCameras(uint32_t views) {
   std::vector<float> m;
@@ -44,7 +46,8 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   for (uint32_t views : viewCounts)
-    for (bool fit : {false, true}) {
+    for (Step step : {Step::Rasterize, Step::Render, Step::Fit}) {
+      const bool fit = step == Step::Fit, chain = step != Step::Rasterize;
       RasterDesc raster{512, 512};
       raster.images = views;
       const ProjectDesc project{views, N, false};
@@ -53,15 +56,19 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
       // Bytes that must move: the blend matrix (twice for a fit step: forward and backward), the clip positions, the
       // rasteriser's z-buffer (cleared, written, read) and outputs, interpolate's reads and output; a fit step adds
       // the image gradient and the barycentric gradients read and written and the clip gradients.
-      double bytes = blendBytes + double(project.clipFloats()) * 4 + double(pixels) * (8 * 3 + 4 + 12 + 4 + 12 + 12);
+      double bytes = chain ? blendBytes + double(project.clipFloats()) * 4 + double(pixels) * (8 * 3 + 4 + 12 + 4 + 12 + 12)
+                           : double(project.clipFloats()) * 4 + double(M) * 12 + double(pixels) * (8 * 3 + 4 + 12);
       if (fit) bytes += blendBytes + double(pixels) * (12 + 12 + 12 + 4) + double(project.clipFloats()) * 8;
       Row r{"pipeline", backendName(backend),
-            std::string(fit ? "fit step" : "render") + ", " + std::to_string(views) + " views 512^2" +
+            std::string(fit ? "fit step" : chain ? "render" : "rasterize") + ", " + std::to_string(views) + " views 512^2" +
                 (backend == Backend::Vulkan && fit ? " (to the vertices)" : ""),
             views, 0, 0, bytes, 0};
       std::vector<double> ms;
       if (backend == Backend::Cuda) {
-        cuda::Skinning skin(model, S, E, 1);
+        // Without the blend matrix's L2 residency: its 30.7 MB of persisting lines would stay in L2 through the
+        // rasteriser's passes, which then run from DRAM (H100, 8 views: rasterize 0.111 -> 0.058 ms, fit step 0.364 ->
+        // 0.287 ms with it off; 1 view: fit step 0.147 -> 0.135-0.140).
+        cuda::Skinning skin(model, S, E, 1, /*l2Residency=*/false);
         auto dPose = cuda::DeviceMemory::from(pose), dBetas = cuda::DeviceMemory::from(betas), dExpr = cuda::DeviceMemory::from(expr),
              dTransl = cuda::DeviceMemory::from(transl), dCameras = cuda::DeviceMemory::from(cameras),
              dFaces = cuda::DeviceMemory::from(model.faces), dColours = cuda::DeviceMemory::from(colours);
@@ -73,15 +80,16 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             gPose(pose.size() * 4), gBetas(S * 4), gExpr(E * 4), gTransl(12);
         cuda::Stream s;
         cuda::EventTimer t;
-        auto once = [&] {
-          t.start(s);
-          skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()}, verts.as<float>(),
+        auto once = [&](bool timed) {
+          if (timed) t.start(s);
+          if (chain || !timed) skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()}, verts.as<float>(),
                        joints.as<float>(), s);
-          cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), s);
+          if (chain || !timed) cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), s);
           cuda::rasterize(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
                           bary.as<float>(), s);
-          cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(), dFaces.as<int32_t>(),
-                            M, image.as<float>(), s);
+          if (chain)
+            cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(), dFaces.as<int32_t>(),
+                              M, image.as<float>(), s);
           if (fit) {
             cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
                                       dFaces.as<int32_t>(), M, dGradImage.as<float>(), gradColours.as<float>(),
@@ -92,11 +100,13 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             skin.backward(1, gradVerts.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()},
                           s);
           }
+          if (!timed) return 0.0;
           t.stop(s);
-          return t.milliseconds();
+          return double(t.milliseconds());
         };
-        for (WarmUp w; !w.done();) once();
-        for (int i = 0; i < iters; ++i) ms.push_back(once());
+        once(false);  // the clip positions for the rasteriser alone
+        for (WarmUp w; !w.done();) once(true);
+        for (int i = 0; i < iters; ++i) ms.push_back(once(true));
       } else if (backend == Backend::Vulkan) {
         SkinningVk skin(*ctx, model, S, E, 1);
         auto bPose = vk::makeStorageBuffer<float>(*ctx, pose), bBetas = vk::makeStorageBuffer<float>(*ctx, betas),
@@ -111,17 +121,26 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                    image = buffer(pixels * C * 4), gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
                    gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12);
         vk::GpuTimer timer(*ctx, 2, 1);
+        ctx->submitAndWait([&](VkCommandBuffer cmd) {  // the clip positions for the rasteriser alone
+          skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
+          vk::computeBarrier(cmd);
+          projectVk(*ctx, cmd, project, verts, bCameras, clip);
+        });
         auto once = [&](int i) {
           ctx->submitAndWait([&](VkCommandBuffer cmd) {
             timer.beginFrame(cmd, uint64_t(i));
             uint32_t zone = timer.beginZone(cmd, "pipeline");
-            skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
-            vk::computeBarrier(cmd);
-            projectVk(*ctx, cmd, project, verts, bCameras, clip);
-            vk::computeBarrier(cmd);
+            if (chain) {
+              skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
+              vk::computeBarrier(cmd);
+              projectVk(*ctx, cmd, project, verts, bCameras, clip);
+              vk::computeBarrier(cmd);
+            }
             rasterizeVk(*ctx, cmd, raster, clip, N, bFaces, M, nullptr, scratch, ids, bary);
-            vk::computeBarrier(cmd);
-            interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);
+            if (chain) {
+              vk::computeBarrier(cmd);
+              interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);
+            }
             if (fit) {
               vk::computeBarrier(cmd);
               interpolateBackwardVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, bGradImage, gradColours,
