@@ -229,12 +229,14 @@ __host__ __device__ size_t resolveTilesPerImage(uint32_t width, uint32_t height)
 __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findices, float* bary) {
   waitForPrevious();  // every fragment in the z-buffer
   releaseNext();      // interpolate, where it follows
+  // Tile arithmetic in 32 bits (tiles < pixels <= 2^28, checkRasterDesc): a 64-bit division is a long sequence.
   const uint32_t W = a.p.width, H = a.p.height, tilesX = (W + kResolveTileW - 1) / kResolveTileW;
-  const size_t imagePixels = size_t(W) * H, imageTiles = resolveTilesPerImage(W, H), tiles = imageTiles * a.p.images;
-  for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const size_t image = tile / imageTiles, inImage = tile - image * imageTiles;
-    const uint32_t x = uint32_t(inImage % tilesX) * kResolveTileW + threadIdx.x % kResolveTileW,
-                   y = uint32_t(inImage / tilesX) * kResolveTileH + threadIdx.x / kResolveTileW;
+  const uint32_t imageTiles = uint32_t(resolveTilesPerImage(W, H)), tiles = imageTiles * a.p.images;
+  const size_t imagePixels = size_t(W) * H;
+  for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const uint32_t image = tile / imageTiles, inImage = tile - image * imageTiles;
+    const uint32_t x = inImage % tilesX * kResolveTileW + threadIdx.x % kResolveTileW,
+                   y = inImage / tilesX * kResolveTileH + threadIdx.x / kResolveTileW;
     if (x >= W || y >= H) continue;
     const size_t pix = image * imagePixels + size_t(y) * W + x;
     unsigned long long token = a.zbuffer[pix];
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
     }
     int face1 = int(token & 0xffffffffull);
     findices[pix] = face1;
-    size_t base = a.p.instanced ? image * a.p.vertexCount : 0;
+    size_t base = a.p.instanced ? size_t(image) * a.p.vertexCount : 0;
     double sx[3], sy[3], w[3];
     for (int k = 0; k < 3; ++k) {
       float4 v = a.positions[base + a.faces[(face1 - 1) * 3 + k]];
