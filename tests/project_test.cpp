@@ -1,6 +1,7 @@
-// project (points to clip space for B views) and the differentiable pipeline it completes: body → project →
-// rasterize → interpolate → an image loss, and back to the body's parameters. The reference chain against finite
-// differences; the Vulkan and CUDA chains against the reference on the default avatar, outputs NaN-poisoned.
+// project (points to clip space for B views; gradients to the points and the matrices) and the differentiable
+// pipeline it completes: body → project → rasterize → interpolate → an image loss, and back to the body's parameters
+// and the cameras. The reference chain against finite differences; the Vulkan and CUDA chains against the reference
+// on the default avatar, outputs NaN-poisoned.
 #include <cmath>
 #include <numbers>
 
@@ -54,6 +55,28 @@ TEST(ProjectReference, BackwardMatchesFiniteDifferences) {
       EXPECT_NEAR(grad[i], (up - loss(q)) / 2e-3, 1e-9 * (1 + std::abs(grad[i]))) << "coordinate " << i;
     }
   }
+  // The matrices' gradient: the loss is linear in them too.
+  for (bool perView : {false, true}) {
+    SCOPED_TRACE(perView ? "matrices, points per view" : "matrices, shared points");
+    ProjectDesc d{3, 7, perView};
+    auto points = uniform(d.pointFloats(), -2, 2), g = uniform(d.clipFloats(), -1, 1);
+    auto m = randomMatrices(d.views);
+    auto grad = projectMatrixGradRef(d, points, g);
+    ASSERT_EQ(grad.size(), m.size());
+    for (size_t i = 0; i < m.size(); ++i) {
+      auto lossAt = [&](float entry) {
+        auto q = m;
+        q[i] = entry;
+        auto clip = projectRef(d, points, q);
+        double l = 0;
+        for (size_t k = 0; k < clip.size(); ++k) l += g[k] * clip[k];
+        return l;
+      };
+      const float up = m[i] + 0.5f, down = m[i] - 0.5f;  // the step as float rounds it: linear, so exact
+      EXPECT_NEAR(grad[i], (lossAt(up) - lossAt(down)) / (double(up) - double(down)), 1e-9 * (1 + std::abs(grad[i])))
+          << "matrix entry " << i;
+    }
+  }
   // w = 1 for points at the origin: the matrices' last column is the output.
   ProjectDesc d{2, 1, false};
   auto m = randomMatrices(2);
@@ -68,13 +91,36 @@ TEST(ProjectReference, RejectsBadShapes) {
   EXPECT_THROW(projectRef(d, std::vector<double>(12), randomMatrices(1)), Error);           // 2 views need 32
   EXPECT_THROW(projectRef(ProjectDesc{0, 4, false}, std::vector<double>(12), {}), Error);   // no views
   EXPECT_THROW(projectBackwardRef(d, std::vector<double>(31), m), Error);                   // (2,4,4) gradient
+  EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(12), std::vector<double>(31)), Error);
+  EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(9), std::vector<double>(32)), Error);
   EXPECT_THROW(checkProjectDesc(ProjectDesc{65536, 65536, false}), Error);                  // 2^32 outputs
 }
 
+// Inputs the GPU reads exactly: floats.
+std::vector<double> floatValues(size_t n, double lo, double hi) { return cast<double>(cast<float>(uniform(n, lo, hi))); }
+
 void expectProject(const ProjectDesc& d, const std::vector<double>& points, const std::vector<float>& m,
-                   const std::vector<double>& gradClip, const std::vector<float>& clip, const std::vector<float>& gradPoints) {
+                   const std::vector<double>& gradClip, const std::vector<float>& clip, const std::vector<float>& gradPoints,
+                   const std::vector<float>& gradMatrices) {
   EXPECT_TRUE(allClose(clip, projectRef(d, points, m), kProjectTol));
   EXPECT_TRUE(allClose(gradPoints, projectBackwardRef(d, gradClip, m), kProjectTol));
+  // Each matrix entry sums N products in float: ceil(N / PROJECT_MATRIX_GROUP) in order per lane, then a tree of 7
+  // levels, so its error is at most (N / PROJECT_MATRIX_GROUP + 9) · 2^-24 · Σ|terms| (one rounding per addition and
+  // per product).
+  const auto want = projectMatrixGradRef(d, points, gradClip);
+  ASSERT_EQ(gradMatrices.size(), want.size());
+  for (uint32_t b = 0; b < d.views; ++b)
+    for (int c = 0; c < 4; ++c)
+      for (int r = 0; r < 4; ++r) {
+        double magnitude = 0;
+        for (uint32_t n = 0; n < d.points; ++n) {
+          const double ph = c < 3 ? points[((d.pointsPerView ? size_t(b) * d.points : 0) + n) * 3 + c] : 1.0;
+          magnitude += std::abs(gradClip[(size_t(b) * d.points + n) * 4 + r] * ph);
+        }
+        const size_t i = b * 16 + c * 4 + r;
+        const double bound = (double(d.points) / 128 + 9) * std::ldexp(1.0, -24) * magnitude + 1e-30;
+        EXPECT_NEAR(gradMatrices[i], want[i], bound) << "view " << b << ", row " << r << ", column " << c;
+      }
 }
 
 TEST(ProjectVulkan, MatchesReference) {
@@ -82,18 +128,20 @@ TEST(ProjectVulkan, MatchesReference) {
   for (const ProjectDesc& d : projectCases()) {
     SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
     auto m = randomMatrices(d.views);
-    auto points = uniform(d.pointFloats(), -2, 2), gradClip = uniform(d.clipFloats(), -1, 1);
+    auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
     auto bp = vk::makeStorageBuffer<float>(ctx, cast<float>(points)), bm = vk::makeStorageBuffer<float>(ctx, m);
     auto bg = vk::makeStorageBuffer<float>(ctx, cast<float>(gradClip));
     vk::Buffer clip(ctx, std::max<size_t>(d.clipFloats() * 4, 4), vk::kStorageUsage);
     vk::Buffer gradPoints(ctx, std::max<size_t>(d.pointFloats() * 4, 4), vk::kStorageUsage);
-    clip.fill(nanBits());
-    gradPoints.fill(nanBits());
+    vk::Buffer gradMatrices(ctx, size_t(d.views) * 64, vk::kStorageUsage);
+    for (vk::Buffer* b : {&clip, &gradPoints, &gradMatrices}) b->fill(nanBits());
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       projectVk(ctx, cmd, d, bp, bm, clip);
       projectBackwardVk(ctx, cmd, d, bg, bm, gradPoints);
+      projectMatrixGradVk(ctx, cmd, d, bp, bg, gradMatrices);
     });
-    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()));
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()),
+                  gradMatrices.download<float>(size_t(d.views) * 16));
   }
   // A buffer smaller than its shape is an error before anything is recorded.
   ProjectDesc d{2, 10, false};
@@ -102,6 +150,7 @@ TEST(ProjectVulkan, MatchesReference) {
     EXPECT_THROW(projectVk(ctx, cmd, d, small, big, big), Error);
     EXPECT_THROW(projectVk(ctx, cmd, d, big, small, big), Error);
     EXPECT_THROW(projectBackwardVk(ctx, cmd, d, big, big, small), Error);
+    EXPECT_THROW(projectMatrixGradVk(ctx, cmd, d, big, big, small), Error);
   });
 }
 
@@ -111,16 +160,18 @@ TEST(ProjectCuda, MatchesReference) {
   for (const ProjectDesc& d : projectCases()) {
     SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
     auto m = randomMatrices(d.views);
-    auto points = uniform(d.pointFloats(), -2, 2), gradClip = uniform(d.clipFloats(), -1, 1);
+    auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
     auto bp = cuda::DeviceMemory::from(cast<float>(points)), bm = cuda::DeviceMemory::from(m);
     auto bg = cuda::DeviceMemory::from(cast<float>(gradClip));
     cuda::DeviceMemory clip(std::max<size_t>(d.clipFloats() * 4, 4)), gradPoints(std::max<size_t>(d.pointFloats() * 4, 4));
-    clip.fill32(nanBits());
-    gradPoints.fill32(nanBits());
+    cuda::DeviceMemory gradMatrices(size_t(d.views) * 64);
+    for (cuda::DeviceMemory* b : {&clip, &gradPoints, &gradMatrices}) b->fill32(nanBits());
     cuda::project(d, bp.as<float>(), bm.as<float>(), clip.as<float>(), stream);
     cuda::projectBackward(d, bg.as<float>(), bm.as<float>(), gradPoints.as<float>(), stream);
+    cuda::projectMatrixGrad(d, bp.as<float>(), bg.as<float>(), gradMatrices.as<float>(), stream);
     stream.synchronize();
-    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()));
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()),
+                  gradMatrices.download<float>(size_t(d.views) * 16));
   }
   cuda::DeviceMemory buffer(1024);
   EXPECT_THROW(cuda::project({1, 4, false}, nullptr, buffer.as<float>(), buffer.as<float>(), stream), Error);
@@ -159,14 +210,15 @@ Pipeline makePipeline(uint32_t points) {
 // project's, down to dL/dpoints.
 struct ChainGrads {
   std::vector<int32_t> findices;
-  std::vector<double> gradBary, gradPoints;
+  std::vector<double> gradBary, gradClip, gradPoints;
 };
 ChainGrads chainBackwardRef(const Pipeline& p, const std::vector<float>& clip, const std::vector<int32_t>& faces) {
   RasterResult r = rasterizeRef(clip, faces, p.raster);
   std::vector<double> gradColours(p.colours.size(), 0.0), gradBary;
   interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), faces, p.gradImage, gradColours, gradBary);
   auto gradClip = rasterizeBackwardRef(clip, faces, p.raster, r.findices, gradBary);
-  return {r.findices, gradBary, projectBackwardRef(p.project, gradClip, p.matrices)};
+  auto gradPoints = projectBackwardRef(p.project, gradClip, p.matrices);
+  return {r.findices, gradBary, std::move(gradClip), std::move(gradPoints)};
 }
 
 size_t coveredPixels(const std::vector<int32_t>& findices) {
@@ -174,8 +226,8 @@ size_t coveredPixels(const std::vector<int32_t>& findices) {
 }
 
 // The whole reference chain against central differences of the loss with the visible faces held fixed (what the
-// rasteriser's backward differentiates), in the body's translation, shape, expression and the pose of the root and
-// of joints whose vertices are in view.
+// rasteriser's backward differentiates), in the body's translation, shape, expression, the pose of the root and of
+// joints whose vertices are in view, and entries of the cameras' matrices.
 TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   const BodyModel& m = defaultAvatar();
   BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
@@ -219,6 +271,25 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
     double fd = (up - lossAt(q)) / (2 * h);
     EXPECT_NEAR((grads.*c.grad)[c.index], fd, 1e-4 * scale) << c.name << "[" << c.index << "]";
   }
+  // The cameras: entries of both views' matrices (a step of 1e-4, as the float entries round it).
+  const auto vertices = bodyForwardRef(m, params).vertices;
+  const auto cameraGrad = projectMatrixGradRef(p.project, vertices, chain.gradClip);
+  auto lossWithCameras = [&](const std::vector<float>& cameras) {
+    auto moved = projectRef(p.project, vertices, cameras);
+    for (size_t i = 0; i < moved.size(); ++i) moved[i] = double(clip[i]) + (moved[i] - base[i]);
+    return barycentricLoss(moved, m.faces, p.raster, chain.findices, chain.gradBary);
+  };
+  double cameraScale = 0;
+  for (double g : cameraGrad) cameraScale = std::max(cameraScale, std::abs(g));
+  for (size_t entry : {0, 13, 16 + 3, 16 + 14}) {
+    auto cameras = p.matrices;
+    const float at = cameras[entry], up = at + 1e-4f, down = at - 1e-4f;
+    cameras[entry] = up;
+    const double lossUp = lossWithCameras(cameras);
+    cameras[entry] = down;
+    const double fd = (lossUp - lossWithCameras(cameras)) / (double(up) - double(down));
+    EXPECT_NEAR(cameraGrad[entry], fd, 1e-4 * cameraScale) << "camera entry " << entry;
+  }
 }
 
 // The GPU chains, from the same body vertices, against the reference chain from the clip positions each GPU
@@ -244,7 +315,8 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   vk::Buffer ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
   vk::Buffer gradColours(ctx, p.colours.size() * 4, vk::kStorageUsage), gradBary(ctx, pixels * 12, vk::kStorageUsage);
   vk::Buffer gradClip(ctx, p.project.clipFloats() * 4, vk::kStorageUsage), gradPoints(ctx, vertices.size() * 4, vk::kStorageUsage);
-  for (vk::Buffer* b : {&clip, &ids, &bary, &gradBary, &gradClip, &gradPoints}) b->fill(nanBits());
+  vk::Buffer gradCameras(ctx, p.matrices.size() * 4, vk::kStorageUsage);
+  for (vk::Buffer* b : {&clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gradCameras}) b->fill(nanBits());
   gradColours.fill(0);
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
     projectVk(ctx, cmd, p.project, points, matrices, clip);
@@ -257,6 +329,7 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
     rasterizeBackwardVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), ids, gradBary, gradClip);
     vk::computeBarrier(cmd);
     projectBackwardVk(ctx, cmd, p.project, gradClip, matrices, gradPoints);
+    projectMatrixGradVk(ctx, cmd, p.project, points, gradClip, gradCameras);
   });
   const auto gpuClip = clip.download<float>(p.project.clipFloats());
   ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
@@ -264,8 +337,11 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
   const double error = relativeError(gradPoints.download<float>(vertices.size()), want.gradPoints);
-  std::printf("Vulkan chain: dL/dpoints relative error %.3g\n", error);
+  const double camerasError =
+      relativeError(gradCameras.download<float>(p.matrices.size()), projectMatrixGradRef(p.project, cast<double>(vertices), want.gradClip));
+  std::printf("Vulkan chain, relative errors: points %.3g, cameras %.3g\n", error, camerasError);
   EXPECT_LT(error, kChainTol);
+  EXPECT_LT(camerasError, kChainTol);
 }
 
 // On CUDA the chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's
@@ -288,8 +364,8 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   cuda::DeviceMemory vertices(V3 * 4), joints(size_t(m.jointCount) * 12), clip(p.project.clipFloats() * 4);
   cuda::DeviceMemory scratch(rasterScratchBytes(p.raster)), ids(pixels * 4), bary(pixels * 12), gradColours(p.colours.size() * 4);
   cuda::DeviceMemory gradBary(pixels * 12), gradClip(p.project.clipFloats() * 4), gradPoints(V3 * 4);
-  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12);
-  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl})
+  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12), gradCameras(p.matrices.size() * 4);
+  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl, &gradCameras})
     b->fill32(nanBits());
   gradColours.fill32(0);
   skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, vertices.as<float>(),
@@ -303,6 +379,7 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   cuda::rasterizeBackward(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), ids.as<int32_t>(),
                           gradBary.as<float>(), gradClip.as<float>(), stream);
   cuda::projectBackward(p.project, gradClip.as<float>(), matrices.as<float>(), gradPoints.as<float>(), stream);
+  cuda::projectMatrixGrad(p.project, vertices.as<float>(), gradClip.as<float>(), gradCameras.as<float>(), stream);
   skin.backward(1, gradPoints.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()},
                 stream);
   stream.synchronize();
@@ -315,6 +392,9 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
   const double pointsError = relativeError(gradPoints.download<float>(V3), want.gradPoints);
   EXPECT_LT(pointsError, kChainTol);
+  const double camerasError = relativeError(gradCameras.download<float>(p.matrices.size()),
+                                            projectMatrixGradRef(p.project, cast<double>(vertices.download<float>(V3)), want.gradClip));
+  EXPECT_LT(camerasError, kChainTol);
   // The skinning's backward from the reference dL/dpoints: its own bound is 1e-4 (skinning_test); with the
   // difference in dL/dpoints above added, 2e-4.
   BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
@@ -322,8 +402,8 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
                betasError = relativeError(gBetas.download<float>(10), body.betas),
                exprError = relativeError(gExpr.download<float>(10), body.expression),
                translError = relativeError(gTransl.download<float>(3), body.transl);
-  std::printf("CUDA chain, relative errors: points %.3g, pose %.3g, betas %.3g, expression %.3g, translation %.3g\n",
-              pointsError, poseError, betasError, exprError, translError);
+  std::printf("CUDA chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
+              "translation %.3g\n", pointsError, camerasError, poseError, betasError, exprError, translError);
   for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
 }
 

@@ -73,6 +73,7 @@ void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uin
 namespace armature::cuda {
 void project(const ProjectDesc&, const float*, const float*, float*, const Stream&) { notBuilt(); }
 void projectBackward(const ProjectDesc&, const float*, const float*, float*, const Stream&) { notBuilt(); }
+void projectMatrixGrad(const ProjectDesc&, const float*, const float*, float*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 
 #include "armature/cuda/grid_hierarchy.h"

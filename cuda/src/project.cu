@@ -45,6 +45,28 @@ __global__ void projectBackwardKernel(ProjectPush p, const float4* gradClip, con
   }
 }
 
+// As shaders/project_matrix_grad.comp: each thread sums its points in order, then a tree in shared memory.
+__global__ void projectMatrixGradKernel(ProjectPush p, const float* points, const float4* gradClip, float* gradMatrices) {
+  __shared__ float partial[16][PROJECT_MATRIX_GROUP];
+  const uint32_t view = blockIdx.x, lane = threadIdx.x;
+  float sum[16] = {};
+  for (uint32_t n = lane; n < p.points; n += PROJECT_MATRIX_GROUP) {
+    const size_t src = p.pointsPerView ? size_t(view) * p.points + n : n;
+    const float4 g = gradClip[size_t(view) * p.points + n];
+    const float ph[4] = {points[src * 3], points[src * 3 + 1], points[src * 3 + 2], 1.0f};
+    for (int c = 0; c < 4; ++c)  // column c, rows x y z w
+      sum[c * 4] += g.x * ph[c], sum[c * 4 + 1] += g.y * ph[c], sum[c * 4 + 2] += g.z * ph[c], sum[c * 4 + 3] += g.w * ph[c];
+  }
+  for (int e = 0; e < 16; ++e) partial[e][lane] = sum[e];
+  __syncthreads();
+  for (uint32_t span = PROJECT_MATRIX_GROUP / 2; span > 0; span /= 2) {
+    if (lane < span)
+      for (int e = 0; e < 16; ++e) partial[e][lane] += partial[e][lane + span];
+    __syncthreads();
+  }
+  if (lane < 16) gradMatrices[size_t(view) * 16 + lane] = partial[lane][0];
+}
+
 unsigned blocksFor(size_t n) { return unsigned(std::min<size_t>((n + PROJECT_GROUP - 1) / PROJECT_GROUP, 65535 * 4)); }
 ProjectPush pushOf(const ProjectDesc& d) { return {d.views, d.points, d.pointsPerView ? 1u : 0u}; }
 
@@ -70,6 +92,16 @@ void projectBackward(const ProjectDesc& d, const float* gradClip, const float* m
   if (!d.points) return;
   projectBackwardKernel<<<blocksFor(d.pointFloats() / 3), PROJECT_GROUP, 0, raw(stream)>>>(
       pushOf(d), reinterpret_cast<const float4*>(gradClip), reinterpret_cast<const float4*>(matrices), gradPoints);
+  CUDA_CHECK_LAUNCH();
+}
+
+void projectMatrixGrad(const ProjectDesc& d, const float* points, const float* gradClip, float* gradMatrices,
+                       const Stream& stream) {
+  checkProjectDesc(d);
+  ARM_CHECK(points && gradClip && gradMatrices, "cuda::projectMatrixGrad: null pointer");
+  ARM_CHECK(reinterpret_cast<uintptr_t>(gradClip) % 16 == 0, "cuda::projectMatrixGrad: gradClip must be 16-byte aligned");
+  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(pushOf(d), points,
+                                                                             reinterpret_cast<const float4*>(gradClip), gradMatrices);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 #include "common_io.h"
 
 #define PROJECT_GROUP 256
+#define PROJECT_MATRIX_GROUP 128  // the matrices' gradient: one workgroup per view, its points summed in a fixed order
 
 ARM_SHARED_STRUCT(ProjectPush) {
   uint views;          // B: one column-major 4×4 matrix each

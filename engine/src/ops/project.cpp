@@ -49,6 +49,23 @@ std::vector<double> projectBackwardRef(const ProjectDesc& d, const std::vector<d
   return grad;
 }
 
+std::vector<double> projectMatrixGradRef(const ProjectDesc& d, const std::vector<double>& points,
+                                         const std::vector<double>& gradClip) {
+  checkProjectDesc(d);
+  ARM_CHECK(points.size() == d.pointFloats(), "project matrix gradient: %zu point floats, expected %zu", points.size(), d.pointFloats());
+  ARM_CHECK(gradClip.size() == d.clipFloats(), "project matrix gradient: %zu gradient floats, expected %zu", gradClip.size(),
+            d.clipFloats());
+  std::vector<double> grad(size_t(d.views) * 16, 0.0);
+  for (uint32_t b = 0; b < d.views; ++b)
+    for (uint32_t n = 0; n < d.points; ++n) {
+      const double* p = &points[((d.pointsPerView ? size_t(b) * d.points : 0) + n) * 3];
+      const double* g = &gradClip[(size_t(b) * d.points + n) * 4];
+      for (int c = 0; c < 4; ++c)
+        for (int r = 0; r < 4; ++r) grad[b * 16 + c * 4 + r] += g[r] * (c < 3 ? p[c] : 1.0);
+    }
+  return grad;
+}
+
 void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& points,
                const vk::Buffer& matrices, vk::Buffer& clip) {
   checkProjectDesc(d);
@@ -71,6 +88,18 @@ void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc&
   const auto& program = ctx.program(shaders::project_backward, 3, sizeof push);
   vk::dispatch(cmd, program, vk::groupCount(d.pointFloats() / 3, PROJECT_GROUP),
                {gradClip.view(), matrices.view(), gradPoints.view()}, push);
+}
+
+void projectMatrixGradVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& points,
+                         const vk::Buffer& gradClip, vk::Buffer& gradMatrices) {
+  checkProjectDesc(d);
+  ARM_CHECK(points.size() >= d.pointFloats() * 4 && gradClip.size() >= d.clipFloats() * 4 &&
+                gradMatrices.size() >= size_t(d.views) * 64,
+            "project matrix gradient: a buffer is smaller than its shape");
+  ARM_CHECK(d.views <= 65535, "project matrix gradient: %u views, at most 65535 (one workgroup each)", d.views);
+  ProjectPush push{d.views, d.points, d.pointsPerView ? 1u : 0u};
+  const auto& program = ctx.program(shaders::project_matrix_grad, 3, sizeof push);
+  vk::dispatch(cmd, program, d.views, {points.view(), gradClip.view(), gradMatrices.view()}, push);
 }
 
 }  // namespace armature

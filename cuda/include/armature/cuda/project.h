@@ -9,4 +9,7 @@ namespace armature::cuda {
 void project(const ProjectDesc& desc, const float* points, const float* matrices, float* clip, const Stream& stream);
 void projectBackward(const ProjectDesc& desc, const float* gradClip, const float* matrices, float* gradPoints,
                      const Stream& stream);
+// gradMatrices: 16·B floats, overwritten; one block per view, a fixed order of sums (deterministic).
+void projectMatrixGrad(const ProjectDesc& desc, const float* points, const float* gradClip, float* gradMatrices,
+                       const Stream& stream);
 }  // namespace armature::cuda

@@ -6,7 +6,8 @@
 //   p = points[b, n]   (B,N,3) with pointsPerView, set b seen by view b only (a skinning batch of B bodies)
 // The output (B,N,4) is rasterize's Instanced positions. Backward: gradPoints in the shape of points,
 // (M_bᵀ · gradClip[b, n]).xyz, summed over the views for shared points (in view order, one writer per value:
-// deterministic). The matrices get no gradient (calibrated cameras).
+// deterministic). The matrices' gradient, for fitting cameras too, is its own call (projectMatrixGrad*):
+// Σ_n gradClip[b, n] ⊗ (p, 1) per view, column-major like the matrices.
 #include <cstdint>
 #include <vector>
 
@@ -29,11 +30,16 @@ void checkProjectDesc(const ProjectDesc& desc);
 std::vector<double> projectRef(const ProjectDesc& desc, const std::vector<double>& points, const std::vector<float>& matrices);
 std::vector<double> projectBackwardRef(const ProjectDesc& desc, const std::vector<double>& gradClip,
                                        const std::vector<float>& matrices);
+std::vector<double> projectMatrixGradRef(const ProjectDesc& desc, const std::vector<double>& points,
+                                         const std::vector<double>& gradClip);
 
 // Vulkan: records the dispatch on `cmd`. matrices: 16·B floats; clip / gradPoints are overwritten.
 void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& points,
                const vk::Buffer& matrices, vk::Buffer& clip);
 void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& gradClip,
                        const vk::Buffer& matrices, vk::Buffer& gradPoints);
+// gradMatrices: 16·B floats, overwritten. One workgroup per view sums its points in a fixed order (deterministic).
+void projectMatrixGradVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& points,
+                         const vk::Buffer& gradClip, vk::Buffer& gradMatrices);
 
 }  // namespace armature
