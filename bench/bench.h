@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "armature/backend.h"
 #include "armature/body/synth.h"
+#include "armature/vk/timer.h"
 
 namespace armature::bench {
 
@@ -39,6 +41,26 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+// `iters` submissions of `record` after warm-up, each waited for, each timed by one timestamp zone around what
+// `record` records: the milliseconds of each.
+inline std::vector<double> timeVulkanSubmissions(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record, int iters) {
+  vk::GpuTimer timer(ctx, 2, 1);
+  auto once = [&](uint64_t frame) {
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      timer.beginFrame(cmd, frame);
+      uint32_t zone = timer.beginZone(cmd, "timed");
+      record(cmd);
+      timer.endZone(cmd, zone);
+    });
+    return timer.waitFrame(frame)[0].milliseconds;
+  };
+  uint64_t frame = 0;
+  for (WarmUp w; !w.done();) once(frame++);
+  std::vector<double> ms;
+  for (int k = 0; k < iters; ++k) ms.push_back(once(frame++));
+  return ms;
+}
 
 // --model, else the build's default avatar (ARMATURE_DEFAULT_MODEL), else a fresh synthesis.
 inline BodyModel loadDefaultModel(const std::string& path) {

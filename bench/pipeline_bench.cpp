@@ -120,43 +120,36 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                    scratch = buffer(rasterScratchBytes(raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12),
                    image = buffer(pixels * C * 4), gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
                    gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12);
-        vk::GpuTimer timer(*ctx, 2, 1);
         ctx->submitAndWait([&](VkCommandBuffer cmd) {  // the clip positions for the rasteriser alone
           skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
           vk::computeBarrier(cmd);
           projectVk(*ctx, cmd, project, verts, bCameras, clip);
         });
-        auto once = [&](int i) {
-          ctx->submitAndWait([&](VkCommandBuffer cmd) {
-            timer.beginFrame(cmd, uint64_t(i));
-            uint32_t zone = timer.beginZone(cmd, "pipeline");
-            if (chain) {
-              skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
-              vk::computeBarrier(cmd);
-              projectVk(*ctx, cmd, project, verts, bCameras, clip);
-              vk::computeBarrier(cmd);
-            }
-            rasterizeVk(*ctx, cmd, raster, clip, N, bFaces, M, nullptr, scratch, ids, bary);
-            if (chain) {
-              vk::computeBarrier(cmd);
-              interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);
-            }
-            if (fit) {
-              vk::computeBarrier(cmd);
-              interpolateBackwardVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, bGradImage, gradColours,
-                                    gradBary);
-              vk::computeBarrier(cmd);
-              rasterizeBackwardVk(*ctx, cmd, raster, clip, N, bFaces, M, ids, gradBary, gradClip);
-              vk::computeBarrier(cmd);
-              projectBackwardVk(*ctx, cmd, project, gradClip, bCameras, gradVerts);
-            }
-            timer.endZone(cmd, zone);
-          });
-          return timer.waitFrame(uint64_t(i))[0].milliseconds;
-        };
-        int i = 0;
-        for (WarmUp w; !w.done();) once(i++);
-        for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
+        ms = timeVulkanSubmissions(
+            *ctx,
+            [&](VkCommandBuffer cmd) {
+              if (chain) {
+                skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
+                vk::computeBarrier(cmd);
+                projectVk(*ctx, cmd, project, verts, bCameras, clip);
+                vk::computeBarrier(cmd);
+              }
+              rasterizeVk(*ctx, cmd, raster, clip, N, bFaces, M, nullptr, scratch, ids, bary);
+              if (chain) {
+                vk::computeBarrier(cmd);
+                interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);
+              }
+              if (fit) {
+                vk::computeBarrier(cmd);
+                interpolateBackwardVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, bGradImage,
+                                      gradColours, gradBary);
+                vk::computeBarrier(cmd);
+                rasterizeBackwardVk(*ctx, cmd, raster, clip, N, bFaces, M, ids, gradBary, gradClip);
+                vk::computeBarrier(cmd);
+                projectBackwardVk(*ctx, cmd, project, gradClip, bCameras, gradVerts);
+              }
+            },
+            iters);
       } else {
         throw Error("pipeline benchmark: cuda or vulkan");
       }

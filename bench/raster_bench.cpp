@@ -44,20 +44,8 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
   auto bp = vk::makeStorageBuffer<float>(ctx, pos);
   auto bf = vk::makeStorageBuffer<int32_t>(ctx, faces);
   HardwareRasterVk hw(ctx, d.width, d.height);
-  vk::GpuTimer timer(ctx, 2, 1);
-  std::vector<double> ms;
-  auto once = [&](int i) {
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      timer.beginFrame(cmd, uint64_t(i));
-      uint32_t zone = timer.beginZone(cmd, "hardware raster");
-      hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3));
-      timer.endZone(cmd, zone);
-    });
-    return timer.waitFrame(uint64_t(i))[0].milliseconds;
-  };
-  int i = 0;
-  for (WarmUp w; !w.done();) once(i++);
-  for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
+  std::vector<double> ms = timeVulkanSubmissions(
+      ctx, [&](VkCommandBuffer cmd) { hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3)); }, iters);
   // Bytes: the mesh, the depth buffer cleared, tested and written, the two colour targets (4 + 8 bytes) written.
   double bytes = double(pos.size() * 4 + faces.size() * 4 + d.pixels() * (4 * 3 + 12));
   Row r{"raster", "vulkan-hw", std::string(scene) + " hardware", uint32_t(faces.size() / 3), 0, 0, bytes, 0};
@@ -101,19 +89,8 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
     vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
         bary(*ctx, pixels * 12, vk::kStorageUsage), grad(*ctx, pos.size() * 4, vk::kStorageUsage);
     ctx->submitAndWait([&](VkCommandBuffer cmd) { rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary); });
-    vk::GpuTimer timer(*ctx, 2, 1);
-    auto once = [&](int i) {
-      ctx->submitAndWait([&](VkCommandBuffer cmd) {
-        timer.beginFrame(cmd, uint64_t(i));
-        uint32_t zone = timer.beginZone(cmd, "raster backward");
-        rasterizeBackwardVk(*ctx, cmd, d, bp, N, bf, M, ids, bg, grad);
-        timer.endZone(cmd, zone);
-      });
-      return timer.waitFrame(uint64_t(i))[0].milliseconds;
-    };
-    int i = 0;
-    for (WarmUp w; !w.done();) once(i++);
-    for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
+    ms = timeVulkanSubmissions(
+        *ctx, [&](VkCommandBuffer cmd) { rasterizeBackwardVk(*ctx, cmd, d, bp, N, bf, M, ids, bg, grad); }, iters);
   }
   r.medianMs = median(ms), r.minMs = minOf(ms);
   return r;
@@ -166,23 +143,16 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
         auto ba = vk::makeStorageBuffer<float>(*ctx, attr);
         vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
             bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
-        vk::GpuTimer timer(*ctx, 2, 1);
-        auto once = [&](int i) {
-          ctx->submitAndWait([&](VkCommandBuffer cmd) {
-            timer.beginFrame(cmd, uint64_t(i));
-            uint32_t zone = timer.beginZone(cmd, "raster");
-            rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary);
-            if (withInterpolate) {
-              vk::computeBarrier(cmd);
-              interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
-            }
-            timer.endZone(cmd, zone);
-          });
-          return timer.waitFrame(uint64_t(i))[0].milliseconds;
-        };
-        int i = 0;
-        for (WarmUp w; !w.done();) once(i++);
-        for (int k = 0; k < iters; ++k) ms.push_back(once(i++));
+        ms = timeVulkanSubmissions(
+            *ctx,
+            [&](VkCommandBuffer cmd) {
+              rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary);
+              if (withInterpolate) {
+                vk::computeBarrier(cmd);
+                interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
+              }
+            },
+            iters);
       } else {
         throw Error("raster benchmark: cuda or vulkan");
       }
