@@ -4,6 +4,8 @@
 // on the default avatar, outputs NaN-poisoned.
 #include <cmath>
 #include <numbers>
+#include <random>
+#include <tuple>
 
 #include "armature/cuda/project.h"
 #include "armature/cuda/raster.h"
@@ -93,7 +95,8 @@ TEST(ProjectReference, RejectsBadShapes) {
   EXPECT_THROW(projectBackwardRef(d, std::vector<double>(31), m), Error);                   // (2,4,4) gradient
   EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(12), std::vector<double>(31)), Error);
   EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(9), std::vector<double>(32)), Error);
-  EXPECT_THROW(checkProjectDesc(ProjectDesc{65536, 65536, false}), Error);                  // 2^32 outputs
+  EXPECT_THROW(checkProjectDesc(ProjectDesc{32768, 65537, false}), Error);                  // over 2^31 outputs
+  EXPECT_NO_THROW(checkProjectDesc(ProjectDesc{32768, 65536, false}));
 }
 
 // Inputs the GPU reads exactly: floats.
@@ -188,13 +191,13 @@ struct Pipeline {
   std::vector<float> matrices;
   std::vector<double> colours, gradImage;
 };
-Pipeline makePipeline(uint32_t points) {
+Pipeline makePipeline(uint32_t points, uint32_t views = 2, uint32_t width = 61, uint32_t height = 83, double stepDegrees = 70) {
   Pipeline p;
-  p.project = {2, points, false};
-  p.raster = RasterDesc{61, 83};
-  p.raster.images = 2;
-  for (uint32_t view = 0; view < 2; ++view) {
-    const double yaw = view * 70.0 * std::numbers::pi / 180, c = std::cos(yaw), s = std::sin(yaw);
+  p.project = {views, points, false};
+  p.raster = RasterDesc{width, height};
+  p.raster.images = views;
+  for (uint32_t view = 0; view < views; ++view) {
+    const double yaw = view * stepDegrees * std::numbers::pi / 180, c = std::cos(yaw), s = std::sin(yaw);
     // rows: x' = 2.2 (c x + s z), y' = −2.2 y, w = 2.5 − (−s x + c z), z' = 1.02 (w − 0.1); stored column-major
     const double rows[4][4] = {{2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
     for (int column = 0; column < 4; ++column)
@@ -290,6 +293,77 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
     const double fd = (lossUp - lossWithCameras(cameras)) / (double(up) - double(down));
     EXPECT_NEAR(cameraGrad[entry], fd, 1e-4 * cameraScale) << "camera entry " << entry;
   }
+}
+
+// The gradients are useful, not only right: from four views (96 × 128) of a target rendering with smooth colours
+// per vertex, 80 steps of Adam on the body's translation and root orientation bring a body that starts 3 cm and
+// 0.05 rad away back to the target. The loss is ½‖image − target‖² over pixels that are covered in both images and
+// whose colours are within 0.3 of each other. Only the barycentrics carry gradient (the faces are held fixed per
+// step), so silhouette and self-occlusion edges, where the colour jumps, are left out. With the plain loss the fit
+// wandered off (distance 0.083 → 0.03–0.15).
+TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
+  const BodyModel& m = defaultAvatar();
+  std::mt19937_64 random(rng()());
+  BodyParams target = randomBodyParams(m, 1, 10, 10, random, 0.2);
+  for (auto& t : target.transl) t *= 0.2;
+  Pipeline p = makePipeline(m.vertexCount, 4, 96, 128, 90);
+  for (uint32_t v = 0; v < m.vertexCount; ++v)  // smooth over the body, so a small move changes pixels smoothly
+    for (int c = 0; c < 3; ++c) p.colours[v * 3 + c] = 0.5 + 0.5 * std::sin(6.0 * m.vTemplate[v * 3 + c] + c);
+  auto render = [&](const BodyParams& q) {
+    const auto clip = cast<float>(projectRef(p.project, bodyForwardRef(m, q).vertices, p.matrices));
+    RasterResult r = rasterizeRef(clip, m.faces, p.raster);
+    return std::tuple{clip, r, interpolateRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), m.faces)};
+  };
+  const auto [targetClip, targetRaster, targetImage] = render(target);
+
+  // The unknowns: translation (3) and root orientation (pose[0..2]).
+  BodyParams q = target;
+  const double offset[6] = {0.03, -0.02, 0.025, 0.05, -0.04, 0.03};
+  for (int k = 0; k < 3; ++k) q.transl[k] += offset[k], q.pose[k] += offset[3 + k];
+  auto distance = [&] {
+    double d = 0;
+    for (int k = 0; k < 3; ++k) d += std::pow(q.transl[k] - target.transl[k], 2) + std::pow(q.pose[k] - target.pose[k], 2);
+    return std::sqrt(d);
+  };
+  const double startDistance = distance();
+  double firstLoss = 0, loss = 0;
+  double moment[6] = {}, second[6] = {};
+  const int steps = 80;
+  for (int step = 1; step <= steps; ++step) {
+    const double rate = 0.004 * 0.5 * (1 + std::cos(std::numbers::pi * (step - 1) / steps));  // cosine decay to 0
+    auto [clip, r, image] = render(q);
+    loss = 0;
+    std::vector<double> gradImage(image.size());
+    for (size_t pix = 0; pix < image.size() / 3; ++pix) {
+      // Pixels covered in both images, with a colour near the target's: at the silhouette, and where one part of
+      // the body passes in front of another, the colour jumps, and with the faces held fixed that residual would
+      // pull the colour, not the edge (these gradients have no edge term).
+      double residual[3], size = 0;
+      for (int c = 0; c < 3; ++c) residual[c] = image[pix * 3 + c] - targetImage[pix * 3 + c], size += residual[c] * residual[c];
+      const bool inside = r.findices[pix] != 0 && targetRaster.findices[pix] != 0 && size < 0.3 * 0.3;
+      for (int c = 0; c < 3; ++c) {
+        gradImage[pix * 3 + c] = inside ? residual[c] : 0.0;
+        loss += 0.5 * gradImage[pix * 3 + c] * gradImage[pix * 3 + c];
+      }
+    }
+    if (step == 1) firstLoss = loss;
+    std::vector<double> gradColours(p.colours.size(), 0.0), gradBary;
+    interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), m.faces, gradImage, gradColours, gradBary);
+    const auto gradClip = rasterizeBackwardRef(clip, m.faces, p.raster, r.findices, gradBary);
+    const BodyGrads g = bodyBackwardRef(m, q, projectBackwardRef(p.project, gradClip, p.matrices), {});
+    for (int k = 0; k < 6; ++k) {
+      const double gk = k < 3 ? g.transl[k] : g.pose[k - 3];
+      moment[k] = 0.9 * moment[k] + 0.1 * gk;
+      second[k] = 0.999 * second[k] + 0.001 * gk * gk;
+      const double update = rate * (moment[k] / (1 - std::pow(0.9, step))) / (std::sqrt(second[k] / (1 - std::pow(0.999, step))) + 1e-12);
+      (k < 3 ? q.transl[k] : q.pose[k - 3]) -= update;
+    }
+  }
+  std::printf("fit: distance to the target %.4g -> %.4g, loss %.4g -> %.4g\n", startDistance, distance(), firstLoss, loss);
+  // Over 28 local runs the distance fell to at most 0.13 of its start. In the 8 of them whose loss I recorded, the
+  // loss fell to at most 0.014 of its first value.
+  EXPECT_LT(distance(), 0.3 * startDistance);
+  EXPECT_LT(loss, 0.05 * firstLoss);
 }
 
 // The GPU chains, from the same body vertices, against the reference chain from the clip positions each GPU

@@ -7,7 +7,8 @@ namespace armature {
 
 void checkProjectDesc(const ProjectDesc& d) {
   ARM_CHECK(d.views >= 1, "project: views must be >= 1");
-  ARM_CHECK(uint64_t(d.views) * d.points < (uint64_t(1) << 32), "project: %u views of %u points exceed 2^32 outputs",
+  // 32-bit indices on the GPU, with room for a grid stride past the end.
+  ARM_CHECK(uint64_t(d.views) * d.points <= (uint64_t(1) << 31), "project: %u views of %u points exceed 2^31 outputs",
             d.views, d.points);
 }
 

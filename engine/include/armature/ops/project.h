@@ -23,7 +23,7 @@ struct ProjectDesc {
   size_t clipFloats() const { return size_t(views) * points * 4; }
 };
 
-// Throws armature::Error unless views >= 1 and views·points fits a 32-bit index.
+// Throws armature::Error unless views >= 1 and views·points <= 2^31.
 void checkProjectDesc(const ProjectDesc& desc);
 
 // CPU reference in double (the matrices as the GPU reads them: float).
