@@ -28,22 +28,11 @@ namespace {
 using bench::median;
 using bench::Row;
 
-// Times `call` with CUDA events around each call (after warm-up): median and min in ms.
+// Times `call` with CUDA events around each call (after warm-up) on a stream of its own: median and min in ms.
 std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)>& call, int iters) {
   cuda::Stream s;
-  for (bench::WarmUp w; !w.done();) {
-    call(s);
-    s.synchronize();
-  }
-  std::vector<double> ms;
-  cuda::EventTimer t;
-  for (int i = 0; i < iters; ++i) {
-    t.start(s);
-    call(s);
-    t.stop(s);
-    ms.push_back(t.milliseconds());
-  }
-  return {median(ms), *std::min_element(ms.begin(), ms.end())};
+  const std::vector<double> ms = bench::timeCudaCalls(s, call, iters);
+  return {median(ms), bench::minOf(ms)};
 }
 
 // Times `record` with timestamp queries around each call; zones `record` opens on the timer it is given become the

@@ -11,6 +11,7 @@
 
 #include "armature/backend.h"
 #include "armature/body/synth.h"
+#include "armature/cuda/runtime.h"
 #include "armature/vk/timer.h"
 
 namespace armature::bench {
@@ -41,6 +42,23 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+// `iters` calls of `call` on `stream` after warm-up, each timed by CUDA events around it and waited for: the
+// milliseconds of each.
+inline std::vector<double> timeCudaCalls(const cuda::Stream& stream, const std::function<void(const cuda::Stream&)>& call,
+                                         int iters) {
+  cuda::EventTimer timer;
+  auto once = [&] {
+    timer.start(stream);
+    call(stream);
+    timer.stop(stream);
+    return double(timer.milliseconds());
+  };
+  for (WarmUp w; !w.done();) once();
+  std::vector<double> ms;
+  for (int k = 0; k < iters; ++k) ms.push_back(once());
+  return ms;
+}
 
 // `iters` submissions of `record` after warm-up, each waited for, each timed by one timestamp zone around what
 // `record` records: the milliseconds of each.

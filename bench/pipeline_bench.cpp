@@ -79,34 +79,33 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             gradColours(colours.size() * 4), gradBary(pixels * 12), gradClip(project.clipFloats() * 4), gradVerts(size_t(N) * 12),
             gPose(pose.size() * 4), gBetas(S * 4), gExpr(E * 4), gTransl(12);
         cuda::Stream s;
-        cuda::EventTimer t;
-        auto once = [&](bool timed) {
-          if (timed) t.start(s);
-          if (chain || !timed) skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()}, verts.as<float>(),
-                       joints.as<float>(), s);
-          if (chain || !timed) cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), s);
-          cuda::rasterize(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
-                          bary.as<float>(), s);
-          if (chain)
-            cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(), dFaces.as<int32_t>(),
-                              M, image.as<float>(), s);
-          if (fit) {
-            cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
-                                      dFaces.as<int32_t>(), M, dGradImage.as<float>(), gradColours.as<float>(),
-                                      gradBary.as<float>(), s);
-            cuda::rasterizeBackward(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, ids.as<int32_t>(), gradBary.as<float>(),
-                                    gradClip.as<float>(), s);
-            cuda::projectBackward(project, gradClip.as<float>(), dCameras.as<float>(), gradVerts.as<float>(), s);
-            skin.backward(1, gradVerts.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()},
-                          s);
-          }
-          if (!timed) return 0.0;
-          t.stop(s);
-          return double(t.milliseconds());
+        auto placeBody = [&](const cuda::Stream& on) {  // the body's vertices and their clip positions
+          skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()}, verts.as<float>(),
+                       joints.as<float>(), on);
+          cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), on);
         };
-        once(false);  // the clip positions for the rasteriser alone
-        for (WarmUp w; !w.done();) once(true);
-        for (int i = 0; i < iters; ++i) ms.push_back(once(true));
+        placeBody(s);  // for the rasteriser alone
+        ms = timeCudaCalls(
+            s,
+            [&](const cuda::Stream& on) {
+              if (chain) placeBody(on);
+              cuda::rasterize(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
+                              bary.as<float>(), on);
+              if (chain)
+                cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
+                                  dFaces.as<int32_t>(), M, image.as<float>(), on);
+              if (fit) {
+                cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
+                                          dFaces.as<int32_t>(), M, dGradImage.as<float>(), gradColours.as<float>(),
+                                          gradBary.as<float>(), on);
+                cuda::rasterizeBackward(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, ids.as<int32_t>(),
+                                        gradBary.as<float>(), gradClip.as<float>(), on);
+                cuda::projectBackward(project, gradClip.as<float>(), dCameras.as<float>(), gradVerts.as<float>(), on);
+                skin.backward(1, gradVerts.as<float>(), nullptr,
+                              {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, on);
+              }
+            },
+            iters);
       } else if (backend == Backend::Vulkan) {
         SkinningVk skin(*ctx, model, S, E, 1);
         auto bPose = vk::makeStorageBuffer<float>(*ctx, pose), bBetas = vk::makeStorageBuffer<float>(*ctx, betas),
@@ -120,20 +119,17 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                    scratch = buffer(rasterScratchBytes(raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12),
                    image = buffer(pixels * C * 4), gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
                    gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12);
-        ctx->submitAndWait([&](VkCommandBuffer cmd) {  // the clip positions for the rasteriser alone
+        auto placeBody = [&](VkCommandBuffer cmd) {  // the body's vertices and their clip positions
           skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
           vk::computeBarrier(cmd);
           projectVk(*ctx, cmd, project, verts, bCameras, clip);
-        });
+          vk::computeBarrier(cmd);
+        };
+        ctx->submitAndWait(placeBody);  // for the rasteriser alone
         ms = timeVulkanSubmissions(
             *ctx,
             [&](VkCommandBuffer cmd) {
-              if (chain) {
-                skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
-                vk::computeBarrier(cmd);
-                projectVk(*ctx, cmd, project, verts, bCameras, clip);
-                vk::computeBarrier(cmd);
-              }
+              if (chain) placeBody(cmd);
               rasterizeVk(*ctx, cmd, raster, clip, N, bFaces, M, nullptr, scratch, ids, bary);
               if (chain) {
                 vk::computeBarrier(cmd);

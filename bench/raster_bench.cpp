@@ -73,15 +73,12 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
     cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), grad(pos.size() * 4);
     cuda::Stream s;
     cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
-    cuda::EventTimer t;
-    auto once = [&] {
-      t.start(s);
-      cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(), grad.as<float>(), s);
-      t.stop(s);
-      return t.milliseconds();
-    };
-    for (WarmUp w; !w.done();) once();
-    for (int i = 0; i < iters; ++i) ms.push_back(once());
+    ms = timeCudaCalls(
+        s,
+        [&](const cuda::Stream& on) {
+          cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(), grad.as<float>(), on);
+        },
+        iters);
   } else {
     auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
     auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
@@ -125,18 +122,15 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
         auto da = cuda::DeviceMemory::from(attr);
         cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), out(pixels * 12);
         cuda::Stream s;
-        cuda::EventTimer t;
-        auto once = [&] {
-          t.start(s);
-          cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
-          if (withInterpolate)
-            cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
-                              out.as<float>(), s);
-          t.stop(s);
-          return t.milliseconds();
-        };
-        for (WarmUp w; !w.done();) once();
-        for (int i = 0; i < iters; ++i) ms.push_back(once());
+        ms = timeCudaCalls(
+            s,
+            [&](const cuda::Stream& on) {
+              cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), on);
+              if (withInterpolate)
+                cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
+                                  out.as<float>(), on);
+            },
+            iters);
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);

@@ -4,7 +4,6 @@
 // on the default avatar, outputs NaN-poisoned.
 #include <cmath>
 #include <numbers>
-#include <random>
 #include <tuple>
 
 #include "armature/cuda/project.h"
@@ -208,6 +207,13 @@ Pipeline makePipeline(uint32_t points, uint32_t views = 2, uint32_t width = 61, 
   return p;
 }
 
+// A random body, mildly posed and kept near the origin, where every camera of makePipeline sees it.
+BodyParams bodyInView(const BodyModel& m) {
+  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
+  for (auto& t : params.transl) t *= 0.2;
+  return params;
+}
+
 // The reference chain's backward from the clip positions the rasteriser saw (floats): the loss is
 // Σ gradImage · interpolate(colours), so dL/dbarycentrics = colours · gradImage, then the rasteriser's backward and
 // project's, down to dL/dpoints.
@@ -233,8 +239,7 @@ size_t coveredPixels(const std::vector<int32_t>& findices) {
 // joints whose vertices are in view, and entries of the cameras' matrices.
 TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   const BodyModel& m = defaultAvatar();
-  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
-  for (auto& t : params.transl) t *= 0.2;
+  BodyParams params = bodyInView(m);
   Pipeline p = makePipeline(m.vertexCount);
   auto clipOf = [&](const BodyParams& q) { return projectRef(p.project, bodyForwardRef(m, q).vertices, p.matrices); };
   const auto base = clipOf(params);
@@ -261,11 +266,11 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   // The chain ran at the float clip positions (as the GPU does); the differences move the double positions by the
   // same offsets from there, so both differentiate at one point (slivers seen edge-on make the gradient sensitive to
   // the ~6e-8 relative rounding between the float and the double positions).
-  auto lossAt = [&](const BodyParams& q) {
-    auto moved = clipOf(q);
+  auto lossMovedBy = [&](std::vector<double> moved) {  // the loss at clip + (moved − base)
     for (size_t i = 0; i < moved.size(); ++i) moved[i] = double(clip[i]) + (moved[i] - base[i]);
     return barycentricLoss(moved, m.faces, p.raster, chain.findices, chain.gradBary);
   };
+  auto lossAt = [&](const BodyParams& q) { return lossMovedBy(clipOf(q)); };
   for (const Coordinate& c : coordinates) {
     BodyParams q = params;
     (q.*c.field)[c.index] += h;
@@ -277,11 +282,7 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   // The cameras: entries of both views' matrices (a step of 1e-4, as the float entries round it).
   const auto vertices = bodyForwardRef(m, params).vertices;
   const auto cameraGrad = projectMatrixGradRef(p.project, vertices, chain.gradClip);
-  auto lossWithCameras = [&](const std::vector<float>& cameras) {
-    auto moved = projectRef(p.project, vertices, cameras);
-    for (size_t i = 0; i < moved.size(); ++i) moved[i] = double(clip[i]) + (moved[i] - base[i]);
-    return barycentricLoss(moved, m.faces, p.raster, chain.findices, chain.gradBary);
-  };
+  auto lossWithCameras = [&](const std::vector<float>& cameras) { return lossMovedBy(projectRef(p.project, vertices, cameras)); };
   double cameraScale = 0;
   for (double g : cameraGrad) cameraScale = std::max(cameraScale, std::abs(g));
   for (size_t entry : {0, 13, 16 + 3, 16 + 14}) {
@@ -303,9 +304,7 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
 // wandered off (distance 0.083 → 0.03–0.15).
 TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
   const BodyModel& m = defaultAvatar();
-  std::mt19937_64 random(rng()());
-  BodyParams target = randomBodyParams(m, 1, 10, 10, random, 0.2);
-  for (auto& t : target.transl) t *= 0.2;
+  const BodyParams target = bodyInView(m);
   Pipeline p = makePipeline(m.vertexCount, 4, 96, 128, 90);
   for (uint32_t v = 0; v < m.vertexCount; ++v)  // smooth over the body, so a small move changes pixels smoothly
     for (int c = 0; c < 3; ++c) p.colours[v * 3 + c] = 0.5 + 0.5 * std::sin(6.0 * m.vTemplate[v * 3 + c] + c);
@@ -377,8 +376,7 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
   const BodyModel& m = defaultAvatar();
-  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
-  for (auto& t : params.transl) t *= 0.2;
+  BodyParams params = bodyInView(m);
   Pipeline p = makePipeline(m.vertexCount);
   const auto vertices = cast<float>(bodyForwardRef(m, params).vertices);
   const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3;
@@ -423,8 +421,7 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
 TEST(DifferentiablePipeline, CudaMatchesReference) {
   ARM_REQUIRE_CUDA();
   const BodyModel& m = defaultAvatar();
-  BodyParams params = randomBodyParams(m, 1, 10, 10, rng(), 0.2);
-  for (auto& t : params.transl) t *= 0.2;
+  BodyParams params = bodyInView(m);
   for (auto* v : {&params.pose, &params.betas, &params.expression, &params.transl})
     for (auto& x : *v) x = double(float(x));  // the GPU's inputs exactly
   Pipeline p = makePipeline(m.vertexCount);

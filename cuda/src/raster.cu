@@ -351,12 +351,14 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
 __global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary,
                                                             float* gradPositions) {
   const RasterPush& p = a.p;
-  const size_t imagePixels = size_t(p.width) * p.height, pixels = imagePixels * p.images;
+  // Pixel arithmetic in 32 bits, as the resolve's (pixels <= 2^28, checkRasterDesc).
+  const uint32_t imagePixels = p.width * p.height, pixels = imagePixels * p.images;
   const uint32_t lane = threadIdx.x % 32;
   // Warp-uniform loop: every lane reaches the shuffles below.
-  for (size_t first = blockIdx.x * size_t(blockDim.x); first < pixels; first += size_t(gridDim.x) * blockDim.x) {
-    const size_t pix = first + threadIdx.x;
-    const size_t image = pix / imagePixels, inImage = pix - image * imagePixels, base = p.instanced ? image * p.vertexCount : 0;
+  for (uint32_t first = blockIdx.x * blockDim.x; first < pixels; first += gridDim.x * blockDim.x) {
+    const uint32_t pix = first + threadIdx.x;
+    const uint32_t image = pix / imagePixels, inImage = pix - image * imagePixels;
+    const size_t base = p.instanced ? size_t(image) * p.vertexCount : 0;
     bool live = pix < pixels;  // and below: a covered pixel whose face and corners are inside F and the vertices
     size_t corner[3] = {0, 0, 0};
     for (int k = 0; k < 3 && live; ++k) {

@@ -94,7 +94,6 @@ uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   return triangles >= (size_t(1) << 18) ? RASTER_SMALL_PIXELS : triangles >= (size_t(1) << 14) ? 32u : 8u;
 }
 
-
 uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& d,
                               size_t priorFloats, const std::vector<int32_t>* ranges) {
   const size_t n = validateMesh(positionFloats, faces, d), m = faces.size() / 3;
