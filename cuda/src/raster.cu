@@ -226,6 +226,16 @@ constexpr uint32_t kResolveTileW = 32, kResolveTileH = 256 / kResolveTileW;
 __host__ __device__ size_t resolveTilesPerImage(uint32_t width, uint32_t height) {
   return size_t((width + kResolveTileW - 1) / kResolveTileW) * ((height + kResolveTileH - 1) / kResolveTileH);
 }
+// rasterPerspectiveWeights from the corners' NDC and w, for the pixels where the float form is not accurate. Not
+// inlined: its doubles would make the resolve spill on every pixel, not only here.
+__device__ __noinline__ RasterFloatWeights exactWeights(const float (&nx)[3], const float (&ny)[3], const float (&w)[3],
+                                                        uint32_t x, uint32_t y, uint32_t W, uint32_t H) {
+  const RasterWeights d = rasterPerspectiveWeights(rasterScreen(nx[0], W), rasterScreen(ny[0], H), rasterScreen(nx[1], W),
+                                                   rasterScreen(ny[1], H), rasterScreen(nx[2], W), rasterScreen(ny[2], H), w[0],
+                                                   w[1], w[2], double(x) + 0.5, double(y) + 0.5);
+  return RasterFloatWeights{float(d.b0), float(d.b1), float(d.b2), true};
+}
+
 __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findices, float* bary) {
   waitForPrevious();  // every fragment in the z-buffer
   releaseNext();      // interpolate, where it follows
@@ -248,16 +258,14 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
     int face1 = int(token & 0xffffffffull);
     findices[pix] = face1;
     size_t base = a.p.instanced ? size_t(image) * a.p.vertexCount : 0;
-    double sx[3], sy[3], w[3];
+    float nx[3], ny[3], w[3];  // the reference's NDC
     for (int k = 0; k < 3; ++k) {
       float4 v = a.positions[base + a.faces[(face1 - 1) * 3 + k]];
-      sx[k] = rasterScreen(rasterDivide(v.x, v.w), W);
-      sy[k] = rasterScreen(rasterDivide(v.y, v.w), H);
-      w[k] = v.w;
+      nx[k] = rasterDivide(v.x, v.w), ny[k] = rasterDivide(v.y, v.w), w[k] = v.w;
     }
-    double cx = double(x) + 0.5, cy = double(y) + 0.5;
-    RasterWeights b = rasterPerspectiveWeights(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy);
-    bary[pix * 3] = float(b.b0), bary[pix * 3 + 1] = float(b.b1), bary[pix * 3 + 2] = float(b.b2);
+    RasterFloatWeights b = rasterPerspectiveWeightsFloat(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], x, y, W, H);
+    if (!b.accurate) b = exactWeights(nx, ny, w, x, y, W, H);  // ill-conditioned here: in double, as the reference
+    bary[pix * 3] = b.b0, bary[pix * 3 + 1] = b.b1, bary[pix * 3 + 2] = b.b2;
   }
 }
 
