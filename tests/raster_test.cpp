@@ -571,15 +571,88 @@ TEST(RasterVulkan, MatchesReference) {
 
 // The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
 // for bit; face-id comparisons alone find a difference only where it happens to flip a pixel.
+namespace {
+// Triangles whose corners land on, or within float rounding of, the 1/16-pixel grid of a width × height image and on
+// depth levels, so that the setup's quotients are integers or within 2^-12 of one: its exact fallback decides them
+// (rasterSetupQuotient). With sizes of 2^k + 1 and w = 1 the grid is dyadic and the quotients exact integers.
+Scene snappedScene(size_t triangles, uint32_t width, uint32_t height) {
+  Scene s;
+  auto u = uniform(triangles * 12, 0, 1);
+  const double sx = 8.0 * (width - 1), sy = 8.0 * (height - 1);
+  for (size_t t = 0; t < triangles; ++t) {
+    const double* r = &u[t * 12];
+    const double cx = std::floor(r[0] * 16 * width), cy = std::floor(r[1] * 16 * height);
+    for (int k = 0; k < 3; ++k) {
+      const double gx = cx + std::floor(r[2 + k] * 48), gy = cy + std::floor(r[5 + k] * 48), level = std::floor(r[8 + k] * 6e7);
+      const float w = t % 2 ? 1.0f : float(0.5 + 2 * r[11]);
+      const double ndcX = (gx - sx - 8.5) / sx, ndcY = (gy - sy - 8.5) / sy, ndcZ = (level - 33554432.0) / 33553760.0;
+      s.pos.insert(s.pos.end(), {float(ndcX * w), float(ndcY * w), float(ndcZ * w), w});
+    }
+    s.faces.insert(s.faces.end(), {int(3 * t), int(3 * t + 1), int(3 * t + 2)});
+  }
+  return s;
+}
+// The setup scenes: random triangles and snapped ones, as three float4 corners per triangle.
+std::vector<float> setupCorners(uint32_t width, uint32_t height) {
+  std::vector<float> corners;
+  for (const Scene& scene : {randomScene(20000), snappedScene(20000, width, height)})
+    for (int32_t v : scene.faces) corners.insert(corners.end(), &scene.pos[size_t(v) * 4], &scene.pos[size_t(v) * 4 + 4]);
+  return corners;
+}
+constexpr std::pair<uint32_t, uint32_t> kSetupSizes[] = {{256, 128}, {257, 129}, {4097, 3}, {45, 31}};
+// A device's setups against the CPU's, every field bit for bit.
+void expectSetupsMatch(const std::vector<float>& corners, const std::vector<RasterTri>& gpu, uint32_t w, uint32_t h) {
+  size_t differ = 0, valid = 0;
+  for (size_t f = 0; f < gpu.size(); ++f) {
+    const float* c = &corners[f * 12];
+    RasterTri t = rasterSetup(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], w, h);
+    valid += t.valid;
+    const RasterTri& g = gpu[f];
+    bool same = t.valid == g.valid && (!t.valid || (t.inverseArea == g.inverseArea && t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 &&
+                                                    t.y1 == g.y1 && t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
+                                                    t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
+                                                    t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&
+                                                    t.narrow == g.narrow && t.sign == g.sign && t.owned == g.owned));
+    if (!same && differ++ < 3)
+      ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << "," << t.y1
+                    << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid " << t.valid
+                    << "; gpu (" << g.x0 << "," << g.y0 << ") (" << g.x1 << "," << g.y1 << ") (" << g.x2 << "," << g.y2
+                    << ") d " << g.d0 << " " << g.d1 << " " << g.d2 << " valid " << g.valid << std::setprecision(9)
+                    << "; clip z " << c[2] << " " << c[6] << " " << c[10] << " w " << c[3] << " " << c[7] << " " << c[11];
+  }
+  EXPECT_EQ(differ, 0u) << "of " << gpu.size() << " triangles at " << w << "x" << h;
+  EXPECT_GT(valid, gpu.size() / 10);
+}
+}  // namespace
+
+// The setup's quotients from one reciprocal per vertex equal the plain division's integer parts for any estimate of
+// 1/w within the stated 2^-44, on random values and on values at and near integers (where the division decides).
+TEST(RasterReference, SetupQuotientEqualsTheDivision) {
+  auto u = uniform(400000, 0, 1);
+  size_t divided = 0;
+  for (size_t i = 0; i + 4 <= u.size(); i += 4) {
+    const float w = float(0.01 + 4 * u[i]);
+    double q = (u[i + 1] - 0.5) * 2.7e8;  // the depth levels' span and beyond
+    if (i % 8 == 0) q = std::round(q) + (u[i + 2] - 0.5) * 1e-3;  // at or near an integer
+    const double n = q * double(w);
+    const double exact = n / double(w);
+    for (double error : {0.0, 0x1p-44, -0x1p-44, 0x1p-47}) {
+      const double reciprocal = 1.0 / double(w) * (1 + error), got = rasterSetupQuotient(n, w, reciprocal);
+      ASSERT_EQ(std::floor(got), std::floor(exact)) << n << " / " << w << " with the reciprocal off by " << error;
+      ASSERT_EQ(std::trunc(got), std::trunc(exact)) << n << " / " << w << " with the reciprocal off by " << error;
+    }
+    divided += rasterSetupQuotient(n, w, 1.0 / double(w)) == exact && std::abs(exact - std::round(exact)) < 1.0 / 4096;
+  }
+  EXPECT_GT(divided, 10000u) << "the values near integers should take the division";
+}
+
 TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64 || !ctx.info().float64) GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
   static_assert(sizeof(RasterTri) == 88, "RasterTri must have GLSL's std430 layout");
-  for (auto [w, h] : {std::pair{256u, 128u}, std::pair{4097u, 3u}, std::pair{45u, 31u}}) {
-    Scene scene = randomScene(20000);
-    std::vector<float> corners;  // three vertices per triangle
-    for (int32_t v : scene.faces) corners.insert(corners.end(), &scene.pos[size_t(v) * 4], &scene.pos[size_t(v) * 4 + 4]);
-    uint32_t n = uint32_t(scene.faces.size() / 3);
+  for (auto [w, h] : kSetupSizes) {
+    const std::vector<float> corners = setupCorners(w, h);
+    uint32_t n = uint32_t(corners.size() / 12);
     auto pos = vk::makeStorageBuffer<float>(ctx, corners);
     vk::Buffer out(ctx, size_t(n) * sizeof(RasterTri), vk::kStorageUsage);
     out.fill(nanBits());
@@ -593,26 +666,26 @@ TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
     std::vector<RasterTri> gpu(n);
     std::vector<uint8_t> bytes = out.download<uint8_t>(gpu.size() * sizeof(RasterTri));
     std::memcpy(gpu.data(), bytes.data(), bytes.size());
-    size_t differ = 0, valid = 0;
-    for (uint32_t f = 0; f < n; ++f) {
-      const float* c = &corners[size_t(f) * 12];
-      RasterTri t = rasterSetup(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], w, h);
-      valid += t.valid;
-      const RasterTri& g = gpu[f];
-      bool same = t.valid == g.valid && (!t.valid || (t.inverseArea == g.inverseArea && t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 && t.y1 == g.y1 &&
-                                                      t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
-                                                      t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
-                                                      t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&
-                                                      t.narrow == g.narrow && t.sign == g.sign && t.owned == g.owned));
-      if (!same && differ++ < 3)
-        ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << "," << t.y1
-                      << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid " << t.valid
-                      << "; gpu (" << g.x0 << "," << g.y0 << ") (" << g.x1 << "," << g.y1 << ") (" << g.x2 << "," << g.y2
-                      << ") d " << g.d0 << " " << g.d1 << " " << g.d2 << " valid " << g.valid << std::setprecision(9) << "; clip z " << c[2] << " " << c[6] << " " << c[10] << " w " << c[3] << " "
-                      << c[7] << " " << c[11];
-    }
-    EXPECT_EQ(differ, 0u) << "of " << n << " triangles at " << w << "x" << h;
-    EXPECT_GT(valid, size_t(n) / 10);
+    expectSetupsMatch(corners, gpu, w, h);
+  }
+}
+
+// The same on CUDA, whose reciprocal estimate differs from the CPU's (rasterReciprocal).
+TEST(RasterCuda, SetupMatchesReferenceBitForBit) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  for (auto [w, h] : kSetupSizes) {
+    const std::vector<float> corners = setupCorners(w, h);
+    const uint32_t n = uint32_t(corners.size() / 12);
+    auto pos = cuda::DeviceMemory::from(corners);
+    cuda::DeviceMemory out(size_t(n) * sizeof(RasterTri));
+    out.fill32(nanBits());
+    cuda::rasterSetupProbe(w, h, pos.as<float>(), n, out.data(), stream);
+    stream.synchronize();
+    std::vector<RasterTri> gpu(n);
+    std::vector<uint8_t> bytes = out.download<uint8_t>(gpu.size() * sizeof(RasterTri));
+    std::memcpy(gpu.data(), bytes.data(), bytes.size());
+    expectSetupsMatch(corners, gpu, w, h);
   }
 }
 

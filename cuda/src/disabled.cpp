@@ -67,6 +67,7 @@ void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, con
 void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
                          const float*, float*, float*, const Stream&, uint32_t) { notBuilt(); }
 void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
+void rasterSetupProbe(uint32_t, uint32_t, const float*, uint32_t, void*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 
 #include "armature/cuda/project.h"

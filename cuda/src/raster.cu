@@ -161,21 +161,24 @@ __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
     const uint32_t box = t.valid ? uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1) : 0u;
     const uint32_t chunkPixels = rasterChunkPixels(box);
     const uint32_t chunks = box > p.smallPixels ? (box + chunkPixels - 1) / chunkPixels : 0u;
-    if (threadIdx.x == 0) groupChunks = groupRecords = 0;
-    __syncthreads();
     uint32_t chunkOffset = 0, recordOffset = 0;
-    if (chunks) chunkOffset = atomicAdd(&groupChunks, chunks), recordOffset = atomicAdd(&groupRecords, 1u);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      // queue[0] and [1] count entries - 1 and records - 1 from ~0. Look before adding so an overflowing queue grows
-      // only by what is in flight; what does not fit is walked here, and no slot before the end is left empty.
-      chunkBase = recordBase = capacity;
-      if (groupChunks && *(volatile uint32_t*)a.queue + 1u < capacity) {
-        chunkBase = atomicAdd(a.queue, groupChunks) + 1u;
-        recordBase = atomicAdd(a.queue + 1, groupRecords) + 1u;
+    // Most blocks of a big scene queue nothing: one barrier tells them so, instead of the reservation's three.
+    if (__syncthreads_or(chunks != 0)) {
+      if (threadIdx.x == 0) groupChunks = groupRecords = 0;
+      __syncthreads();
+      if (chunks) chunkOffset = atomicAdd(&groupChunks, chunks), recordOffset = atomicAdd(&groupRecords, 1u);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        // queue[0] and [1] count entries - 1 and records - 1 from ~0. Look before adding so an overflowing queue grows
+        // only by what is in flight; what does not fit is walked here, and no slot before the end is left empty.
+        chunkBase = recordBase = capacity;
+        if (groupChunks && *(volatile uint32_t*)a.queue + 1u < capacity) {
+          chunkBase = atomicAdd(a.queue, groupChunks) + 1u;
+          recordBase = atomicAdd(a.queue + 1, groupRecords) + 1u;
+        }
       }
+      __syncthreads();
     }
-    __syncthreads();
     RasterMask shared{0u, 0u};  // covered pixels this thread hands to the block's walk
     RasterPlane plane;
     plane.valid = 0u;
@@ -432,7 +435,23 @@ __global__ void clipKernel(const float* positions, uint32_t count, Matrix a, flo
     atomicMin(&bounds[0], block[0]), atomicMin(&bounds[1], block[1]), atomicMax(&bounds[2], block[2]), atomicMax(&bounds[3], block[3]);
 }
 
+__global__ void setupProbeKernel(uint32_t width, uint32_t height, const float4* corners, uint32_t triangles, RasterTri* setups) {
+  const uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= triangles) return;
+  const float4 a = corners[f * 3], b = corners[f * 3 + 1], c = corners[f * 3 + 2];
+  setups[f] = rasterSetup(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w, width, height);
+}
+
 }  // namespace
+
+void rasterSetupProbe(uint32_t width, uint32_t height, const float* corners, uint32_t triangles, void* setups,
+                      const Stream& stream) {
+  ARM_CHECK(corners && setups, "cuda::rasterSetupProbe: null pointer");
+  if (!triangles) return;
+  setupProbeKernel<<<(triangles + 255) / 256, 256, 0, raw(stream)>>>(width, height, reinterpret_cast<const float4*>(corners),
+                                                                    triangles, static_cast<RasterTri*>(setups));
+  CUDA_CHECK_LAUNCH();
+}
 
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
                      uint32_t height, uint32_t* bounds, const Stream& stream) {

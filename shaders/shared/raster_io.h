@@ -206,11 +206,38 @@ ARM_FN RasterReal rasterScreen(float ndc, uint size) {
   ARM_PRECISE RasterReal s = RasterReal(ndc) * halfSpan + (halfSpan + RasterReal(0.5));
   return s;
 }
+// A vertex's three divisions share one reciprocal of w: the setup needs only the integer part of each quotient n / w
+// (floor or truncation, after clamps to integers), so q = n · (1/w) serves wherever it is at least 2^-12 from an
+// integer, and the correctly rounded division decides the rest (about one value in 2,000). The estimate is within
+// 2^-17 of n / w for every |q| the clamps leave unclamped (1/w to 2^-44 relative; |q| < 2^27), and so is the
+// correctly rounded quotient (within 2^-26), so both have the same integer part: every backend gets the bits of
+// the division alone, whichever estimate it uses. (Three divisions per vertex were 17% of CUDA's triangle stage.)
+// Devices without doubles divide.
+ARM_FN RasterReal rasterReciprocal(float w) {
+#if defined(__CUDA_ARCH__)
+  float approximate;  // MUFU.RCP: within 2^-22 relative; one Newton step in double squares that
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approximate) : "f"(w));
+  const double r = double(approximate), e = fma(-double(w), r, 1.0);
+  return fma(r, e, r);
+#else
+  return RasterReal(1) / RasterReal(w);
+#endif
+}
+ARM_FN RasterReal rasterSetupQuotient(RasterReal n, float w, RasterReal reciprocal) {
+#if RASTER_EXACT
+  ARM_PRECISE RasterReal q = n * reciprocal;
+  ARM_PRECISE RasterReal fraction = q - floor(q);
+  if (fraction >= RasterReal(1.0 / 4096.0) && fraction <= RasterReal(1) - RasterReal(1.0 / 4096.0)) return q;
+#endif
+  ARM_PRECISE RasterReal quotient = n / RasterReal(w);  // near an integer, or not finite
+  return quotient;
+}
 // The screen coordinate of clip (a, w) on the 1/16-pixel grid, rounded to nearest:
 // floor(a/w * S + S + 8.5) with S = 8(size-1), computed as floor((a*S + w*(S + 8.5)) / w).
-ARM_FN int rasterFixed(float a, float w, uint size) {
+ARM_FN int rasterFixed(float a, float w, RasterReal reciprocal, uint size) {
   RasterReal scale = RasterReal(size - 1u) * RasterReal(8);
-  ARM_PRECISE RasterReal g = (RasterReal(a) * scale + RasterReal(w) * (scale + RasterReal(8.5))) / RasterReal(w);
+  ARM_PRECISE RasterReal numerator = RasterReal(a) * scale + RasterReal(w) * (scale + RasterReal(8.5));
+  RasterReal g = rasterSetupQuotient(numerator, w, reciprocal);
   g = g > RasterReal(-4194304) ? (g < RasterReal(4194304) ? g : RasterReal(4194304)) : RasterReal(-4194304);
   return int(floor(g));  // far off (or NaN): clamped to 2^22, outside the guard band, inside int
 }
@@ -229,18 +256,19 @@ ARM_FN bool rasterOwnsEdge(int dx, int dy) { return dy < 0 || (dy == 0 && dx > 0
 // |levels| < 1.5 * 2^26. Computed as (z*C + w*2^25) / w with C = float(0.49999) * 2^26 (see the setup arithmetic
 // above).
 // The token keeps the original's 2^18 levels (rasterTokenLevel).
-ARM_FN int64_t rasterDepthLevel(float z, float w) {
+ARM_FN int64_t rasterDepthLevel(float z, float w, RasterReal reciprocal) {
   // 33553760 = float(0.49999) * 2^26 exactly, as a literal: glslang folds float(0.49999f) into a double unrounded.
   const RasterReal scale = RasterReal(33553760.0), lo = RasterReal(33554432.0) - RasterReal(2) * scale,
                    hi = RasterReal(33554432.0) + RasterReal(2) * scale;
-  ARM_PRECISE RasterReal level = (RasterReal(z) * scale + RasterReal(w) * RasterReal(33554432.0)) / RasterReal(w);
+  ARM_PRECISE RasterReal numerator = RasterReal(z) * scale + RasterReal(w) * RasterReal(33554432.0);
+  RasterReal level = rasterSetupQuotient(numerator, w, reciprocal);
   level = level > lo ? (level < hi ? level : hi) : lo;  // NaN -> in front of the near plane: dropped
   return int64_t(level);
 }
 // The depth prior's threshold (the prior in z/w units, plus the truncation) in the same levels: fragments in
 // front of it are peeled away.
 ARM_FN int64_t rasterPriorLevel(float prior, float truncation) {
-  return rasterDepthLevel(prior, 1.0f) + int64_t(RasterReal(truncation) * RasterReal(67108864.0));
+  return rasterDepthLevel(prior, 1.0f, RasterReal(1)) + int64_t(RasterReal(truncation) * RasterReal(67108864.0));
 }
 ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
   // Far fragments share the last level; ~0 means empty. (Not a hex literal: GLSL would read 0xfffffffe as -2.)
@@ -285,15 +313,16 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.minX = t.minY = 0;
   t.maxX = t.maxY = -1;
   if (!(aw > 0.0f) || !(bw > 0.0f) || !(cw > 0.0f)) return t;  // w <= 0 or NaN: rejected
-  t.x0 = rasterFixed(ax, aw, width);
-  t.y0 = rasterFixed(ay, aw, height);
-  t.x1 = rasterFixed(bx, bw, width);
-  t.y1 = rasterFixed(by, bw, height);
-  t.x2 = rasterFixed(cx, cw, width);
-  t.y2 = rasterFixed(cy, cw, height);
-  t.d0 = int(rasterDepthLevel(az, aw));
-  t.d1 = int(rasterDepthLevel(bz, bw));
-  t.d2 = int(rasterDepthLevel(cz, cw));
+  const RasterReal ra = rasterReciprocal(aw), rb = rasterReciprocal(bw), rc = rasterReciprocal(cw);
+  t.x0 = rasterFixed(ax, aw, ra, width);
+  t.y0 = rasterFixed(ay, aw, ra, height);
+  t.x1 = rasterFixed(bx, bw, rb, width);
+  t.y1 = rasterFixed(by, bw, rb, height);
+  t.x2 = rasterFixed(cx, cw, rc, width);
+  t.y2 = rasterFixed(cy, cw, rc, height);
+  t.d0 = int(rasterDepthLevel(az, aw, ra));
+  t.d1 = int(rasterDepthLevel(bz, bw, rb));
+  t.d2 = int(rasterDepthLevel(cz, cw, rc));
   int lo = rasterMin(t.x0, rasterMin(t.x1, t.x2)), hi = rasterMax(t.x0, rasterMax(t.x1, t.x2));
   int loY = rasterMin(t.y0, rasterMin(t.y1, t.y2)), hiY = rasterMax(t.y0, rasterMax(t.y1, t.y2));
   if (lo < RASTER_GUARD_LO || loY < RASTER_GUARD_LO || hi >= RASTER_GUARD_HI || hiY >= RASTER_GUARD_HI) return t;
