@@ -466,6 +466,9 @@ std::vector<RandomCase> randomCases() {
     c.desc.batch = RasterBatch::Ranges;
     cases.push_back(std::move(c));
   }
+  // More vertices than the barycentrics' buffer holds setups for (8 bytes each against 12 a pixel): CUDA sets up
+  // each triangle's corners itself (the other cases take the per-vertex setup, but for 1×1).
+  cases.push_back(RandomCase{"many vertices 20x10", randomScene(800), RasterDesc{20, 10}, {}, {}});
   // Needles, whose barycentrics the CUDA resolve computes in double (its float form is not accurate on them).
   cases.push_back(RandomCase{"needles 2048x48", sliverScene(150), RasterDesc{2048, 48}, {}, {}});
   {

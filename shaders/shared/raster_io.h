@@ -256,10 +256,12 @@ ARM_FN bool rasterOwnsEdge(int dx, int dy) { return dy < 0 || (dy == 0 && dx > 0
 // |levels| < 1.5 * 2^26. Computed as (z*C + w*2^25) / w with C = float(0.49999) * 2^26 (see the setup arithmetic
 // above).
 // The token keeps the original's 2^18 levels (rasterTokenLevel).
+// Its clamps: 2^25 -+ 2 · float(0.49999) · 2^26, so a level less the minimum fits 27 bits.
+#define RASTER_DEPTH_LEVEL_MIN (-33553088)
+#define RASTER_DEPTH_LEVEL_MAX 100661952
 ARM_FN int64_t rasterDepthLevel(float z, float w, RasterReal reciprocal) {
   // 33553760 = float(0.49999) * 2^26 exactly, as a literal: glslang folds float(0.49999f) into a double unrounded.
-  const RasterReal scale = RasterReal(33553760.0), lo = RasterReal(33554432.0) - RasterReal(2) * scale,
-                   hi = RasterReal(33554432.0) + RasterReal(2) * scale;
+  const RasterReal scale = RasterReal(33553760.0), lo = RasterReal(RASTER_DEPTH_LEVEL_MIN), hi = RasterReal(RASTER_DEPTH_LEVEL_MAX);
   ARM_PRECISE RasterReal numerator = RasterReal(z) * scale + RasterReal(w) * RasterReal(33554432.0);
   RasterReal level = rasterSetupQuotient(numerator, w, reciprocal);
   level = level > lo ? (level < hi ? level : hi) : lo;  // NaN -> in front of the near plane: dropped
@@ -299,8 +301,26 @@ ARM_SHARED_STRUCT(RasterQueued) {
 ARM_FN int rasterMin(int a, int b) { return a < b ? a : b; }  // (GLSL's min is not C++'s)
 ARM_FN int rasterMax(int a, int b) { return a > b ? a : b; }
 
-ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, float by, float bz, float bw, float cx,
-                             float cy, float cz, float cw, uint width, uint height) {
+// A corner on the grid: what the setup needs of each vertex, computed once per vertex where a backend can share it.
+// valid: w > 0 (not NaN) and inside the guard band.
+ARM_SHARED_STRUCT(RasterVertex) {
+  int x, y, d;
+  uint valid;
+};
+ARM_FN RasterVertex rasterVertex(float x, float y, float z, float w, uint width, uint height) {
+  RasterVertex v;
+  v.x = v.y = v.d = 0;
+  v.valid = 0u;
+  if (!(w > 0.0f)) return v;  // w <= 0 or NaN: rejected
+  const RasterReal reciprocal = rasterReciprocal(w);
+  v.x = rasterFixed(x, w, reciprocal, width);
+  v.y = rasterFixed(y, w, reciprocal, height);
+  v.d = int(rasterDepthLevel(z, w, reciprocal));
+  v.valid = v.x >= RASTER_GUARD_LO && v.x < RASTER_GUARD_HI && v.y >= RASTER_GUARD_LO && v.y < RASTER_GUARD_HI ? 1u : 0u;
+  return v;
+}
+
+ARM_FN RasterTri rasterSetupVertices(RasterVertex a, RasterVertex b, RasterVertex c, uint width, uint height) {
   RasterTri t;
   t.valid = 0u;
   t.x0 = t.y0 = t.x1 = t.y1 = t.x2 = t.y2 = 0;
@@ -312,20 +332,12 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.narrow = 0u;
   t.minX = t.minY = 0;
   t.maxX = t.maxY = -1;
-  if (!(aw > 0.0f) || !(bw > 0.0f) || !(cw > 0.0f)) return t;  // w <= 0 or NaN: rejected
-  const RasterReal ra = rasterReciprocal(aw), rb = rasterReciprocal(bw), rc = rasterReciprocal(cw);
-  t.x0 = rasterFixed(ax, aw, ra, width);
-  t.y0 = rasterFixed(ay, aw, ra, height);
-  t.x1 = rasterFixed(bx, bw, rb, width);
-  t.y1 = rasterFixed(by, bw, rb, height);
-  t.x2 = rasterFixed(cx, cw, rc, width);
-  t.y2 = rasterFixed(cy, cw, rc, height);
-  t.d0 = int(rasterDepthLevel(az, aw, ra));
-  t.d1 = int(rasterDepthLevel(bz, bw, rb));
-  t.d2 = int(rasterDepthLevel(cz, cw, rc));
+  if (a.valid == 0u || b.valid == 0u || c.valid == 0u) return t;  // behind the eye or outside the guard band
+  t.x0 = a.x, t.y0 = a.y, t.d0 = a.d;
+  t.x1 = b.x, t.y1 = b.y, t.d1 = b.d;
+  t.x2 = c.x, t.y2 = c.y, t.d2 = c.d;
   int lo = rasterMin(t.x0, rasterMin(t.x1, t.x2)), hi = rasterMax(t.x0, rasterMax(t.x1, t.x2));
   int loY = rasterMin(t.y0, rasterMin(t.y1, t.y2)), hiY = rasterMax(t.y0, rasterMax(t.y1, t.y2));
-  if (lo < RASTER_GUARD_LO || loY < RASTER_GUARD_LO || hi >= RASTER_GUARD_HI || hiY >= RASTER_GUARD_HI) return t;
   int64_t area = rasterEdge(t.x0, t.y0, t.x1, t.y1, t.x2, t.y2);
   if (area == int64_t(0)) return t;
   t.sign = area > int64_t(0) ? 1 : -1;
@@ -345,6 +357,11 @@ ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, f
   t.narrow = hi - lo < 16384 && hiY - loY < 16384 ? 1u : 0u;
   t.valid = t.minX <= t.maxX && t.minY <= t.maxY ? 1u : 0u;  // off screen: an empty box (whose size would wrap)
   return t;
+}
+ARM_FN RasterTri rasterSetup(float ax, float ay, float az, float aw, float bx, float by, float bz, float bw, float cx,
+                             float cy, float cz, float cw, uint width, uint height) {
+  return rasterSetupVertices(rasterVertex(ax, ay, az, aw, width, height), rasterVertex(bx, by, bz, bw, width, height),
+                             rasterVertex(cx, cy, cz, cw, width, height), width, height);
 }
 
 #define RASTER_MISS (-(int64_t(1) << 62))  // rasterCover's "not covered"

@@ -3,6 +3,8 @@
 // synchronisation. scratch: rasterScratchBytes(desc) bytes, 16-byte aligned (as cudaMalloc's); ranges: device (B,2)
 // int32 in Ranges mode. On compute capability 9.0+ the call's kernels, and interpolate's, are launched as
 // programmatic dependents of the work before them in the stream (each waits for it before reading its results).
+// barycentrics must not overlap the inputs: before the resolve writes it, the call keeps each vertex's setup there
+// (8 bytes a vertex, where that fits in its 12 a pixel).
 #include <cstdint>
 
 #include "armature/cuda/runtime.h"
