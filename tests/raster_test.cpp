@@ -333,20 +333,21 @@ FloatWeightsCheck checkFloatWeights(const Scene& s, const RasterDesc& d) {
 
 // Where the float weights say they are accurate they are within their stated 6.9e-6 of the reference (plus the
 // reference's own rounding to float, 6e-8); on needles the unguarded float form is not, so the test can fail.
-// Well-conditioned meshes take the float form almost everywhere.
+// A well-conditioned mesh takes the float form everywhere; random scenes, whose huge thin triangles cover every
+// pixel, fall back on 0.1–2.5% of their pixels (seeds 1–8).
 TEST(RasterReference, FloatWeightsAreAccurateWhereTheySaySo) {
   const FloatWeightsCheck needles = checkFloatWeights(sliverScene(150), RasterDesc{2048, 48});
   EXPECT_GT(needles.covered, 1000u);
   EXPECT_LE(needles.accurateError, 7e-6);
   EXPECT_GT(needles.fallback, 0u);
   EXPECT_GT(needles.unguardedError, 1e-5) << "the needles should need the fallback";
-  for (const auto& [name, scene, desc] : {std::tuple{"perspective grid", perspectiveGrid(1), RasterDesc{203, 157}},
-                                          std::tuple{"random", randomScene(2000), RasterDesc{640, 480}}}) {
+  for (const auto& [name, scene, desc, share] : {std::tuple{"perspective grid", perspectiveGrid(1), RasterDesc{203, 157}, 0.001},
+                                                 std::tuple{"random", randomScene(2000), RasterDesc{640, 480}, 0.1}}) {
     SCOPED_TRACE(name);
     const FloatWeightsCheck c = checkFloatWeights(scene, desc);
     EXPECT_GT(c.covered, 10000u);
     EXPECT_LE(c.accurateError, 7e-6);
-    EXPECT_LT(double(c.fallback), 0.02 * double(c.covered)) << c.fallback << " of " << c.covered << " pixels fall back";
+    EXPECT_LE(double(c.fallback), share * double(c.covered)) << c.fallback << " of " << c.covered << " pixels fall back";
   }
 }
 
