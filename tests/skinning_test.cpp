@@ -22,8 +22,6 @@ namespace {
 // margin without hiding indexing errors, which are centimetres.
 constexpr Tol kVertexTol{5e-5, 0};
 
-const BodyModel& avatar() { return defaultAvatar(); }
-
 struct FloatParams {
   std::vector<float> pose, betas, expression, transl;
 };
@@ -75,9 +73,9 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
   std::mt19937_64 rng(::armature::test::rng()());
   // The default avatar at B ∈ {1, 3, 17}; B = 256 too on a GPU. On a CPU device (lavapipe) B = 256 runs on a
   // random 700-vertex model: the avatar's 256-item blend is 8 GFLOP, minutes on two cores.
-  std::vector<std::pair<const BodyModel*, uint32_t>> cases = {{&avatar(), 1}, {&avatar(), 3}, {&avatar(), 17}};
+  std::vector<std::pair<const BodyModel*, uint32_t>> cases = {{&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&defaultAvatar(), 17}};
   BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
-  cases.push_back({ctx.info().isCpu() ? &small : &avatar(), 256});
+  cases.push_back({ctx.info().isCpu() ? &small : &defaultAvatar(), 256});
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
     SkinningVk skin(ctx, *model, 10, 10, B);
@@ -125,7 +123,7 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
   // with a partial tile; 17, 40: the 32-row-tile product (one and two row tiles); 256: the tensor cores.
   for (uint32_t B : {1u, 3u, 6u, 17u, 40u, 256u}) {
     SCOPED_TRACE("B=" + std::to_string(B));
-    const BodyModel& m = avatar();
+    const BodyModel& m = defaultAvatar();
     cuda::Skinning skin(m, 10, 10, B);
     BodyParams p = randomBodyParams(m, B, 10, 10, rng);
     FloatParams f = toFloat(p);
@@ -206,7 +204,7 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
   // gradients sum 31k random-signed terms that largely cancel (the shape gradient differed by 4.8e-5 relative on
   // the H100, the pose gradient by 2e-7): bound 1e-4, the tolerance both have against the double reference above.
   std::mt19937_64 rng(::armature::test::rng()());
-  const BodyModel& m = avatar();
+  const BodyModel& m = defaultAvatar();
   constexpr uint32_t B = 1031;
   cuda::Stream stream;
   cuda::Skinning skin(m, 10, 10, B);
@@ -247,7 +245,7 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
   // host (its block roles and flags come from a ticket counter on the device), so every replay must compute the new
   // inputs.
   std::mt19937_64 rng(::armature::test::rng()());
-  const BodyModel& m = avatar();
+  const BodyModel& m = defaultAvatar();
   cuda::Stream stream;
   for (uint32_t B : {3u, 17u}) {  // the fused kernel; the separate kernels with the chain stream's fork and join
     SCOPED_TRACE("B=" + std::to_string(B));
@@ -278,7 +276,7 @@ TEST_F(SkinningCuda, FusedForwardsOfMixedSizesBackToBack) {
   // must never take the flags of an earlier one: many calls of mixed sizes (and both chain modes), no
   // synchronisation between them, each into its own NaN-poisoned outputs, the items a prefix of the same inputs.
   std::mt19937_64 rng(::armature::test::rng()());
-  const BodyModel& m = avatar();
+  const BodyModel& m = defaultAvatar();
   constexpr uint32_t kItems = 8;
   cuda::Stream stream;
   cuda::Skinning skin(m, 10, 10, kItems);

@@ -2,6 +2,7 @@
 // CUDA_CHECK: always on; throws armature::Error naming file:line, the call and CUDA's message.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "armature/error.h"
@@ -26,4 +27,6 @@ namespace armature::cuda::detail {
 #include "armature/cuda/runtime.h"
 namespace armature::cuda {
 inline cudaStream_t raw(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+// Whether a device pointer is aligned for loads of `bytes` (float4: 16).
+inline bool alignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 }  // namespace armature::cuda

@@ -68,18 +68,17 @@ __global__ void projectMatrixGradKernel(ProjectPush p, const float* points, cons
 }
 
 unsigned blocksFor(size_t n) { return unsigned(std::min<size_t>((n + PROJECT_GROUP - 1) / PROJECT_GROUP, 65535 * 4)); }
-ProjectPush pushOf(const ProjectDesc& d) { return {d.views, d.points, d.pointsPerView ? 1u : 0u}; }
 
 }  // namespace
 
 void project(const ProjectDesc& d, const float* points, const float* matrices, float* clip, const Stream& stream) {
   checkProjectDesc(d);
   ARM_CHECK(points && matrices && clip, "cuda::project: null pointer");
-  ARM_CHECK(reinterpret_cast<uintptr_t>(matrices) % 16 == 0 && reinterpret_cast<uintptr_t>(clip) % 16 == 0,
+  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(clip, 16),
             "cuda::project: matrices and clip must be 16-byte aligned");
   if (!d.points) return;
   projectKernel<<<blocksFor(d.clipFloats() / 4), PROJECT_GROUP, 0, raw(stream)>>>(
-      pushOf(d), points, reinterpret_cast<const float4*>(matrices), reinterpret_cast<float4*>(clip));
+      projectPush(d), points, reinterpret_cast<const float4*>(matrices), reinterpret_cast<float4*>(clip));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -87,11 +86,11 @@ void projectBackward(const ProjectDesc& d, const float* gradClip, const float* m
                      const Stream& stream) {
   checkProjectDesc(d);
   ARM_CHECK(gradClip && matrices && gradPoints, "cuda::projectBackward: null pointer");
-  ARM_CHECK(reinterpret_cast<uintptr_t>(matrices) % 16 == 0 && reinterpret_cast<uintptr_t>(gradClip) % 16 == 0,
+  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(gradClip, 16),
             "cuda::projectBackward: matrices and gradClip must be 16-byte aligned");
   if (!d.points) return;
   projectBackwardKernel<<<blocksFor(d.pointFloats() / 3), PROJECT_GROUP, 0, raw(stream)>>>(
-      pushOf(d), reinterpret_cast<const float4*>(gradClip), reinterpret_cast<const float4*>(matrices), gradPoints);
+      projectPush(d), reinterpret_cast<const float4*>(gradClip), reinterpret_cast<const float4*>(matrices), gradPoints);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -99,8 +98,8 @@ void projectMatrixGrad(const ProjectDesc& d, const float* points, const float* g
                        const Stream& stream) {
   checkProjectDesc(d);
   ARM_CHECK(points && gradClip && gradMatrices, "cuda::projectMatrixGrad: null pointer");
-  ARM_CHECK(reinterpret_cast<uintptr_t>(gradClip) % 16 == 0, "cuda::projectMatrixGrad: gradClip must be 16-byte aligned");
-  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(pushOf(d), points,
+  ARM_CHECK(alignedTo(gradClip, 16), "cuda::projectMatrixGrad: gradClip must be 16-byte aligned");
+  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(projectPush(d), points,
                                                                              reinterpret_cast<const float4*>(gradClip), gradMatrices);
   CUDA_CHECK_LAUNCH();
 }

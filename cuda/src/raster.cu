@@ -310,18 +310,18 @@ __global__ void clearScratchKernel(uint4* scratch, size_t pieces, const float4* 
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
     scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
-// Whether the current device runs programmatic dependent launches (compute capability 9.0+): asked once per call.
-bool dependentLaunches() {
-  int device = 0, major = 0;
+// What a call's launches depend on about the current device, asked once per call: whether it runs programmatic
+// dependent launches (compute capability 9.0+), and its multiprocessors.
+struct DeviceTraits {
+  bool dependentLaunches;
+  int multiprocessors;
+};
+DeviceTraits deviceTraits() {
+  int device = 0, major = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9;
-}
-int multiprocessors() {
-  int device = 0, count = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  return {major >= 9, multiprocessors};
 }
 // Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote: with
 // `dependent`, as a programmatic dependent of that work; else as an ordinary launch.
@@ -509,7 +509,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
                const int32_t* ranges) {
   RasterScratchLayout layout = rasterScratchLayout(d);
   ARM_CHECK(positions && faces && scratch && findices && barycentrics, "cuda::rasterize: null pointer");
-  ARM_CHECK(reinterpret_cast<uintptr_t>(scratch) % 16 == 0, "cuda::rasterize: scratch must be 16-byte aligned");
+  ARM_CHECK(alignedTo(scratch, 16), "cuda::rasterize: scratch must be 16-byte aligned");
   ARM_CHECK(!d.useDepthPrior || depthPrior, "cuda::rasterize: useDepthPrior without a depth prior");
   const bool instanced = d.batch == RasterBatch::Instanced;
   ARM_CHECK(instanced || ranges, "cuda::rasterize: Ranges mode without ranges");
@@ -517,7 +517,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   auto* bytes = static_cast<unsigned char*>(scratch);
   // Per-vertex setup where the barycentrics' buffer holds it (8 bytes a vertex against 12 a pixel), else per corner.
   const size_t rows = rasterPositionRows(d, vertexCount);
-  unsigned long long* vertices = rows * 8 <= d.pixels() * 12 && reinterpret_cast<uintptr_t>(barycentrics) % 8 == 0
+  unsigned long long* vertices = rows * 8 <= d.pixels() * 12 && alignedTo(barycentrics, 8)
                                      ? reinterpret_cast<unsigned long long*>(barycentrics)
                                      : nullptr;
   Params a{rasterPush(d, vertexCount, faceCount), reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
@@ -528,13 +528,14 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   clearScratchKernel<<<grid(pieces), 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces, a.positions, uint32_t(rows),
                                                   d.width, d.height, vertices);
   CUDA_CHECK_LAUNCH();
-  const bool dependent = dependentLaunches();
+  const DeviceTraits device = deviceTraits();
+  const bool dependent = device.dependentLaunches;
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box). At
     // most four rounds of the 16 resident blocks per SM, each block looping over its groups: a block's start-up is
     // then paid once per ~2 groups on big scenes (H100, 1M triangles at 2048^2: 0.1229 -> 0.1215 ms; one round of
     // blocks measured 0.129, its slowest blocks alone at the end).
-    const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, size_t(multiprocessors()) * 64));
+    const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, size_t(device.multiprocessors) * 64));
     launchAfterPrevious(dependent, trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);
     launchAfterPrevious(dependent, chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)), dim3(RASTER_GROUP), s, a);
   }
@@ -561,7 +562,7 @@ void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, con
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
   interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
-  launchAfterPrevious(dependentLaunches(), interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
+  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
                       faces, M, out, imagePixels);
 }
 
@@ -572,7 +573,7 @@ void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* a
             "cuda::interpolateBackward: channels must be >= 1 and pointers set");
   interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
-  launchAfterPrevious(dependentLaunches(), interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
+  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
                       faces, M, gradOut, gradAttr, gradBary, imagePixels);
 }
 

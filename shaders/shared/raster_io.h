@@ -112,7 +112,7 @@ ARM_FN RasterWeights rasterPerspectiveWeights(RasterReal sx0, RasterReal sy0, Ra
 
 #if defined(__cplusplus) || defined(__CUDACC__)
 // The same weights in float, for the CUDA resolve (half the registers of the double form, which spilled at full
-// occupancy: H100, 1M triangles at 2048^2, 0.1335 -> 0.1305 ms). Inputs are the corners' float NDC (x/w, y/w, the
+// occupancy: H100, 1M triangles at 2048^2, 0.1335 -> 0.130 ms). Inputs are the corners' float NDC (x/w, y/w, the
 // reference's) and w, and the pixel (px, py). Accurate only where the triangle is well conditioned at the pixel, so
 // it says where: a caller falls back to rasterPerspectiveWeights elsewhere.
 //  * Corner minus pixel centre, ndc·(size−1)/2 + size/2 − (p + 0.5), is one fused multiply-add of exact terms:

@@ -12,6 +12,8 @@ void checkProjectDesc(const ProjectDesc& d) {
             d.views, d.points);
 }
 
+ProjectPush projectPush(const ProjectDesc& d) { return {d.views, d.points, d.pointsPerView ? 1u : 0u}; }
+
 namespace {
 void checkMatrices(const ProjectDesc& d, size_t floats) {
   ARM_CHECK(floats == size_t(d.views) * 16, "project: %zu matrix floats for %u views (16 each)", floats, d.views);
@@ -73,7 +75,7 @@ void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, cons
   ARM_CHECK(points.size() >= d.pointFloats() * 4 && matrices.size() >= size_t(d.views) * 64 && clip.size() >= d.clipFloats() * 4,
             "project: a buffer is smaller than its shape");
   if (!d.points) return;
-  ProjectPush push{d.views, d.points, d.pointsPerView ? 1u : 0u};
+  const ProjectPush push = projectPush(d);
   const auto& program = ctx.program(shaders::project_forward, 3, sizeof push);
   vk::dispatch(cmd, program, vk::groupCount(d.clipFloats() / 4, PROJECT_GROUP), {points.view(), matrices.view(), clip.view()}, push);
 }
@@ -85,7 +87,7 @@ void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc&
                 gradPoints.size() >= d.pointFloats() * 4,
             "project backward: a buffer is smaller than its shape");
   if (!d.points) return;
-  ProjectPush push{d.views, d.points, d.pointsPerView ? 1u : 0u};
+  const ProjectPush push = projectPush(d);
   const auto& program = ctx.program(shaders::project_backward, 3, sizeof push);
   vk::dispatch(cmd, program, vk::groupCount(d.pointFloats() / 3, PROJECT_GROUP),
                {gradClip.view(), matrices.view(), gradPoints.view()}, push);
@@ -98,7 +100,7 @@ void projectMatrixGradVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDes
                 gradMatrices.size() >= size_t(d.views) * 64,
             "project matrix gradient: a buffer is smaller than its shape");
   ARM_CHECK(d.views <= 65535, "project matrix gradient: %u views, at most 65535 (one workgroup each)", d.views);
-  ProjectPush push{d.views, d.points, d.pointsPerView ? 1u : 0u};
+  const ProjectPush push = projectPush(d);
   const auto& program = ctx.program(shaders::project_matrix_grad, 3, sizeof push);
   vk::dispatch(cmd, program, d.views, {points.view(), gradClip.view(), gradMatrices.view()}, push);
 }

@@ -13,6 +13,8 @@
 
 #include "armature/vk/buffer.h"
 
+struct ProjectPush;  // shaders/shared/project_io.h: the GPU passes' push constants
+
 namespace armature {
 
 struct ProjectDesc {
@@ -25,6 +27,8 @@ struct ProjectDesc {
 
 // Throws armature::Error unless views >= 1 and views·points <= 2^31.
 void checkProjectDesc(const ProjectDesc& desc);
+// The push constants of every GPU pass, on CUDA and Vulkan; include shared/project_io.h to call it.
+ProjectPush projectPush(const ProjectDesc& desc);
 
 // CPU reference in double (the matrices as the GPU reads them: float).
 std::vector<double> projectRef(const ProjectDesc& desc, const std::vector<double>& points, const std::vector<float>& matrices);
