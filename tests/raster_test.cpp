@@ -574,6 +574,40 @@ TEST(RasterVulkan, MatchesReference) {
     }
 }
 
+// Devices without shaderFloat64 (many Intel and mobile GPUs) get float shaders, which are not exact: the setup's
+// quotients are rounded in float (a vertex can move one 1/16-pixel step, flipping a pixel whose centre lies that
+// close to an edge, or a depth level, reordering nearly coplanar faces), and the resolve's NDC and weights are float
+// (GLSL's division is within 2.5 ulp): ~u · image size in pixel position, so ~1e-4 in a small triangle's
+// barycentrics at 4097 pixels. Measured on lavapipe over 24 runs of these cases: at most 5 of 32,768 covered pixels
+// with another face, barycentrics within 1.9e-4 — and needles (1–4 pixels wide, 1,800 long) off by up to 1.9: their
+// weights are ill-conditioned in float. The bounds below leave 10× margin; they catch a float variant that is broken
+// rather than inexact, on a path no CI device takes otherwise.
+TEST(RasterVulkan, FloatOnlyShadersStayCloseToTheReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
+  for (bool noInt64Atomics : {false, true})
+    for (const RandomCase& c : randomCases()) {
+      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
+      RasterDesc d = c.desc;
+      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = true;
+      VkRasterRun r = runVulkan(ctx, c, d);
+      auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
+      size_t differ = 0, covered = 0;
+      double worst = 0;
+      for (size_t i = 0; i < ref.findices.size(); ++i) {
+        differ += ref.findices[i] != r.findices[i], covered += ref.findices[i] != 0;
+        for (int k = 0; k < 3; ++k) {
+          const double got = r.barycentrics[i * 3 + k];
+          ASSERT_TRUE(std::isfinite(got)) << "pixel " << i;
+          if (ref.findices[i] == r.findices[i]) worst = std::max(worst, std::abs(got - ref.barycentrics[i * 3 + k]));
+        }
+      }
+      EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
+      EXPECT_LE(differ, std::max<size_t>(4, covered / 500)) << "of " << covered << " covered pixels";
+      if (c.name.rfind("needles", 0) != 0) EXPECT_LE(worst, 2e-3);
+    }
+}
+
 // The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
 // for bit; face-id comparisons alone find a difference only where it happens to flip a pixel.
 namespace {
@@ -847,11 +881,12 @@ void expectBackward(const BackwardCase& c, const std::vector<float>& got) {
 TEST(RasterVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
-  for (bool noSubgroupSums : {false, true})  // per-face sums over a subgroup (where the device has them), and not
+  for (int variant : {0, 1, 2})  // per-face sums over a subgroup (where the device has them), not, float-only shader
   for (const BackwardCase& c : backwardCases()) {
-    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : ""));
+    const bool noSubgroupSums = variant == 1;
+    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : variant == 2 ? ", float-only" : ""));
     RasterDesc d = c.desc;
-    d.noSubgroupSums = noSubgroupSums;
+    d.noSubgroupSums = noSubgroupSums, d.noFloat64 = variant == 2;
     auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
     auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
     auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);

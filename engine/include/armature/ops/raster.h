@@ -23,6 +23,7 @@ struct RasterDesc {
   float occlusionTruncation = 1e-6f;  // the original wrapper's value
   bool noInt64Atomics = false;        // Vulkan: use the two-pass 32-bit path even where 64-bit atomics exist (tests)
   bool noSubgroupSums = false;        // Vulkan backward: an atomic per pixel even where a subgroup can sum first (tests)
+  bool noFloat64 = false;             // Vulkan: the float-only shaders of devices without doubles, even where they exist (tests)
   uint32_t images = 1;                // B
   RasterBatch batch = RasterBatch::Instanced;
   uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
