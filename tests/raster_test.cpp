@@ -558,20 +558,25 @@ VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d
   });
   return {ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
 }
+
+// Every random case on both z-buffer paths (64-bit atomics where the device has them, and two 32-bit passes), with
+// the double shaders or the float-only ones; check(case, result) judges each.
+template <typename Check>
+void forEachVulkanRun(vk::Context& ctx, bool noFloat64, Check check) {
+  for (bool noInt64Atomics : {false, true})
+    for (const RandomCase& c : randomCases()) {
+      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
+      RasterDesc d = c.desc;
+      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = noFloat64;
+      check(c, runVulkan(ctx, c, d));
+    }
+}
 }  // namespace
 
 TEST(RasterVulkan, MatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  // Both z-buffer paths: 64-bit atomics (where the device has them) and two 32-bit passes.
-  for (bool noInt64Atomics : {false, true})
-    for (const RandomCase& c : randomCases()) {
-      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
-      RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics;
-      VkRasterRun r = runVulkan(ctx, c, d);
-      expectSameAsReference(c, r.findices, r.barycentrics);
-    }
+  forEachVulkanRun(ctx, false, [](const RandomCase& c, const VkRasterRun& r) { expectSameAsReference(c, r.findices, r.barycentrics); });
 }
 
 // Devices without shaderFloat64 (many Intel and mobile GPUs) get float shaders, which are not exact: the setup's
@@ -585,27 +590,22 @@ TEST(RasterVulkan, MatchesReference) {
 TEST(RasterVulkan, FloatOnlyShadersStayCloseToTheReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  for (bool noInt64Atomics : {false, true})
-    for (const RandomCase& c : randomCases()) {
-      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
-      RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = true;
-      VkRasterRun r = runVulkan(ctx, c, d);
-      auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
-      size_t differ = 0, covered = 0;
-      double worst = 0;
-      for (size_t i = 0; i < ref.findices.size(); ++i) {
-        differ += ref.findices[i] != r.findices[i], covered += ref.findices[i] != 0;
-        for (int k = 0; k < 3; ++k) {
-          const double got = r.barycentrics[i * 3 + k];
-          ASSERT_TRUE(std::isfinite(got)) << "pixel " << i;
-          if (ref.findices[i] == r.findices[i]) worst = std::max(worst, std::abs(got - ref.barycentrics[i * 3 + k]));
-        }
+  forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) {
+    auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
+    size_t differ = 0, covered = 0;
+    double worst = 0;
+    for (size_t i = 0; i < ref.findices.size(); ++i) {
+      differ += ref.findices[i] != r.findices[i], covered += ref.findices[i] != 0;
+      for (int k = 0; k < 3; ++k) {
+        const double got = r.barycentrics[i * 3 + k];
+        ASSERT_TRUE(std::isfinite(got)) << "pixel " << i;
+        if (ref.findices[i] == r.findices[i]) worst = std::max(worst, std::abs(got - ref.barycentrics[i * 3 + k]));
       }
-      EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
-      EXPECT_LE(differ, std::max<size_t>(4, covered / 500)) << "of " << covered << " covered pixels";
-      if (c.name.rfind("needles", 0) != 0) EXPECT_LE(worst, 2e-3);
     }
+    EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
+    EXPECT_LE(differ, std::max<size_t>(4, covered / 500)) << "of " << covered << " covered pixels";
+    if (c.name.rfind("needles", 0) != 0) EXPECT_LE(worst, 2e-3);
+  });
 }
 
 // The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
