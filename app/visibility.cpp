@@ -13,8 +13,9 @@ namespace armature::app {
 
 struct VisibilityRaster::Cuda {
 #ifdef ARMATURE_HAS_INTEROP
-  cuda::DeviceMemory faces, clip, scratch;
-  std::unique_ptr<interop::SharedBuffer> faceIds, barycentrics, bounds;
+  cuda::DeviceMemory clip, scratch;
+  // faces: the crowd's, written by Vulkan (crowd_faces.comp), read by the CUDA rasteriser and the shading passes.
+  std::unique_ptr<interop::SharedBuffer> faces, faceIds, barycentrics, bounds;
 #endif
 };
 
@@ -36,9 +37,10 @@ std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& 
   return m;
 }
 
-void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) {
+void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::Stream* cudaStream) {
   // Face indices and clip positions depend on the avatar count, the image-sized buffers on the extent: a resize
-  // must not re-upload a crowd's faces (257 MB for 1,024 avatars). Both live on the backend's side.
+  // must not rebuild a crowd's faces (257 MB for 1,024 avatars). Both live on the backend's side.
+  const bool onCuda = cudaStream != nullptr;
   const bool facesFit = avatars <= m_avatars && onCuda == (m_cuda != nullptr);
   if (facesFit && extent.width == m_extent.width && extent.height == m_extent.height) return;
   vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still read the old buffers
@@ -47,24 +49,34 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) 
     const size_t faceBytes = size_t(avatars) * F * 12;
     ARM_CHECK(faceBytes <= (size_t(1) << 30), "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use "
               "the hardware rasteriser for crowds this large", avatars, faceBytes >> 20);
-    // Every avatar's faces, offset to its vertices: the crowd is one mesh to the rasteriser (face id = b·F + f).
-    std::vector<int32_t> all(size_t(avatars) * F * 3);
-    for (size_t b = 0; b < avatars; ++b)
-      for (size_t i = 0; i < F * 3; ++i) all[b * F * 3 + i] = m_faces[i] + int32_t(b * V);
-    m_allFaces = vk::makeStorageBuffer<int32_t>(m_ctx, all);  // the shading passes read it on either backend
+    m_allFaces = vk::Buffer();
     m_cuda.reset();
     m_clip = vk::Buffer();
+    VkBuffer crowd = VK_NULL_HANDLE;  // every avatar's faces, offset to its vertices: one mesh to the rasteriser
     if (onCuda) {
 #ifdef ARMATURE_HAS_INTEROP
       m_cuda = std::make_unique<Cuda>();
-      m_cuda->faces = cuda::DeviceMemory::from(all);
+      m_cuda->faces = std::make_unique<interop::SharedBuffer>(m_ctx, faceBytes);
       m_cuda->clip = cuda::DeviceMemory(size_t(avatars) * V * 16);
+      crowd = m_cuda->faces->buffer();
 #else
       throw Error("compute raster on CUDA: this build has no CUDA");
 #endif
     } else {
+      m_allFaces = vk::Buffer(m_ctx, faceBytes, vk::kStorageUsage);
       m_clip = vk::Buffer(m_ctx, size_t(avatars) * V * 16, vk::kStorageUsage);
+      crowd = m_allFaces.handle();
     }
+    if (!m_baseFaces.handle()) m_baseFaces = vk::makeStorageBuffer<int32_t>(m_ctx, m_faces);
+    const CrowdFacesPush push{uint32_t(F * 3), uint32_t(V), avatars, 0};
+    const auto& program = m_ctx.program(shaders::crowd_faces, 2, sizeof push);
+    m_ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      vk::dispatch(cmd, program, vk::groupCount(uint64_t(F) * 3 * avatars, CROWD_FACES_GROUP), {m_baseFaces.view(), {crowd, 0, VK_WHOLE_SIZE}},
+                   push);
+    });
+#ifdef ARMATURE_HAS_INTEROP
+    if (onCuda) m_cuda->faces->toCuda(*cudaStream);  // staging path: a copy (zero-copy: nothing to do)
+#endif
     m_avatars = avatars;
   }
   RasterDesc d{extent.width, extent.height};
@@ -89,7 +101,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda) 
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
                                                  const std::array<float, 16>& viewProj, VkExtent2D extent, vk::GpuTimer* timer) {
-  ensure(avatars, extent, false);
+  ensure(avatars, extent, nullptr);
   // The previous frame's shading (a compute pass or the graphics visibility pass) may still read these buffers.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
@@ -116,19 +128,19 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
 VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
                                             VkExtent2D extent, const cuda::Stream& stream) {
 #ifdef ARMATURE_HAS_INTEROP
-  ensure(avatars, extent, true);
+  ensure(avatars, extent, &stream);
   Cuda& c = *m_cuda;
   auto m = clipMatrix(viewProj, extent);
   uint32_t count = avatars * m_vertexCount;
   cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
                         static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
-  cuda::rasterize(RasterDesc{extent.width, extent.height}, c.clip.as<float>(), count, c.faces.as<int32_t>(),
+  cuda::rasterize(RasterDesc{extent.width, extent.height}, c.clip.as<float>(), count, static_cast<const int32_t*>(c.faces->cudaPointer()),
                   uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
                   static_cast<int32_t*>(c.faceIds->cudaPointer()), static_cast<float*>(c.barycentrics->cudaPointer()), stream);
   c.faceIds->toVulkan(stream);
   c.barycentrics->toVulkan(stream);
   c.bounds->toVulkan(stream);
-  return {m_allFaces.handle(), c.faceIds->buffer(), c.barycentrics->buffer(), c.bounds->buffer()};
+  return {c.faces->buffer(), c.faceIds->buffer(), c.barycentrics->buffer(), c.bounds->buffer()};
 #else
   (void)positions, (void)avatars, (void)viewProj, (void)extent, (void)stream;
   throw Error("compute raster on CUDA: this build has no CUDA");

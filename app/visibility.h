@@ -40,13 +40,14 @@ class VisibilityRaster {
 
  private:
   struct Cuda;
-  void ensure(uint32_t avatars, VkExtent2D extent, bool cuda);
+  void ensure(uint32_t avatars, VkExtent2D extent, const cuda::Stream* cudaStream);  // null: the Vulkan path
   vk::Context& m_ctx;
   std::vector<int32_t> m_faces;
   uint32_t m_vertexCount;
   uint32_t m_avatars = 0;  // the buffers' capacity
   VkExtent2D m_extent{0, 0};
-  vk::Buffer m_allFaces, m_clip, m_scratch, m_faceIds, m_barycentrics, m_bounds;  // Vulkan path (m_allFaces: both)
+  vk::Buffer m_baseFaces;  // one avatar's, read by crowd_faces.comp
+  vk::Buffer m_allFaces, m_clip, m_scratch, m_faceIds, m_barycentrics, m_bounds;  // Vulkan path
   std::unique_ptr<Cuda> m_cuda;
 };
 

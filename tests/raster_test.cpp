@@ -604,7 +604,9 @@ TEST(RasterVulkan, FloatOnlyShadersStayCloseToTheReference) {
     }
     EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
     EXPECT_LE(differ, std::max<size_t>(4, covered / 500)) << "of " << covered << " covered pixels";
-    if (c.name.rfind("needles", 0) != 0) EXPECT_LE(worst, 2e-3);
+    if (c.name.rfind("needles", 0) != 0) {
+      EXPECT_LE(worst, 2e-3);
+    }
   });
 }
 

@@ -106,17 +106,22 @@ struct Rig {
   OffscreenTarget target;
   Camera camera;
   DrawSettings draw;
-  Rig(vk::Context& ctx, const char* pose, uint32_t W, uint32_t H)
-      : scene(ctx, avatar(), 1),
+  Rig(vk::Context& ctx, const char* pose, uint32_t W, uint32_t H, uint32_t avatars = 1)
+      : scene(ctx, avatar(), avatars),
         renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, avatar().faces, avatar().parents),
         target(ctx, renderer, {W, H}) {
     scene.applyPose(posePreset(scene.model(), pose));
     scene.setBackend(Backend::Vulkan);
+    scene.setAvatars(avatars);
     scene.update(0);
     float lo[3], hi[3];
     scene.bounds(lo, hi);
+    // A crowd stands on a grid 1.1 m apart (AvatarScene::update): frame all of it.
+    const uint32_t columns = uint32_t(std::ceil(std::sqrt(double(avatars)))), rows = (avatars + columns - 1) / columns;
+    lo[0] -= 0.55f * float(columns - 1), hi[0] += 0.55f * float(columns - 1), lo[2] -= 1.1f * float(rows - 1);
     camera.frame(lo, hi);
     draw.vertexCount = scene.model().vertexCount;
+    draw.avatars = avatars;
     draw.floorY = scene.floorY();
   }
 };
@@ -167,6 +172,37 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
       differ += std::abs(int(images[0][i]) - int(images[mode][i])) + std::abs(int(images[0][i + 1]) - int(images[mode][i + 1])) > 24;
     EXPECT_LT(differ, size_t(W) * H / 200) << "path " << mode << " differs from the hardware rasteriser at " << differ << " pixels";
   }
+}
+
+// A crowd through the compute rasteriser: its face indices (each avatar's offset to its own vertices) are written
+// on the GPU, so a wrong copy or offset would draw one avatar's faces over another's vertices; the hardware path
+// draws each avatar as its own instance.
+TEST(Viewer, ComputeRasterDrawsEveryAvatarOfACrowd) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const uint32_t W = 320, H = 240;
+  Rig rig(ctx, "walk", W, H, 3);
+  auto& [scene, renderer, target, camera, draw] = rig;
+  draw.ground = false;
+  draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
+  std::vector<uint8_t> images[2];
+  for (int mode : {0, 1}) {
+    SCOPED_TRACE(mode == 0 ? "hardware raster" : "compute raster");
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      scene.skin(cmd, nullptr);
+      draw.visibility = mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
+      target.recordReadback(cmd);
+    });
+    images[mode] = target.pixels();
+  }
+  size_t inter = 0, uni = 0, hardware = 0;
+  for (size_t i = 0; i < size_t(W) * H; ++i) {
+    const bool h = images[0][i * 4] | images[0][i * 4 + 1] | images[0][i * 4 + 2];
+    const bool c = images[1][i * 4] | images[1][i * 4 + 1] | images[1][i * 4 + 2];
+    hardware += h, inter += h && c, uni += h || c;
+  }
+  ASSERT_GT(hardware, size_t(W) * H / 50) << "the crowd is missing from the image";
+  EXPECT_GE(double(inter) / double(uni), 0.99) << "hardware " << hardware << " px, union " << uni << ", intersection " << inter;
 }
 
 // With the ground grid, the compute-shaded frame (ground found by intersecting each pixel's eye ray with the floor)

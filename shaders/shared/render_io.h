@@ -72,4 +72,15 @@ ARM_FN uint clipBoundsHigh(float ndc, uint size) {
   float p = ndc * (float(size) - 1.0f) * 0.5f + float(size) * 0.5f + 1.0f;
   return p > 0.0f ? (p < float(size) - 1.0f ? uint(p) : size - 1u) : 0u;
 }
+
+// crowd_faces.comp: the compute raster's crowd as one mesh: copy b of one avatar's face indices offset by b·V (so face
+// id = b·F + f), written on the GPU (257 MB for 1,024 avatars: building and uploading it on the host stalled the
+// first frame ~0.4 s).
+#define CROWD_FACES_GROUP 256
+ARM_SHARED_STRUCT(CrowdFacesPush) {
+  uint indices;      // 3·F of one avatar
+  uint vertexCount;  // V of one avatar
+  uint copies;       // avatars
+  uint pad;
+};
 #endif
