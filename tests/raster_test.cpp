@@ -582,11 +582,31 @@ TEST(RasterVulkan, MatchesReference) {
 // Devices without shaderFloat64 (many Intel and mobile GPUs) get float shaders, which are not exact: the setup's
 // quotients are rounded in float (a vertex can move one 1/16-pixel step, flipping a pixel whose centre lies that
 // close to an edge, or a depth level, reordering nearly coplanar faces), and the resolve's NDC and weights are float
-// (GLSL's division is within 2.5 ulp): ~u · image size in pixel position, so ~1e-4 in a small triangle's
-// barycentrics at 4097 pixels. Measured on lavapipe over 24 runs of these cases: at most 5 of 32,768 covered pixels
-// with another face, barycentrics within 1.9e-4 — and needles (1–4 pixels wide, 1,800 long) off by up to 1.9: their
-// weights are ill-conditioned in float. The bounds below leave 10× margin; they catch a float variant that is broken
-// rather than inexact, on a path no CI device takes otherwise.
+// (GLSL's division is within 2.5 ulp), which moves a corner by up to ~3u · size / 2 ≈ 4e-4 pixel at 4097 pixels: a
+// triangle whose smallest height is h pixels then has weights off by ~4e-4 / h, and thin ones by any amount.
+// Measured over 40 runs of these cases on NVIDIA's driver (24 on lavapipe, no more):
+//  * faces: at most 8 of 60,000 covered pixels differ (0.015%), but 34 of 5,189 (0.7%) for the needles, whose
+//    1,800-pixel edges sweep ~100 pixel centres when a corner moves one grid step;
+//  * weights on triangles at least two pixels high: within 6.4e-5 (thin ones: off by up to 1.9 on lavapipe).
+// The bounds below (0.2% of faces, 4% for the needles, 1e-3 for the weights) leave 5-15× margin: they catch a float
+// variant that is broken rather than inexact, on a path no CI device takes otherwise.
+namespace {
+// The smallest height, in pixels, of face face1 - 1 (as seen in image `image`) on the screen.
+double smallestHeightPixels(const RandomCase& c, size_t image, int32_t face1) {
+  const RasterDesc& d = c.desc;
+  const size_t base = d.batch == RasterBatch::Instanced ? image * (c.scene.pos.size() / 4 / d.images) : 0;
+  double x[3], y[3];
+  for (int k = 0; k < 3; ++k) {
+    const float* v = &c.scene.pos[(base + size_t(c.scene.faces[size_t(face1 - 1) * 3 + size_t(k)])) * 4];
+    x[k] = double(v[0]) / v[3] * (d.width - 1) / 2, y[k] = double(v[1]) / v[3] * (d.height - 1) / 2;
+  }
+  const double area2 = std::abs((x[1] - x[0]) * (y[2] - y[0]) - (y[1] - y[0]) * (x[2] - x[0]));
+  double longest = 0;
+  for (int k = 0; k < 3; ++k) longest = std::max(longest, std::hypot(x[(k + 1) % 3] - x[k], y[(k + 1) % 3] - y[k]));
+  return longest > 0 ? area2 / longest : 0;
+}
+}  // namespace
+
 TEST(RasterVulkan, FloatOnlyShadersStayCloseToTheReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
@@ -596,17 +616,18 @@ TEST(RasterVulkan, FloatOnlyShadersStayCloseToTheReference) {
     double worst = 0;
     for (size_t i = 0; i < ref.findices.size(); ++i) {
       differ += ref.findices[i] != r.findices[i], covered += ref.findices[i] != 0;
+      const bool held = ref.findices[i] == r.findices[i] &&
+                        (ref.findices[i] == 0 || smallestHeightPixels(c, i / c.desc.imagePixels(), ref.findices[i]) >= 2);
       for (int k = 0; k < 3; ++k) {
         const double got = r.barycentrics[i * 3 + k];
         ASSERT_TRUE(std::isfinite(got)) << "pixel " << i;
-        if (ref.findices[i] == r.findices[i]) worst = std::max(worst, std::abs(got - ref.barycentrics[i * 3 + k]));
+        if (held) worst = std::max(worst, std::abs(got - ref.barycentrics[i * 3 + k]));
       }
     }
     EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
-    EXPECT_LE(differ, std::max<size_t>(4, covered / 500)) << "of " << covered << " covered pixels";
-    if (c.name.rfind("needles", 0) != 0) {
-      EXPECT_LE(worst, 2e-3);
-    }
+    const bool needles = c.name.rfind("needles", 0) == 0;
+    EXPECT_LE(differ, std::max<size_t>(4, covered / (needles ? 25 : 500))) << "of " << covered << " covered pixels";
+    EXPECT_LE(worst, 1e-3) << "on triangles at least two pixels high";
   });
 }
 
