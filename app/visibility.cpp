@@ -71,8 +71,9 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
     const CrowdFacesPush push{uint32_t(F * 3), uint32_t(V), avatars, 0};
     const auto& program = m_ctx.program(shaders::crowd_faces, 2, sizeof push);
     m_ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      vk::dispatch(cmd, program, vk::groupCount(uint64_t(F) * 3 * avatars, CROWD_FACES_GROUP), {m_baseFaces.view(), {crowd, 0, VK_WHOLE_SIZE}},
-                   push);
+      vk::dispatch(cmd, program, vk::groupCount(uint64_t(F) * 3 * avatars, CROWD_FACES_GROUP),
+                   {m_baseFaces.view(), {crowd, 0, VK_WHOLE_SIZE}}, push);
+      vk::computeBarrier(cmd);  // available to the host too: the staging interop path copies it from there
     });
 #ifdef ARMATURE_HAS_INTEROP
     if (onCuda) m_cuda->faces->toCuda(*cudaStream);  // staging path: a copy (zero-copy: nothing to do)

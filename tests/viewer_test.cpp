@@ -11,6 +11,7 @@
 #include "app/renderer.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
+#include "armature/cuda/runtime.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
 
@@ -176,12 +177,13 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
 
 // A crowd through the compute rasteriser: its face indices (each avatar's offset to its own vertices) are written
 // on the GPU, so a wrong copy or offset would draw one avatar's faces over another's vertices; the hardware path
-// draws each avatar as its own instance.
-TEST(Viewer, ComputeRasterDrawsEveryAvatarOfACrowd) {
-  ARM_REQUIRE_VULKAN(ctx);
+// draws each avatar as its own instance. On the CUDA backend the rasteriser reads the indices through interop.
+namespace {
+void expectCrowdMatchesTheHardwareRaster(vk::Context& ctx, Backend backend) {
   const uint32_t W = 320, H = 240;
   Rig rig(ctx, "walk", W, H, 3);
   auto& [scene, renderer, target, camera, draw] = rig;
+  scene.setBackend(backend);
   draw.ground = false;
   draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
   std::vector<uint8_t> images[2];
@@ -203,6 +205,18 @@ TEST(Viewer, ComputeRasterDrawsEveryAvatarOfACrowd) {
   }
   ASSERT_GT(hardware, size_t(W) * H / 50) << "the crowd is missing from the image";
   EXPECT_GE(double(inter) / double(uni), 0.99) << "hardware " << hardware << " px, union " << uni << ", intersection " << inter;
+}
+}  // namespace
+
+TEST(Viewer, ComputeRasterDrawsEveryAvatarOfACrowd) {
+  ARM_REQUIRE_VULKAN(ctx);
+  expectCrowdMatchesTheHardwareRaster(ctx, Backend::Vulkan);
+}
+
+TEST(ViewerCuda, ComputeRasterDrawsEveryAvatarOfACrowd) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (auto why = cuda::unavailableReason()) GTEST_SKIP() << "no CUDA device: " << *why;
+  expectCrowdMatchesTheHardwareRaster(ctx, Backend::Cuda);
 }
 
 // With the ground grid, the compute-shaded frame (ground found by intersecting each pixel's eye ray with the floor)
