@@ -22,6 +22,7 @@ struct VisibilityRaster::Cuda {
 VisibilityRaster::VisibilityRaster(vk::Context& ctx, std::vector<int32_t> faces, uint32_t vertexCount)
     : m_ctx(ctx), m_faces(std::move(faces)), m_vertexCount(vertexCount) {
   ARM_CHECK(!m_faces.empty() && m_faces.size() % 3 == 0, "VisibilityRaster: faces must be a non-empty (F,3) array");
+  m_baseFaces = vk::makeStorageBuffer<int32_t>(m_ctx, m_faces);
 }
 
 VisibilityRaster::~VisibilityRaster() = default;
@@ -67,7 +68,6 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
       m_clip = vk::Buffer(m_ctx, size_t(avatars) * V * 16, vk::kStorageUsage);
       crowd = m_allFaces.handle();
     }
-    if (!m_baseFaces.handle()) m_baseFaces = vk::makeStorageBuffer<int32_t>(m_ctx, m_faces);
     const CrowdFacesPush push{uint32_t(F * 3), uint32_t(V), avatars, 0};
     const auto& program = m_ctx.program(shaders::crowd_faces, 2, sizeof push);
     m_ctx.submitAndWait([&](VkCommandBuffer cmd) {

@@ -1,6 +1,8 @@
 // The rasteriser's two passes on CUDA: the same arithmetic as shaders/raster_*.comp, from the shared header (stage
 // 0's small-triangle fragments are scheduled differently: walkTogether; the results are the same bits).
 // Built with -fmad=false so no multiply-add is fused differently from the CPU and GLSL paths.
+#include <vector>
+
 #include "armature/cuda/raster.h"
 #include "check.h"
 #include "shared/raster_io.h"
@@ -310,18 +312,28 @@ __global__ void clearScratchKernel(uint4* scratch, size_t pieces, const float4* 
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
     scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
-// What a call's launches depend on about the current device, asked once per call: whether it runs programmatic
-// dependent launches (compute capability 9.0+), and its multiprocessors.
+// What a call's launches depend on about the current device: whether it runs programmatic dependent launches
+// (compute capability 9.0+), and its multiprocessors. Asked of the driver once per device, not on every call.
 struct DeviceTraits {
   bool dependentLaunches;
   int multiprocessors;
 };
 DeviceTraits deviceTraits() {
-  int device = 0, major = 0, multiprocessors = 0;
+  static const std::vector<DeviceTraits> all = [] {
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    std::vector<DeviceTraits> traits(static_cast<size_t>(count));
+    for (int device = 0; device < count; ++device) {
+      int major = 0, multiprocessors = 0;
+      CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+      traits[size_t(device)] = {major >= 9, multiprocessors};
+    }
+    return traits;
+  }();
+  int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  return {major >= 9, multiprocessors};
+  return all.at(size_t(device));
 }
 // Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote: with
 // `dependent`, as a programmatic dependent of that work; else as an ordinary launch.

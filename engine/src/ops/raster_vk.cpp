@@ -3,6 +3,10 @@
 #include "shared/raster_io.h"
 
 namespace armature {
+namespace {
+// Exact divisions and double barycentrics where the device has doubles (tests can ask for the float-only shaders).
+bool usesFloat64(const vk::Context& ctx, const RasterDesc& d) { return ctx.info().float64 && !d.noFloat64; }
+}  // namespace
 
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
@@ -21,7 +25,7 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   // One fill: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
   vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
   vk::computeBarrier(cmd);
-  bool fp64 = ctx.info().float64 && !d.noFloat64;  // exact divide and double barycentrics where the device has doubles
+  const bool fp64 = usesFloat64(ctx, d);
   bool atomic64 = ctx.info().int64Atomics && !d.noInt64Atomics;
   const auto& tri = ctx.program(fp64 ? (atomic64 ? shaders::raster_triangles_fp64 : shaders::raster_triangles_fp64_atomic32)
                                      : (atomic64 ? shaders::raster_triangles : shaders::raster_triangles_atomic32),
@@ -64,7 +68,7 @@ void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc
   vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
   // Runs of invocations on one face summed before the atomics where the device has the subgroup operations.
-  const auto& prog = ctx.program(!ctx.info().float64 || d.noFloat64 ? shaders::raster_backward
+  const auto& prog = ctx.program(!usesFloat64(ctx, d) ? shaders::raster_backward
                                  : ctx.info().subgroupSums && !d.noSubgroupSums ? shaders::raster_backward_fp64_sums
                                                            : shaders::raster_backward_fp64,
                                  5, sizeof push);
