@@ -28,15 +28,20 @@ void main() {
     findices[pix] = face1;
     uint image = pix / imagePixels, inImage = pix - image * imagePixels;
     uint base = p.instanced != 0u ? image * p.vertexCount : 0u;
-    RasterReal sx[3], sy[3], w[3];
+    float nx[3], ny[3], w[3];  // the reference's NDC: correctly rounded quotients
     for (int k = 0; k < 3; ++k) {
       vec4 v = positions[base + uint(faces[(face1 - 1) * 3 + k])];
-      sx[k] = rasterScreen(rasterDivide(v.x, v.w), p.width);
-      sy[k] = rasterScreen(rasterDivide(v.y, v.w), p.height);
-      w[k] = RasterReal(v.w);
+      nx[k] = rasterDivide(v.x, v.w), ny[k] = rasterDivide(v.y, v.w), w[k] = v.w;
     }
-    RasterReal cx = RasterReal(inImage % p.width) + RasterReal(0.5), cy = RasterReal(inImage / p.width) + RasterReal(0.5);
-    RasterWeights b = rasterPerspectiveWeights(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy);
+    uint px = inImage % p.width, py = inImage / p.width;
+#if RASTER_FP64
+    RasterReal cx = RasterReal(px) + RasterReal(0.5), cy = RasterReal(py) + RasterReal(0.5);
+    RasterWeights b = rasterPerspectiveWeights(rasterScreen(nx[0], p.width), rasterScreen(ny[0], p.height), rasterScreen(nx[1], p.width),
+                                               rasterScreen(ny[1], p.height), rasterScreen(nx[2], p.width),
+                                               rasterScreen(ny[2], p.height), w[0], w[1], w[2], cx, cy);
+#else
+    RasterWeights b = rasterPerspectiveWeightsPair(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], px, py, p.width, p.height);
+#endif
     barycentrics[pix * 3] = float(b.b0), barycentrics[pix * 3 + 1] = float(b.b1), barycentrics[pix * 3 + 2] = float(b.b2);
   }
 }

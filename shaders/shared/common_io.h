@@ -4,20 +4,32 @@
 #if defined(__cplusplus) || defined(__CUDACC__)
 #include <math.h>
 #include <cstdint>
+#include <cstring>
 #define ARM_SHARED_STRUCT(name) struct name
 typedef uint32_t uint;
 #define ARM_CONST constexpr
 #ifdef __CUDACC__
 #define ARM_FN __host__ __device__ inline
+// A function for rare paths, kept out of line on the GPU so that its registers do not weigh on the hot path.
+#define ARM_RARE_FN __host__ __device__ __noinline__ inline
 #else
 #define ARM_FN inline
+#define ARM_RARE_FN inline
 #endif
 #define ARM_PRECISE
+// A float's IEEE bits (GLSL's floatBitsToUint).
+ARM_FN uint armFloatBits(float f) {
+  uint u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
 #else
 #define ARM_SHARED_STRUCT(name) struct name
 #define ARM_CONST const
 #define ARM_FN
+#define ARM_RARE_FN
 // GLSL may fuse a*b+c unless told not to; C++ here (x86-64 baseline) and CUDA (-fmad=false where it matters) don't.
 #define ARM_PRECISE precise
+#define armFloatBits(f) floatBitsToUint(f)
 #endif
 #endif

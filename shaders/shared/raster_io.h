@@ -9,9 +9,10 @@
 //  * Triangles with a vertex at w <= 0 (crossing or behind the eye plane) are rejected; the original has no
 //    clipping and rasterises garbage for them. So are triangles reaching more than 4096 pixels beyond the image
 //    (the guard band below; exact integer arithmetic needs bounded coordinates). Clipping both is not implemented.
-//  * Depth is the original's z/w * 0.49999 + 0.5, but mapped to levels in double with exact products (the same
-//    bits on every backend, fused or not) and interpolated exactly on the fixed-point grid; z/w is clamped to
-//    [-2, 2]. The prior's threshold is its level plus the truncation's (the original adds them in float first).
+//  * Vertices snap to the grid, and depth maps to fixed-point levels, as exact floors of rational functions of the
+//    clip floats (the same bits on every backend, with or without doubles; below), and depth is interpolated
+//    exactly on the grid; z/w is clamped to [-2, 2]. The prior's threshold is its level plus the truncation's (the
+//    original adds them in float first).
 #ifndef ARMATURE_RASTER_IO_H
 #define ARMATURE_RASTER_IO_H
 #include "common_io.h"
@@ -73,11 +74,7 @@ ARM_FN float rasterDivide(float a, float b) {
 }
 #else
 #define RASTER_EXACT 0
-#define RasterReal float    // devices without shaderFloat64: float division and barycentrics
-ARM_FN float rasterDivide(float a, float b) {
-  ARM_PRECISE float q = a / b;
-  return q;
-}
+#define RasterReal float    // devices without shaderFloat64: integer setup, float-pair barycentrics (below)
 #endif
 
 // Perspective-correct barycentrics at pixel centre (cx, cy) of the triangle with screen coordinates (sx, sy)
@@ -158,6 +155,90 @@ ARM_FN RasterFloatWeights rasterPerspectiveWeightsFloat(float nx0, float ny0, fl
 }
 #endif
 
+// The same weights for devices without doubles, in pairs of floats (hi + lo, about 2^-47 relative): with
+// M = Σ |w_{k+1}·w_{k+2}|·(|X_{k+1}·Y_{k+2}| + |Y_{k+1}·X_{k+2}|), X_k and Y_k the corners less the pixel centre, a
+// weight is within ~2^-43·M/|Σp| + 2^-22 of the double form's: under 1e-5 while M/|Σp| < 10^7 (needles 1,800
+// pixels long and a pixel wide measure ~3·10^6). Exact products by Dekker's split and sums by Knuth's TwoSum use
+// only IEEE float multiplies and adds, which Vulkan requires correctly rounded; `precise` forbids fusing them.
+ARM_SHARED_STRUCT(RasterPair) {
+  float hi, lo;
+};
+ARM_FN RasterPair rasterTwoSum(float a, float b) {
+  ARM_PRECISE float s = a + b;
+  ARM_PRECISE float bPart = s - a;
+  ARM_PRECISE float lo = (a - (s - bPart)) + (b - bPart);
+  RasterPair r;
+  r.hi = s, r.lo = lo;
+  return r;
+}
+ARM_FN RasterPair rasterRenormalise(float hi, float lo) {  // |hi| >= |lo|
+  ARM_PRECISE float s = hi + lo;
+  ARM_PRECISE float rest = lo - (s - hi);
+  RasterPair r;
+  r.hi = s, r.lo = rest;
+  return r;
+}
+ARM_FN RasterPair rasterTwoProduct(float a, float b) {
+  ARM_PRECISE float p = a * b;
+  ARM_PRECISE float ca = 4097.0f * a;
+  ARM_PRECISE float aHi = ca - (ca - a);
+  ARM_PRECISE float aLo = a - aHi;
+  ARM_PRECISE float cb = 4097.0f * b;
+  ARM_PRECISE float bHi = cb - (cb - b);
+  ARM_PRECISE float bLo = b - bHi;
+  ARM_PRECISE float lo = ((aHi * bHi - p) + aHi * bLo + aLo * bHi) + aLo * bLo;
+  RasterPair r;
+  r.hi = p, r.lo = lo;
+  return r;
+}
+ARM_FN RasterPair rasterPairAdd(RasterPair a, RasterPair b) {
+  const RasterPair s = rasterTwoSum(a.hi, b.hi);
+  ARM_PRECISE float lo = s.lo + (a.lo + b.lo);
+  return rasterRenormalise(s.hi, lo);
+}
+ARM_FN RasterPair rasterPairMultiply(RasterPair a, RasterPair b) {
+  const RasterPair p = rasterTwoProduct(a.hi, b.hi);
+  ARM_PRECISE float lo = p.lo + (a.hi * b.lo + a.lo * b.hi);
+  return rasterRenormalise(p.hi, lo);
+}
+ARM_FN RasterPair rasterPairNegate(RasterPair a) {
+  a.hi = -a.hi, a.lo = -a.lo;
+  return a;
+}
+// n / d to about half a float ulp (the double form's weights are rounded to float once; a weight far outside
+// [0, 1], as at a needle's covered pixels, has ulps over 1e-5): a float quotient, then the pair residual's step.
+ARM_FN float rasterPairQuotient(RasterPair n, RasterPair d) {
+  ARM_PRECISE float q = (n.hi + n.lo) / (d.hi + d.lo);
+  const RasterPair t = rasterTwoProduct(q, d.hi);
+  ARM_PRECISE float residual = (((n.hi - t.hi) - t.lo) + n.lo) - q * d.lo;
+  ARM_PRECISE float corrected = q + residual / d.hi;
+  return corrected;
+}
+// ndc · (size-1)/2 + (size-1)/2 − p: the corner less pixel p's centre, in pixels (rasterScreen(ndc) − (p + 0.5)).
+ARM_FN RasterPair rasterCornerOffset(float ndc, uint size, uint p) {
+  const float halfSpan = float(size - 1u) * 0.5f, offset = halfSpan - float(p);  // exact: sizes below 2^24
+  const RasterPair product = rasterTwoProduct(ndc, halfSpan), s = rasterTwoSum(product.hi, offset);
+  ARM_PRECISE float lo = s.lo + product.lo;
+  return rasterRenormalise(s.hi, lo);
+}
+ARM_FN RasterWeights rasterPerspectiveWeightsPair(float nx0, float ny0, float w0, float nx1, float ny1, float w1,
+                                                  float nx2, float ny2, float w2, uint px, uint py, uint width,
+                                                  uint height) {
+  const RasterPair x0 = rasterCornerOffset(nx0, width, px), y0 = rasterCornerOffset(ny0, height, py);
+  const RasterPair x1 = rasterCornerOffset(nx1, width, px), y1 = rasterCornerOffset(ny1, height, py);
+  const RasterPair x2 = rasterCornerOffset(nx2, width, px), y2 = rasterCornerOffset(ny2, height, py);
+  const RasterPair a0 = rasterPairAdd(rasterPairMultiply(x1, y2), rasterPairNegate(rasterPairMultiply(y1, x2)));
+  const RasterPair a1 = rasterPairAdd(rasterPairMultiply(x2, y0), rasterPairNegate(rasterPairMultiply(y2, x0)));
+  const RasterPair a2 = rasterPairAdd(rasterPairMultiply(x0, y1), rasterPairNegate(rasterPairMultiply(y0, x1)));
+  const RasterPair p0 = rasterPairMultiply(a0, rasterTwoProduct(w1, w2)), p1 = rasterPairMultiply(a1, rasterTwoProduct(w2, w0)),
+                   p2 = rasterPairMultiply(a2, rasterTwoProduct(w0, w1));
+  const RasterPair sum = rasterPairAdd(rasterPairAdd(p0, p1), p2);
+  RasterWeights r;
+  r.b0 = RasterReal(rasterPairQuotient(p0, sum)), r.b1 = RasterReal(rasterPairQuotient(p1, sum)),
+  r.b2 = RasterReal(rasterPairQuotient(p2, sum));
+  return r;
+}
+
 // The backward of rasterPerspectiveWeights through clip space: given dL/db_k at pixel centre (cx, cy) of the face
 // with clip x, y, w per corner (screen = (x/w)·(size-1)/2 + size/2, as rasterScreen), dL/dx_k, dL/dy_k, dL/dw_k.
 // With A_k twice the signed screen area of (pixel, v_{k+1}, v_{k+2}), p_k = A_k·w_{k+1}·w_{k+2} and b_k = p_k / Σp:
@@ -192,12 +273,15 @@ ARM_FN RasterCornerGrads rasterPerspectiveWeightsBackward(RasterReal x0, RasterR
   return r;
 }
 
-// Setup arithmetic that every backend must round identically. Each value is one IEEE division of an exact
-// numerator: the products are exact in double (a float times a constant of at most 24 bits), so a fused
-// multiply-add gives the same bits as a separate one, and the numerator is no float, so no compiler may demote
-// the division to an approximate float one. (NVIDIA's Vulkan driver did both to the earlier form, float(double(a) /
-// double(w)) followed by a float multiply-add: a vertex's depth level moved by one in about one scene in thirty.)
-// Devices without doubles get the same formulas in float, which are not exact.
+// Setup arithmetic that every backend must round identically. A vertex's grid position and depth level are the
+// exact floors (or truncations) of rational functions of its floats, n / w. With doubles, n is formed from exact
+// products (a float times a constant of at most 25 bits, so fused or not gives the same bits) and multiplied by one
+// reciprocal of w shared by the vertex's three quotients; that estimate is within 2^-17 of n / w (1/w within 2^-44
+// relative, |n / w| < 2^27 where no clamp decides), so wherever it is at least 2^-12 from an integer its integer
+// part is exact. The rest (about one value in 2,000) and every value on devices without doubles take the integer
+// path below (rasterFixedExact, rasterDepthLevelExact), which needs only shaderInt64. (Three divisions per vertex
+// were 17% of CUDA's triangle stage; NVIDIA's Vulkan driver once contracted and demoted a float form, moving a depth
+// level by one in about one scene in thirty.)
 //
 // The original's viewport: NDC -1 maps to the centre of pixel 0, +1 to the centre of pixel size-1; no y flip.
 // In pixels: ndc * (size-1)/2 + size/2. (Barycentrics only, which have a tolerance.)
@@ -206,13 +290,6 @@ ARM_FN RasterReal rasterScreen(float ndc, uint size) {
   ARM_PRECISE RasterReal s = RasterReal(ndc) * halfSpan + (halfSpan + RasterReal(0.5));
   return s;
 }
-// A vertex's three divisions share one reciprocal of w: the setup needs only the integer part of each quotient n / w
-// (floor or truncation, after clamps to integers), so q = n · (1/w) serves wherever it is at least 2^-12 from an
-// integer, and the correctly rounded division decides the rest (about one value in 2,000). The estimate is within
-// 2^-17 of n / w for every |q| the clamps leave unclamped (1/w to 2^-44 relative; |q| < 2^27), and so is the
-// correctly rounded quotient (within 2^-26), so both have the same integer part: every backend gets the bits of
-// the division alone, whichever estimate it uses. (Three divisions per vertex were 17% of CUDA's triangle stage.)
-// Devices without doubles divide.
 ARM_FN RasterReal rasterReciprocal(float w) {
 #if defined(__CUDA_ARCH__)
   float approximate;  // MUFU.RCP: within 2^-22 relative; one Newton step in double squares that
@@ -223,23 +300,96 @@ ARM_FN RasterReal rasterReciprocal(float w) {
   return RasterReal(1) / RasterReal(w);
 #endif
 }
-ARM_FN RasterReal rasterSetupQuotient(RasterReal n, float w, RasterReal reciprocal) {
-#if RASTER_EXACT
-  ARM_PRECISE RasterReal q = n * reciprocal;
+// An estimate's integer part is exact where its fraction is at least 2^-12 from 0 and 1 (false for NaN, inf).
+ARM_FN bool rasterClearOfIntegers(RasterReal q) {
   ARM_PRECISE RasterReal fraction = q - floor(q);
-  if (fraction >= RasterReal(1.0 / 4096.0) && fraction <= RasterReal(1) - RasterReal(1.0 / 4096.0)) return q;
-#endif
-  ARM_PRECISE RasterReal quotient = n / RasterReal(w);  // near an integer, or not finite
-  return quotient;
+  return fraction >= RasterReal(1.0 / 4096.0) && fraction <= RasterReal(1) - RasterReal(1.0 / 4096.0);
 }
-// The screen coordinate of clip (a, w) on the 1/16-pixel grid, rounded to nearest:
-// floor(a/w * S + S + 8.5) with S = 8(size-1), computed as floor((a*S + w*(S + 8.5)) / w).
+
+// --- the exact integer path --------------------------------------------------------------------------------
+// A finite float as m · 2^e, |m| in [2^23, 2^24) (denormals normalised) or m = 0.
+ARM_SHARED_STRUCT(RasterFloatParts) {
+  int64_t m;
+  int e;
+};
+ARM_FN RasterFloatParts rasterFloatParts(float f) {
+  const uint bits = armFloatBits(f), field = (bits >> 23) & 255u;
+  RasterFloatParts r;
+  r.m = int64_t(bits & 0x7fffffu);
+  r.e = -149;
+  if (field != 0u) r.m += int64_t(8388608), r.e = int(field) - 150;
+  else if (r.m != int64_t(0)) {  // a denormal: shift its top bit (float(m)'s exponent, exact) to bit 23
+    const int shift = 23 - (int((armFloatBits(float(r.m)) >> 23) & 255u) - 127);
+    r.m = r.m * (int64_t(1) << shift), r.e -= shift;
+  }
+  if ((bits >> 31) != 0u) r.m = -r.m;
+  return r;
+}
+ARM_FN bool rasterIsNan(float f) { return (armFloatBits(f) & 0x7fffffffu) > 0x7f800000u; }
+ARM_FN bool rasterIsInf(float f) { return (armFloatBits(f) & 0x7fffffffu) == 0x7f800000u; }
+// floor(n / m) for m > 0 (integer division truncates).
+ARM_FN int64_t rasterFloorDivide(int64_t n, int64_t m) {
+  int64_t q = n / m;
+  return q * m > n ? q - int64_t(1) : q;
+}
+// floor(n · 2^k / m) for m in (0, 2^24) and |n| < 2^62; where n · 2^k would not fit in 63 bits, ±2^38 (the quotient
+// is beyond that, and every caller clamps far inside it).
+ARM_FN int64_t rasterFloorScaled(int64_t n, int k, int64_t m) {
+  if (n == int64_t(0)) return int64_t(0);
+  if (k >= 0) {
+    const int64_t magnitude = n < int64_t(0) ? -n : n;
+    if (k > 40 || magnitude >= (int64_t(1) << (62 - k))) return n < int64_t(0) ? -(int64_t(1) << 38) : (int64_t(1) << 38);
+    return rasterFloorDivide(n * (int64_t(1) << k), m);
+  }
+  const int64_t q = rasterFloorDivide(n, m);  // floor(n / (m · 2^s)) = floor(floor(n / m) / 2^s)
+  return -k >= 63 ? (q < int64_t(0) ? int64_t(-1) : int64_t(0)) : q >> (-k);
+}
+// a / b correctly rounded (ties to even) without doubles, for b != 0: the 24-bit quotient of the mantissas in
+// 64-bit integers. Zeros, infinities, NaN and results outside the normal range take the plain division (2.5 ulp in
+// GLSL): they are 0, not finite or under 2^-126, where an ulp moves no barycentric.
+ARM_FN float rasterDivideRounded(float a, float b) {
+  ARM_PRECISE float approximate = a / b;
+  if (a == 0.0f || b == 0.0f || rasterIsNan(a) || rasterIsNan(b) || rasterIsInf(a) || rasterIsInf(b)) return approximate;
+  const RasterFloatParts pa = rasterFloatParts(a), pb = rasterFloatParts(b);
+  const int64_t num = (pa.m < int64_t(0) ? -pa.m : pa.m) * int64_t(33554432), den = pb.m < int64_t(0) ? -pb.m : pb.m;
+  const int64_t q = num / den, remainder = num - q * den;  // q in (2^24, 2^26): 25 or 26 bits
+  const int shift = q >= int64_t(33554432) ? 2 : 1;
+  const int64_t dropped = q & ((int64_t(1) << shift) - int64_t(1)), tie = int64_t(1) << (shift - 1);
+  int64_t mantissa = q >> shift;
+  if (dropped > tie || (dropped == tie && (remainder != int64_t(0) || (mantissa & int64_t(1)) != int64_t(0)))) mantissa += int64_t(1);
+  const int exponent = pa.e - pb.e - 25 + shift;  // the quotient is mantissa · 2^exponent, mantissa <= 2^24
+  if (exponent + 23 < -126 || exponent + 23 > 126) return approximate;
+  const float magnitude = ldexp(float(mantissa), exponent);  // exact: 24 bits, normal
+  return (pa.m < int64_t(0)) != (pb.m < int64_t(0)) ? -magnitude : magnitude;
+}
+#if !RASTER_EXACT
+ARM_FN float rasterDivide(float a, float b) { return rasterDivideRounded(a, b); }
+#endif
+
+// The screen coordinate of clip (a, w), w > 0, on the 1/16-pixel grid, rounded to nearest and clamped to 2^22:
+// floor(a/w · S + S + 8.5) with S = 8(size-1), exactly. Non-finite values land where the double form puts them:
+// NaN (and w = inf) at -2^22, ±inf at ±2^22.
+ARM_RARE_FN int rasterFixedExact(float a, float w, uint size) {
+  const int64_t S = int64_t(size - 1u) * int64_t(8);
+  if (rasterIsNan(a) || rasterIsInf(w)) return -4194304;
+  if (rasterIsInf(a)) return S == int64_t(0) || a < 0.0f ? -4194304 : 4194304;
+  const RasterFloatParts pa = rasterFloatParts(a), pw = rasterFloatParts(w);
+  // floor(t + 0.5) = floor((floor(2t) + 1) / 2) for t = a/w · S.
+  const int64_t twice = rasterFloorScaled(int64_t(2) * pa.m * S, pa.e - pw.e, pw.m);
+  const int64_t g = S + int64_t(8) + ((twice + int64_t(1)) >> 1);
+  return int(g > int64_t(-4194304) ? (g < int64_t(4194304) ? g : int64_t(4194304)) : int64_t(-4194304));
+}
 ARM_FN int rasterFixed(float a, float w, RasterReal reciprocal, uint size) {
+#if RASTER_EXACT
   RasterReal scale = RasterReal(size - 1u) * RasterReal(8);
   ARM_PRECISE RasterReal numerator = RasterReal(a) * scale + RasterReal(w) * (scale + RasterReal(8.5));
-  RasterReal g = rasterSetupQuotient(numerator, w, reciprocal);
-  g = g > RasterReal(-4194304) ? (g < RasterReal(4194304) ? g : RasterReal(4194304)) : RasterReal(-4194304);
-  return int(floor(g));  // far off (or NaN): clamped to 2^22, outside the guard band, inside int
+  ARM_PRECISE RasterReal g = numerator * reciprocal;
+  if (rasterClearOfIntegers(g)) {
+    g = g > RasterReal(-4194304) ? (g < RasterReal(4194304) ? g : RasterReal(4194304)) : RasterReal(-4194304);
+    return int(floor(g));  // far off: clamped to 2^22, outside the guard band, inside int
+  }
+#endif
+  return rasterFixedExact(a, w, size);
 }
 // The pixel centre of column (or row) i on the grid.
 ARM_FN int rasterCentre(int i) { return i * 16 + 8; }
@@ -253,19 +403,34 @@ ARM_FN bool rasterOwnsEdge(int dx, int dy) { return dy < 0 || (dy == 0 && dx > 0
 // The original's depth, z/w * 0.49999 + 0.5, in fixed point with 2^26 levels: fine enough that the prior's
 // truncation (1e-6) separates layers, coarse enough that twice a triangle's area (< 2^36, see the guard band)
 // times a depth level stays inside int64: z/w is clamped to [-2, 2], outside the visible [-1, 1], so
-// |levels| < 1.5 * 2^26. Computed as (z*C + w*2^25) / w with C = float(0.49999) * 2^26 (see the setup arithmetic
-// above).
+// |levels| < 1.5 * 2^26. The level is (z*C + w*2^25) / w truncated, with C = float(0.49999) * 2^26.
 // The token keeps the original's 2^18 levels (rasterTokenLevel).
 // Its clamps: 2^25 -+ 2 · float(0.49999) · 2^26, so a level less the minimum fits 27 bits.
 #define RASTER_DEPTH_LEVEL_MIN (-33553088)
 #define RASTER_DEPTH_LEVEL_MAX 100661952
+// rasterDepthLevel exactly, in integers: NaN (and w = inf) in front of everything (the minimum), ±inf clamped.
+ARM_RARE_FN int64_t rasterDepthLevelExact(float z, float w) {
+  const int64_t lo = int64_t(RASTER_DEPTH_LEVEL_MIN), hi = int64_t(RASTER_DEPTH_LEVEL_MAX), origin = int64_t(33554432);
+  if (rasterIsNan(z) || rasterIsInf(w)) return lo;
+  if (rasterIsInf(z)) return z > 0.0f ? hi : lo;
+  const RasterFloatParts pz = rasterFloatParts(z), pw = rasterFloatParts(w);
+  const int64_t n = pz.m * int64_t(33553760);
+  const int64_t below = rasterFloorScaled(n, pz.e - pw.e, pw.m);  // floor(t), t = z/w · C; the level is 2^25 + t
+  const int64_t level = below >= -origin ? origin + below : origin - rasterFloorScaled(-n, pz.e - pw.e, pw.m);  // < 0: ceil
+  return level > lo ? (level < hi ? level : hi) : lo;
+}
 ARM_FN int64_t rasterDepthLevel(float z, float w, RasterReal reciprocal) {
+#if RASTER_EXACT
   // 33553760 = float(0.49999) * 2^26 exactly, as a literal: glslang folds float(0.49999f) into a double unrounded.
   const RasterReal scale = RasterReal(33553760.0), lo = RasterReal(RASTER_DEPTH_LEVEL_MIN), hi = RasterReal(RASTER_DEPTH_LEVEL_MAX);
   ARM_PRECISE RasterReal numerator = RasterReal(z) * scale + RasterReal(w) * RasterReal(33554432.0);
-  RasterReal level = rasterSetupQuotient(numerator, w, reciprocal);
-  level = level > lo ? (level < hi ? level : hi) : lo;  // NaN -> in front of the near plane: dropped
-  return int64_t(level);
+  ARM_PRECISE RasterReal level = numerator * reciprocal;
+  if (rasterClearOfIntegers(level)) {
+    level = level > lo ? (level < hi ? level : hi) : lo;
+    return int64_t(level);
+  }
+#endif
+  return rasterDepthLevelExact(z, w);
 }
 // The depth prior's threshold (the prior in z/w units, plus the truncation) in the same levels: fragments in
 // front of it are peeled away.

@@ -4,7 +4,8 @@
 
 namespace armature {
 namespace {
-// Exact divisions and double barycentrics where the device has doubles (tests can ask for the float-only shaders).
+// Double estimates and barycentrics where the device has doubles; elsewhere the same results from integers and pairs
+// of floats (tests can ask for the float-only shaders on any device).
 bool usesFloat64(const vk::Context& ctx, const RasterDesc& d) { return ctx.info().float64 && !d.noFloat64; }
 }  // namespace
 
