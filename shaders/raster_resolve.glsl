@@ -40,7 +40,7 @@ void main() {
                                                rasterScreen(ny[1], p.height), rasterScreen(nx[2], p.width),
                                                rasterScreen(ny[2], p.height), w[0], w[1], w[2], cx, cy);
 #else
-    RasterWeights b = rasterPerspectiveWeightsPair(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], px, py, p.width, p.height);
+    RasterWeights b = rasterPerspectiveWeightsInteger(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], px, py, p.width, p.height);
 #endif
     barycentrics[pix * 3] = float(b.b0), barycentrics[pix * 3 + 1] = float(b.b1), barycentrics[pix * 3 + 2] = float(b.b2);
   }

@@ -74,7 +74,7 @@ ARM_FN float rasterDivide(float a, float b) {
 }
 #else
 #define RASTER_EXACT 0
-#define RasterReal float    // devices without shaderFloat64: integer setup, float-pair barycentrics (below)
+#define RasterReal float    // devices without shaderFloat64: the setup and the resolve in integers (below)
 #endif
 
 // Perspective-correct barycentrics at pixel centre (cx, cy) of the triangle with screen coordinates (sx, sy)
@@ -154,90 +154,6 @@ ARM_FN RasterFloatWeights rasterPerspectiveWeightsFloat(float nx0, float ny0, fl
   return r;
 }
 #endif
-
-// The same weights for devices without doubles, in pairs of floats (hi + lo, about 2^-47 relative): with
-// M = Σ |w_{k+1}·w_{k+2}|·(|X_{k+1}·Y_{k+2}| + |Y_{k+1}·X_{k+2}|), X_k and Y_k the corners less the pixel centre, a
-// weight is within ~2^-43·M/|Σp| + 2^-22 of the double form's: under 1e-5 while M/|Σp| < 10^7 (needles 1,800
-// pixels long and a pixel wide measure ~3·10^6). Exact products by Dekker's split and sums by Knuth's TwoSum use
-// only IEEE float multiplies and adds, which Vulkan requires correctly rounded; `precise` forbids fusing them.
-ARM_SHARED_STRUCT(RasterPair) {
-  float hi, lo;
-};
-ARM_FN RasterPair rasterTwoSum(float a, float b) {
-  ARM_PRECISE float s = a + b;
-  ARM_PRECISE float bPart = s - a;
-  ARM_PRECISE float lo = (a - (s - bPart)) + (b - bPart);
-  RasterPair r;
-  r.hi = s, r.lo = lo;
-  return r;
-}
-ARM_FN RasterPair rasterRenormalise(float hi, float lo) {  // |hi| >= |lo|
-  ARM_PRECISE float s = hi + lo;
-  ARM_PRECISE float rest = lo - (s - hi);
-  RasterPair r;
-  r.hi = s, r.lo = rest;
-  return r;
-}
-ARM_FN RasterPair rasterTwoProduct(float a, float b) {
-  ARM_PRECISE float p = a * b;
-  ARM_PRECISE float ca = 4097.0f * a;
-  ARM_PRECISE float aHi = ca - (ca - a);
-  ARM_PRECISE float aLo = a - aHi;
-  ARM_PRECISE float cb = 4097.0f * b;
-  ARM_PRECISE float bHi = cb - (cb - b);
-  ARM_PRECISE float bLo = b - bHi;
-  ARM_PRECISE float lo = ((aHi * bHi - p) + aHi * bLo + aLo * bHi) + aLo * bLo;
-  RasterPair r;
-  r.hi = p, r.lo = lo;
-  return r;
-}
-ARM_FN RasterPair rasterPairAdd(RasterPair a, RasterPair b) {
-  const RasterPair s = rasterTwoSum(a.hi, b.hi);
-  ARM_PRECISE float lo = s.lo + (a.lo + b.lo);
-  return rasterRenormalise(s.hi, lo);
-}
-ARM_FN RasterPair rasterPairMultiply(RasterPair a, RasterPair b) {
-  const RasterPair p = rasterTwoProduct(a.hi, b.hi);
-  ARM_PRECISE float lo = p.lo + (a.hi * b.lo + a.lo * b.hi);
-  return rasterRenormalise(p.hi, lo);
-}
-ARM_FN RasterPair rasterPairNegate(RasterPair a) {
-  a.hi = -a.hi, a.lo = -a.lo;
-  return a;
-}
-// n / d to about half a float ulp (the double form's weights are rounded to float once; a weight far outside
-// [0, 1], as at a needle's covered pixels, has ulps over 1e-5): a float quotient, then the pair residual's step.
-ARM_FN float rasterPairQuotient(RasterPair n, RasterPair d) {
-  ARM_PRECISE float q = (n.hi + n.lo) / (d.hi + d.lo);
-  const RasterPair t = rasterTwoProduct(q, d.hi);
-  ARM_PRECISE float residual = (((n.hi - t.hi) - t.lo) + n.lo) - q * d.lo;
-  ARM_PRECISE float corrected = q + residual / d.hi;
-  return corrected;
-}
-// ndc · (size-1)/2 + (size-1)/2 − p: the corner less pixel p's centre, in pixels (rasterScreen(ndc) − (p + 0.5)).
-ARM_FN RasterPair rasterCornerOffset(float ndc, uint size, uint p) {
-  const float halfSpan = float(size - 1u) * 0.5f, offset = halfSpan - float(p);  // exact: sizes below 2^24
-  const RasterPair product = rasterTwoProduct(ndc, halfSpan), s = rasterTwoSum(product.hi, offset);
-  ARM_PRECISE float lo = s.lo + product.lo;
-  return rasterRenormalise(s.hi, lo);
-}
-ARM_FN RasterWeights rasterPerspectiveWeightsPair(float nx0, float ny0, float w0, float nx1, float ny1, float w1,
-                                                  float nx2, float ny2, float w2, uint px, uint py, uint width,
-                                                  uint height) {
-  const RasterPair x0 = rasterCornerOffset(nx0, width, px), y0 = rasterCornerOffset(ny0, height, py);
-  const RasterPair x1 = rasterCornerOffset(nx1, width, px), y1 = rasterCornerOffset(ny1, height, py);
-  const RasterPair x2 = rasterCornerOffset(nx2, width, px), y2 = rasterCornerOffset(ny2, height, py);
-  const RasterPair a0 = rasterPairAdd(rasterPairMultiply(x1, y2), rasterPairNegate(rasterPairMultiply(y1, x2)));
-  const RasterPair a1 = rasterPairAdd(rasterPairMultiply(x2, y0), rasterPairNegate(rasterPairMultiply(y2, x0)));
-  const RasterPair a2 = rasterPairAdd(rasterPairMultiply(x0, y1), rasterPairNegate(rasterPairMultiply(y0, x1)));
-  const RasterPair p0 = rasterPairMultiply(a0, rasterTwoProduct(w1, w2)), p1 = rasterPairMultiply(a1, rasterTwoProduct(w2, w0)),
-                   p2 = rasterPairMultiply(a2, rasterTwoProduct(w0, w1));
-  const RasterPair sum = rasterPairAdd(rasterPairAdd(p0, p1), p2);
-  RasterWeights r;
-  r.b0 = RasterReal(rasterPairQuotient(p0, sum)), r.b1 = RasterReal(rasterPairQuotient(p1, sum)),
-  r.b2 = RasterReal(rasterPairQuotient(p2, sum));
-  return r;
-}
 
 // The backward of rasterPerspectiveWeights through clip space: given dL/db_k at pixel centre (cx, cy) of the face
 // with clip x, y, w per corner (screen = (x/w)·(size-1)/2 + size/2, as rasterScreen), dL/dx_k, dL/dy_k, dL/dw_k.
@@ -344,23 +260,145 @@ ARM_FN int64_t rasterFloorScaled(int64_t n, int k, int64_t m) {
   const int64_t q = rasterFloorDivide(n, m);  // floor(n / (m · 2^s)) = floor(floor(n / m) / 2^s)
   return -k >= 63 ? (q < int64_t(0) ? int64_t(-1) : int64_t(0)) : q >> (-k);
 }
-// a / b correctly rounded (ties to even) without doubles, for b != 0: the 24-bit quotient of the mantissas in
-// 64-bit integers. Zeros, infinities, NaN and results outside the normal range take the plain division (2.5 ulp in
-// GLSL): they are 0, not finite or under 2^-126, where an ulp moves no barycentric.
+// --- float results from integers, for devices without doubles -----------------------------------------
+// The highest set bit of x > 0 (float of a 16-bit value is exact: its exponent is the bit).
+ARM_FN int rasterTopBit16(uint x) { return int((armFloatBits(float(x)) >> 23) & 255u) - 127; }
+ARM_FN int rasterTopBit(uint64_t x) {
+  const uint high = uint(x >> 32), low = uint(x & uint64_t(0xffffffffu));
+  const uint word = high != 0u ? high : low, base = high != 0u ? 32u : 0u;
+  return int(base) + ((word >> 16) != 0u ? 16 + rasterTopBit16(word >> 16) : rasterTopBit16(word & 0xffffu));
+}
+// q · 2^e (q > 0, plus a non-zero fraction below q's last bit where `inexact`), rounded to the nearest float, ties
+// to even; 0 below the normal range, the largest float above it.
+ARM_FN float rasterRoundToFloat(uint64_t q, bool inexact, int e) {
+  const int shift = rasterTopBit(q) - 23;
+  uint64_t mantissa = q;
+  if (shift > 0) {
+    const uint64_t dropped = q & ((uint64_t(1) << shift) - uint64_t(1)), tie = uint64_t(1) << (shift - 1);
+    mantissa = q >> shift;
+    if (dropped > tie || (dropped == tie && (inexact || (mantissa & uint64_t(1)) != uint64_t(0)))) mantissa += uint64_t(1);
+  } else {
+    mantissa = q << (-shift);  // exact
+  }
+  const int exponent = e + shift;  // the value is mantissa · 2^exponent, mantissa in [2^23, 2^24]
+  if (exponent + 23 < -126) return 0.0f;
+  if (exponent + 23 > 126) return 3.4028235e38f;
+  return ldexp(float(mantissa), exponent);  // exact: 24 bits, normal
+}
+// a / b correctly rounded (ties to even) without doubles: the quotient of the mantissas in 64-bit integers. Zeros,
+// infinities, NaN and quotients near or outside the normal range take the plain division (GLSL's is within 2.5
+// ulp): they are 0, not finite or under 2^-125, where an ulp moves no barycentric.
 ARM_FN float rasterDivideRounded(float a, float b) {
   ARM_PRECISE float approximate = a / b;
-  if (a == 0.0f || b == 0.0f || rasterIsNan(a) || rasterIsNan(b) || rasterIsInf(a) || rasterIsInf(b)) return approximate;
+  if (a == 0.0f || b == 0.0f || rasterIsNan(a) || rasterIsNan(b) || rasterIsInf(a) || rasterIsInf(b) ||
+      !(abs(approximate) > 2.4e-38f && abs(approximate) < 1.7e38f))
+    return approximate;
   const RasterFloatParts pa = rasterFloatParts(a), pb = rasterFloatParts(b);
-  const int64_t num = (pa.m < int64_t(0) ? -pa.m : pa.m) * int64_t(33554432), den = pb.m < int64_t(0) ? -pb.m : pb.m;
-  const int64_t q = num / den, remainder = num - q * den;  // q in (2^24, 2^26): 25 or 26 bits
-  const int shift = q >= int64_t(33554432) ? 2 : 1;
-  const int64_t dropped = q & ((int64_t(1) << shift) - int64_t(1)), tie = int64_t(1) << (shift - 1);
-  int64_t mantissa = q >> shift;
-  if (dropped > tie || (dropped == tie && (remainder != int64_t(0) || (mantissa & int64_t(1)) != int64_t(0)))) mantissa += int64_t(1);
-  const int exponent = pa.e - pb.e - 25 + shift;  // the quotient is mantissa · 2^exponent, mantissa <= 2^24
-  if (exponent + 23 < -126 || exponent + 23 > 126) return approximate;
-  const float magnitude = ldexp(float(mantissa), exponent);  // exact: 24 bits, normal
+  const uint64_t num = uint64_t(pa.m < int64_t(0) ? -pa.m : pa.m) << 25, den = uint64_t(pb.m < int64_t(0) ? -pb.m : pb.m);
+  const uint64_t q = num / den;  // 25 or 26 bits
+  const float magnitude = rasterRoundToFloat(q, num - q * den != uint64_t(0), pa.e - pb.e - 25);
   return (pa.m < int64_t(0)) != (pb.m < int64_t(0)) ? -magnitude : magnitude;
+}
+// n / d (d != 0) to the nearest float: d's leading 31 bits (relative error 2^-30, 1/128 of an ulp) against n's 63.
+ARM_FN float rasterRatio(int64_t n, int64_t d) {
+  if (n == int64_t(0)) return 0.0f;
+  uint64_t x = uint64_t(n < int64_t(0) ? -n : n), y = uint64_t(d < int64_t(0) ? -d : d);
+  const int ex = 62 - rasterTopBit(x), ey = rasterTopBit(y) - 30;
+  x <<= ex;
+  y = ey >= 0 ? y >> ey : y << (-ey);
+  const uint64_t q = x / y;  // 32 or 33 bits
+  const float magnitude = rasterRoundToFloat(q, x - q * y != uint64_t(0), -ex - ey);
+  return (n < int64_t(0)) != (d < int64_t(0)) ? -magnitude : magnitude;
+}
+// Signed 128-bit integers, for the weights' cross products (Vulkan has no float arithmetic that a driver must not
+// reassociate: pairs of floats with error-free sums lost their low parts on NVIDIA's compiler).
+ARM_SHARED_STRUCT(RasterWide) {
+  uint64_t hi, lo;  // two's complement
+};
+ARM_FN RasterWide rasterWideNegate(RasterWide v) {
+  RasterWide r;
+  r.lo = ~v.lo + uint64_t(1);
+  r.hi = ~v.hi + (r.lo == uint64_t(0) ? uint64_t(1) : uint64_t(0));
+  return r;
+}
+ARM_FN RasterWide rasterWideProduct(int64_t a, int64_t b) {
+  const uint64_t x = uint64_t(a < int64_t(0) ? -a : a), y = uint64_t(b < int64_t(0) ? -b : b), low = uint64_t(0xffffffffu);
+  const uint64_t p00 = (x & low) * (y & low), p01 = (x & low) * (y >> 32), p10 = (x >> 32) * (y & low), p11 = (x >> 32) * (y >> 32);
+  const uint64_t middle = (p00 >> 32) + (p01 & low) + (p10 & low);
+  RasterWide r;
+  r.lo = (middle << 32) | (p00 & low);
+  r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (middle >> 32);
+  return (a < int64_t(0)) != (b < int64_t(0)) ? rasterWideNegate(r) : r;
+}
+ARM_FN RasterWide rasterWideDifference(RasterWide a, RasterWide b) {
+  const RasterWide nb = rasterWideNegate(b);
+  RasterWide r;
+  r.lo = a.lo + nb.lo;
+  r.hi = a.hi + nb.hi + (r.lo < a.lo ? uint64_t(1) : uint64_t(0));
+  return r;
+}
+// v ≈ m · 2^shift with |m| < 2^bits (truncated toward zero), bits <= 63.
+ARM_SHARED_STRUCT(RasterScaled) {
+  int64_t m;
+  int shift;
+};
+ARM_FN RasterScaled rasterWideScaled(RasterWide v, int bits) {
+  const bool negative = (v.hi >> 63) != uint64_t(0);
+  const RasterWide a = negative ? rasterWideNegate(v) : v;
+  RasterScaled r;
+  r.m = int64_t(0), r.shift = 0;
+  if (a.hi == uint64_t(0) && a.lo == uint64_t(0)) return r;
+  const int top = a.hi != uint64_t(0) ? 64 + rasterTopBit(a.hi) : rasterTopBit(a.lo);
+  r.shift = top - (bits - 1) > 0 ? top - (bits - 1) : 0;
+  const uint64_t m = r.shift == 0 ? a.lo
+                     : r.shift >= 64 ? a.hi >> (r.shift - 64)
+                                     : (a.lo >> r.shift) | (a.hi << (64 - r.shift));
+  r.m = negative ? -int64_t(m) : int64_t(m);
+  return r;
+}
+// A corner less pixel p's centre, ndc·(size-1)/2 + (size-1)/2 − p, in units of 2^-46 pixel, rounded (|result| <
+// 2^60: corners of drawn faces lie in the guard band, within 2^14 pixels).
+ARM_FN int64_t rasterCornerFixed(float ndc, uint size, uint p) {
+  const RasterFloatParts n = rasterFloatParts(ndc);
+  const int64_t t = n.m * int64_t(size - 1u);  // ndc·(size-1) = t·2^e; in units of 2^-46 after halving: t·2^(e+45)
+  const int s = n.e + 45;
+  int64_t term = int64_t(0);
+  if (s >= 0) term = t * (int64_t(1) << s);
+  else if (s > -63) term = (t + (int64_t(1) << (-s - 1))) >> (-s);
+  return term + (int64_t(size - 1u) - int64_t(2u * p)) * (int64_t(1) << 45);
+}
+// rasterPerspectiveWeights for devices without doubles, in integers: the corners to 2^-46 pixel (the double form
+// rounds them to 53 bits), exact 128-bit cross products, each p_k kept to 61 bits, the three aligned and summed
+// exactly, and each weight the rounded ratio: within about an ulp of the double form's weight rounded to float.
+ARM_FN RasterWeights rasterPerspectiveWeightsInteger(float nx0, float ny0, float w0, float nx1, float ny1, float w1,
+                                                     float nx2, float ny2, float w2, uint px, uint py, uint width,
+                                                     uint height) {
+  const int64_t x[3] = {rasterCornerFixed(nx0, width, px), rasterCornerFixed(nx1, width, px), rasterCornerFixed(nx2, width, px)};
+  const int64_t y[3] = {rasterCornerFixed(ny0, height, py), rasterCornerFixed(ny1, height, py), rasterCornerFixed(ny2, height, py)};
+  const RasterFloatParts w[3] = {rasterFloatParts(w0), rasterFloatParts(w1), rasterFloatParts(w2)};
+  int64_t p[3];
+  int e[3];
+  int top = -2147483647;
+  for (int k = 0; k < 3; ++k) {
+    const int i = (k + 1) % 3, j = (k + 2) % 3;
+    const RasterScaled area = rasterWideScaled(rasterWideDifference(rasterWideProduct(x[i], y[j]), rasterWideProduct(y[i], x[j])), 62);
+    const RasterScaled scaled = rasterWideScaled(rasterWideProduct(area.m, w[i].m * w[j].m), 61);
+    p[k] = scaled.m, e[k] = area.shift + scaled.shift + w[i].e + w[j].e;
+    if (p[k] != int64_t(0) && e[k] > top) top = e[k];
+  }
+  int64_t sum = int64_t(0);
+  for (int k = 0; k < 3; ++k) {
+    const int drop = top - e[k];
+    p[k] = drop >= 63 ? int64_t(0) : (p[k] < int64_t(0) ? -((-p[k]) >> drop) : p[k] >> drop);
+    sum += p[k];
+  }
+  RasterWeights r;
+  if (sum == int64_t(0)) {  // a degenerate face: as the double form, not finite
+    r.b0 = RasterReal(float(p[0]) / float(sum)), r.b1 = RasterReal(float(p[1]) / float(sum)), r.b2 = RasterReal(float(p[2]) / float(sum));
+    return r;
+  }
+  r.b0 = RasterReal(rasterRatio(p[0], sum)), r.b1 = RasterReal(rasterRatio(p[1], sum)), r.b2 = RasterReal(rasterRatio(p[2], sum));
+  return r;
 }
 #if !RASTER_EXACT
 ARM_FN float rasterDivide(float a, float b) { return rasterDivideRounded(a, b); }

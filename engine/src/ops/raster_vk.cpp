@@ -4,8 +4,8 @@
 
 namespace armature {
 namespace {
-// Double estimates and barycentrics where the device has doubles; elsewhere the same results from integers and pairs
-// of floats (tests can ask for the float-only shaders on any device).
+// Double estimates and barycentrics where the device has doubles; elsewhere the same results from 64-bit integers
+// (tests can ask for the float-only shaders on any device).
 bool usesFloat64(const vk::Context& ctx, const RasterDesc& d) { return ctx.info().float64 && !d.noFloat64; }
 }  // namespace
 
