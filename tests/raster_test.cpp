@@ -749,21 +749,28 @@ TEST(RasterReference, SetupQuotientsAreExactFloors) {
   EXPECT_EQ(rasterDepthLevelExact(0.5f, inf), RASTER_DEPTH_LEVEL_MIN);
 }
 
-// Devices without doubles divide in integers: the correctly rounded quotient, as the double form's.
+// Devices without doubles divide in integers: the correctly rounded quotient, as the double form's. (On this CPU the
+// plain float division is correctly rounded too, so the integer division is checked on its own.)
 TEST(RasterReference, DivisionWithoutDoublesIsCorrectlyRounded) {
   std::mt19937_64 rng(99);
   std::uniform_real_distribution<double> u(0, 1);
   size_t compared = 0;
   for (int i = 0; i < 2000000; ++i) {
     const float a = float((u(rng) * 2 - 1) * std::exp(u(rng) * 60 - 30)), b = float(std::exp(u(rng) * 60 - 30) * (i % 5 ? 1 : -1));
-    const float want = float(double(a) / double(b)), got = rasterDivideRounded(a, b);
-    if (std::abs(want) < 1.2e-38f) continue;  // outside the normal range: the plain division, not held to this
-    ASSERT_EQ(armFloatBits(got), armFloatBits(want)) << a << " / " << b;
+    const float want = float(double(a) / double(b));
+    if (a == 0 || !(std::abs(want) > 2.4e-38f && std::abs(want) < 1.7e38f)) continue;  // the plain division's
+    ASSERT_EQ(armFloatBits(rasterDivideInteger(a, b)), armFloatBits(want)) << a << " / " << b;
+    ASSERT_EQ(armFloatBits(rasterDivideRounded(a, b)), armFloatBits(want)) << a << " / " << b;
     ++compared;
   }
   for (float a : {1.0f, 3.0f, 0.1f, -7.0f, 16777215.0f, 1e-30f})  // exact quotients and the slowest mantissas
-    for (float b : {3.0f, 1.0f, 16777215.0f, 0.7f, 1e30f}) ASSERT_EQ(rasterDivideRounded(a, b), float(double(a) / double(b))) << a << " / " << b;
+    for (float b : {3.0f, 1.0f, 16777215.0f, 0.7f, 1e30f}) ASSERT_EQ(rasterDivideInteger(a, b), float(double(a) / double(b))) << a << " / " << b;
   EXPECT_GT(compared, 1900000u);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(rasterDivideRounded(1.0f, 0.0f), inf);
+  EXPECT_EQ(rasterDivideRounded(-inf, 2.0f), -inf);
+  EXPECT_EQ(rasterDivideRounded(0.0f, 5.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(rasterDivideRounded(std::numeric_limits<float>::quiet_NaN(), 1.0f)));
 }
 
 TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {

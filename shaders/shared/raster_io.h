@@ -234,7 +234,8 @@ ARM_FN RasterFloatParts rasterFloatParts(float f) {
   r.m = int64_t(bits & 0x7fffffu);
   r.e = -149;
   if (field != 0u) r.m += int64_t(8388608), r.e = int(field) - 150;
-  else if (r.m != int64_t(0)) {  // a denormal: shift its top bit (float(m)'s exponent, exact) to bit 23
+  else if (r.m != int64_t(0)) {  // a denormal: shift its top bit (float(m)'s exponent, exact) to bit 23. (Not a
+                                 // loop: with one, lavapipe's LLVM 15 lost fragments in the queue-overflow case.)
     const int shift = 23 - (int((armFloatBits(float(r.m)) >> 23) & 255u) - 127);
     r.m = r.m * (int64_t(1) << shift), r.e -= shift;
   }
@@ -285,19 +286,25 @@ ARM_FN float rasterRoundToFloat(uint64_t q, bool inexact, int e) {
   if (exponent + 23 > 126) return 3.4028235e38f;
   return ldexp(float(mantissa), exponent);  // exact: 24 bits, normal
 }
-// a / b correctly rounded (ties to even) without doubles: the quotient of the mantissas in 64-bit integers. Zeros,
-// infinities, NaN and quotients near or outside the normal range take the plain division (GLSL's is within 2.5
-// ulp): they are 0, not finite or under 2^-125, where an ulp moves no barycentric.
-ARM_FN float rasterDivideRounded(float a, float b) {
-  ARM_PRECISE float approximate = a / b;
-  if (a == 0.0f || b == 0.0f || rasterIsNan(a) || rasterIsNan(b) || rasterIsInf(a) || rasterIsInf(b) ||
-      !(abs(approximate) > 2.4e-38f && abs(approximate) < 1.7e38f))
-    return approximate;
+// a / b correctly rounded (ties to even) for finite, non-zero a and b whose quotient is a normal float: the
+// quotient of the mantissas in 64-bit integers.
+ARM_FN float rasterDivideInteger(float a, float b) {
   const RasterFloatParts pa = rasterFloatParts(a), pb = rasterFloatParts(b);
   const uint64_t num = uint64_t(pa.m < int64_t(0) ? -pa.m : pa.m) << 25, den = uint64_t(pb.m < int64_t(0) ? -pb.m : pb.m);
   const uint64_t q = num / den;  // 25 or 26 bits
   const float magnitude = rasterRoundToFloat(q, num - q * den != uint64_t(0), pa.e - pb.e - 25);
   return (pa.m < int64_t(0)) != (pb.m < int64_t(0)) ? -magnitude : magnitude;
+}
+// a / b as rasterDivide's double form gives it, without doubles. Zeros, infinities, NaN and quotients near or outside
+// the normal range take the plain division (GLSL's is within 2.5 ulp): they are 0, not finite or under 2^-125,
+// where an ulp moves no barycentric.
+ARM_FN float rasterDivideRounded(float a, float b) {
+  ARM_PRECISE float approximate = a / b;
+  const float size = approximate < 0.0f ? -approximate : approximate;
+  if (a == 0.0f || b == 0.0f || rasterIsNan(a) || rasterIsNan(b) || rasterIsInf(a) || rasterIsInf(b) ||
+      !(size > 2.4e-38f && size < 1.7e38f))
+    return approximate;
+  return rasterDivideInteger(a, b);
 }
 // n / d (d != 0) to the nearest float: d's leading 31 bits (relative error 2^-30, 1/128 of an ulp) against n's 63.
 ARM_FN float rasterRatio(int64_t n, int64_t d) {
