@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
   rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
   std::string rasterScenes = "abc";
   rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c");
+  bool rasterFloatOnly = false;
+  rasterCmd->add_flag("--float-only", rasterFloatOnly, "Vulkan: the shaders of devices without doubles, on any device");
   auto* pipelineCmd = cli.add_subcommand("pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
   pipelineCmd->add_option("--backend", backendName, "cuda | vulkan");
   pipelineCmd->add_option("--views", pipelineViews, "comma-separated counts of views");
@@ -135,7 +137,7 @@ int main(int argc, char** argv) {
 #endif
     }
 
-    if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes);
+    if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes, rasterFloatOnly);
     if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 

@@ -90,7 +90,8 @@ inline BodyModel loadDefaultModel(const std::string& path) {
 }
 
 // Rasteriser rows for the three scenes.
-void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc");
+// floatOnly (Vulkan): the shaders of devices without doubles (integer setup and resolve), on any device.
+void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc", bool floatOnly = false);
 
 // Differentiable pipeline rows (render, fit step) for each count of views (bench/pipeline_bench.cpp).
 void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::string& modelPath,

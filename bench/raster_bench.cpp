@@ -94,7 +94,9 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
 }
 }  // namespace
 
-void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes) {
+void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes, bool floatOnly) {
+  ARM_CHECK(!floatOnly || backend == Backend::Vulkan, "raster benchmark: --float-only is for the Vulkan path");
+  const std::string variant = floatOnly ? " float-only" : "";
   struct Scene { const char* name; size_t tris; uint32_t size; };
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
@@ -108,13 +110,14 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       std::vector<float> attr(pos.size() / 4 * 3);
       for (size_t i = 0; i < attr.size(); ++i) attr[i] = float(i % 7) * 0.1f;
       RasterDesc d{sc.size, sc.size};
+      d.noFloat64 = floatOnly;
       const uint32_t N = uint32_t(pos.size() / 4), M = uint32_t(faces.size() / 3);
       const size_t pixels = d.pixels();
       // Bytes that must move: the mesh, the z-buffer cleared, written and read, the outputs; + interpolate's reads
       // of ids, barycentrics and three floats per pixel and its (H,W,3) output.
       double bytes = double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12));
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
-      Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : ""), M, 0, 0, bytes, 0};
+      Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
       std::vector<double> ms;
       if (backend == Backend::Cuda) {
         auto dp = cuda::DeviceMemory::from(pos);
@@ -152,9 +155,11 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
-      if (backend == Backend::Vulkan && !withInterpolate) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
+      if (backend == Backend::Vulkan && !withInterpolate && !floatOnly) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
-    rows.push_back(backwardRow(backend, ctx.get(), sc.name, sc.tris, RasterDesc{sc.size, sc.size}, iters));
+    RasterDesc backward{sc.size, sc.size};
+    backward.noFloat64 = floatOnly;
+    rows.push_back(backwardRow(backend, ctx.get(), (sc.name + variant).c_str(), sc.tris, backward, iters));
   }
 }
 

@@ -27,6 +27,7 @@ if [ "${BENCH:-all}" = raster ]; then
 {
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench raster --backend vulkan --float-only --iters 20 --json "$out/bench_raster_vulkan_float.json"
   $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
   $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
@@ -45,6 +46,7 @@ else
   $bench interop --iters 200 --json "$out/bench_interop.json"
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench raster --backend vulkan --float-only --iters 20 --json "$out/bench_raster_vulkan_float.json"
   $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
   $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
   v=$b/bin/armature-viewer
