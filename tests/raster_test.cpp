@@ -1021,12 +1021,13 @@ void expectBackward(const BackwardCase& c, const std::vector<float>& got) {
 TEST(RasterVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
-  for (int variant : {0, 1, 2})  // per-face sums over a subgroup (where the device has them), not, float-only shader
+  // Per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only shaders.
+  for (bool noFloat64 : {false, true})
+  for (bool noSubgroupSums : {false, true})
   for (const BackwardCase& c : backwardCases()) {
-    const bool noSubgroupSums = variant == 1;
-    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : variant == 2 ? ", float-only" : ""));
+    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : "") + (noFloat64 ? ", float-only" : ""));
     RasterDesc d = c.desc;
-    d.noSubgroupSums = noSubgroupSums, d.noFloat64 = variant == 2;
+    d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
     auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
     auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
     auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);

@@ -69,9 +69,9 @@ void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc
   vkCmdFillBuffer(cmd, gradPositions.handle(), 0, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
   // Runs of invocations on one face summed before the atomics where the device has the subgroup operations.
-  const auto& prog = ctx.program(!usesFloat64(ctx, d) ? shaders::raster_backward
-                                 : ctx.info().subgroupSums && !d.noSubgroupSums ? shaders::raster_backward_fp64_sums
-                                                           : shaders::raster_backward_fp64,
+  const bool sums = ctx.info().subgroupSums && !d.noSubgroupSums;
+  const auto& prog = ctx.program(usesFloat64(ctx, d) ? (sums ? shaders::raster_backward_fp64_sums : shaders::raster_backward_fp64)
+                                                     : (sums ? shaders::raster_backward_sums : shaders::raster_backward),
                                  5, sizeof push);
   vk::dispatch(cmd, prog, vk::groupCount(pixels, RASTER_GROUP),
                {positions.view(), faces.view(), findices.view(), gradBary.view(), gradPositions.view()}, push);
