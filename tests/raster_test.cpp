@@ -608,8 +608,8 @@ TEST(RasterVulkan, MatchesReference) {
 }
 
 // Devices without shaderFloat64 (recent Intel GPUs, Apple's through MoltenVK, most mobile ones) get shaders without
-// doubles: the setup in 64-bit integers, the resolve's NDC divided in integers and its weights in pairs of floats.
-// They are held to the same bounds as the double shaders: identical face ids, weights within 1e-5.
+// doubles: the setup and the resolve in 64-bit integers. They are held to the same bounds as the double shaders:
+// identical face ids, weights within kBaryTol.
 TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
@@ -620,8 +620,9 @@ TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
 // for bit; face-id comparisons alone find a difference only where it happens to flip a pixel.
 namespace {
 // Triangles whose corners land on, or within float rounding of, the 1/16-pixel grid of a width × height image and on
-// depth levels, so that the setup's quotients are integers or within 2^-12 of one: its exact fallback decides them
-// (rasterFixedExact, rasterDepthLevelExact). With sizes of 2^k + 1 and w = 1 the grid is dyadic and the quotients exact integers.
+// depth levels, so that the setup's quotients are integers or within 2^-12 of one: its integer path decides them
+// (rasterFixedExact, rasterDepthLevelExact). With sizes of 2^k + 1 and w = 1 the grid is dyadic and the quotients
+// exact integers.
 Scene snappedScene(size_t triangles, uint32_t width, uint32_t height) {
   Scene s;
   auto u = uniform(triangles * 12, 0, 1);

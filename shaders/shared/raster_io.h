@@ -330,7 +330,8 @@ ARM_FN RasterWide rasterWideNegate(RasterWide v) {
 }
 ARM_FN RasterWide rasterWideProduct(int64_t a, int64_t b) {
   const uint64_t x = uint64_t(a < int64_t(0) ? -a : a), y = uint64_t(b < int64_t(0) ? -b : b), low = uint64_t(0xffffffffu);
-  const uint64_t p00 = (x & low) * (y & low), p01 = (x & low) * (y >> 32), p10 = (x >> 32) * (y & low), p11 = (x >> 32) * (y >> 32);
+  const uint64_t p00 = (x & low) * (y & low), p01 = (x & low) * (y >> 32), p10 = (x >> 32) * (y & low);
+  const uint64_t p11 = (x >> 32) * (y >> 32);
   const uint64_t middle = (p00 >> 32) + (p01 & low) + (p10 & low);
   RasterWide r;
   r.lo = (middle << 32) | (p00 & low);
@@ -380,15 +381,18 @@ ARM_FN int64_t rasterCornerFixed(float ndc, uint size, uint p) {
 ARM_FN RasterWeights rasterPerspectiveWeightsInteger(float nx0, float ny0, float w0, float nx1, float ny1, float w1,
                                                      float nx2, float ny2, float w2, uint px, uint py, uint width,
                                                      uint height) {
-  const int64_t x[3] = {rasterCornerFixed(nx0, width, px), rasterCornerFixed(nx1, width, px), rasterCornerFixed(nx2, width, px)};
-  const int64_t y[3] = {rasterCornerFixed(ny0, height, py), rasterCornerFixed(ny1, height, py), rasterCornerFixed(ny2, height, py)};
+  const int64_t x[3] = {rasterCornerFixed(nx0, width, px), rasterCornerFixed(nx1, width, px),
+                        rasterCornerFixed(nx2, width, px)};
+  const int64_t y[3] = {rasterCornerFixed(ny0, height, py), rasterCornerFixed(ny1, height, py),
+                        rasterCornerFixed(ny2, height, py)};
   const RasterFloatParts w[3] = {rasterFloatParts(w0), rasterFloatParts(w1), rasterFloatParts(w2)};
   int64_t p[3];
   int e[3];
   int top = -2147483647;
   for (int k = 0; k < 3; ++k) {
     const int i = (k + 1) % 3, j = (k + 2) % 3;
-    const RasterScaled area = rasterWideScaled(rasterWideDifference(rasterWideProduct(x[i], y[j]), rasterWideProduct(y[i], x[j])), 62);
+    const RasterWide cross = rasterWideDifference(rasterWideProduct(x[i], y[j]), rasterWideProduct(y[i], x[j]));
+    const RasterScaled area = rasterWideScaled(cross, 62);
     const RasterScaled scaled = rasterWideScaled(rasterWideProduct(area.m, w[i].m * w[j].m), 61);
     p[k] = scaled.m, e[k] = area.shift + scaled.shift + w[i].e + w[j].e;
     if (p[k] != int64_t(0) && e[k] > top) top = e[k];
@@ -401,10 +405,12 @@ ARM_FN RasterWeights rasterPerspectiveWeightsInteger(float nx0, float ny0, float
   }
   RasterWeights r;
   if (sum == int64_t(0)) {  // a degenerate face: as the double form, not finite
-    r.b0 = RasterReal(float(p[0]) / float(sum)), r.b1 = RasterReal(float(p[1]) / float(sum)), r.b2 = RasterReal(float(p[2]) / float(sum));
+    const float zero = float(sum);
+    r.b0 = RasterReal(float(p[0]) / zero), r.b1 = RasterReal(float(p[1]) / zero), r.b2 = RasterReal(float(p[2]) / zero);
     return r;
   }
-  r.b0 = RasterReal(rasterRatio(p[0], sum)), r.b1 = RasterReal(rasterRatio(p[1], sum)), r.b2 = RasterReal(rasterRatio(p[2], sum));
+  r.b0 = RasterReal(rasterRatio(p[0], sum)), r.b1 = RasterReal(rasterRatio(p[1], sum));
+  r.b2 = RasterReal(rasterRatio(p[2], sum));
   return r;
 }
 #if !RASTER_EXACT
