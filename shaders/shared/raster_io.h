@@ -223,6 +223,15 @@ ARM_FN bool rasterClearOfIntegers(RasterReal q) {
 }
 
 // --- the exact integer path --------------------------------------------------------------------------------
+// The highest set bit of x > 0 (float of a 16-bit value is exact: its exponent is the bit).
+ARM_FN int rasterTopBit16(uint x) { return int((armFloatBits(float(x)) >> 23) & 255u) - 127; }
+ARM_FN int rasterTopBit(uint64_t x) {
+  const uint high = uint(x >> 32), low = uint(x & uint64_t(0xffffffffu));
+  const uint word = high != 0u ? high : low, base = high != 0u ? 32u : 0u;
+  return int(base) + ((word >> 16) != 0u ? 16 + rasterTopBit16(word >> 16) : rasterTopBit16(word & 0xffffu));
+}
+// |n| (n > -2^63).
+ARM_FN uint64_t rasterMagnitude(int64_t n) { return uint64_t(n < int64_t(0) ? -n : n); }
 // A finite float as m · 2^e, |m| in [2^23, 2^24) (denormals normalised) or m = 0.
 ARM_SHARED_STRUCT(RasterFloatParts) {
   int64_t m;
@@ -234,9 +243,9 @@ ARM_FN RasterFloatParts rasterFloatParts(float f) {
   r.m = int64_t(bits & 0x7fffffu);
   r.e = -149;
   if (field != 0u) r.m += int64_t(8388608), r.e = int(field) - 150;
-  else if (r.m != int64_t(0)) {  // a denormal: shift its top bit (float(m)'s exponent, exact) to bit 23. (Not a
-                                 // loop: with one, lavapipe's LLVM 15 lost fragments in the queue-overflow case.)
-    const int shift = 23 - (int((armFloatBits(float(r.m)) >> 23) & 255u) - 127);
+  else if (r.m != int64_t(0)) {  // a denormal: its top bit shifted to bit 23. (Not a loop: with one, lavapipe's
+                                 // LLVM 15 lost fragments in the queue-overflow case.)
+    const int shift = 23 - rasterTopBit(uint64_t(r.m));
     r.m = r.m * (int64_t(1) << shift), r.e -= shift;
   }
   if ((bits >> 31) != 0u) r.m = -r.m;
@@ -254,21 +263,13 @@ ARM_FN int64_t rasterFloorDivide(int64_t n, int64_t m) {
 ARM_FN int64_t rasterFloorScaled(int64_t n, int k, int64_t m) {
   if (n == int64_t(0)) return int64_t(0);
   if (k >= 0) {
-    const int64_t magnitude = n < int64_t(0) ? -n : n;
-    if (k > 40 || magnitude >= (int64_t(1) << (62 - k))) return n < int64_t(0) ? -(int64_t(1) << 38) : (int64_t(1) << 38);
+    if (k > 40 || rasterMagnitude(n) >= (uint64_t(1) << (62 - k))) return n < int64_t(0) ? -(int64_t(1) << 38) : (int64_t(1) << 38);
     return rasterFloorDivide(n * (int64_t(1) << k), m);
   }
   const int64_t q = rasterFloorDivide(n, m);  // floor(n / (m · 2^s)) = floor(floor(n / m) / 2^s)
   return -k >= 63 ? (q < int64_t(0) ? int64_t(-1) : int64_t(0)) : q >> (-k);
 }
 // --- float results from integers, for devices without doubles -----------------------------------------
-// The highest set bit of x > 0 (float of a 16-bit value is exact: its exponent is the bit).
-ARM_FN int rasterTopBit16(uint x) { return int((armFloatBits(float(x)) >> 23) & 255u) - 127; }
-ARM_FN int rasterTopBit(uint64_t x) {
-  const uint high = uint(x >> 32), low = uint(x & uint64_t(0xffffffffu));
-  const uint word = high != 0u ? high : low, base = high != 0u ? 32u : 0u;
-  return int(base) + ((word >> 16) != 0u ? 16 + rasterTopBit16(word >> 16) : rasterTopBit16(word & 0xffffu));
-}
 // q · 2^e (q > 0, plus a non-zero fraction below q's last bit where `inexact`), rounded to the nearest float, ties
 // to even; 0 below the normal range, the largest float above it.
 ARM_FN float rasterRoundToFloat(uint64_t q, bool inexact, int e) {
@@ -290,7 +291,7 @@ ARM_FN float rasterRoundToFloat(uint64_t q, bool inexact, int e) {
 // quotient of the mantissas in 64-bit integers.
 ARM_FN float rasterDivideInteger(float a, float b) {
   const RasterFloatParts pa = rasterFloatParts(a), pb = rasterFloatParts(b);
-  const uint64_t num = uint64_t(pa.m < int64_t(0) ? -pa.m : pa.m) << 25, den = uint64_t(pb.m < int64_t(0) ? -pb.m : pb.m);
+  const uint64_t num = rasterMagnitude(pa.m) << 25, den = rasterMagnitude(pb.m);
   const uint64_t q = num / den;  // 25 or 26 bits
   const float magnitude = rasterRoundToFloat(q, num - q * den != uint64_t(0), pa.e - pb.e - 25);
   return (pa.m < int64_t(0)) != (pb.m < int64_t(0)) ? -magnitude : magnitude;
@@ -309,7 +310,7 @@ ARM_FN float rasterDivideRounded(float a, float b) {
 // n / d (d != 0) to the nearest float: d's leading 31 bits (relative error 2^-30, 1/128 of an ulp) against n's 63.
 ARM_FN float rasterRatio(int64_t n, int64_t d) {
   if (n == int64_t(0)) return 0.0f;
-  uint64_t x = uint64_t(n < int64_t(0) ? -n : n), y = uint64_t(d < int64_t(0) ? -d : d);
+  uint64_t x = rasterMagnitude(n), y = rasterMagnitude(d);
   const int ex = 62 - rasterTopBit(x), ey = rasterTopBit(y) - 30;
   x <<= ex;
   y = ey >= 0 ? y >> ey : y << (-ey);
@@ -329,7 +330,7 @@ ARM_FN RasterWide rasterWideNegate(RasterWide v) {
   return r;
 }
 ARM_FN RasterWide rasterWideProduct(int64_t a, int64_t b) {
-  const uint64_t x = uint64_t(a < int64_t(0) ? -a : a), y = uint64_t(b < int64_t(0) ? -b : b), low = uint64_t(0xffffffffu);
+  const uint64_t x = rasterMagnitude(a), y = rasterMagnitude(b), low = uint64_t(0xffffffffu);
   const uint64_t p00 = (x & low) * (y & low), p01 = (x & low) * (y >> 32), p10 = (x >> 32) * (y & low);
   const uint64_t p11 = (x >> 32) * (y >> 32);
   const uint64_t middle = (p00 >> 32) + (p01 & low) + (p10 & low);
@@ -400,7 +401,8 @@ ARM_FN RasterWeights rasterPerspectiveWeightsInteger(float nx0, float ny0, float
   int64_t sum = int64_t(0);
   for (int k = 0; k < 3; ++k) {
     const int drop = top - e[k];
-    p[k] = drop >= 63 ? int64_t(0) : (p[k] < int64_t(0) ? -((-p[k]) >> drop) : p[k] >> drop);
+    const int64_t kept = drop >= 63 ? int64_t(0) : int64_t(rasterMagnitude(p[k]) >> drop);  // toward zero
+    p[k] = p[k] < int64_t(0) ? -kept : kept;
     sum += p[k];
   }
   RasterWeights r;
