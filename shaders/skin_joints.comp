@@ -1,9 +1,11 @@
 #version 450
 // Per item (one workgroup, one invocation per joint): coefficients, rest joints (from the folded regressor tables),
 // Rodrigues, pose features, the kinematic chain one tree level at a time (the joints of a level are independent),
-// the skinning transforms A_j and the posed joints. Same math as cuda/src/skinning.cu.
+// the skinning transforms A_j and the posed joints, and what the backward needs of the chain (saved). Same math as
+// cuda/src/skinning.cu.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
+#include "skin_rodrigues.glsl"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
 layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
@@ -16,6 +18,7 @@ layout(std430, binding = 6) readonly buffer Parents { int parents[]; };
 layout(std430, binding = 7) writeonly buffer Features { float features[]; };
 layout(std430, binding = 8) buffer Transforms { float transforms[]; };
 layout(std430, binding = 9) writeonly buffer Joints { float jointsOut[]; };
+layout(std430, binding = 10) writeonly buffer Saved { float saved[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
@@ -42,13 +45,8 @@ void main() {
       sJ[j * 3 + c] = acc;
     }
     uint pb = (b * J + j) * 3;
-    vec3 r = vec3(pose[pb], pose[pb + 1], pose[pb + 2]);
-    float angle = length(r + vec3(1e-8));
-    vec3 u = r / angle;
-    float s = sin(angle), oc = 1.0 - cos(angle), uu = dot(u, u);
-    float m[9] = float[9](1.0 + oc * (u.x * u.x - uu), -s * u.z + oc * u.x * u.y, s * u.y + oc * u.x * u.z,
-                          s * u.z + oc * u.y * u.x, 1.0 + oc * (u.y * u.y - uu), -s * u.x + oc * u.y * u.z,
-                          -s * u.y + oc * u.z * u.x, s * u.x + oc * u.z * u.y, 1.0 + oc * (u.z * u.z - uu));
+    float m[9];
+    rodrigues(vec3(pose[pb], pose[pb + 1], pose[pb + 2]), m);
     for (uint e = 0; e < 9; ++e) {
       sR[j * 9 + e] = m[e];
       if (j > 0) features[fbase + (j - 1) * 9 + e] = m[e] - ((e % 4 == 0) ? 1.0 : 0.0);
@@ -87,5 +85,8 @@ void main() {
                                                          sG[j * 9 + r0 * 3 + 2] * sJ[j * 3 + 2]);
       jointsOut[(b * J + j) * 3 + r0] = sT[j * 3 + r0] + transl[b * 3 + r0];
     }
+    uint sbase = (b * J + j) * SKIN_SAVED;
+    for (uint e = 0; e < 9; ++e) saved[sbase + e] = sR[j * 9 + e], saved[sbase + 9 + e] = sG[j * 9 + e];
+    for (uint c = 0; c < 3; ++c) saved[sbase + 18 + c] = sJ[j * 3 + c];
   }
 }

@@ -1,4 +1,4 @@
-// GPU skinning against the double CPU reference: CUDA forward and backward, Vulkan forward.
+// GPU skinning against the double CPU reference: forward and backward on CUDA and on Vulkan.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -95,6 +95,80 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
     EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
     EXPECT_TRUE(allClose(joints.download<float>(ref.joints.size()), ref.joints, kVertexTol));
   }
+}
+
+TEST(SkinningVulkan, BackwardMatchesReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  std::mt19937_64 rng(::armature::test::rng()());
+  // The default avatar at B ∈ {1, 3}; a random model with shuffled joint order and an arbitrary tree (55 joints, 700
+  // vertices) at B = 9 (two workgroups of 8 items in the blend product's transpose, the second partial) and 17.
+  BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
+  const std::vector<std::pair<const BodyModel*, uint32_t>> cases = {
+      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&small, 9}, {&small, 17}};
+  for (auto [model, B] : cases) {
+    SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
+    SkinningVk skin(ctx, *model, 10, 10, B);
+    BodyParams p = randomBodyParams(*model, B, 10, 10, rng);
+    FloatParams f = toFloat(p);
+    auto ref = bodyForwardRef(*model, p);
+    auto pose = vk::makeStorageBuffer<float>(ctx, f.pose), betas = vk::makeStorageBuffer<float>(ctx, f.betas);
+    auto expr = vk::makeStorageBuffer<float>(ctx, f.expression), transl = vk::makeStorageBuffer<float>(ctx, f.transl);
+    vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage), joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
+    std::normal_distribution<double> n;
+    std::vector<double> gv(ref.vertices.size()), gj(ref.joints.size());
+    for (auto& x : gv) x = double(float(n(rng)));
+    for (auto& x : gj) x = double(float(n(rng)));
+    auto dgv = vk::makeStorageBuffer<float>(ctx, cast<float>(gv)), dgj = vk::makeStorageBuffer<float>(ctx, cast<float>(gj));
+    vk::Buffer gPose(ctx, f.pose.size() * 4, vk::kStorageUsage), gBetas(ctx, f.betas.size() * 4, vk::kStorageUsage);
+    vk::Buffer gExpr(ctx, f.expression.size() * 4, vk::kStorageUsage), gTransl(ctx, f.transl.size() * 4, vk::kStorageUsage);
+    SkinningGradBuffers out{gPose, gBetas, gExpr, gTransl};
+    // With and without a gradient on the posed joints (without: the reference's is zero).
+    for (bool withJoints : {true, false}) {
+      SCOPED_TRACE(withJoints ? "dL/djoints given" : "no dL/djoints");
+      for (auto* g : {&gPose, &gBetas, &gExpr, &gTransl}) g->fill(nanBits());
+      ctx.submitAndWait([&](VkCommandBuffer cmd) {
+        skin.forward(cmd, B, pose, betas, expr, transl, verts, joints);
+        skin.backward(cmd, B, pose, dgv, withJoints ? &dgj : nullptr, out);
+        vk::computeBarrier(cmd);
+      });
+      auto gref = bodyBackwardRef(*model, p, gv, withJoints ? gj : std::vector<double>(gj.size(), 0.0));
+      // As on CUDA: fp32 sums over thousands of vertices against double, compared as vectors relative to their
+      // norm; fp32 accumulation errs ~sqrt(n)·6e-8 relative, an indexing or sign error gives O(1).
+      auto gp = gPose.download<float>(f.pose.size());
+      EXPECT_LT(relativeError(gp, gref.pose), 1e-4);
+      EXPECT_LT(relativeError(gBetas.download<float>(f.betas.size()), gref.betas), 1e-4);
+      EXPECT_LT(relativeError(gExpr.download<float>(f.expression.size()), gref.expression), 1e-4);
+      EXPECT_LT(relativeError(gTransl.download<float>(f.transl.size()), gref.transl), 1e-4);
+      // Deterministic: the backward again (on the same forward) gives the same bits.
+      gPose.fill(nanBits());
+      ctx.submitAndWait([&](VkCommandBuffer cmd) {
+        skin.backward(cmd, B, pose, dgv, withJoints ? &dgj : nullptr, out);
+        vk::computeBarrier(cmd);
+      });
+      auto gp2 = gPose.download<float>(f.pose.size());
+      EXPECT_EQ(0, std::memcmp(gp.data(), gp2.data(), gp.size() * 4)) << "backward is not bitwise reproducible";
+    }
+  }
+}
+
+TEST(SkinningVulkan, BackwardRejectsBadInput) {
+  ARM_REQUIRE_VULKAN(ctx);
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(50, 6, 2, 1, rng);
+  SkinningVk skin(ctx, m, 2, 1, 4);
+  vk::Buffer small(ctx, 16, vk::kStorageUsage), big(ctx, 4096, vk::kStorageUsage);
+  vk::Buffer g0(ctx, 4096, vk::kStorageUsage), g1(ctx, 4096, vk::kStorageUsage), g2(ctx, 4096, vk::kStorageUsage);
+  SkinningGradBuffers out{g0, g1, g2, big};
+  auto record = [&](auto body) { ctx.submitAndWait([&](VkCommandBuffer cmd) { body(cmd); }); };
+  // Before any forward: nothing to differentiate.
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, out); }), Error);
+  record([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, big, big, big, big, big, big); });
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 3, big, big, nullptr, out); }), Error);  // batch
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, small, nullptr, out); }), Error);  // dL/dv
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, &small, out); }), Error);  // dL/djoints
+  SkinningGradBuffers shortPose{small, g1, g2, big};
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, shortPose); }), Error);
+  record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, out); });  // and the valid call runs
 }
 
 TEST(SkinningVulkan, RejectsBadInput) {

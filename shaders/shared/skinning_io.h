@@ -8,7 +8,12 @@
 //   weightStart   (V+1)        CSR of the skinning weights: vertex v uses entries weightStart[v]..weightStart[v+1)
 //   weightJoint   (nnz), weightValue (nnz)
 //   order         (J)          joints with parents first;  parents (J), -1 for the root
-// Per-item work buffers: features (B, P+K): [poseFeatures, coefficients]; transforms (B,J,12) row-major 3x4 A_j.
+//   jointStart    (J+1)        CSC of the same weights (the backward's per-joint sums): joint j uses entries
+//   jointVertex, jointWeight   jointStart[j]..jointStart[j+1)
+// Per-item work buffers: features (B, P+K): [poseFeatures, coefficients]; transforms (B,J,12) row-major 3x4 A_j;
+// saved (B,J,SKIN_SAVED) what the backward needs of the chain: R_j (9), G_j (9), rest joint (3).
+// Backward work buffers: gradVPosed (B,V*3); gradA (B,J,12) dL/dA_j; chainGrads (B,J,12) the chain's dL/dR_j (9)
+// and dL/drest-joint (3); gradFeatures (B, P+K).
 #ifndef ARMATURE_SKINNING_IO_H
 #define ARMATURE_SKINNING_IO_H
 #include "common_io.h"
@@ -23,6 +28,9 @@
 #define SKIN_TILE_ROWS_MID 32       // skin_blend_mid: items per workgroup, for up to SKIN_TILE_MID_MAX items
 #define SKIN_TILE_MID_MAX 64
 #define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
+#define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
+#define SKIN_REDUCE_GROUP 256       // backward sums (skin_backward_joints, skin_backward_features): invocations
+#define SKIN_FEATURE_ITEMS 8        // skin_backward_features: items per workgroup (each blend row read once for them)
 
 ARM_SHARED_STRUCT(SkinningPush) {
   uint batch;        // B
@@ -31,7 +39,8 @@ ARM_SHARED_STRUCT(SkinningPush) {
   uint featureCount; // P = (J-1)*9
   uint coefCount;    // K = shape + expression components
   uint shapeCount;   // shape components (first of the K)
-  uint pad0, pad1;
+  uint jointGrads;   // backward: 1 when a gradient on the posed joints is given
+  uint pad1;
 };
 
 #ifdef __cplusplus

@@ -1,4 +1,7 @@
 #include "armature/ops/skinning.h"
+
+#include <algorithm>
+
 #include "armature/shaders.h"
 #include "shared/skinning_io.h"
 
@@ -33,20 +36,42 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   m_weightJoint = table(ctx, t.weightJoint);
   m_weightValue = table(ctx, t.weightValue);
   m_parents = table(ctx, t.parents);
+  m_jointStart = table(ctx, t.jointStart);
+  m_jointVertex = table(ctx, t.jointVertex.empty() ? std::vector<uint32_t>{0} : t.jointVertex);
+  m_jointWeight = table(ctx, t.jointWeight.empty() ? std::vector<float>{0} : t.jointWeight);
   m_features = vk::Buffer(ctx, std::max<size_t>(maxBatch * F * 4, 4), vk::kStorageUsage);
   m_transforms = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
   m_vPosed = vk::Buffer(ctx, vposedBytes, vk::kStorageUsage);
+  m_saved = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * SKIN_SAVED * 4, vk::kStorageUsage);
 }
+
+namespace {
+// A buffer's size against what a call needs: a clear error naming the argument.
+void needFloats(const char* call, const vk::Buffer& b, size_t floats, const char* name) {
+  ARM_CHECK(b.size() >= std::max<size_t>(floats, 1) * 4, "%s: %s holds %llu bytes, needs %zu", call, name,
+            (unsigned long long)b.size(), floats * 4);
+}
+// Timer zones over a call's dispatches: next("name") ends the open zone and opens the next; next(nullptr) ends it.
+struct StageZones {
+  vk::GpuTimer* timer;
+  VkCommandBuffer cmd;
+  uint32_t zone = 0;
+  bool open = false;
+  void next(const char* name) {
+    if (!timer) return;
+    if (open) timer->endZone(cmd, zone);
+    open = name != nullptr;
+    if (open) zone = timer->beginZone(cmd, name);
+  }
+};
+}  // namespace
 
 void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
                          const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
                          vk::GpuTimer* stages) {
   const SkinningDims& t = m_dims;
   ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "SkinningVk::forward: batch %u outside [1, %u]", batch, m_maxBatch);
-  auto need = [&](const vk::Buffer& b, size_t floats, const char* name) {
-    ARM_CHECK(b.size() >= std::max<size_t>(floats, 1) * 4, "SkinningVk::forward: %s holds %llu bytes, needs %zu", name,
-              (unsigned long long)b.size(), floats * 4);
-  };
+  auto need = [&](const vk::Buffer& b, size_t floats, const char* name) { needFloats("SkinningVk::forward", b, floats, name); };
   need(pose, size_t(batch) * t.jointCount * 3, "pose (B,J,3)");
   need(betas, size_t(batch) * t.shapeCount, "betas (B,S)");
   need(expression, size_t(batch) * t.exprCount, "expression (B,E)");
@@ -54,16 +79,13 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
   need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
-  uint32_t zone = stages ? stages->beginZone(cmd, "skin: joints") : 0;
-  auto nextStage = [&](const char* name) {  // null: the last stage ends
-    if (!stages) return;
-    stages->endZone(cmd, zone);
-    if (name) zone = stages->beginZone(cmd, name);
-  };
-  const auto& joint = m_ctx.program(shaders::skin_joints, 10, sizeof push);
+  StageZones zones{stages, cmd};
+  auto nextStage = [&](const char* name) { zones.next(name); };
+  nextStage("skin: joints");
+  const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
   vk::dispatch(cmd, joint, batch,  // one workgroup per item
                {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
-                m_parents.view(), m_features.view(), m_transforms.view(), joints.view()},
+                m_parents.view(), m_features.view(), m_transforms.view(), joints.view(), m_saved.view()},
                push);
   vk::computeBarrier(cmd);
   nextStage("skin: blend");
@@ -88,6 +110,59 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                 transl.view(), vertices.view()},
                push);
   nextStage(nullptr);
+  m_lastBatch = batch;
+}
+
+void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& gradVertices,
+                          const vk::Buffer* gradJoints, const SkinningGradBuffers& out, vk::GpuTimer* stages) {
+  const SkinningDims& t = m_dims;
+  const char* call = "SkinningVk::backward";
+  ARM_CHECK(m_lastBatch != 0, "%s: no forward() recorded before it (it reads what the forward kept)", call);
+  ARM_CHECK(batch == m_lastBatch, "%s: batch %u, but the last forward() had %u", call, batch, m_lastBatch);
+  const size_t B = batch, F = size_t(t.featureCount) + t.coefCount();
+  needFloats(call, pose, B * t.jointCount * 3, "pose (B,J,3)");
+  needFloats(call, gradVertices, B * t.vertexCount * 3, "gradVertices (B,V,3)");
+  if (gradJoints) needFloats(call, *gradJoints, B * t.jointCount * 3, "gradJoints (B,J,3)");
+  needFloats(call, out.pose, B * t.jointCount * 3, "gradPose (B,J,3)");
+  needFloats(call, out.betas, B * t.shapeCount, "gradBetas (B,S)");
+  needFloats(call, out.expression, B * t.exprCount, "gradExpression (B,E)");
+  needFloats(call, out.transl, B * 3, "gradTransl (B,3)");
+  if (!m_gradVPosed) {
+    m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
+    m_gradA = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
+    m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
+    m_gradFeatures = vk::Buffer(m_ctx, std::max<size_t>(m_maxBatch * F * 4, 4), vk::kStorageUsage);
+  }
+  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u, 0};
+  const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_gradA.view();  // unread without them
+  StageZones zones{stages, cmd};
+  vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
+  zones.next("skin backward: vertices");
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, 6, sizeof push),
+               vk::groupCount(B * t.vertexCount, SKIN_VERTEX_GROUP),
+               {gradVertices.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
+                m_gradVPosed.view()},
+               push);
+  // The per-joint sums read dL/dv and v_posed only: no barrier before them.
+  zones.next("skin backward: joint sums");
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 8, sizeof push), t.jointCount + 1,
+               {gradVertices.view(), m_vPosed.view(), m_jointStart.view(), m_jointVertex.view(), m_jointWeight.view(),
+                jointGrads, m_gradA.view(), out.transl.view()},
+               push, batch);
+  vk::computeBarrier(cmd);
+  zones.next("skin backward: chain, features");
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 5, sizeof push), batch,
+               {m_saved.view(), m_gradA.view(), jointGrads, m_parents.view(), m_chainGrads.view()}, push);
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_features, 3, sizeof push), uint32_t(F),
+               {m_gradVPosed.view(), m_blend.view(), m_gradFeatures.view()}, push,
+               uint32_t((B + SKIN_FEATURE_ITEMS - 1) / SKIN_FEATURE_ITEMS));
+  vk::computeBarrier(cmd);
+  zones.next("skin backward: parameters");
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,
+               {pose.view(), m_chainGrads.view(), m_gradFeatures.view(), m_jointDirs.view(), out.pose.view(),
+                out.betas.view(), out.expression.view()},
+               push);
+  zones.next(nullptr);
 }
 
 }  // namespace armature

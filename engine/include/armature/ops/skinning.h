@@ -1,5 +1,5 @@
 #pragma once
-// Body skinning (smplx lbs()) on the GPU: forward on CUDA and Vulkan, backward on CUDA.
+// Body skinning (smplx lbs()) on the GPU: forward and exact backward on CUDA and on Vulkan.
 //
 // Contract (both backends): inputs are fp32 device buffers
 //   pose (B,J,3) axis-angle, betas (B,S), expression (B,E), transl (B,3)
@@ -42,8 +42,18 @@ struct SkinningTables : SkinningDims {
 // counts exceed the model's.
 SkinningTables buildSkinningTables(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents);
 
-// Vulkan forward. Holds the tables in device-local buffers; forward() records into a command buffer, writing
-// into caller-provided buffers (e.g. the renderer's vertex buffer, created with kStorageUsage | VERTEX_BUFFER).
+// The gradients the Vulkan backward writes: float storage buffers pose (B,J,3), betas (B,S), expression (B,E),
+// transl (B,3).
+struct SkinningGradBuffers {
+  vk::Buffer& pose;
+  vk::Buffer& betas;
+  vk::Buffer& expression;
+  vk::Buffer& transl;
+};
+
+// Vulkan forward and backward. Holds the tables in device-local buffers; forward() records into a command buffer,
+// writing into caller-provided buffers (e.g. the renderer's vertex buffer, created with kStorageUsage |
+// VERTEX_BUFFER).
 class SkinningVk {
  public:
   SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
@@ -53,6 +63,16 @@ class SkinningVk {
   void forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
                const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
                vk::GpuTimer* stages = nullptr);
+  // The exact backward of the last forward() recorded: dL/dpose, dL/dbetas, dL/dexpression, dL/dtransl from
+  // dL/dvertices (B,V,3) and, optionally, dL/djoints (B,J,3) (null: zero). It reads what that forward kept (v_posed,
+  // the transforms and the chain's rotations and rest joints: no recomputation), so it must be recorded after it,
+  // with the same batch and pose buffer and no forward() between them; it begins with the barrier it needs.
+  // Deterministic: every sum runs in a fixed order (no float atomics). Five dispatches (timer zones with `stages`):
+  // dL/dv_posed, the per-joint sums dL/dA_j (CSC weights) and dL/dtransl, the reverse chain, the blend product's
+  // transpose dL/dfeatures, and Rodrigues' backward with the shape/expression gradients. Its work buffers
+  // (dL/dv_posed is the size of v_posed) are allocated on the first call.
+  void backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& gradVertices,
+                const vk::Buffer* gradJoints, const SkinningGradBuffers& out, vk::GpuTimer* stages = nullptr);
   const SkinningDims& dims() const { return m_dims; }
 
  private:
@@ -60,8 +80,10 @@ class SkinningVk {
   SkinningDims m_dims;
   uint32_t m_maxBatch;
   vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
-      m_parents;
-  vk::Buffer m_features, m_transforms, m_vPosed;
+      m_parents, m_jointStart, m_jointVertex, m_jointWeight;
+  vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
+  vk::Buffer m_gradVPosed, m_gradA, m_chainGrads, m_gradFeatures;  // backward(), allocated on its first call
+  uint32_t m_lastBatch = 0;                                        // the last forward's batch (0: none yet)
 };
 
 }  // namespace armature
