@@ -208,14 +208,21 @@ int main(int argc, char** argv) {
             r.stages.push_back({"again", timeCuda(call, iters).first});
           }
         } else if (backend == Backend::Vulkan) {
-          if (backward) throw Error("skinning backward runs on CUDA and the CPU reference; Vulkan has the forward");
           SkinningVk gpu(*ctx, model, S, E, B);
           auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
                be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
           vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage), joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
+          auto dgv = vk::makeStorageBuffer<float>(*ctx, std::vector<float>(size_t(B) * size_t(V3), 0.01f));
+          auto grad = [&](size_t floats) { return vk::Buffer(*ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage); };
+          vk::Buffer gp = grad(pose.size()), gb = grad(betas.size()), ge = grad(expr.size()), gt = grad(transl.size());
+          SkinningGradBuffers g{gp, gb, ge, gt};
           std::tie(r.medianMs, r.minMs) = timeVulkan(
-              *ctx, [&](VkCommandBuffer cmd, vk::GpuTimer* t) { gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t); }, iters,
-              &r.stages);
+              *ctx,
+              [&](VkCommandBuffer cmd, vk::GpuTimer* t) {
+                gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t);
+                if (backward) gpu.backward(cmd, B, bp, dgv, nullptr, g, t);
+              },
+              iters, &r.stages);
         } else {
           BodyParams p = BodyParams::zeros(model, B, S, E);
           std::copy(pose.begin(), pose.end(), p.pose.begin());

@@ -1,6 +1,6 @@
 // armature-bench pipeline: one step of fitting the avatar to images, the chain that tests/project_test.cpp checks.
 // Render: skinning forward, project into B views, rasterize, interpolate 3 floats per vertex. Fit step: the render
-// plus interpolate's, the rasteriser's and project's backward and (CUDA) the skinning's backward to the pose, shape,
+// plus interpolate's, the rasteriser's and project's backward and the skinning's backward to the pose, shape,
 // expression and translation. Default avatar, B cameras on a ring around it, 512² images. (interpolate's gradient
 // to the colours, which a fit holds fixed, accumulates unread: it is never cleared.)
 #include <cmath>
@@ -60,8 +60,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                            : double(project.clipFloats()) * 4 + double(M) * 12 + double(pixels) * (8 * 3 + 4 + 12);
       if (fit) bytes += blendBytes + double(pixels) * (12 + 12 + 12 + 4) + double(project.clipFloats()) * 8;
       Row r{"pipeline", backendName(backend),
-            std::string(fit ? "fit step" : chain ? "render" : "rasterize") + ", " + std::to_string(views) + " views 512^2" +
-                (backend == Backend::Vulkan && fit ? " (to the vertices)" : ""),
+            std::string(fit ? "fit step" : chain ? "render" : "rasterize") + ", " + std::to_string(views) + " views 512^2",
             views, 0, 0, bytes, 0};
       std::vector<double> ms;
       if (backend == Backend::Cuda) {
@@ -118,7 +117,9 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
         vk::Buffer verts = buffer(size_t(N) * 12), joints = buffer(size_t(model.jointCount) * 12), clip = buffer(project.clipFloats() * 4),
                    scratch = buffer(rasterScratchBytes(raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12),
                    image = buffer(pixels * C * 4), gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
-                   gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12);
+                   gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12), gPose = buffer(pose.size() * 4),
+                   gBetas = buffer(S * 4), gExpr = buffer(E * 4), gTransl = buffer(12);
+        const SkinningGradBuffers gradParams{gPose, gBetas, gExpr, gTransl};
         auto placeBody = [&](VkCommandBuffer cmd) {  // the body's vertices and their clip positions
           skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
           vk::computeBarrier(cmd);
@@ -143,6 +144,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                 rasterizeBackwardVk(*ctx, cmd, raster, clip, N, bFaces, M, ids, gradBary, gradClip);
                 vk::computeBarrier(cmd);
                 projectBackwardVk(*ctx, cmd, project, gradClip, bCameras, gradVerts);
+                skin.backward(cmd, 1, bPose, gradVerts, nullptr, gradParams);  // (it begins with its barrier)
               }
             },
             iters);
