@@ -13,7 +13,7 @@
 // Per-item work buffers: features (B, P+K): [poseFeatures, coefficients]; transforms (B,J,12) row-major 3x4 A_j;
 // saved (B,J,SKIN_SAVED) what the backward needs of the chain: R_j (9), G_j (9), rest joint (3).
 // Backward work buffers: gradVPosed (B,V*3); gradA (B,J,12) dL/dA_j; chainGrads (B,J,12) the chain's dL/dR_j (9)
-// and dL/drest-joint (3); gradFeatures (B, P+K).
+// and dL/drest-joint (3); gradPartials (slices, B, P+K) dL/dfeatures summed over each column slice.
 #ifndef ARMATURE_SKINNING_IO_H
 #define ARMATURE_SKINNING_IO_H
 #include "common_io.h"
@@ -29,8 +29,15 @@
 #define SKIN_TILE_MID_MAX 64
 #define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
 #define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
-#define SKIN_REDUCE_GROUP 256       // backward sums (skin_backward_joints, skin_backward_features): invocations
-#define SKIN_FEATURE_ITEMS 8        // skin_backward_features: items per workgroup (each blend row read once for them)
+#define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup
+// skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a split-K GEMM. A workgroup
+// of 256 owns 64 features × 32 items over one slice of the V3 columns, 32 columns a step; the slices' partial sums
+// are added in slice order by skin_backward_params.
+#define SKIN_GRAD_FEATURES 64
+#define SKIN_GRAD_ITEMS 32
+#define SKIN_GRAD_STEP 32
+#define SKIN_GRAD_TARGET_GROUPS 1024  // slices are added until about this many workgroups run
+#define SKIN_GRAD_MIN_SLICE 512       // columns
 
 ARM_SHARED_STRUCT(SkinningPush) {
   uint batch;        // B
@@ -40,8 +47,21 @@ ARM_SHARED_STRUCT(SkinningPush) {
   uint coefCount;    // K = shape + expression components
   uint shapeCount;   // shape components (first of the K)
   uint jointGrads;   // backward: 1 when a gradient on the posed joints is given
-  uint pad1;
+  uint slices;       // backward: column slices of the dL/dfeatures product (skinGradSlices)
 };
+
+// How many column slices the dL/dfeatures product of `batch` items splits into, and the columns of each (a multiple
+// of SKIN_GRAD_STEP; the last slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
+ARM_FN uint skinGradSlices(uint batch, uint features, uint columns) {
+  uint groups = ((features + SKIN_GRAD_FEATURES - 1u) / SKIN_GRAD_FEATURES) * ((batch + SKIN_GRAD_ITEMS - 1u) / SKIN_GRAD_ITEMS);
+  uint wanted = (SKIN_GRAD_TARGET_GROUPS + groups - 1u) / groups, most = (columns + SKIN_GRAD_MIN_SLICE - 1u) / SKIN_GRAD_MIN_SLICE;
+  wanted = wanted < most ? wanted : most;
+  return wanted > 1u ? wanted : 1u;
+}
+ARM_FN uint skinGradSliceColumns(uint slices, uint columns) {
+  uint perSlice = (columns + slices - 1u) / slices;
+  return (perSlice + SKIN_GRAD_STEP - 1u) / SKIN_GRAD_STEP * SKIN_GRAD_STEP;
+}
 
 #ifdef __cplusplus
 static_assert(sizeof(SkinningPush) == 32);

@@ -127,13 +127,17 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   needFloats(call, out.betas, B * t.shapeCount, "gradBetas (B,S)");
   needFloats(call, out.expression, B * t.exprCount, "gradExpression (B,E)");
   needFloats(call, out.transl, B * 3, "gradTransl (B,3)");
+  const uint32_t columns = t.vertexCount * 3;
   if (!m_gradVPosed) {
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
     m_gradA = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
     m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
-    m_gradFeatures = vk::Buffer(m_ctx, std::max<size_t>(m_maxBatch * F * 4, 4), vk::kStorageUsage);
+    size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
+    for (uint32_t b = 1; b <= m_maxBatch; ++b) partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
+    m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);
   }
-  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u, 0};
+  const uint32_t slices = skinGradSlices(batch, uint32_t(F), columns);
+  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u, slices};
   const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_gradA.view();  // unread without them
   StageZones zones{stages, cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
@@ -153,13 +157,14 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   zones.next("skin backward: chain, features");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 5, sizeof push), batch,
                {m_saved.view(), m_gradA.view(), jointGrads, m_parents.view(), m_chainGrads.view()}, push);
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_features, 3, sizeof push), uint32_t(F),
-               {m_gradVPosed.view(), m_blend.view(), m_gradFeatures.view()}, push,
-               uint32_t((B + SKIN_FEATURE_ITEMS - 1) / SKIN_FEATURE_ITEMS));
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_features, 3, sizeof push),
+               uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
+               {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push,
+               uint32_t((B + SKIN_GRAD_ITEMS - 1) / SKIN_GRAD_ITEMS));
   vk::computeBarrier(cmd);
   zones.next("skin backward: parameters");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,
-               {pose.view(), m_chainGrads.view(), m_gradFeatures.view(), m_jointDirs.view(), out.pose.view(),
+               {pose.view(), m_chainGrads.view(), m_gradPartials.view(), m_jointDirs.view(), out.pose.view(),
                 out.betas.view(), out.expression.view()},
                push);
   zones.next(nullptr);

@@ -68,9 +68,9 @@ class SkinningVk {
   // the transforms and the chain's rotations and rest joints: no recomputation), so it must be recorded after it,
   // with the same batch and pose buffer and no forward() between them; it begins with the barrier it needs.
   // Deterministic: every sum runs in a fixed order (no float atomics). Five dispatches (timer zones with `stages`):
-  // dL/dv_posed, the per-joint sums dL/dA_j (CSC weights) and dL/dtransl, the reverse chain, the blend product's
-  // transpose dL/dfeatures, and Rodrigues' backward with the shape/expression gradients. Its work buffers
-  // (dL/dv_posed is the size of v_posed) are allocated on the first call.
+  // dL/dv_posed, the per-joint sums dL/dA_j (CSC weights) and dL/dtransl, the reverse chain, dL/dfeatures (the blend
+  // product's transpose, a split-K GEMM), and Rodrigues' backward with the shape/expression gradients. Its work
+  // buffers (dL/dv_posed is the size of v_posed) are allocated on the first call.
   void backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& gradVertices,
                 const vk::Buffer* gradJoints, const SkinningGradBuffers& out, vk::GpuTimer* stages = nullptr);
   const SkinningDims& dims() const { return m_dims; }
@@ -82,7 +82,7 @@ class SkinningVk {
   vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
       m_parents, m_jointStart, m_jointVertex, m_jointWeight;
   vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
-  vk::Buffer m_gradVPosed, m_gradA, m_chainGrads, m_gradFeatures;  // backward(), allocated on its first call
+  vk::Buffer m_gradVPosed, m_gradA, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
   uint32_t m_lastBatch = 0;                                        // the last forward's batch (0: none yet)
 };
 
