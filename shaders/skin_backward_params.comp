@@ -6,7 +6,6 @@
 // Σ_k coef_k jointDirs[k][j]), summed in a fixed order.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
-#include "skin_rodrigues.glsl"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
 layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
@@ -32,12 +31,12 @@ void main() {
   uint S = p.shapeCount, E = K - S;
   if (j < J) {
     uint g = (b * J + j) * 12;
-    float gR[9];
-    for (uint e = 0; e < 9; ++e) gR[e] = chainGrads[g + e] + (j > 0 ? gradFeature(b, (j - 1) * 9 + e) : 0.0);
+    SkinMat3 gR;
+    for (uint e = 0; e < 9; ++e) gR.m[e] = chainGrads[g + e] + (j > 0 ? gradFeature(b, (j - 1) * 9 + e) : 0.0);
     for (uint c = 0; c < 3; ++c) gJrest[j * 3 + c] = chainGrads[g + 9 + c];
     uint pb = (b * J + j) * 3;
-    vec3 gp = rodriguesBackward(vec3(pose[pb], pose[pb + 1], pose[pb + 2]), gR);
-    for (uint c = 0; c < 3; ++c) gradPose[pb + c] = gp[c];
+    SkinVec3 gp = skinRodriguesBackward(SkinVec3(float[3](pose[pb], pose[pb + 1], pose[pb + 2])), gR);
+    for (uint c = 0; c < 3; ++c) gradPose[pb + c] = gp.v[c];
   }
   barrier();
   for (uint k = j; k < K; k += SKIN_MAX_JOINTS) {

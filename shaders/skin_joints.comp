@@ -5,7 +5,6 @@
 // cuda/src/skinning.cu.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
-#include "skin_rodrigues.glsl"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
 layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
@@ -45,11 +44,10 @@ void main() {
       sJ[j * 3 + c] = acc;
     }
     uint pb = (b * J + j) * 3;
-    float m[9];
-    rodrigues(vec3(pose[pb], pose[pb + 1], pose[pb + 2]), m);
+    SkinMat3 R = skinRodrigues(SkinVec3(float[3](pose[pb], pose[pb + 1], pose[pb + 2])));
     for (uint e = 0; e < 9; ++e) {
-      sR[j * 9 + e] = m[e];
-      if (j > 0) features[fbase + (j - 1) * 9 + e] = m[e] - ((e % 4 == 0) ? 1.0 : 0.0);
+      sR[j * 9 + e] = R.m[e];
+      if (j > 0) features[fbase + (j - 1) * 9 + e] = R.m[e] - ((e % 4 == 0) ? 1.0 : 0.0);
     }
     int depth = 0;  // the model is a validated forest; the cap only guards the loop
     for (int q = sParent[j]; q >= 0 && depth < int(J); q = sParent[q]) ++depth;

@@ -372,6 +372,27 @@ TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
 // ~1e-6 on the tests' runs; 1e-4 leaves margin, while a wrong index or transpose is O(1).
 constexpr double kChainTol = 1e-4;
 
+// A GPU chain's gradients against the reference chain (want: from the clip positions that GPU computed): the points'
+// and the cameras' within kChainTol, and the skinning's backward from the reference dL/dpoints within 2 · kChainTol
+// (its own bound is 1e-4, skinning_test, plus the difference in dL/dpoints).
+struct ChainResult {
+  std::vector<float> gradPoints, points, gradCameras, pose, betas, expression, transl;
+};
+void expectChainMatches(const char* backend, const BodyModel& m, const BodyParams& params, const Pipeline& p,
+                        const ChainGrads& want, const ChainResult& got) {
+  const double pointsError = relativeError(got.gradPoints, want.gradPoints);
+  const double camerasError =
+      relativeError(got.gradCameras, projectMatrixGradRef(p.project, cast<double>(got.points), want.gradClip));
+  EXPECT_LT(pointsError, kChainTol);
+  EXPECT_LT(camerasError, kChainTol);
+  BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
+  const double poseError = relativeError(got.pose, body.pose), betasError = relativeError(got.betas, body.betas),
+               exprError = relativeError(got.expression, body.expression), translError = relativeError(got.transl, body.transl);
+  std::printf("%s chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
+              "translation %.3g\n", backend, pointsError, camerasError, poseError, betasError, exprError, translError);
+  for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
+}
+
 // The chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's backward,
 // project's, and the skinning's backward to the pose, shape, expression and translation (as on CUDA, below).
 TEST(DifferentiablePipeline, VulkanMatchesReference) {
@@ -424,21 +445,10 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
   EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
-  const double pointsError = relativeError(gradPoints.download<float>(V3), want.gradPoints);
-  const double camerasError = relativeError(gradCameras.download<float>(p.matrices.size()),
-                                            projectMatrixGradRef(p.project, cast<double>(points.download<float>(V3)), want.gradClip));
-  EXPECT_LT(pointsError, kChainTol);
-  EXPECT_LT(camerasError, kChainTol);
-  // The skinning's backward from the reference dL/dpoints: its own bound is 1e-4 (skinning_test); with the
-  // difference in dL/dpoints above added, 2e-4.
-  BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
-  const double poseError = relativeError(gPose.download<float>(params.pose.size()), body.pose),
-               betasError = relativeError(gBetas.download<float>(10), body.betas),
-               exprError = relativeError(gExpr.download<float>(10), body.expression),
-               translError = relativeError(gTransl.download<float>(3), body.transl);
-  std::printf("Vulkan chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
-              "translation %.3g\n", pointsError, camerasError, poseError, betasError, exprError, translError);
-  for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
+  expectChainMatches("Vulkan", m, params, p, want,
+                     {gradPoints.download<float>(V3), points.download<float>(V3), gradCameras.download<float>(p.matrices.size()),
+                      gPose.download<float>(params.pose.size()), gBetas.download<float>(10), gExpr.download<float>(10),
+                      gTransl.download<float>(3)});
 }
 
 // On CUDA the chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's
@@ -486,21 +496,10 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
   EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
-  const double pointsError = relativeError(gradPoints.download<float>(V3), want.gradPoints);
-  EXPECT_LT(pointsError, kChainTol);
-  const double camerasError = relativeError(gradCameras.download<float>(p.matrices.size()),
-                                            projectMatrixGradRef(p.project, cast<double>(vertices.download<float>(V3)), want.gradClip));
-  EXPECT_LT(camerasError, kChainTol);
-  // The skinning's backward from the reference dL/dpoints: its own bound is 1e-4 (skinning_test); with the
-  // difference in dL/dpoints above added, 2e-4.
-  BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
-  const double poseError = relativeError(gPose.download<float>(params.pose.size()), body.pose),
-               betasError = relativeError(gBetas.download<float>(10), body.betas),
-               exprError = relativeError(gExpr.download<float>(10), body.expression),
-               translError = relativeError(gTransl.download<float>(3), body.transl);
-  std::printf("CUDA chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
-              "translation %.3g\n", pointsError, camerasError, poseError, betasError, exprError, translError);
-  for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
+  expectChainMatches("CUDA", m, params, p, want,
+                     {gradPoints.download<float>(V3), vertices.download<float>(V3), gradCameras.download<float>(p.matrices.size()),
+                      gPose.download<float>(params.pose.size()), gBetas.download<float>(10), gExpr.download<float>(10),
+                      gTransl.download<float>(3)});
 }
 
 }  // namespace

@@ -47,6 +47,35 @@ struct DeviceParams {
   }
 };
 
+// The parameters in Vulkan storage buffers.
+struct VkParams {
+  vk::Buffer pose, betas, expr, transl;
+  VkParams(vk::Context& ctx, const FloatParams& f)
+      : pose(vk::makeStorageBuffer<float>(ctx, f.pose)), betas(vk::makeStorageBuffer<float>(ctx, f.betas)),
+        expr(vk::makeStorageBuffer<float>(ctx, f.expression)), transl(vk::makeStorageBuffer<float>(ctx, f.transl)) {}
+};
+
+// One random case on Vulkan: the skinning object, the parameters (rounded to the GPU's floats, and those floats), the
+// reference forward and the parameters' buffers.
+struct VkCase {
+  SkinningVk skin;
+  BodyParams p;
+  FloatParams f;
+  BodyOutput ref;
+  VkParams in;
+  VkCase(vk::Context& ctx, const BodyModel& m, uint32_t B, std::mt19937_64& rng)
+      : skin(ctx, m, 10, 10, B), p(randomBodyParams(m, B, 10, 10, rng)), f(toFloat(p)), ref(bodyForwardRef(m, p)), in(ctx, f) {}
+};
+
+// Random gradients on the vertices and joints of `ref`, as floats (what the GPU sees) held in doubles.
+std::pair<std::vector<double>, std::vector<double>> randomOutputGrads(const BodyOutput& ref, std::mt19937_64& rng) {
+  std::normal_distribution<double> n;
+  std::vector<double> gv(ref.vertices.size()), gj(ref.joints.size());
+  for (auto& x : gv) x = double(float(n(rng)));
+  for (auto& x : gj) x = double(float(n(rng)));
+  return {gv, gj};
+}
+
 }  // namespace
 
 TEST(SkinningTables, FoldTheRegressorIntoJointTables) {
@@ -78,18 +107,16 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
   cases.push_back({ctx.info().isCpu() ? &small : &defaultAvatar(), 256});
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
-    SkinningVk skin(ctx, *model, 10, 10, B);
-    BodyParams p = randomBodyParams(*model, B, 10, 10, rng);
-    FloatParams f = toFloat(p);
-    auto ref = bodyForwardRef(*model, p);
-    auto pose = vk::makeStorageBuffer<float>(ctx, f.pose), betas = vk::makeStorageBuffer<float>(ctx, f.betas);
-    auto expr = vk::makeStorageBuffer<float>(ctx, f.expression), transl = vk::makeStorageBuffer<float>(ctx, f.transl);
+    VkCase c(ctx, *model, B, rng);
+    SkinningVk& skin = c.skin;
+    const BodyOutput& ref = c.ref;
+    const VkParams& in = c.in;
     vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
     vk::Buffer joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
     verts.fill(nanBits());
     joints.fill(nanBits());
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      skin.forward(cmd, B, pose, betas, expr, transl, verts, joints);
+      skin.forward(cmd, B, in.pose, in.betas, in.expr, in.transl, verts, joints);
       vk::computeBarrier(cmd);
     });
     EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
@@ -100,24 +127,22 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
 TEST(SkinningVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   std::mt19937_64 rng(::armature::test::rng()());
-  // The default avatar at B ∈ {1, 3}; a random model with shuffled joint order and an arbitrary tree (55 joints, 700
-  // vertices) at B = 9 (two workgroups of 8 items in the blend product's transpose, the second partial) and 17.
+  // The default avatar at B ∈ {1, 3} (its dL/dfeatures product in 62 column slices); a random model with shuffled
+  // joint order and an arbitrary tree (55 joints, 700 vertices: 5 slices) at B = 17 and 40 (two tiles of 32 items,
+  // the second partial).
   BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
   const std::vector<std::pair<const BodyModel*, uint32_t>> cases = {
-      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&small, 9}, {&small, 17}};
+      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&small, 17}, {&small, 40}};
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
-    SkinningVk skin(ctx, *model, 10, 10, B);
-    BodyParams p = randomBodyParams(*model, B, 10, 10, rng);
-    FloatParams f = toFloat(p);
-    auto ref = bodyForwardRef(*model, p);
-    auto pose = vk::makeStorageBuffer<float>(ctx, f.pose), betas = vk::makeStorageBuffer<float>(ctx, f.betas);
-    auto expr = vk::makeStorageBuffer<float>(ctx, f.expression), transl = vk::makeStorageBuffer<float>(ctx, f.transl);
+    VkCase c(ctx, *model, B, rng);
+    SkinningVk& skin = c.skin;
+    const BodyOutput& ref = c.ref;
+    const BodyParams& p = c.p;
+    const FloatParams& f = c.f;
+    const VkParams& in = c.in;
     vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage), joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
-    std::normal_distribution<double> n;
-    std::vector<double> gv(ref.vertices.size()), gj(ref.joints.size());
-    for (auto& x : gv) x = double(float(n(rng)));
-    for (auto& x : gj) x = double(float(n(rng)));
+    const auto [gv, gj] = randomOutputGrads(ref, rng);
     auto dgv = vk::makeStorageBuffer<float>(ctx, cast<float>(gv)), dgj = vk::makeStorageBuffer<float>(ctx, cast<float>(gj));
     vk::Buffer gPose(ctx, f.pose.size() * 4, vk::kStorageUsage), gBetas(ctx, f.betas.size() * 4, vk::kStorageUsage);
     vk::Buffer gExpr(ctx, f.expression.size() * 4, vk::kStorageUsage), gTransl(ctx, f.transl.size() * 4, vk::kStorageUsage);
@@ -127,8 +152,8 @@ TEST(SkinningVulkan, BackwardMatchesReference) {
       SCOPED_TRACE(withJoints ? "dL/djoints given" : "no dL/djoints");
       for (auto* g : {&gPose, &gBetas, &gExpr, &gTransl}) g->fill(nanBits());
       ctx.submitAndWait([&](VkCommandBuffer cmd) {
-        skin.forward(cmd, B, pose, betas, expr, transl, verts, joints);
-        skin.backward(cmd, B, pose, dgv, withJoints ? &dgj : nullptr, out);
+        skin.forward(cmd, B, in.pose, in.betas, in.expr, in.transl, verts, joints);
+        skin.backward(cmd, B, in.pose, dgv, withJoints ? &dgj : nullptr, out);
         vk::computeBarrier(cmd);
       });
       auto gref = bodyBackwardRef(*model, p, gv, withJoints ? gj : std::vector<double>(gj.size(), 0.0));
@@ -142,7 +167,7 @@ TEST(SkinningVulkan, BackwardMatchesReference) {
       // Deterministic: the backward again (on the same forward) gives the same bits.
       gPose.fill(nanBits());
       ctx.submitAndWait([&](VkCommandBuffer cmd) {
-        skin.backward(cmd, B, pose, dgv, withJoints ? &dgj : nullptr, out);
+        skin.backward(cmd, B, in.pose, dgv, withJoints ? &dgj : nullptr, out);
         vk::computeBarrier(cmd);
       });
       auto gp2 = gPose.download<float>(f.pose.size());
@@ -212,10 +237,7 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
     EXPECT_TRUE(allClose(joints.download<float>(ref.joints.size()), ref.joints, kVertexTol));
 
-    std::normal_distribution<double> n;
-    std::vector<double> gv(ref.vertices.size()), gj(ref.joints.size());
-    for (auto& x : gv) x = double(float(n(rng)));
-    for (auto& x : gj) x = double(float(n(rng)));
+    const auto [gv, gj] = randomOutputGrads(ref, rng);
     auto gref = bodyBackwardRef(m, p, gv, gj);
     auto dgv = cuda::DeviceMemory::from(cast<float>(gv)), dgj = cuda::DeviceMemory::from(cast<float>(gj));
     cuda::DeviceMemory gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4), gExpr(f.expression.size() * 4), gTransl(f.transl.size() * 4);

@@ -26,46 +26,16 @@ struct Dims {
   __host__ __device__ int F() const { return P + K; }  // features per item
 };
 
+// The shared header's Rodrigues (shaders/shared/skinning_io.h) on pointers into the parameter buffers.
 __device__ void rodrigues(const float* r, float* R) {
-  float e0 = r[0] + 1e-8f, e1 = r[1] + 1e-8f, e2 = r[2] + 1e-8f;
-  float angle = sqrtf(e0 * e0 + e1 * e1 + e2 * e2);
-  float u0 = r[0] / angle, u1 = r[1] / angle, u2 = r[2] / angle;
-  float s, c;
-  sincosf(angle, &s, &c);
-  float oc = 1 - c;
-  // R = I + s K + (1-c) K², K = skew(u); K² = u uᵀ - |u|² I.
-  float uu = u0 * u0 + u1 * u1 + u2 * u2;
-  R[0] = 1 + oc * (u0 * u0 - uu); R[1] = -s * u2 + oc * u0 * u1; R[2] = s * u1 + oc * u0 * u2;
-  R[3] = s * u2 + oc * u1 * u0; R[4] = 1 + oc * (u1 * u1 - uu); R[5] = -s * u0 + oc * u1 * u2;
-  R[6] = -s * u1 + oc * u2 * u0; R[7] = s * u0 + oc * u2 * u1; R[8] = 1 + oc * (u2 * u2 - uu);
+  const SkinMat3 m = skinRodrigues(SkinVec3{{r[0], r[1], r[2]}});
+  for (int e = 0; e < 9; ++e) R[e] = m.m[e];
 }
-
 __device__ void rodriguesBackward(const float* r, const float* gR, float* g) {
-  float e[3] = {r[0] + 1e-8f, r[1] + 1e-8f, r[2] + 1e-8f};
-  float angle = sqrtf(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-  float u[3] = {r[0] / angle, r[1] / angle, r[2] / angle};
-  float s, cosA;
-  sincosf(angle, &s, &cosA);
-  float c = 1 - cosA;
-  float K[9] = {0, -u[2], u[1], u[2], 0, -u[0], -u[1], u[0], 0};
-  float K2[9];
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) K2[i * 3 + j] = K[i * 3] * K[j] + K[i * 3 + 1] * K[3 + j] + K[i * 3 + 2] * K[6 + j];
-  for (int i = 0; i < 3; ++i) {
-    float dA = e[i] / angle;
-    float du[3];
-    for (int k = 0; k < 3; ++k) du[k] = (k == i ? 1 / angle : 0.f) - r[k] * dA / (angle * angle);
-    float dK[9] = {0, -du[2], du[1], du[2], 0, -du[0], -du[1], du[0], 0};
-    float acc = 0;
-    for (int p = 0; p < 3; ++p)
-      for (int q = 0; q < 3; ++q) {
-        float dKK = dK[p * 3] * K[q] + dK[p * 3 + 1] * K[3 + q] + dK[p * 3 + 2] * K[6 + q];
-        float KdK = K[p * 3] * dK[q] + K[p * 3 + 1] * dK[3 + q] + K[p * 3 + 2] * dK[6 + q];
-        float dR = cosA * dA * K[p * 3 + q] + s * dK[p * 3 + q] + s * dA * K2[p * 3 + q] + c * (dKK + KdK);
-        acc += gR[p * 3 + q] * dR;
-      }
-    g[i] = acc;
-  }
+  SkinMat3 gm;
+  for (int e = 0; e < 9; ++e) gm.m[e] = gR[e];
+  const SkinVec3 d = skinRodriguesBackward(SkinVec3{{r[0], r[1], r[2]}}, gm);
+  for (int i = 0; i < 3; ++i) g[i] = d.v[i];
 }
 
 struct GroupWeights;

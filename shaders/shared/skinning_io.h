@@ -50,6 +50,58 @@ ARM_SHARED_STRUCT(SkinningPush) {
   uint slices;       // backward: column slices of the dL/dfeatures product (skinGradSlices)
 };
 
+// Rodrigues' formula and its backward, as smplx's batch_rodrigues: angle = |r + 1e-8|, u = r / angle,
+// R = I + sin(angle)·K + (1 − cos(angle))·K², K = skew(u) (so K² = u uᵀ − |u|² I). Row-major 3×3.
+ARM_SHARED_STRUCT(SkinMat3) {
+  float m[9];
+};
+ARM_SHARED_STRUCT(SkinVec3) {
+  float v[3];
+};
+ARM_FN SkinMat3 skinRodrigues(SkinVec3 r) {
+  float e0 = r.v[0] + 1e-8f, e1 = r.v[1] + 1e-8f, e2 = r.v[2] + 1e-8f;
+  float angle = sqrt(e0 * e0 + e1 * e1 + e2 * e2);
+  float u0 = r.v[0] / angle, u1 = r.v[1] / angle, u2 = r.v[2] / angle;
+  float s = sin(angle), oc = 1.0f - cos(angle), uu = u0 * u0 + u1 * u1 + u2 * u2;
+  SkinMat3 R;
+  R.m[0] = 1.0f + oc * (u0 * u0 - uu), R.m[1] = -s * u2 + oc * u0 * u1, R.m[2] = s * u1 + oc * u0 * u2;
+  R.m[3] = s * u2 + oc * u1 * u0, R.m[4] = 1.0f + oc * (u1 * u1 - uu), R.m[5] = -s * u0 + oc * u1 * u2;
+  R.m[6] = -s * u1 + oc * u2 * u0, R.m[7] = s * u0 + oc * u2 * u1, R.m[8] = 1.0f + oc * (u2 * u2 - uu);
+  return R;
+}
+// dL/dr from dL/dR.
+ARM_FN SkinVec3 skinRodriguesBackward(SkinVec3 r, SkinMat3 gR) {
+  float e[3];
+  for (int i = 0; i < 3; ++i) e[i] = r.v[i] + 1e-8f;
+  float angle = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  float u0 = r.v[0] / angle, u1 = r.v[1] / angle, u2 = r.v[2] / angle;
+  float s = sin(angle), cosA = cos(angle), c = 1.0f - cosA;
+  float K[9];
+  K[0] = 0.0f, K[1] = -u2, K[2] = u1, K[3] = u2, K[4] = 0.0f, K[5] = -u0, K[6] = -u1, K[7] = u0, K[8] = 0.0f;
+  float K2[9];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) K2[i * 3 + j] = K[i * 3] * K[j] + K[i * 3 + 1] * K[3 + j] + K[i * 3 + 2] * K[6 + j];
+  SkinVec3 g;
+  for (int i = 0; i < 3; ++i) {
+    float dA = e[i] / angle;  // d angle / d r_i
+    float du[3];              // d u / d r_i
+    for (int k = 0; k < 3; ++k) du[k] = (k == i ? 1.0f / angle : 0.0f) - r.v[k] * dA / (angle * angle);
+    float dK[9];
+    dK[0] = 0.0f, dK[1] = -du[2], dK[2] = du[1], dK[3] = du[2], dK[4] = 0.0f, dK[5] = -du[0], dK[6] = -du[1];
+    dK[7] = du[0], dK[8] = 0.0f;
+    float acc = 0.0f;
+    for (int p = 0; p < 3; ++p)
+      for (int q = 0; q < 3; ++q) {
+        float dKK = dK[p * 3] * K[q] + dK[p * 3 + 1] * K[3 + q] + dK[p * 3 + 2] * K[6 + q];
+        float KdK = K[p * 3] * dK[q] + K[p * 3 + 1] * dK[3 + q] + K[p * 3 + 2] * dK[6 + q];
+        float dR = cosA * dA * K[p * 3 + q] + s * dK[p * 3 + q] + s * dA * K2[p * 3 + q] + c * (dKK + KdK);
+        acc += gR.m[p * 3 + q] * dR;
+      }
+    g.v[i] = acc;
+  }
+  return g;
+}
+
 // How many column slices the dL/dfeatures product of `batch` items splits into, and the columns of each (a multiple
 // of SKIN_GRAD_STEP; the last slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
 ARM_FN uint skinGradSlices(uint batch, uint features, uint columns) {
