@@ -127,8 +127,8 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
 TEST(SkinningVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   std::mt19937_64 rng(::armature::test::rng()());
-  // The default avatar at B ∈ {1, 3} (its dL/dfeatures product in 62 column slices); a random model with shuffled
-  // joint order and an arbitrary tree (55 joints, 700 vertices: 5 slices) at B = 17 and 40 (two tiles of 32 items,
+  // The default avatar at B ∈ {1, 3} (its dL/dfeatures product in 123 column slices); a random model with shuffled
+  // joint order and an arbitrary tree (55 joints, 700 vertices: 9 slices) at B = 17 and 40 (two tiles of 32 items,
   // the second partial).
   BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
   const std::vector<std::pair<const BodyModel*, uint32_t>> cases = {

@@ -29,6 +29,7 @@
 #define SKIN_TILE_MID_MAX 64
 #define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
 #define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
+#define SKIN_MAX_FEATURES ((SKIN_MAX_JOINTS - 1) * 9 + SKIN_MAX_COEFS)  // P + K the Vulkan backward holds
 #define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup
 // skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a split-K GEMM. A workgroup
 // of 256 owns 64 features × 32 items over one slice of the V3 columns, 32 columns a step; the slices' partial sums
@@ -37,7 +38,7 @@
 #define SKIN_GRAD_ITEMS 32
 #define SKIN_GRAD_STEP 32
 #define SKIN_GRAD_TARGET_GROUPS 1024  // slices are added until about this many workgroups run
-#define SKIN_GRAD_MIN_SLICE 512       // columns
+#define SKIN_GRAD_MIN_SLICE 256       // columns
 
 ARM_SHARED_STRUCT(SkinningPush) {
   uint batch;        // B
