@@ -128,13 +128,16 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   needFloats(call, out.expression, B * t.exprCount, "gradExpression (B,E)");
   needFloats(call, out.transl, B * 3, "gradTransl (B,3)");
   const uint32_t columns = t.vertexCount * 3;
-  if (!m_gradVPosed) {
+  if (!m_gradPartials) {
+    size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
+    for (uint32_t b = 1; b <= m_maxBatch; ++b) partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
+    ARM_CHECK(partials * 4 <= m_ctx.info().maxStorageBufferRange,
+              "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call, m_maxBatch,
+              partials * 4 / 1048576.0, m_ctx.info().name.c_str(), m_ctx.info().maxStorageBufferRange / 1048576.0);
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
     m_gradA = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
     m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
-    size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
-    for (uint32_t b = 1; b <= m_maxBatch; ++b) partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
-    m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);
+    m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);  // last: it says all four exist
   }
   const uint32_t slices = skinGradSlices(batch, uint32_t(F), columns);
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u, slices};
