@@ -19,6 +19,7 @@ layout(push_constant) uniform Push { SkinningPush p; };
 shared float sv[SKIN_MAX_JOINTS * SKIN_SAVED];  // per joint: R (9), G (9), rest joint (3)
 shared float gG[SKIN_MAX_JOINTS * 9], gT[SKIN_MAX_JOINTS * 3];
 shared int sParent[SKIN_MAX_JOINTS];
+shared uint sChildren[SKIN_MAX_JOINTS][2];  // bit c of word c / 32: joint c is a child
 shared int sMaxDepth;
 
 void main() {
@@ -26,7 +27,9 @@ void main() {
   for (uint i = j; i < J * SKIN_SAVED; i += SKIN_MAX_JOINTS) sv[i] = saved[b * J * SKIN_SAVED + i];
   if (j == 0) sMaxDepth = 0;
   if (j < J) sParent[j] = parents[j];
+  sChildren[j][0] = sChildren[j][1] = 0u;
   barrier();
+  if (j < J && sParent[j] >= 0) atomicOr(sChildren[sParent[j]][j / 32], 1u << (j % 32));
   float gR[9] = float[9](0, 0, 0, 0, 0, 0, 0, 0, 0);
   vec3 gJ = vec3(0.0);  // dL/d rest joint j
   int depth = 0;
@@ -49,18 +52,18 @@ void main() {
   for (int level = sMaxDepth; level >= 0; --level) {
     if (j < J && depth == level) {
       uint gs = j * SKIN_SAVED;
-      for (uint c = 0; c < J; ++c) {  // children (one level deeper: final)
-        if (sParent[c] != int(j)) continue;
-        uint cs = c * SKIN_SAVED;
-        vec3 rel = vec3(sv[cs + 18] - sv[gs + 18], sv[cs + 19] - sv[gs + 19], sv[cs + 20] - sv[gs + 20]);
-        for (uint r = 0; r < 3; ++r) {
-          for (uint q = 0; q < 3; ++q)  // G_c = G_j R_c: dL/dG_j += dL/dG_c R_cᵀ; T_c: dL/dG_j += dL/dT_c relᵀ
-            gG[j * 9 + r * 3 + q] += gG[c * 9 + r * 3] * sv[cs + q * 3] + gG[c * 9 + r * 3 + 1] * sv[cs + q * 3 + 1] +
-                                     gG[c * 9 + r * 3 + 2] * sv[cs + q * 3 + 2] + gT[c * 3 + r] * rel[q];
-          gT[j * 3 + r] += gT[c * 3 + r];
-          gJ[r] -= sv[gs + 9 + r] * gT[c * 3] + sv[gs + 12 + r] * gT[c * 3 + 1] + sv[gs + 15 + r] * gT[c * 3 + 2];
+      for (uint word = 0; word < 2; ++word)
+        for (uint kids = sChildren[j][word]; kids != 0u; kids &= kids - 1u) {  // children, in increasing index
+          uint c = uint(findLSB(kids)) + 32 * word, cs = c * SKIN_SAVED;
+          vec3 rel = vec3(sv[cs + 18] - sv[gs + 18], sv[cs + 19] - sv[gs + 19], sv[cs + 20] - sv[gs + 20]);
+          for (uint r = 0; r < 3; ++r) {
+            for (uint q = 0; q < 3; ++q)  // G_c = G_j R_c: dL/dG_j += dL/dG_c R_cᵀ; T_c: dL/dG_j += dL/dT_c relᵀ
+              gG[j * 9 + r * 3 + q] += gG[c * 9 + r * 3] * sv[cs + q * 3] + gG[c * 9 + r * 3 + 1] * sv[cs + q * 3 + 1] +
+                                       gG[c * 9 + r * 3 + 2] * sv[cs + q * 3 + 2] + gT[c * 3 + r] * rel[q];
+            gT[j * 3 + r] += gT[c * 3 + r];
+            gJ[r] -= sv[gs + 9 + r] * gT[c * 3] + sv[gs + 12 + r] * gT[c * 3 + 1] + sv[gs + 15 + r] * gT[c * 3 + 2];
+          }
         }
-      }
       int par = sParent[j];
       if (par < 0) {  // G_root = R_root, T_root = J_root
         for (uint e = 0; e < 9; ++e) gR[e] += gG[j * 9 + e];
