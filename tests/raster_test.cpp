@@ -1017,16 +1017,61 @@ void expectBackward(const BackwardCase& c, const std::vector<float>& got) {
   EXPECT_GT(largest, 1e-3) << "no gradient reaches a vertex: the comparison proves nothing";  // (one big triangle: ~0.1)
   EXPECT_TRUE(allClose(got, c.want, Tol{1e-4 * (1 + largest), 1e-4}));
 }
+// The shaders of devices without doubles run the backward's chain in float. A corner's offset from the pixel centre,
+// X = ndc·h + h − p (h = (size − 1)/2), then carries an absolute error of about u·M with M = |ndc·h| + |h − p| and
+// u = 2^-24, and the sub-triangle areas A_k = X_i Y_j − Y_i X_j inherit u·(M_xi |Y_j| + |X_i| M_yj + M_yi |X_j| +
+// |Y_i| M_xj); the pixel's gradient is relative to S = Σ_k A_k w_i w_j. So a pixel's terms are good to about u·κ
+// relative, κ = Σ_k (that error bound of A_k)·w_i w_j / |S|. On slivers κ is unbounded: over 6,000 random scenes on
+// lavapipe the float-only gradients differed from the reference by up to 2.8e-3 of the largest gradient (the H100
+// once by 2.9e-4), against 8e-7 for the double shaders. This case keeps the pixels with κ ≤ 2^10 (u·κ ≤ 6e-5) and
+// gives the others no gradient (`excluded` counts them: at most 6 of 3,072 in 10,000 random scenes). Then the worst
+// over 12,000 float-only comparisons was 3.9e-5 of the largest gradient, inside the 1e-4 every backend is held to.
+BackwardCase wellConditioned(const BackwardCase& c, size_t& excluded) {
+  BackwardCase out = c;
+  excluded = 0;
+  const uint32_t W = c.desc.width, H = c.desc.height, imagePixels = W * H;
+  const uint32_t vertices = uint32_t(c.scene.pos.size() / 4) / (c.desc.batch == RasterBatch::Instanced ? c.desc.images : 1u);
+  const double hx = (W - 1) * 0.5, hy = (H - 1) * 0.5;
+  for (size_t pix = 0; pix < c.findices.size(); ++pix) {
+    const int id = c.findices[pix];
+    if (id <= 0) continue;
+    const uint32_t image = uint32_t(pix / imagePixels), inImage = uint32_t(pix % imagePixels);
+    const size_t base = c.desc.batch == RasterBatch::Instanced ? size_t(image) * vertices : 0;
+    double X[3], Y[3], w[3], Mx[3], My[3];
+    for (int k = 0; k < 3; ++k) {
+      const float* v = &c.scene.pos[(base + size_t(c.scene.faces[size_t(id - 1) * 3 + k])) * 4];
+      const double nx = double(v[0]) / v[3], ny = double(v[1]) / v[3], ox = hx - inImage % W, oy = hy - inImage / W;
+      X[k] = nx * hx + ox, Y[k] = ny * hy + oy, w[k] = v[3];
+      Mx[k] = std::abs(nx * hx) + std::abs(ox), My[k] = std::abs(ny * hy) + std::abs(oy);
+    }
+    double S = 0, error = 0;
+    for (int k = 0; k < 3; ++k) {
+      const int i = (k + 1) % 3, j = (k + 2) % 3;
+      S += (X[i] * Y[j] - Y[i] * X[j]) * w[i] * w[j];
+      error += (Mx[i] * std::abs(Y[j]) + std::abs(X[i]) * My[j] + My[i] * std::abs(X[j]) + std::abs(Y[i]) * Mx[j]) * std::abs(w[i] * w[j]);
+    }
+    if (!(error <= 1024.0 * std::abs(S))) {
+      for (int q = 0; q < 3; ++q) out.gradBary[pix * 3 + size_t(q)] = 0;
+      ++excluded;
+    }
+  }
+  out.want = rasterizeBackwardRef(c.scene.pos, c.scene.faces, c.desc, c.findices, out.gradBary);
+  return out;
+}
 }  // namespace
 
 TEST(RasterVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
   // Per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only shaders.
+  // The float-only shaders on the pixels where float arithmetic is accurate (wellConditioned).
   for (bool noFloat64 : {false, true})
   for (bool noSubgroupSums : {false, true})
-  for (const BackwardCase& c : backwardCases()) {
+  for (const BackwardCase& all : backwardCases()) {
+    size_t excluded = 0;
+    const BackwardCase c = noFloat64 ? wellConditioned(all, excluded) : all;
     SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : "") + (noFloat64 ? ", float-only" : ""));
+    EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
     RasterDesc d = c.desc;
     d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
     auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);

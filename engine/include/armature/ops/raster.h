@@ -112,7 +112,9 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, 
                  vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges = nullptr);
 // The backward (rasterizeBackwardRef) on Vulkan: writes gradPositions (the size of positions) from gradBarycentrics
 // (B,H,W,3) at the faces of findices. Needs float32 buffer atomic add (VK_EXT_shader_atomic_float): the sums over
-// pixels are not bitwise reproducible.
+// pixels are not bitwise reproducible. On devices without doubles each pixel's chain runs in float: good to ~1e-4
+// of the largest gradient where the pixel's triangle is well conditioned (tests/raster_test.cpp, wellConditioned),
+// while on slivers the error grows with their conditioning (up to ~3e-3 of the largest gradient measured).
 void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                          uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer& findices,
                          const vk::Buffer& gradBarycentrics, vk::Buffer& gradPositions);
