@@ -1,6 +1,6 @@
 #version 450
-// Skinning backward (1): dL/dv_posed = Tᵀ dL/dv per (item, vertex), T = Σ_j w_vj A_j (3×3 part), as the forward's
-// skin_vertices blends it.
+// Skinning backward (1): dL/dv_posed = Tᵀ dL/dv per (item, vertex), T's 3×3 part, blended as the forward's
+// skin_vertices does.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
@@ -13,20 +13,16 @@ layout(std430, binding = 4) readonly buffer WeightValue { float weightValue[]; }
 layout(std430, binding = 5) writeonly buffer GradVPosed { float gradVPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
+#include "skin_blend_transform.glsl"
+
 void main() {
   uint total = p.batch * p.vertexCount;
   uint stride = gl_NumWorkGroups.x * SKIN_VERTEX_GROUP;
   for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
     uint b = i / p.vertexCount, v = i % p.vertexCount;
-    uint abase = b * p.jointCount * 12;
-    float T[9] = float[9](0, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (uint e = weightStart[v]; e < weightStart[v + 1]; ++e) {
-      float w = weightValue[e];
-      uint a = abase + weightJoint[e] * 12;
-      for (uint r = 0; r < 3; ++r)
-        for (uint c = 0; c < 3; ++c) T[r * 3 + c] += w * transforms[a + r * 4 + c];
-    }
+    float T[12];
+    blendTransform(b, v, T);
     vec3 g = vec3(gradV[i * 3], gradV[i * 3 + 1], gradV[i * 3 + 2]);
-    for (uint c = 0; c < 3; ++c) gradVPosed[i * 3 + c] = T[c] * g.x + T[3 + c] * g.y + T[6 + c] * g.z;
+    for (uint c = 0; c < 3; ++c) gradVPosed[i * 3 + c] = T[c] * g.x + T[4 + c] * g.y + T[8 + c] * g.z;
   }
 }

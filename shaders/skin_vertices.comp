@@ -13,18 +13,15 @@ layout(std430, binding = 5) readonly buffer Transl { float transl[]; };
 layout(std430, binding = 6) writeonly buffer Vertices { float vertices[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
+#include "skin_blend_transform.glsl"
+
 void main() {
   uint total = p.batch * p.vertexCount;
   uint stride = gl_NumWorkGroups.x * SKIN_VERTEX_GROUP;
   for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
     uint b = i / p.vertexCount, v = i % p.vertexCount;
-    uint abase = b * p.jointCount * 12;
-    float T[12] = float[12](0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (uint e = weightStart[v]; e < weightStart[v + 1]; ++e) {
-      float w = weightValue[e];
-      uint a = abase + weightJoint[e] * 12;
-      for (uint q = 0; q < 12; ++q) T[q] += w * transforms[a + q];
-    }
+    float T[12];
+    blendTransform(b, v, T);
     vec3 x = vec3(vPosed[i * 3], vPosed[i * 3 + 1], vPosed[i * 3 + 2]);
     for (uint r = 0; r < 3; ++r)
       vertices[i * 3 + r] = T[r * 4] * x.x + T[r * 4 + 1] * x.y + T[r * 4 + 2] * x.z + T[r * 4 + 3] + transl[b * 3 + r];

@@ -1030,7 +1030,7 @@ BackwardCase wellConditioned(const BackwardCase& c, size_t& excluded) {
   BackwardCase out = c;
   excluded = 0;
   const uint32_t W = c.desc.width, H = c.desc.height, imagePixels = W * H;
-  const uint32_t vertices = uint32_t(c.scene.pos.size() / 4) / (c.desc.batch == RasterBatch::Instanced ? c.desc.images : 1u);
+  const uint32_t vertices = vertexCountOf(c);
   const double hx = (W - 1) * 0.5, hy = (H - 1) * 0.5;
   for (size_t pix = 0; pix < c.findices.size(); ++pix) {
     const int id = c.findices[pix];

@@ -108,19 +108,16 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
     VkCase c(ctx, *model, B, rng);
-    SkinningVk& skin = c.skin;
-    const BodyOutput& ref = c.ref;
-    const VkParams& in = c.in;
-    vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
-    vk::Buffer joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
+    vk::Buffer verts(ctx, c.ref.vertices.size() * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
+    vk::Buffer joints(ctx, c.ref.joints.size() * 4, vk::kStorageUsage);
     verts.fill(nanBits());
     joints.fill(nanBits());
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      skin.forward(cmd, B, in.pose, in.betas, in.expr, in.transl, verts, joints);
+      c.skin.forward(cmd, B, c.in.pose, c.in.betas, c.in.expr, c.in.transl, verts, joints);
       vk::computeBarrier(cmd);
     });
-    EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol));
-    EXPECT_TRUE(allClose(joints.download<float>(ref.joints.size()), ref.joints, kVertexTol));
+    EXPECT_TRUE(allClose(verts.download<float>(c.ref.vertices.size()), c.ref.vertices, kVertexTol));
+    EXPECT_TRUE(allClose(joints.download<float>(c.ref.joints.size()), c.ref.joints, kVertexTol));
   }
 }
 
@@ -136,47 +133,42 @@ TEST(SkinningVulkan, BackwardMatchesReference) {
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
     VkCase c(ctx, *model, B, rng);
-    SkinningVk& skin = c.skin;
-    const BodyOutput& ref = c.ref;
-    const BodyParams& p = c.p;
-    const FloatParams& f = c.f;
-    const VkParams& in = c.in;
-    vk::Buffer verts(ctx, ref.vertices.size() * 4, vk::kStorageUsage), joints(ctx, ref.joints.size() * 4, vk::kStorageUsage);
-    const auto [gv, gj] = randomOutputGrads(ref, rng);
+    vk::Buffer verts(ctx, c.ref.vertices.size() * 4, vk::kStorageUsage), joints(ctx, c.ref.joints.size() * 4, vk::kStorageUsage);
+    const auto [gv, gj] = randomOutputGrads(c.ref, rng);
     auto dgv = vk::makeStorageBuffer<float>(ctx, cast<float>(gv)), dgj = vk::makeStorageBuffer<float>(ctx, cast<float>(gj));
-    vk::Buffer gPose(ctx, f.pose.size() * 4, vk::kStorageUsage), gBetas(ctx, f.betas.size() * 4, vk::kStorageUsage);
-    vk::Buffer gExpr(ctx, f.expression.size() * 4, vk::kStorageUsage), gTransl(ctx, f.transl.size() * 4, vk::kStorageUsage);
+    vk::Buffer gPose(ctx, c.f.pose.size() * 4, vk::kStorageUsage), gBetas(ctx, c.f.betas.size() * 4, vk::kStorageUsage);
+    vk::Buffer gExpr(ctx, c.f.expression.size() * 4, vk::kStorageUsage), gTransl(ctx, c.f.transl.size() * 4, vk::kStorageUsage);
     SkinningGradBuffers out{gPose, gBetas, gExpr, gTransl};
     // With and without a gradient on the posed joints (without: the reference's is zero).
     for (bool withJoints : {true, false}) {
       SCOPED_TRACE(withJoints ? "dL/djoints given" : "no dL/djoints");
       for (auto* g : {&gPose, &gBetas, &gExpr, &gTransl}) g->fill(nanBits());
       ctx.submitAndWait([&](VkCommandBuffer cmd) {
-        skin.forward(cmd, B, in.pose, in.betas, in.expr, in.transl, verts, joints);
-        skin.backward(cmd, B, in.pose, dgv, withJoints ? &dgj : nullptr, out);
+        c.skin.forward(cmd, B, c.in.pose, c.in.betas, c.in.expr, c.in.transl, verts, joints);
+        c.skin.backward(cmd, B, c.in.pose, dgv, withJoints ? &dgj : nullptr, out);
         vk::computeBarrier(cmd);
       });
-      auto gref = bodyBackwardRef(*model, p, gv, withJoints ? gj : std::vector<double>(gj.size(), 0.0));
+      auto gref = bodyBackwardRef(*model, c.p, gv, withJoints ? gj : std::vector<double>(gj.size(), 0.0));
       // As on CUDA: fp32 sums over thousands of vertices against double, compared as vectors relative to their
       // norm; fp32 accumulation errs ~sqrt(n)·6e-8 relative, an indexing or sign error gives O(1).
-      auto gp = gPose.download<float>(f.pose.size());
+      auto gp = gPose.download<float>(c.f.pose.size());
       EXPECT_LT(relativeError(gp, gref.pose), 1e-4);
-      EXPECT_LT(relativeError(gBetas.download<float>(f.betas.size()), gref.betas), 1e-4);
-      EXPECT_LT(relativeError(gExpr.download<float>(f.expression.size()), gref.expression), 1e-4);
-      EXPECT_LT(relativeError(gTransl.download<float>(f.transl.size()), gref.transl), 1e-4);
+      EXPECT_LT(relativeError(gBetas.download<float>(c.f.betas.size()), gref.betas), 1e-4);
+      EXPECT_LT(relativeError(gExpr.download<float>(c.f.expression.size()), gref.expression), 1e-4);
+      EXPECT_LT(relativeError(gTransl.download<float>(c.f.transl.size()), gref.transl), 1e-4);
       // Deterministic: the backward again (on the same forward) gives the same bits.
       gPose.fill(nanBits());
       ctx.submitAndWait([&](VkCommandBuffer cmd) {
-        skin.backward(cmd, B, in.pose, dgv, withJoints ? &dgj : nullptr, out);
+        c.skin.backward(cmd, B, c.in.pose, dgv, withJoints ? &dgj : nullptr, out);
         vk::computeBarrier(cmd);
       });
-      auto gp2 = gPose.download<float>(f.pose.size());
+      auto gp2 = gPose.download<float>(c.f.pose.size());
       EXPECT_EQ(0, std::memcmp(gp.data(), gp2.data(), gp.size() * 4)) << "backward is not bitwise reproducible";
     }
   }
 }
 
-TEST(SkinningVulkan, BackwardRejectsBadInput) {
+TEST(SkinningVulkan, RejectsBadInput) {
   ARM_REQUIRE_VULKAN(ctx);
   std::mt19937_64 rng(::armature::test::rng()());
   BodyModel m = randomBodyModel(50, 6, 2, 1, rng);
@@ -185,25 +177,18 @@ TEST(SkinningVulkan, BackwardRejectsBadInput) {
   vk::Buffer g0(ctx, 4096, vk::kStorageUsage), g1(ctx, 4096, vk::kStorageUsage), g2(ctx, 4096, vk::kStorageUsage);
   SkinningGradBuffers out{g0, g1, g2, big};
   auto record = [&](auto body) { ctx.submitAndWait([&](VkCommandBuffer cmd) { body(cmd); }); };
-  // Before any forward: nothing to differentiate.
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.forward(cmd, 5, big, big, big, big, big, big); }), Error);
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, small, big, big, big, big, big); }), Error);
+  // The backward: before any forward there is nothing to differentiate; then a batch other than the forward's, and
+  // buffers too small for dL/dv, dL/djoints and dL/dpose.
   EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, out); }), Error);
   record([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, big, big, big, big, big, big); });
-  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 3, big, big, nullptr, out); }), Error);  // batch
-  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, small, nullptr, out); }), Error);  // dL/dv
-  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, &small, out); }), Error);  // dL/djoints
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 3, big, big, nullptr, out); }), Error);
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, small, nullptr, out); }), Error);
+  EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, &small, out); }), Error);
   SkinningGradBuffers shortPose{small, g1, g2, big};
   EXPECT_THROW(record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, shortPose); }), Error);
   record([&](VkCommandBuffer cmd) { skin.backward(cmd, 2, big, big, nullptr, out); });  // and the valid call runs
-}
-
-TEST(SkinningVulkan, RejectsBadInput) {
-  ARM_REQUIRE_VULKAN(ctx);
-  std::mt19937_64 rng(::armature::test::rng()());
-  BodyModel m = randomBodyModel(50, 6, 2, 0, rng);
-  SkinningVk skin(ctx, m, 2, 0, 4);
-  vk::Buffer small(ctx, 16, vk::kStorageUsage), big(ctx, 4096, vk::kStorageUsage);
-  EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 5, big, big, big, big, big, big); }), Error);
-  EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { skin.forward(cmd, 2, small, big, big, big, big, big); }), Error);
   EXPECT_THROW(SkinningVk(ctx, m, 3, 0, 4), Error);
   EXPECT_THROW(SkinningVk(ctx, m, 2, 0, 100'000'000), Error);  // more items than workgroups; v_posed beyond the range
   BodyModel many = randomBodyModel(20, 3, SKIN_MAX_COEFS + 8, 0, rng);

@@ -80,15 +80,14 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
   StageZones zones{stages, cmd};
-  auto nextStage = [&](const char* name) { zones.next(name); };
-  nextStage("skin: joints");
+  zones.next("skin: joints");
   const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
   vk::dispatch(cmd, joint, batch,  // one workgroup per item
                {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
                 m_parents.view(), m_features.view(), m_transforms.view(), joints.view(), m_saved.view()},
                push);
   vk::computeBarrier(cmd);
-  nextStage("skin: blend");
+  zones.next("skin: blend");
   // The blend product: few items stream the matrix (skin_blend), more use a register-tiled GEMM whose tile height
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
@@ -103,13 +102,13 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                  vk::groupCount(columns, SKIN_TILE_COLUMNS), blendBuffers, push, (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
-  nextStage("skin: vertices");
+  zones.next("skin: vertices");
   const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),
                {m_vPosed.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
                 transl.view(), vertices.view()},
                push);
-  nextStage(nullptr);
+  zones.next(nullptr);
   m_lastBatch = batch;
 }
 
