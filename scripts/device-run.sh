@@ -42,8 +42,8 @@ else
   # The same without the blend matrix's L2 residency: every call streams it from DRAM.
   $bench skinning --backend cuda --batch 1,32,512 --no-l2-residency --json "$out/bench_skin_cuda_fwd_nol2.json"
   $bench skinning --backend cuda --batch 1,32,512 --backward --no-l2-residency --json "$out/bench_skin_cuda_bwd_nol2.json"
-  $bench skinning --backend vulkan --batch 1,32,512 --json "$out/bench_skin_vk_fwd.json"
-  $bench skinning --backend vulkan --batch 1,32,512 --backward --json "$out/bench_skin_vk_bwd.json"
+  $bench skinning --backend vulkan --batch 1,8,32,512 --json "$out/bench_skin_vk_fwd.json"
+  $bench skinning --backend vulkan --batch 1,8,32,512 --backward --json "$out/bench_skin_vk_bwd.json"
   $bench interop --iters 200 --json "$out/bench_interop.json"
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"

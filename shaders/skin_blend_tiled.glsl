@@ -1,5 +1,5 @@
 // v_posed (B × V3) = features (B × F) · blendMatrix (F × V3) + v_template for more than a few items: a
-// register-tiled GEMM (the few-item case is skin_blend.comp). A workgroup owns SKIN_TILE_ROWS items × 128 columns
+// register-tiled GEMM (the one-item case is skin_blend.comp). A workgroup owns SKIN_TILE_ROWS items × 128 columns
 // with 256 invocations: a subgroup of 32 shares SKIN_TILE_ROWS/8 consecutive rows (broadcast shared reads), each
 // invocation 4 of the columns. SKIN_TILE_K terms per step; the next step's tiles are read into registers while this
 // one is computed (double-buffered shared memory). Every output is summed in a fixed order: deterministic.

@@ -124,12 +124,12 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
 TEST(SkinningVulkan, BackwardMatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   std::mt19937_64 rng(::armature::test::rng()());
-  // The default avatar at B ∈ {1, 3} (its dL/dfeatures product in 123 column slices); a random model with shuffled
-  // joint order and an arbitrary tree (55 joints, 700 vertices: 9 slices) at B = 17 and 40 (two tiles of 32 items,
-  // the second partial).
+  // The default avatar at B ∈ {1, 3} (its dL/dfeatures product on tiles of 8 items in 123 column slices); a random
+  // model with shuffled joint order and an arbitrary tree (55 joints, 700 vertices) at B = 17, 40 and 131 (tiles of
+  // 64 items, the last partial; per-joint sums of 1, 2 and 4 items a workgroup, the last of 131 partial).
   BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
   const std::vector<std::pair<const BodyModel*, uint32_t>> cases = {
-      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&small, 17}, {&small, 40}};
+      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&small, 17}, {&small, 40}, {&small, 131}};
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
     VkCase c(ctx, *model, B, rng);

@@ -21,22 +21,21 @@
 #define SKIN_MAX_JOINTS 64          // per-item joint kernels keep the chain in registers/local arrays
 #define SKIN_MAX_COEFS 512          // Vulkan joint kernel: shape + expression components it holds in shared memory
 #define SKIN_VERTEX_GROUP 256       // skinning kernel: vertices per workgroup
-#define SKIN_GEMM_ROWS 8            // Vulkan streaming blend (skin_blend): batch rows per workgroup; it serves up to 8 items
 #define SKIN_BLEND_COLUMNS 32       // skin_blend: columns per workgroup (one coalesced 128-byte row read)
-#define SKIN_BLEND_SLICES 8         // skin_blend: K slices per workgroup, summed in order (8 KB shared)
+#define SKIN_BLEND_SLICES 8         // skin_blend: K slices per workgroup, summed in order
 #define SKIN_TILE_COLUMNS 128       // tiled blend GEMMs (skin_blend_tiled.glsl): columns per workgroup
 #define SKIN_TILE_ROWS_MID 32       // skin_blend_mid: items per workgroup, for up to SKIN_TILE_MID_MAX items
 #define SKIN_TILE_MID_MAX 64
 #define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
 #define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
 #define SKIN_MAX_FEATURES ((SKIN_MAX_JOINTS - 1) * 9 + SKIN_MAX_COEFS)  // P + K the Vulkan backward holds
-#define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup
-// skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a split-K GEMM. A workgroup
-// of 256 owns 64 features × 32 items over one slice of the V3 columns, 32 columns a step; the slices' partial sums
-// are added in slice order by skin_backward_params.
-#define SKIN_GRAD_FEATURES 64
-#define SKIN_GRAD_ITEMS 32
-#define SKIN_GRAD_STEP 32
+#define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup (split over 1–8 items)
+// skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a register-tiled split-K
+// GEMM. A workgroup of 256 owns 128 features × 8 or 64 items (skinGradTileItems) over one slice of the V3 columns,
+// 16 columns a step; the slices' partial sums are added in slice order by skin_backward_params.
+#define SKIN_GRAD_FEATURES 128
+#define SKIN_GRAD_STEP 16
+#define SKIN_GRAD_FEW_MAX 8           // up to this many items: 8 per workgroup (skin_backward_features_few), else 64
 #define SKIN_GRAD_TARGET_GROUPS 1024  // slices are added until about this many workgroups run
 #define SKIN_GRAD_MIN_SLICE 256       // columns
 
@@ -49,6 +48,7 @@ ARM_SHARED_STRUCT(SkinningPush) {
   uint shapeCount;   // shape components (first of the K)
   uint jointGrads;   // backward: 1 when a gradient on the posed joints is given
   uint slices;       // backward: column slices of the dL/dfeatures product (skinGradSlices)
+  uint sumItems;     // backward: items per workgroup of the per-joint sums (skinJointSumItems)
 };
 
 // Rodrigues' formula and its backward, as smplx's batch_rodrigues: angle = |r + 1e-8|, u = r / angle,
@@ -103,20 +103,26 @@ ARM_FN SkinVec3 skinRodriguesBackward(SkinVec3 r, SkinMat3 gR) {
   return g;
 }
 
-// How many column slices the dL/dfeatures product of `batch` items splits into, and the columns of each (a multiple
-// of SKIN_GRAD_STEP; the last slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
-ARM_FN uint skinGradSlices(uint batch, uint features, uint columns) {
-  uint groups = ((features + SKIN_GRAD_FEATURES - 1u) / SKIN_GRAD_FEATURES) * ((batch + SKIN_GRAD_ITEMS - 1u) / SKIN_GRAD_ITEMS);
+// Items per workgroup of the dL/dfeatures product of `batch` items.
+ARM_FN uint skinGradTileItems(uint batch) {
+  return batch <= SKIN_GRAD_FEW_MAX ? 8u : 64u;
+}
+// How many column slices that product splits into, and the columns of each (a multiple of SKIN_GRAD_STEP; the last
+// slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
+ARM_FN uint skinGradSlices(uint batch, uint tileItems, uint features, uint columns) {
+  uint groups = ((features + SKIN_GRAD_FEATURES - 1u) / SKIN_GRAD_FEATURES) * ((batch + tileItems - 1u) / tileItems);
   uint wanted = (SKIN_GRAD_TARGET_GROUPS + groups - 1u) / groups, most = (columns + SKIN_GRAD_MIN_SLICE - 1u) / SKIN_GRAD_MIN_SLICE;
   wanted = wanted < most ? wanted : most;
   return wanted > 1u ? wanted : 1u;
 }
+// Items per workgroup of the per-joint sums (skin_backward_joints), a power of two.
+ARM_FN uint skinJointSumItems(uint batch) { return batch >= 128u ? 4u : batch >= 32u ? 2u : 1u; }
 ARM_FN uint skinGradSliceColumns(uint slices, uint columns) {
   uint perSlice = (columns + slices - 1u) / slices;
   return (perSlice + SKIN_GRAD_STEP - 1u) / SKIN_GRAD_STEP * SKIN_GRAD_STEP;
 }
 
 #ifdef __cplusplus
-static_assert(sizeof(SkinningPush) == 32);
+static_assert(sizeof(SkinningPush) == 36);
 #endif
 #endif

@@ -78,7 +78,7 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   need(transl, size_t(batch) * 3, "transl (B,3)");
   need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
   need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
-  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0};
+  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
   StageZones zones{stages, cmd};
   zones.next("skin: joints");
   const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
@@ -88,13 +88,13 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                push);
   vk::computeBarrier(cmd);
   zones.next("skin: blend");
-  // The blend product: few items stream the matrix (skin_blend), more use a register-tiled GEMM whose tile height
+  // The blend product: one item streams the matrix (skin_blend), more use a register-tiled GEMM whose tile height
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
   const std::vector<vk::BufferView> blendBuffers = {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()};
-  if (batch <= SKIN_GEMM_ROWS) {
+  if (batch == 1) {
     vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 4, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
-                 blendBuffers, push, (batch + SKIN_GEMM_ROWS - 1) / SKIN_GEMM_ROWS);
+                 blendBuffers, push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
     const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
@@ -129,7 +129,8 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   const uint32_t columns = t.vertexCount * 3;
   if (!m_gradPartials) {
     size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
-    for (uint32_t b = 1; b <= m_maxBatch; ++b) partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
+    for (uint32_t b = 1; b <= m_maxBatch; ++b)
+      partials = std::max(partials, size_t(skinGradSlices(b, skinGradTileItems(b), uint32_t(F), columns)) * b * F);
     ARM_CHECK(partials * 4 <= m_ctx.info().maxStorageBufferRange,
               "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call, m_maxBatch,
               partials * 4 / 1048576.0, m_ctx.info().name.c_str(), m_ctx.info().maxStorageBufferRange / 1048576.0);
@@ -138,8 +139,10 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
     m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
     m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);  // last: it says all four exist
   }
-  const uint32_t slices = skinGradSlices(batch, uint32_t(F), columns);
-  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u, slices};
+  const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, tileItems, uint32_t(F), columns);
+  const uint32_t sumItems = skinJointSumItems(batch);
+  SkinningPush push{batch,          t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount,
+                    gradJoints ? 1u : 0u, slices, sumItems};
   const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_gradA.view();  // unread without them
   StageZones zones{stages, cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
@@ -154,15 +157,14 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 8, sizeof push), t.jointCount + 1,
                {gradVertices.view(), m_vPosed.view(), m_jointStart.view(), m_jointVertex.view(), m_jointWeight.view(),
                 jointGrads, m_gradA.view(), out.transl.view()},
-               push, batch);
+               push, (batch + sumItems - 1) / sumItems);
   vk::computeBarrier(cmd);
   zones.next("skin backward: chain, features");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 5, sizeof push), batch,
                {m_saved.view(), m_gradA.view(), jointGrads, m_parents.view(), m_chainGrads.view()}, push);
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_features, 3, sizeof push),
-               uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
-               {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push,
-               uint32_t((B + SKIN_GRAD_ITEMS - 1) / SKIN_GRAD_ITEMS));
+  const auto& features = tileItems == 8 ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
+  vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push), uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
+               {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push, uint32_t((B + tileItems - 1) / tileItems));
   vk::computeBarrier(cmd);
   zones.next("skin backward: parameters");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,

@@ -1,0 +1,5 @@
+#version 450
+// Variant: 64 items per workgroup (8 per invocation), for many items.
+#define SKIN_GRAD_ROWS 8
+#extension GL_GOOGLE_include_directive : require
+#include "skin_backward_features.glsl"
