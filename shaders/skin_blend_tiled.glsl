@@ -59,6 +59,7 @@ void main() {
   for (uint k0 = 0; k0 < K; k0 += SKIN_TILE_K) {
     bool more = k0 + SKIN_TILE_K < K;
     if (more) loadTiles(k0 + SKIN_TILE_K, m0, n0, M, N, K);
+    if (m0 + group * ROWS_PER_INVOCATION < M)  // (groups past the last item only load and store)
     for (uint kk = 0; kk < SKIN_TILE_K; ++kk) {
       vec4 b = Bs[buf][kk][lane];
       for (uint r4 = 0; r4 < ROWS_PER_INVOCATION / 4; ++r4) {
