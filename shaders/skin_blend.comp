@@ -2,8 +2,8 @@
 // v_posed (1 × V3) = features (1 × F) · blendMatrix (F × V3) + v_template for one item: pose correctives and
 // shape/expression blends in one pass over the 64 MB matrix. A workgroup owns SKIN_BLEND_COLUMNS columns; its
 // SKIN_BLEND_SLICES groups of invocations split the F terms and add their partial sums in a fixed order
-// (deterministic), so one item still spreads the matrix over the whole GPU. (From two items on, the register-tiled
-// GEMM is as fast: measured on an H100, it read the matrix at the same rate for 2–8 items as this does for one.)
+// (deterministic), so one item still spreads the matrix over the whole GPU. (With a running sum per item for up to
+// 8 items it was slower than the register-tiled GEMM from two items on: H100, bench/RESULTS.md.)
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 

@@ -29,7 +29,7 @@
 #define SKIN_TILE_ROWS_MANY 128     // skin_blend_tiled: items per workgroup beyond that
 #define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
 #define SKIN_MAX_FEATURES ((SKIN_MAX_JOINTS - 1) * 9 + SKIN_MAX_COEFS)  // P + K the Vulkan backward holds
-#define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup (split over 1–8 items)
+#define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup (split over 1–4 items)
 // skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a register-tiled split-K
 // GEMM. A workgroup of 256 owns 128 features × 8 or 64 items (skinGradTileItems) over one slice of the V3 columns,
 // 16 columns a step; the slices' partial sums are added in slice order by skin_backward_params.

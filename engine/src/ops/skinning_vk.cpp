@@ -141,8 +141,8 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   }
   const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, tileItems, uint32_t(F), columns);
   const uint32_t sumItems = skinJointSumItems(batch);
-  SkinningPush push{batch,          t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount,
-                    gradJoints ? 1u : 0u, slices, sumItems};
+  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u,
+                    slices, sumItems};
   const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_gradA.view();  // unread without them
   StageZones zones{stages, cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
