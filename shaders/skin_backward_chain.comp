@@ -19,7 +19,7 @@ layout(push_constant) uniform Push { SkinningPush p; };
 shared float sv[SKIN_MAX_JOINTS * SKIN_SAVED];  // per joint: R (9), G (9), rest joint (3)
 shared float gG[SKIN_MAX_JOINTS * 9], gT[SKIN_MAX_JOINTS * 3];
 shared int sParent[SKIN_MAX_JOINTS];
-shared uint sChildren[SKIN_MAX_JOINTS][2];  // bit c of word c / 32: joint c is a child
+shared uint sChildren[SKIN_MAX_JOINTS][SKIN_MAX_JOINTS / 32];  // bit c of word c / 32: joint c is a child
 shared int sMaxDepth;
 
 void main() {
@@ -27,7 +27,7 @@ void main() {
   for (uint i = j; i < J * SKIN_SAVED; i += SKIN_MAX_JOINTS) sv[i] = saved[b * J * SKIN_SAVED + i];
   if (j == 0) sMaxDepth = 0;
   if (j < J) sParent[j] = parents[j];
-  sChildren[j][0] = sChildren[j][1] = 0u;
+  for (uint w = 0; w < SKIN_MAX_JOINTS / 32; ++w) sChildren[j][w] = 0u;
   barrier();
   if (j < J && sParent[j] >= 0) atomicOr(sChildren[sParent[j]][j / 32], 1u << (j % 32));
   float gR[9] = float[9](0, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -52,7 +52,7 @@ void main() {
   for (int level = sMaxDepth; level >= 0; --level) {
     if (j < J && depth == level) {
       uint gs = j * SKIN_SAVED;
-      for (uint word = 0; word < 2; ++word)
+      for (uint word = 0; word < SKIN_MAX_JOINTS / 32; ++word)
         for (uint kids = sChildren[j][word]; kids != 0u; kids &= kids - 1u) {  // children, in increasing index
           uint c = uint(findLSB(kids)) + 32 * word, cs = c * SKIN_SAVED;
           vec3 rel = vec3(sv[cs + 18] - sv[gs + 18], sv[cs + 19] - sv[gs + 19], sv[cs + 20] - sv[gs + 20]);

@@ -35,7 +35,9 @@
 // 16 columns a step; the slices' partial sums are added in slice order by skin_backward_params.
 #define SKIN_GRAD_FEATURES 128
 #define SKIN_GRAD_STEP 16
-#define SKIN_GRAD_FEW_MAX 8           // up to this many items: 8 per workgroup (skin_backward_features_few), else 64
+#define SKIN_GRAD_FEW_MAX 8           // up to this many items skin_backward_features_few runs, else _many
+#define SKIN_GRAD_ROWS_FEW 1          // items per invocation (× 8 groups of 32: 8 items a workgroup)
+#define SKIN_GRAD_ROWS_MANY 8         // (64 items a workgroup)
 #define SKIN_GRAD_TARGET_GROUPS 1024  // slices are added until about this many workgroups run
 #define SKIN_GRAD_MIN_SLICE 256       // columns
 
@@ -105,7 +107,7 @@ ARM_FN SkinVec3 skinRodriguesBackward(SkinVec3 r, SkinMat3 gR) {
 
 // Items per workgroup of the dL/dfeatures product of `batch` items.
 ARM_FN uint skinGradTileItems(uint batch) {
-  return batch <= SKIN_GRAD_FEW_MAX ? 8u : 64u;
+  return 8u * (batch <= SKIN_GRAD_FEW_MAX ? SKIN_GRAD_ROWS_FEW : SKIN_GRAD_ROWS_MANY);
 }
 // How many column slices that product splits into, and the columns of each (a multiple of SKIN_GRAD_STEP; the last
 // slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
@@ -115,12 +117,12 @@ ARM_FN uint skinGradSlices(uint batch, uint tileItems, uint features, uint colum
   wanted = wanted < most ? wanted : most;
   return wanted > 1u ? wanted : 1u;
 }
-// Items per workgroup of the per-joint sums (skin_backward_joints), a power of two.
-ARM_FN uint skinJointSumItems(uint batch) { return batch >= 128u ? 4u : batch >= 32u ? 2u : 1u; }
 ARM_FN uint skinGradSliceColumns(uint slices, uint columns) {
   uint perSlice = (columns + slices - 1u) / slices;
   return (perSlice + SKIN_GRAD_STEP - 1u) / SKIN_GRAD_STEP * SKIN_GRAD_STEP;
 }
+// Items per workgroup of the per-joint sums (skin_backward_joints), a power of two.
+ARM_FN uint skinJointSumItems(uint batch) { return batch >= 128u ? 4u : batch >= 32u ? 2u : 1u; }
 
 #ifdef __cplusplus
 static_assert(sizeof(SkinningPush) == 36);

@@ -70,14 +70,15 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
                          const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
                          vk::GpuTimer* stages) {
   const SkinningDims& t = m_dims;
-  ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "SkinningVk::forward: batch %u outside [1, %u]", batch, m_maxBatch);
-  auto need = [&](const vk::Buffer& b, size_t floats, const char* name) { needFloats("SkinningVk::forward", b, floats, name); };
-  need(pose, size_t(batch) * t.jointCount * 3, "pose (B,J,3)");
-  need(betas, size_t(batch) * t.shapeCount, "betas (B,S)");
-  need(expression, size_t(batch) * t.exprCount, "expression (B,E)");
-  need(transl, size_t(batch) * 3, "transl (B,3)");
-  need(vertices, size_t(batch) * t.vertexCount * 3, "vertices (B,V,3)");
-  need(joints, size_t(batch) * t.jointCount * 3, "joints (B,J,3)");
+  const char* call = "SkinningVk::forward";
+  ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "%s: batch %u outside [1, %u]", call, batch, m_maxBatch);
+  const size_t B = batch;
+  needFloats(call, pose, B * t.jointCount * 3, "pose (B,J,3)");
+  needFloats(call, betas, B * t.shapeCount, "betas (B,S)");
+  needFloats(call, expression, B * t.exprCount, "expression (B,E)");
+  needFloats(call, transl, B * 3, "transl (B,3)");
+  needFloats(call, vertices, B * t.vertexCount * 3, "vertices (B,V,3)");
+  needFloats(call, joints, B * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
   StageZones zones{stages, cmd};
   zones.next("skin: joints");
@@ -162,7 +163,7 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   zones.next("skin backward: chain, features");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 5, sizeof push), batch,
                {m_saved.view(), m_gradA.view(), jointGrads, m_parents.view(), m_chainGrads.view()}, push);
-  const auto& features = tileItems == 8 ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
+  const auto& features = batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
   vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push), uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
                {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push, uint32_t((B + tileItems - 1) / tileItems));
   vk::computeBarrier(cmd);
