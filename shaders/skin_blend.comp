@@ -2,23 +2,32 @@
 // v_posed (1 × V3) = features (1 × F) · blendMatrix (F × V3) + v_template for one item: pose correctives and
 // shape/expression blends in one pass over the 64 MB matrix. A workgroup owns SKIN_BLEND_COLUMNS columns; its
 // SKIN_BLEND_SLICES groups of invocations split the F terms and add their partial sums in a fixed order
-// (deterministic), so one item still spreads the matrix over the whole GPU. (With a running sum per item for up to
-// 8 items it was slower than the register-tiled GEMM from two items on: H100, bench/RESULTS.md.)
+// (deterministic), so one item still spreads the matrix over the whole GPU. Each workgroup computes the item's F
+// features itself (skin_feature.glsl) rather than reading them from a dispatch before it: one dispatch and barrier
+// fewer on the path of one item. (With a running sum per item for up to 8 items it was slower than the
+// register-tiled GEMM from two items on: H100, bench/RESULTS.md.)
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_BLEND_COLUMNS, local_size_y = SKIN_BLEND_SLICES) in;
-layout(std430, binding = 0) readonly buffer Features { float features[]; };
-layout(std430, binding = 1) readonly buffer Blend { float blendMatrix[]; };
-layout(std430, binding = 2) readonly buffer Template { float vTemplate[]; };
-layout(std430, binding = 3) writeonly buffer VPosed { float vPosed[]; };
+layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
+layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
+layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
+layout(std430, binding = 3) readonly buffer Blend { float blendMatrix[]; };
+layout(std430, binding = 4) readonly buffer Template { float vTemplate[]; };
+layout(std430, binding = 5) writeonly buffer VPosed { float vPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
+#include "skin_feature.glsl"
+
+shared float features[SKIN_MAX_FEATURES];
 shared float partial[SKIN_BLEND_SLICES][SKIN_BLEND_COLUMNS];
 
 void main() {
   uint N = p.vertexCount * 3, F = p.featureCount + p.coefCount;
   uint col = gl_LocalInvocationID.x, slice = gl_LocalInvocationID.y;
+  for (uint f = gl_LocalInvocationIndex; f < F; f += SKIN_BLEND_COLUMNS * SKIN_BLEND_SLICES) features[f] = skinFeature(0, f);
+  barrier();
   uint n = gl_WorkGroupID.x * SKIN_BLEND_COLUMNS + col;
   float acc = 0.0;
   if (n < N)

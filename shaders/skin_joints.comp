@@ -1,8 +1,8 @@
 #version 450
 // Per item (one workgroup, one invocation per joint): coefficients, rest joints (from the folded regressor tables),
-// Rodrigues, pose features, the kinematic chain one tree level at a time (the joints of a level are independent),
+// Rodrigues, the kinematic chain one tree level at a time (the joints of a level are independent),
 // the skinning transforms A_j and the posed joints, and what the backward needs of the chain (saved). Same math as
-// cuda/src/skinning.cu.
+// cuda/src/skinning.cu. The pose features come from skin_features.comp, so that the blend product runs beside this.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
@@ -14,10 +14,9 @@ layout(std430, binding = 3) readonly buffer Transl { float transl[]; };
 layout(std430, binding = 4) readonly buffer JointTemplate { float jointTemplate[]; };
 layout(std430, binding = 5) readonly buffer JointDirs { float jointDirs[]; };
 layout(std430, binding = 6) readonly buffer Parents { int parents[]; };
-layout(std430, binding = 7) writeonly buffer Features { float features[]; };
-layout(std430, binding = 8) buffer Transforms { float transforms[]; };
-layout(std430, binding = 9) writeonly buffer Joints { float jointsOut[]; };
-layout(std430, binding = 10) writeonly buffer Saved { float saved[]; };
+layout(std430, binding = 7) buffer Transforms { float transforms[]; };
+layout(std430, binding = 8) writeonly buffer Joints { float jointsOut[]; };
+layout(std430, binding = 9) writeonly buffer Saved { float saved[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
@@ -27,14 +26,11 @@ shared int sMaxDepth;
 
 void main() {
   uint b = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
-  uint F = p.featureCount + p.coefCount, J = p.jointCount, K = p.coefCount, S = p.shapeCount, E = K - S;
-  uint fbase = b * F;
+  uint J = p.jointCount, K = p.coefCount, S = p.shapeCount, E = K - S;
   if (j == 0) sMaxDepth = 0;
   if (j < J) sParent[j] = parents[j];
   for (uint k = j; k < K; k += SKIN_MAX_JOINTS) {
-    float x = k < S ? betas[b * S + k] : expression[b * E + (k - S)];
-    sCoef[k] = x;
-    features[fbase + p.featureCount + k] = x;
+    sCoef[k] = k < S ? betas[b * S + k] : expression[b * E + (k - S)];
   }
   barrier();
   if (j < J) {
@@ -45,10 +41,7 @@ void main() {
     }
     uint pb = (b * J + j) * 3;
     SkinMat3 R = skinRodrigues(SkinVec3(float[3](pose[pb], pose[pb + 1], pose[pb + 2])));
-    for (uint e = 0; e < 9; ++e) {
-      sR[j * 9 + e] = R.m[e];
-      if (j > 0) features[fbase + (j - 1) * 9 + e] = R.m[e] - ((e % 4 == 0) ? 1.0 : 0.0);
-    }
+    for (uint e = 0; e < 9; ++e) sR[j * 9 + e] = R.m[e];
     int depth = 0;  // the model is a validated forest; the cap only guards the loop
     for (int q = sParent[j]; q >= 0 && depth < int(J); q = sParent[q]) ++depth;
     sDepth[j] = depth;

@@ -81,26 +81,34 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   needFloats(call, joints, B * t.jointCount * 3, "joints (B,J,3)");
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
   StageZones zones{stages, cmd};
-  zones.next("skin: joints");
-  const auto& joint = m_ctx.program(shaders::skin_joints, 11, sizeof push);
-  vk::dispatch(cmd, joint, batch,  // one workgroup per item
+  // The blend product's input, the pose features and coefficients: one item's stream computes them itself, more
+  // items' tiled GEMM reads them from a dispatch before it.
+  if (batch > 1) {
+    zones.next("skin: features");
+    vk::dispatch(cmd, m_ctx.program(shaders::skin_features, 4, sizeof push),
+                 vk::groupCount(B * (t.featureCount + t.coefCount()), SKIN_FEATURE_GROUP),
+                 {pose.view(), betas.view(), expression.view(), m_features.view()}, push);
+    vk::computeBarrier(cmd);
+  }
+  // The joint chain and the blend product do not read each other's results: no barrier between them, so the chain
+  // (one workgroup per item) runs beside the product instead of before it.
+  zones.next("skin: chain, blend");
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_joints, 10, sizeof push), batch,  // one workgroup per item
                {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
-                m_parents.view(), m_features.view(), m_transforms.view(), joints.view(), m_saved.view()},
+                m_parents.view(), m_transforms.view(), joints.view(), m_saved.view()},
                push);
-  vk::computeBarrier(cmd);
-  zones.next("skin: blend");
   // The blend product: one item streams the matrix (skin_blend), more use a register-tiled GEMM whose tile height
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
-  const std::vector<vk::BufferView> blendBuffers = {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()};
   if (batch == 1) {
-    vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 4, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
-                 blendBuffers, push);
+    vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 6, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
+                 {pose.view(), betas.view(), expression.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
     const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
     vk::dispatch(cmd, m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
-                 vk::groupCount(columns, SKIN_TILE_COLUMNS), blendBuffers, push, (batch + rows - 1) / rows);
+                 vk::groupCount(columns, SKIN_TILE_COLUMNS),
+                 {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push, (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
   zones.next("skin: vertices");

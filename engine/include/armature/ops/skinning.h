@@ -58,8 +58,9 @@ class SkinningVk {
  public:
   SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
              uint32_t maxBatch);
-  // pose (B,J,3), betas (B,S), expression (B,E), transl (B,3): float storage buffers. With `stages`, each of the
-  // three dispatches is a timer zone ("skin: joints", "skin: blend", "skin: vertices").
+  // pose (B,J,3), betas (B,S), expression (B,E), transl (B,3): float storage buffers. With `stages`, timer zones
+  // "skin: features" (two or more items), "skin: chain, blend" (the joint chain runs beside the blend product) and
+  // "skin: vertices".
   void forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
                const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
                vk::GpuTimer* stages = nullptr);

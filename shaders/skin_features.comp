@@ -1,0 +1,22 @@
+#version 450
+// The blend product's input for two or more items (skin_feature.glsl), one invocation per feature. A dispatch of its
+// own so that the blend product does not wait for the joint chain (skin_joints.comp), which runs beside it. (One
+// item's blend stream computes its features itself.)
+#extension GL_GOOGLE_include_directive : require
+#include "shared/skinning_io.h"
+
+layout(local_size_x = SKIN_FEATURE_GROUP) in;
+layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
+layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
+layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
+layout(std430, binding = 3) writeonly buffer Features { float features[]; };
+layout(push_constant) uniform Push { SkinningPush p; };
+
+#include "skin_feature.glsl"
+
+void main() {
+  uint F = p.featureCount + p.coefCount, i = gl_GlobalInvocationID.x;
+  if (i >= p.batch * F) return;
+  uint b = i / F;
+  features[i] = skinFeature(b, i - b * F);
+}
