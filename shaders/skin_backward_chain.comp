@@ -3,17 +3,20 @@
 // level at a time from the deepest (a joint's children are final by then). Forward (skin_joints.comp):
 //   G_root = R_root, T_root = J_root;  G_j = G_p R_j,  T_j = T_p + G_p (J_j − J_p);  A_j = [G_j | T_j − G_j J_j];
 //   posed joint j = T_j + transl.
-// Out per joint (chainGrads): the chain's share of dL/dR_j (9) and dL/dJ_j (3), J_j the rest joint. Children are
-// summed in increasing index: the same bits on every run.
+// In: dL/dA_j as its parts' sums (skin_backward_joints), added here in order. Out per joint (chainGrads): the
+// chain's share of dL/dR_j (9) and dL/dJ_j (3), J_j the rest joint; and dL/dtransl = Σ dL/dv + Σ dL/djoint.
+// Children are summed in increasing index: the same bits on every run.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
 layout(std430, binding = 0) readonly buffer Saved { float saved[]; };
-layout(std430, binding = 1) readonly buffer GradA { float gradA[]; };
-layout(std430, binding = 2) readonly buffer GradJoints { float gradJoints[]; };
-layout(std430, binding = 3) readonly buffer Parents { int parents[]; };
-layout(std430, binding = 4) writeonly buffer ChainGrads { float chainGrads[]; };
+layout(std430, binding = 1) readonly buffer GradParts { float gradParts[]; };
+layout(std430, binding = 2) readonly buffer JointPartStart { uint jointPartStart[]; };
+layout(std430, binding = 3) readonly buffer GradJoints { float gradJoints[]; };
+layout(std430, binding = 4) readonly buffer Parents { int parents[]; };
+layout(std430, binding = 5) writeonly buffer ChainGrads { float chainGrads[]; };
+layout(std430, binding = 6) writeonly buffer GradTransl { float gradTransl[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float sv[SKIN_MAX_JOINTS * SKIN_SAVED];  // per joint: R (9), G (9), rest joint (3)
@@ -23,7 +26,22 @@ shared uint sChildren[SKIN_MAX_JOINTS][SKIN_MAX_JOINTS / 32];  // bit c of word 
 shared int sMaxDepth;
 
 void main() {
-  uint b = gl_WorkGroupID.x, j = gl_LocalInvocationID.x, J = p.jointCount;
+  uint b = gl_WorkGroupID.x, j = gl_LocalInvocationID.x, J = p.jointCount, B = p.batch;
+  if (j < 3) {  // the translation: its parts (joint J's), then the posed joints' gradient; four loads at a time
+    float sum = 0.0;
+    const uint first = jointPartStart[J], end = jointPartStart[J + 1], joints = p.jointGrads != 0u ? J : 0u;
+    for (uint q = first; q < end; q += 4) {
+      float x[4];
+      for (uint i = 0; i < 4; ++i) x[i] = q + i < end ? gradParts[((q + i) * B + b) * 12 + j] : 0.0;
+      for (uint i = 0; i < 4; ++i) sum += x[i];
+    }
+    for (uint q = 0; q < joints; q += 4) {
+      float x[4];
+      for (uint i = 0; i < 4; ++i) x[i] = q + i < joints ? gradJoints[(b * J + q + i) * 3 + j] : 0.0;
+      for (uint i = 0; i < 4; ++i) sum += x[i];
+    }
+    gradTransl[b * 3 + j] = sum;
+  }
   for (uint i = j; i < J * SKIN_SAVED; i += SKIN_MAX_JOINTS) sv[i] = saved[b * J * SKIN_SAVED + i];
   if (j == 0) sMaxDepth = 0;
   if (j < J) sParent[j] = parents[j];
@@ -36,12 +54,21 @@ void main() {
   if (j < J) {
     // A_j's translation column is T_j − G_j J_j: dL/dT_j = its gradient (+ the posed joint's), dL/dG_j gets
     // −dL/dt ⊗ J_j, dL/dJ_j gets −G_jᵀ dL/dt.
-    uint a = (b * J + j) * 12, gs = j * SKIN_SAVED;
+    float gA[12] = float[12](0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);  // dL/dA_j: its parts in order, two at a time
+    for (uint q = jointPartStart[j], end = jointPartStart[j + 1]; q < end; q += 2) {
+      float x[12], y[12];
+      for (uint e = 0; e < 12; ++e) {
+        x[e] = gradParts[(q * B + b) * 12 + e];
+        y[e] = q + 1 < end ? gradParts[((q + 1) * B + b) * 12 + e] : 0.0;
+      }
+      for (uint e = 0; e < 12; ++e) gA[e] += x[e], gA[e] += y[e];
+    }
+    uint gs = j * SKIN_SAVED;
     for (uint r = 0; r < 3; ++r) {
-      float t = gradA[a + r * 4 + 3];
+      float t = gA[r * 4 + 3];
       gT[j * 3 + r] = t + (p.jointGrads != 0u ? gradJoints[(b * J + j) * 3 + r] : 0.0);
       for (uint c = 0; c < 3; ++c) {
-        gG[j * 9 + r * 3 + c] = gradA[a + r * 4 + c] - t * sv[gs + 18 + c];
+        gG[j * 9 + r * 3 + c] = gA[r * 4 + c] - t * sv[gs + 18 + c];
         gJ[c] -= sv[gs + 9 + r * 3 + c] * t;
       }
     }

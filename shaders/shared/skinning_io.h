@@ -10,9 +10,15 @@
 //   order         (J)          joints with parents first;  parents (J), -1 for the root
 //   jointStart    (J+1)        CSC of the same weights (the backward's per-joint sums): joint j uses entries
 //   jointVertex, jointWeight   jointStart[j]..jointStart[j+1)
+// The Vulkan backward's per-joint sums go by parts (engine/src/ops/skinning_vk.cpp): part q sums entries
+//   partRange[2q]..partRange[2q+1] of joint partJoint[q] (joint J: the translation's gradient, a vertex range);
+//   joint j's parts are jointPartStart[j]..jointPartStart[j+1), in entry order. A joint is one part, or for a few
+//   items parts of at most SKIN_SUM_PART entries (so that no workgroup walks a heavy joint's thousands alone) and
+//   SKIN_SUM_PART_VERTICES vertices.
 // Per-item work buffers: features (B, P+K): [poseFeatures, coefficients]; transforms (B,J,12) row-major 3x4 A_j;
 // saved (B,J,SKIN_SAVED) what the backward needs of the chain: R_j (9), G_j (9), rest joint (3).
-// Backward work buffers: gradVPosed (B,V*3); gradA (B,J,12) dL/dA_j; chainGrads (B,J,12) the chain's dL/dR_j (9)
+// Backward work buffers: gradVPosed (B,V*3); gradParts (parts,B,12) each part's share of dL/dA_j (or of
+// dL/dtransl); chainGrads (B,J,12) the chain's dL/dR_j (9)
 // and dL/drest-joint (3); gradPartials (slices, B, P+K) dL/dfeatures summed over each column slice.
 #ifndef ARMATURE_SKINNING_IO_H
 #define ARMATURE_SKINNING_IO_H
@@ -31,6 +37,9 @@
 #define SKIN_SAVED 21               // floats per joint the forward keeps for the backward
 #define SKIN_MAX_FEATURES ((SKIN_MAX_JOINTS - 1) * 9 + SKIN_MAX_COEFS)  // P + K the Vulkan backward holds
 #define SKIN_REDUCE_GROUP 256       // skin_backward_joints: invocations per workgroup (split over 1–4 items)
+#define SKIN_SUM_PART 512           // skin_backward_joints: entries per part below SKIN_SUM_PART_BELOW items
+#define SKIN_SUM_PART_VERTICES 4096 // (the translation's parts: vertices, 3 loads each)
+#define SKIN_SUM_PART_BELOW 8       // (from 8 items on, a part per joint: enough workgroups already, each with its tree)
 // skin_backward_features: dL/dfeatures (B × F) = dL/dv_posed (B × V3) · blendMatrixᵀ as a register-tiled split-K
 // GEMM. A workgroup of 256 owns 128 features × 8 or 64 items (skinGradTileItems) over one slice of the V3 columns,
 // 16 columns a step; the slices' partial sums are added in slice order by skin_backward_params.

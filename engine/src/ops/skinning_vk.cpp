@@ -14,6 +14,22 @@ vk::Buffer table(vk::Context& ctx, const std::vector<T>& v) {
 }
 }  // namespace
 
+// Parts of at most `entries` CSC entries per joint, then parts of at most `vertices` vertices for the translation
+// (joint J), each joint's parts in order.
+SkinningVk::SumParts SkinningVk::makeSumParts(vk::Context& ctx, const SkinningTables& t, uint32_t entries,
+                                              uint32_t vertices) {
+  std::vector<uint32_t> range, joint, jointStart{0};
+  auto split = [&](uint32_t j, uint32_t first, uint32_t end, uint32_t most) {
+    for (uint32_t q = first; q < end; q += std::min(most, end - q))
+      range.insert(range.end(), {q, q + std::min(most, end - q)}), joint.push_back(j);
+    if (first == end) range.insert(range.end(), {first, end}), joint.push_back(j);  // an empty joint: one empty part
+    jointStart.push_back(uint32_t(joint.size()));
+  };
+  for (uint32_t j = 0; j < t.jointCount; ++j) split(j, t.jointStart[j], t.jointStart[j + 1], entries);
+  split(t.jointCount, 0, t.vertexCount, vertices);
+  return SumParts{table(ctx, range), table(ctx, joint), table(ctx, jointStart), uint32_t(joint.size())};
+}
+
 SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
     : m_ctx(ctx), m_maxBatch(maxBatch) {
   ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "SkinningVk: maxBatch must be in [1, 65535] (one workgroup per item)");
@@ -36,7 +52,8 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   m_weightJoint = table(ctx, t.weightJoint);
   m_weightValue = table(ctx, t.weightValue);
   m_parents = table(ctx, t.parents);
-  m_jointStart = table(ctx, t.jointStart);
+  m_wholeParts = makeSumParts(ctx, t, UINT32_MAX, UINT32_MAX);
+  m_splitParts = makeSumParts(ctx, t, SKIN_SUM_PART, SKIN_SUM_PART_VERTICES);
   m_jointVertex = table(ctx, t.jointVertex.empty() ? std::vector<uint32_t>{0} : t.jointVertex);
   m_jointWeight = table(ctx, t.jointWeight.empty() ? std::vector<float>{0} : t.jointWeight);
   m_features = vk::Buffer(ctx, std::max<size_t>(maxBatch * F * 4, 4), vk::kStorageUsage);
@@ -144,7 +161,9 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
               "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call, m_maxBatch,
               partials * 4 / 1048576.0, m_ctx.info().name.c_str(), m_ctx.info().maxStorageBufferRange / 1048576.0);
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
-    m_gradA = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
+    const size_t parts = std::max(size_t(m_wholeParts.count) * m_maxBatch,
+                                  size_t(m_splitParts.count) * std::min<uint32_t>(m_maxBatch, SKIN_SUM_PART_BELOW - 1));
+    m_gradParts = vk::Buffer(m_ctx, parts * 12 * 4, vk::kStorageUsage);
     m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
     m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);  // last: it says all four exist
   }
@@ -152,7 +171,8 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   const uint32_t sumItems = skinJointSumItems(batch);
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u,
                     slices, sumItems};
-  const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_gradA.view();  // unread without them
+  const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_saved.view();  // unread without them
+  const SumParts& parts = batch < SKIN_SUM_PART_BELOW ? m_splitParts : m_wholeParts;
   StageZones zones{stages, cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
   zones.next("skin backward: vertices");
@@ -163,14 +183,16 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
                push);
   // The per-joint sums read dL/dv and v_posed only: no barrier before them.
   zones.next("skin backward: joint sums");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 8, sizeof push), t.jointCount + 1,
-               {gradVertices.view(), m_vPosed.view(), m_jointStart.view(), m_jointVertex.view(), m_jointWeight.view(),
-                jointGrads, m_gradA.view(), out.transl.view()},
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 7, sizeof push), parts.count,
+               {gradVertices.view(), m_vPosed.view(), parts.range.view(), parts.joint.view(), m_jointVertex.view(),
+                m_jointWeight.view(), m_gradParts.view()},
                push, (batch + sumItems - 1) / sumItems);
   vk::computeBarrier(cmd);
   zones.next("skin backward: chain, features");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 5, sizeof push), batch,
-               {m_saved.view(), m_gradA.view(), jointGrads, m_parents.view(), m_chainGrads.view()}, push);
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 7, sizeof push), batch,
+               {m_saved.view(), m_gradParts.view(), parts.jointStart.view(), jointGrads, m_parents.view(), m_chainGrads.view(),
+                out.transl.view()},
+               push);
   const auto& features = batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
   vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push), uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
                {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push, uint32_t((B + tileItems - 1) / tileItems));

@@ -81,9 +81,17 @@ class SkinningVk {
   SkinningDims m_dims;
   uint32_t m_maxBatch;
   vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
-      m_parents, m_jointStart, m_jointVertex, m_jointWeight;
+      m_parents, m_jointVertex, m_jointWeight;
+  // The backward's per-joint sums by parts (layouts: shared/skinning_io.h): a part per joint, or for fewer than
+  // SKIN_SUM_PART_BELOW items parts of at most SKIN_SUM_PART entries.
+  struct SumParts {
+    vk::Buffer range, joint, jointStart;
+    uint32_t count = 0;
+  };
+  static SumParts makeSumParts(vk::Context& ctx, const SkinningTables& t, uint32_t entries, uint32_t vertices);
+  SumParts m_wholeParts, m_splitParts;
   vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
-  vk::Buffer m_gradVPosed, m_gradA, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
+  vk::Buffer m_gradVPosed, m_gradParts, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
   uint32_t m_lastBatch = 0;                                        // the last forward's batch (0: none yet)
 };
 
