@@ -26,7 +26,12 @@ shared float partial[SKIN_BLEND_SLICES][SKIN_BLEND_COLUMNS];
 void main() {
   uint N = p.vertexCount * 3, F = p.featureCount + p.coefCount;
   uint col = gl_LocalInvocationID.x, slice = gl_LocalInvocationID.y;
-  for (uint f = gl_LocalInvocationIndex; f < F; f += SKIN_BLEND_COLUMNS * SKIN_BLEND_SLICES) features[f] = skinFeature(0, f);
+  for (uint u = gl_LocalInvocationIndex; u < skinFeatureUnits(); u += SKIN_BLEND_COLUMNS * SKIN_BLEND_SLICES) {
+    uint count;
+    float v[9];
+    uint first = skinFeatureUnit(0, u, v, count);
+    for (uint e = 0; e < count; ++e) features[first + e] = v[e];
+  }
   barrier();
   uint n = gl_WorkGroupID.x * SKIN_BLEND_COLUMNS + col;
   float acc = 0.0;

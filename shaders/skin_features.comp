@@ -1,5 +1,6 @@
 #version 450
-// The blend product's input for two or more items (skin_feature.glsl), one invocation per feature. A dispatch of its
+// The blend product's input for two or more items (skin_feature.glsl), one invocation per unit (a joint's nine pose
+// features, or a coefficient). A dispatch of its
 // own so that the blend product does not wait for the joint chain (skin_joints.comp), which runs beside it. (One
 // item's blend stream computes its features itself.)
 #extension GL_GOOGLE_include_directive : require
@@ -15,8 +16,10 @@ layout(push_constant) uniform Push { SkinningPush p; };
 #include "skin_feature.glsl"
 
 void main() {
-  uint F = p.featureCount + p.coefCount, i = gl_GlobalInvocationID.x;
-  if (i >= p.batch * F) return;
-  uint b = i / F;
-  features[i] = skinFeature(b, i - b * F);
+  uint units = skinFeatureUnits(), i = gl_GlobalInvocationID.x;
+  if (i >= p.batch * units) return;
+  uint b = i / units, count;
+  float v[9];
+  uint first = b * (p.featureCount + p.coefCount) + skinFeatureUnit(b, i - b * units, v, count);
+  for (uint e = 0; e < count; ++e) features[first + e] = v[e];
 }

@@ -2,7 +2,8 @@
 // Per item (one workgroup, one invocation per joint): coefficients, rest joints (from the folded regressor tables),
 // Rodrigues, the kinematic chain one tree level at a time (the joints of a level are independent),
 // the skinning transforms A_j and the posed joints, and what the backward needs of the chain (saved). Same math as
-// cuda/src/skinning.cu. The blend product computes its pose features itself (skin_feature.glsl), so it runs beside this.
+// cuda/src/skinning.cu. The blend product computes its pose features itself (skin_feature.glsl, whose rotation and
+// coefficient helpers this shares), so it runs beside this.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
@@ -19,6 +20,8 @@ layout(std430, binding = 8) writeonly buffer Joints { float jointsOut[]; };
 layout(std430, binding = 9) writeonly buffer Saved { float saved[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
+#include "skin_feature.glsl"
+
 shared float sR[SKIN_MAX_JOINTS * 9], sG[SKIN_MAX_JOINTS * 9], sJ[SKIN_MAX_JOINTS * 3], sT[SKIN_MAX_JOINTS * 3];
 shared float sCoef[SKIN_MAX_COEFS];
 shared int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS];
@@ -26,12 +29,10 @@ shared int sMaxDepth;
 
 void main() {
   uint b = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
-  uint J = p.jointCount, K = p.coefCount, S = p.shapeCount, E = K - S;
+  uint J = p.jointCount, K = p.coefCount;
   if (j == 0) sMaxDepth = 0;
   if (j < J) sParent[j] = parents[j];
-  for (uint k = j; k < K; k += SKIN_MAX_JOINTS) {
-    sCoef[k] = k < S ? betas[b * S + k] : expression[b * E + (k - S)];
-  }
+  for (uint k = j; k < K; k += SKIN_MAX_JOINTS) sCoef[k] = skinCoefficient(b, k);
   barrier();
   if (j < J) {
     for (uint c = 0; c < 3; ++c) {
@@ -39,8 +40,7 @@ void main() {
       for (uint k = 0; k < K; ++k) acc += sCoef[k] * jointDirs[(k * J + j) * 3 + c];
       sJ[j * 3 + c] = acc;
     }
-    uint pb = (b * J + j) * 3;
-    SkinMat3 R = skinRodrigues(SkinVec3(float[3](pose[pb], pose[pb + 1], pose[pb + 2])));
+    SkinMat3 R = skinPoseRotation(b, j);
     for (uint e = 0; e < 9; ++e) sR[j * 9 + e] = R.m[e];
     int depth = 0;  // the model is a validated forest; the cap only guards the loop
     for (int q = sParent[j]; q >= 0 && depth < int(J); q = sParent[q]) ++depth;

@@ -27,7 +27,7 @@
 #define SKIN_MAX_JOINTS 64          // per-item joint kernels keep the chain in registers/local arrays
 #define SKIN_MAX_COEFS 512          // Vulkan joint kernel: shape + expression components it holds in shared memory
 #define SKIN_VERTEX_GROUP 256       // skinning kernel: vertices per workgroup
-#define SKIN_FEATURE_GROUP 256      // skin_features: features per workgroup
+#define SKIN_FEATURE_GROUP 256      // skin_features: feature units (a joint's nine, or a coefficient) per workgroup
 #define SKIN_BLEND_COLUMNS 32       // skin_blend: columns per workgroup (one coalesced 128-byte row read)
 #define SKIN_BLEND_SLICES 8         // skin_blend: K slices per workgroup, summed in order
 #define SKIN_TILE_COLUMNS 128       // tiled blend GEMMs (skin_blend_tiled.glsl): columns per workgroup

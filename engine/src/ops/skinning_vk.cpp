@@ -47,15 +47,15 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   m_vTemplate = table(ctx, t.vTemplate);
   m_blend = table(ctx, t.blendMatrix);
   m_jointTemplate = table(ctx, t.jointTemplate);
-  m_jointDirs = table(ctx, t.jointDirs.empty() ? std::vector<float>{0} : t.jointDirs);
+  m_jointDirs = table(ctx, t.jointDirs);  // empty without components: a 4-byte buffer, never read
   m_weightStart = table(ctx, t.weightStart);
   m_weightJoint = table(ctx, t.weightJoint);
   m_weightValue = table(ctx, t.weightValue);
   m_parents = table(ctx, t.parents);
   m_wholeParts = makeSumParts(ctx, t, UINT32_MAX, UINT32_MAX);
   m_splitParts = makeSumParts(ctx, t, SKIN_SUM_PART, SKIN_SUM_PART_VERTICES);
-  m_jointVertex = table(ctx, t.jointVertex.empty() ? std::vector<uint32_t>{0} : t.jointVertex);
-  m_jointWeight = table(ctx, t.jointWeight.empty() ? std::vector<float>{0} : t.jointWeight);
+  m_jointVertex = table(ctx, t.jointVertex);
+  m_jointWeight = table(ctx, t.jointWeight);
   m_features = vk::Buffer(ctx, std::max<size_t>(maxBatch * F * 4, 4), vk::kStorageUsage);
   m_transforms = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
   m_vPosed = vk::Buffer(ctx, vposedBytes, vk::kStorageUsage);
@@ -103,7 +103,7 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   if (batch > 1) {
     zones.next("skin: features");
     vk::dispatch(cmd, m_ctx.program(shaders::skin_features, 4, sizeof push),
-                 vk::groupCount(B * (t.featureCount + t.coefCount()), SKIN_FEATURE_GROUP),
+                 vk::groupCount(B * (t.jointCount - 1 + t.coefCount()), SKIN_FEATURE_GROUP),  // skinFeatureUnits
                  {pose.view(), betas.view(), expression.view(), m_features.view()}, push);
     vk::computeBarrier(cmd);
   }
