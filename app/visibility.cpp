@@ -86,7 +86,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
   if (onCuda) {
 #ifdef ARMATURE_HAS_INTEROP
     Cuda& c = *m_cuda;
-    c.scratch = cuda::DeviceMemory(rasterScratchBytes(d));
+    c.scratch = cuda::DeviceMemory(rasterScratchBytes(d), cuda::MemoryKind::Compressible);  // the outputs are Vulkan's
     c.faceIds = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 4);
     c.barycentrics = std::make_unique<interop::SharedBuffer>(m_ctx, pixels * 12);
     c.bounds = std::make_unique<interop::SharedBuffer>(m_ctx, 16);

@@ -74,7 +74,8 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
         std::vector<float> gradImage(pixels * C, 0.01f);
         auto dGradImage = cuda::DeviceMemory::from(gradImage);
         cuda::DeviceMemory verts(size_t(N) * 12), joints(size_t(model.jointCount) * 12), clip(project.clipFloats() * 4),
-            scratch(rasterScratchBytes(raster)), ids(pixels * 4), bary(pixels * 12), image(pixels * C * 4),
+            scratch(rasterScratchBytes(raster), cuda::MemoryKind::Compressible), ids(pixels * 4, cuda::MemoryKind::Compressible),
+            bary(pixels * 12, cuda::MemoryKind::Compressible), image(pixels * C * 4),
             gradColours(colours.size() * 4), gradBary(pixels * 12), gradClip(project.clipFloats() * 4), gradVerts(size_t(N) * 12),
             gPose(pose.size() * 4), gBetas(S * 4), gExpr(E * 4), gTransl(12);
         cuda::Stream s;

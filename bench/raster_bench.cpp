@@ -119,13 +119,15 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
       Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
       std::vector<double> ms;
-      if (backend == Backend::Cuda) {
+      // CUDA: scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain
+      // cudaMalloc memory, as a row of its own.
+      auto timeCuda = [&](cuda::MemoryKind kind) {
         auto dp = cuda::DeviceMemory::from(pos);
         auto df = cuda::DeviceMemory::from(faces);
         auto da = cuda::DeviceMemory::from(attr);
-        cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), out(pixels * 12);
+        cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
         cuda::Stream s;
-        ms = timeCudaCalls(
+        return timeCudaCalls(
             s,
             [&](const cuda::Stream& on) {
               cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), on);
@@ -134,6 +136,9 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
                                   out.as<float>(), on);
             },
             iters);
+      };
+      if (backend == Backend::Cuda) {
+        ms = timeCuda(cuda::MemoryKind::Compressible);
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
@@ -155,6 +160,13 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
+      if (backend == Backend::Cuda && !withInterpolate) {
+        const std::vector<double> plain = timeCuda(cuda::MemoryKind::Plain);
+        Row p = r;
+        p.variant += " plain memory";
+        p.medianMs = median(plain), p.minMs = minOf(plain);
+        rows.push_back(p);
+      }
       if (backend == Backend::Vulkan && !withInterpolate && !floatOnly) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
     RasterDesc backward{sc.size, sc.size};

@@ -1,3 +1,5 @@
+#include <iostream>
+
 #include "armature/cuda/runtime.h"
 #include "armature/ops/axpy.h"
 #include "support/compare.h"
@@ -61,13 +63,21 @@ TEST(Axpy, VulkanRejectsShortBuffers) {
   EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { axpyVk(ctx, cmd, 1, x, y, 5); }), Error);
 }
 
+// In plain and in compressible memory (mapped with the driver's virtual-memory calls where the device grants it, a
+// cudaMalloc otherwise): the same results, nothing written past the end, and the mapping released.
 TEST(Axpy, CudaMatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
+  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
   for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
+    SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
     Case c = makeCase(n);
     auto x = cuda::DeviceMemory::from(cast<float>(c.x));
-    cuda::DeviceMemory y((n + 7) * 4);
+    cuda::DeviceMemory y((n + 7) * 4, kind);
+    if (kind == cuda::MemoryKind::Plain) {
+      EXPECT_FALSE(y.compressed());
+    }
+    if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
     y.fill32(nanBits());
     y.upload(cast<float>(c.y).data(), n * 4);
     cuda::axpy(float(c.a), x.as<float>(), y.as<float>(), n, stream);

@@ -947,18 +947,20 @@ TEST(RasterHardware, AgreesWithTheReferenceOnAClosedMesh) {
   EXPECT_GE(double(baryOk), 0.99 * double(same));
 }
 
+// Scratch and outputs in plain memory, then in compressible memory (as the benchmark runs it).
 TEST(RasterCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
+  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
   for (const RandomCase& c : randomCases()) {
-    SCOPED_TRACE(c.name);
+    SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
     const RasterDesc& d = c.desc;
     size_t pixels = d.pixels();
     auto pos = cuda::DeviceMemory::from(c.scene.pos);
     auto faces = cuda::DeviceMemory::from(c.scene.faces);
     auto priorBuf = cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior);
     auto ranges = cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
-    cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12);
+    cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind);
     ids.fill32(nanBits());
     bary.fill32(nanBits());
     cuda::rasterize(d, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),

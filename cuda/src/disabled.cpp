@@ -15,7 +15,7 @@ std::pair<size_t, size_t> memoryInfo() { notBuilt(); }
 Stream::Stream() { notBuilt(); }
 Stream::~Stream() = default;
 void Stream::synchronize() { notBuilt(); }
-DeviceMemory::DeviceMemory(size_t) { notBuilt(); }
+DeviceMemory::DeviceMemory(size_t, MemoryKind) { notBuilt(); }
 void DeviceMemory::reset() {}
 void DeviceMemory::upload(const void*, size_t, size_t) { notBuilt(); }
 void DeviceMemory::download(void*, size_t, size_t) const { notBuilt(); }

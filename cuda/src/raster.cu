@@ -537,10 +537,13 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
            reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset), vertices};
   static_assert(RASTER_QUEUE_HEADER * 4 == 16, "the clear covers the z-buffer and the queue's 16-byte header");
   const size_t pieces = (layout.queueOffset + 16) / 16;  // queueOffset is a multiple of 256
-  clearScratchKernel<<<grid(pieces), 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces, a.positions, uint32_t(rows),
-                                                  d.width, d.height, vertices);
-  CUDA_CHECK_LAUNCH();
   const DeviceTraits device = deviceTraits();
+  // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear no longer waits on DRAM,
+  // and 8,193 one-store blocks cost ~1 us more (H100, 1M triangles at 2048^2).
+  const unsigned clearBlocks = std::min(grid(pieces), unsigned(device.multiprocessors) * 16u);
+  clearScratchKernel<<<clearBlocks, 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces, a.positions, uint32_t(rows),
+                                                 d.width, d.height, vertices);
+  CUDA_CHECK_LAUNCH();
   const bool dependent = device.dependentLaunches;
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box). At

@@ -1,7 +1,10 @@
 #include "armature/cuda/runtime.h"
 #include "check.h"
 
+#include <cuda.h>
+
 #include <cstring>
+#include <type_traits>
 #include <iostream>
 
 namespace armature::cuda {
@@ -64,8 +67,51 @@ Stream::~Stream() {
 }
 void Stream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(m_handle))); }
 
-DeviceMemory::DeviceMemory(size_t bytes) : m_bytes(bytes) {
+namespace {
+// The driver's virtual-memory calls, which the runtime does not wrap, through the runtime's entry-point query (no
+// link against libcuda). Null members where the driver lacks them.
+struct VirtualMemoryApi {
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemGetAllocationPropertiesFromHandle) properties = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) addressFree = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) setAccess = nullptr;
+  bool complete() const { return granularity && create && properties && release && reserve && addressFree && map && unmap && setAccess; }
+};
+const VirtualMemoryApi& virtualMemoryApi() {
+  static const VirtualMemoryApi api = [] {
+    VirtualMemoryApi a;
+    auto get = [](const char* name, auto& fn) {
+      void* p = nullptr;
+      cudaDriverEntryPointQueryResult status{};
+      if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &status) == cudaSuccess &&
+          status == cudaDriverEntryPointSuccess)
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+      else
+        cudaGetLastError();
+    };
+    get("cuMemGetAllocationGranularity", a.granularity);
+    get("cuMemCreate", a.create);
+    get("cuMemGetAllocationPropertiesFromHandle", a.properties);
+    get("cuMemRelease", a.release);
+    get("cuMemAddressReserve", a.reserve);
+    get("cuMemAddressFree", a.addressFree);
+    get("cuMemMap", a.map);
+    get("cuMemUnmap", a.unmap);
+    get("cuMemSetAccess", a.setAccess);
+    return a;
+  }();
+  return api;
+}
+}  // namespace
+
+DeviceMemory::DeviceMemory(size_t bytes, MemoryKind kind) : m_bytes(bytes) {
   ARM_CHECK(bytes > 0, "a CUDA allocation needs a size > 0");
+  if (kind == MemoryKind::Compressible && allocateCompressible(bytes)) return;
   cudaError_t e = cudaMalloc(&m_ptr, bytes);
   if (e != cudaSuccess) {
     cudaGetLastError();
@@ -73,13 +119,68 @@ DeviceMemory::DeviceMemory(size_t bytes) : m_bytes(bytes) {
     throw Error("cannot allocate " + std::to_string(bytes) + " bytes on the CUDA device: " + cudaGetErrorString(e));
   }
 }
+
+// Compressible device memory mapped at a fresh address, or false (nothing held) where the device has no compression
+// or does not grant it: the caller then allocates plain memory.
+bool DeviceMemory::allocateCompressible(size_t bytes) {
+  int device = 0, supported = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDeviceAttr(CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED), device));
+  const VirtualMemoryApi& api = virtualMemoryApi();
+  if (!supported || !api.complete()) return false;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
+  size_t granularity = 0;
+  if (api.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS || !granularity) return false;
+  const size_t size = (bytes + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle{};
+  if (api.create(&handle, size, &prop, 0) != CUDA_SUCCESS) return false;
+  CUmemAllocationProp granted{};
+  CUdeviceptr address = 0;
+  bool ok = api.properties(&granted, handle) == CUDA_SUCCESS &&
+            granted.allocFlags.compressionType == CU_MEM_ALLOCATION_COMP_GENERIC &&
+            api.reserve(&address, size, granularity, 0, 0) == CUDA_SUCCESS;
+  if (ok && api.map(address, size, 0, handle, 0) != CUDA_SUCCESS) {
+    api.addressFree(address, size);
+    ok = false;
+  }
+  api.release(handle);  // a mapping keeps the memory until it is unmapped
+  if (!ok) return false;
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (api.setAccess(address, size, &access, 1) != CUDA_SUCCESS) {
+    api.unmap(address, size);
+    api.addressFree(address, size);
+    return false;
+  }
+  m_ptr = reinterpret_cast<void*>(address);
+  m_mappedBytes = size;
+  return true;
+}
+
 void DeviceMemory::reset() {
-  if (m_ptr) {
+  if (m_ptr && m_mappedBytes) {
+    // As cudaFree, wait for work that may still use the memory: unmapping does not.
+    cudaError_t e = cudaDeviceSynchronize();
+    const VirtualMemoryApi& api = virtualMemoryApi();
+    const auto address = reinterpret_cast<CUdeviceptr>(m_ptr);
+    if (e == cudaErrorCudartUnloading) {
+      // process exit: the driver releases the mapping with the context
+    } else if (e != cudaSuccess || api.unmap(address, m_mappedBytes) != CUDA_SUCCESS ||
+               api.addressFree(address, m_mappedBytes) != CUDA_SUCCESS) {
+      std::cerr << "freeing compressible CUDA memory failed" << (e != cudaSuccess ? std::string(": ") + cudaGetErrorString(e) : "") << "\n";
+    }
+  } else if (m_ptr) {
     cudaError_t e = cudaFree(m_ptr);
     if (e != cudaSuccess && e != cudaErrorCudartUnloading) std::cerr << "cudaFree: " << cudaGetErrorString(e) << "\n";
   }
   m_ptr = nullptr;
   m_bytes = 0;
+  m_mappedBytes = 0;
 }
 void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
   ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);

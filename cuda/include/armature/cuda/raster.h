@@ -4,7 +4,8 @@
 // int32 in Ranges mode. On compute capability 9.0+ the call's kernels, and interpolate's, are launched as
 // programmatic dependents of the work before them in the stream (each waits for it before reading its results).
 // barycentrics must not overlap the inputs: before the resolve writes it, the call keeps each vertex's setup there
-// (8 bytes a vertex, where that fits in its 12 a pixel).
+// (8 bytes a vertex, where that fits in its 12 a pixel). Scratch and outputs in compressible memory
+// (cuda::MemoryKind::Compressible) cost fewer DRAM bytes: the cleared z-buffer and background pixels compress.
 #include <cstdint>
 
 #include "armature/cuda/runtime.h"

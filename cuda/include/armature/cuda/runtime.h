@@ -55,11 +55,18 @@ class Stream {
   void* m_handle = nullptr;
 };
 
+// Where a DeviceMemory's bytes live. Compressible asks for the device's compute data compression (cuMemCreate with
+// CU_MEM_ALLOCATION_COMP_GENERIC: A100, H100 and later): L2 then moves runs of equal values, such as a cleared
+// z-buffer or background pixels, to and from DRAM compressed. The rasteriser's scratch and outputs gain from it (H100,
+// 1M triangles at 2048^2: 0.122 -> 0.113 ms). Where the device has no compression, or does not grant it for this
+// allocation, the memory is plain (DeviceMemory::compressed says which).
+enum class MemoryKind { Plain, Compressible };
+
 // Owner of a device allocation (move-only).
 class DeviceMemory {
  public:
   DeviceMemory() = default;
-  explicit DeviceMemory(size_t bytes);
+  explicit DeviceMemory(size_t bytes, MemoryKind kind = MemoryKind::Plain);
   ~DeviceMemory() { reset(); }
   DeviceMemory(DeviceMemory&& o) noexcept { *this = std::move(o); }
   DeviceMemory& operator=(DeviceMemory&& o) noexcept {
@@ -67,6 +74,7 @@ class DeviceMemory {
       reset();
       m_ptr = std::exchange(o.m_ptr, nullptr);
       m_bytes = std::exchange(o.m_bytes, 0);
+      m_mappedBytes = std::exchange(o.m_mappedBytes, 0);
     }
     return *this;
   }
@@ -77,6 +85,7 @@ class DeviceMemory {
   template <typename T>
   T* as() const { return static_cast<T*>(m_ptr); }
   size_t bytes() const { return m_bytes; }
+  bool compressed() const { return m_mappedBytes != 0; }  // granted compressible memory
   // Synchronous copies (set-up and tests, not hot paths): they return when the bytes have landed and order
   // against work on every stream.
   void upload(const void* src, size_t bytes, size_t offset = 0);
@@ -101,8 +110,10 @@ class DeviceMemory {
 
  private:
   void reset();
+  bool allocateCompressible(size_t bytes);
   void* m_ptr = nullptr;
   size_t m_bytes = 0;
+  size_t m_mappedBytes = 0;  // the mapping's size (a multiple of the granularity) of compressible memory, else 0
 };
 
 // The work `record` enqueues on `stream`, captured once as a CUDA graph and replayed with launch() (one launch for
