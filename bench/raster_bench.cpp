@@ -118,27 +118,28 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       double bytes = double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12));
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
       Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
-      std::vector<double> ms;
-      // CUDA: scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain
-      // cudaMalloc memory, as a row of its own.
-      auto timeCuda = [&](cuda::MemoryKind kind) {
+      std::vector<double> ms, plainMs;
+      if (backend == Backend::Cuda) {
+        // Scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain cudaMalloc
+        // memory, as a row of its own. The inputs are uploaded once for both.
         auto dp = cuda::DeviceMemory::from(pos);
         auto df = cuda::DeviceMemory::from(faces);
         auto da = cuda::DeviceMemory::from(attr);
-        cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
-        cuda::Stream s;
-        return timeCudaCalls(
-            s,
-            [&](const cuda::Stream& on) {
-              cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), on);
-              if (withInterpolate)
-                cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
-                                  out.as<float>(), on);
-            },
-            iters);
-      };
-      if (backend == Backend::Cuda) {
-        ms = timeCuda(cuda::MemoryKind::Compressible);
+        auto timeIn = [&](cuda::MemoryKind kind) {
+          cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
+          cuda::Stream s;
+          return timeCudaCalls(
+              s,
+              [&](const cuda::Stream& on) {
+                cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), on);
+                if (withInterpolate)
+                  cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
+                                    out.as<float>(), on);
+              },
+              iters);
+        };
+        ms = timeIn(cuda::MemoryKind::Compressible);
+        if (!withInterpolate) plainMs = timeIn(cuda::MemoryKind::Plain);
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
@@ -160,11 +161,10 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
-      if (backend == Backend::Cuda && !withInterpolate) {
-        const std::vector<double> plain = timeCuda(cuda::MemoryKind::Plain);
+      if (!plainMs.empty()) {
         Row p = r;
         p.variant += " plain memory";
-        p.medianMs = median(plain), p.minMs = minOf(plain);
+        p.medianMs = median(plainMs), p.minMs = minOf(plainMs);
         rows.push_back(p);
       }
       if (backend == Backend::Vulkan && !withInterpolate && !floatOnly) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));

@@ -121,7 +121,8 @@ ARM_FN uint skinGradTileItems(uint batch) {
 }
 // How many column slices that product splits into, and the columns of each (a multiple of SKIN_GRAD_STEP; the last
 // slice may be shorter): enough workgroups to fill a GPU at batch 1, none at large batches.
-ARM_FN uint skinGradSlices(uint batch, uint tileItems, uint features, uint columns) {
+ARM_FN uint skinGradSlices(uint batch, uint features, uint columns) {
+  uint tileItems = skinGradTileItems(batch);
   uint groups = ((features + SKIN_GRAD_FEATURES - 1u) / SKIN_GRAD_FEATURES) * ((batch + tileItems - 1u) / tileItems);
   uint wanted = (SKIN_GRAD_TARGET_GROUPS + groups - 1u) / groups, most = (columns + SKIN_GRAD_MIN_SLICE - 1u) / SKIN_GRAD_MIN_SLICE;
   wanted = wanted < most ? wanted : most;

@@ -30,6 +30,10 @@ SkinningVk::SumParts SkinningVk::makeSumParts(vk::Context& ctx, const SkinningTa
   return SumParts{table(ctx, range), table(ctx, joint), table(ctx, jointStart), uint32_t(joint.size())};
 }
 
+const SkinningVk::SumParts& SkinningVk::sumParts(uint32_t batch) const {
+  return batch < SKIN_SUM_PART_BELOW ? m_splitParts : m_wholeParts;
+}
+
 SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
     : m_ctx(ctx), m_maxBatch(maxBatch) {
   ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "SkinningVk: maxBatch must be in [1, 65535] (one workgroup per item)");
@@ -156,23 +160,25 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   if (!m_gradPartials) {
     size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
     for (uint32_t b = 1; b <= m_maxBatch; ++b)
-      partials = std::max(partials, size_t(skinGradSlices(b, skinGradTileItems(b), uint32_t(F), columns)) * b * F);
+      partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
     ARM_CHECK(partials * 4 <= m_ctx.info().maxStorageBufferRange,
               "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call, m_maxBatch,
               partials * 4 / 1048576.0, m_ctx.info().name.c_str(), m_ctx.info().maxStorageBufferRange / 1048576.0);
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
-    const size_t parts = std::max(size_t(m_wholeParts.count) * m_maxBatch,
-                                  size_t(m_splitParts.count) * std::min<uint32_t>(m_maxBatch, SKIN_SUM_PART_BELOW - 1));
+    // The most parts × items: the largest batch, or the largest that still splits joints into parts.
+    size_t parts = 0;
+    for (uint32_t b : {m_maxBatch, std::min<uint32_t>(m_maxBatch, SKIN_SUM_PART_BELOW - 1)})
+      parts = std::max(parts, size_t(sumParts(b).count) * b);
     m_gradParts = vk::Buffer(m_ctx, parts * 12 * 4, vk::kStorageUsage);
     m_chainGrads = vk::Buffer(m_ctx, size_t(m_maxBatch) * t.jointCount * 12 * 4, vk::kStorageUsage);
     m_gradPartials = vk::Buffer(m_ctx, partials * 4, vk::kStorageUsage);  // last: it says all four exist
   }
-  const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, tileItems, uint32_t(F), columns);
+  const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, uint32_t(F), columns);
   const uint32_t sumItems = skinJointSumItems(batch);
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u,
                     slices, sumItems};
   const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_saved.view();  // unread without them
-  const SumParts& parts = batch < SKIN_SUM_PART_BELOW ? m_splitParts : m_wholeParts;
+  const SumParts& parts = sumParts(batch);
   StageZones zones{stages, cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
   zones.next("skin backward: vertices");

@@ -89,6 +89,7 @@ class SkinningVk {
     uint32_t count = 0;
   };
   static SumParts makeSumParts(vk::Context& ctx, const SkinningTables& t, uint32_t entries, uint32_t vertices);
+  const SumParts& sumParts(uint32_t batch) const;  // the parts `batch` items sum by
   SumParts m_wholeParts, m_splitParts;
   vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
   vk::Buffer m_gradVPosed, m_gradParts, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
