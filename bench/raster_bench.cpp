@@ -118,55 +118,71 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       double bytes = double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12));
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
       Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
-      std::vector<double> ms, plainMs;
+      // As a renderer calls it frame after frame: every call but the first on a scratch the previous one left clear
+      // (RasterDesc::scratchIsClear); rasterize alone also with the z-buffer cleared on every call, as a row.
+      auto steady = [&](bool reuse, bool& cleared) {
+        RasterDesc call = d;
+        call.scratchIsClear = reuse && cleared;
+        cleared = true;
+        return call;
+      };
+      std::vector<double> ms, plainMs, clearingMs;
       if (backend == Backend::Cuda) {
         // Scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain cudaMalloc
-        // memory, as a row of its own. The inputs are uploaded once for both.
+        // memory, as a row of its own. The inputs are uploaded once for all.
         auto dp = cuda::DeviceMemory::from(pos);
         auto df = cuda::DeviceMemory::from(faces);
         auto da = cuda::DeviceMemory::from(attr);
-        auto timeIn = [&](cuda::MemoryKind kind) {
+        auto timeIn = [&](cuda::MemoryKind kind, bool reuse) {
           cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
           cuda::Stream s;
+          bool cleared = false;
           return timeCudaCalls(
               s,
               [&](const cuda::Stream& on) {
-                cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), on);
+                cuda::rasterize(steady(reuse, cleared), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
+                                bary.as<float>(), on);
                 if (withInterpolate)
                   cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
                                     out.as<float>(), on);
               },
               iters);
         };
-        ms = timeIn(cuda::MemoryKind::Compressible);
-        if (!withInterpolate) plainMs = timeIn(cuda::MemoryKind::Plain);
+        ms = timeIn(cuda::MemoryKind::Compressible, true);
+        if (!withInterpolate) plainMs = timeIn(cuda::MemoryKind::Plain, true), clearingMs = timeIn(cuda::MemoryKind::Compressible, false);
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
         auto ba = vk::makeStorageBuffer<float>(*ctx, attr);
         vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
             bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
-        ms = timeVulkanSubmissions(
-            *ctx,
-            [&](VkCommandBuffer cmd) {
-              rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary);
-              if (withInterpolate) {
-                vk::computeBarrier(cmd);
-                interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
-              }
-            },
-            iters);
+        auto timeVk = [&](bool reuse) {
+          bool cleared = false;
+          return timeVulkanSubmissions(
+              *ctx,
+              [&](VkCommandBuffer cmd) {
+                rasterizeVk(*ctx, cmd, steady(reuse, cleared), bp, N, bf, M, nullptr, z, ids, bary);
+                if (withInterpolate) {
+                  vk::computeBarrier(cmd);
+                  interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
+                }
+              },
+              iters);
+        };
+        ms = timeVk(true);
+        if (!withInterpolate && !floatOnly) clearingMs = timeVk(false);
       } else {
         throw Error("raster benchmark: cuda or vulkan");
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
-      if (!plainMs.empty()) {
-        Row p = r;
-        p.variant += " plain memory";
-        p.medianMs = median(plainMs), p.minMs = minOf(plainMs);
-        rows.push_back(p);
-      }
+      for (auto [suffix, times] : {std::pair{" plain memory", &plainMs}, std::pair{" z cleared each call", &clearingMs}})
+        if (!times->empty()) {
+          Row p = r;
+          p.variant += suffix;
+          p.medianMs = median(*times), p.minMs = minOf(*times);
+          rows.push_back(p);
+        }
       if (backend == Backend::Vulkan && !withInterpolate && !floatOnly) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
     RasterDesc backward{sc.size, sc.size};

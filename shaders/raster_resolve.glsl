@@ -10,7 +10,7 @@
 layout(local_size_x = RASTER_GROUP) in;
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
 layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) readonly buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, level]
+layout(std430, binding = 2) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, level]
 layout(std430, binding = 3) writeonly buffer FaceIds { int findices[]; };
 layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
@@ -18,13 +18,14 @@ layout(push_constant) uniform Push { RasterPush p; };
 void main() {
   uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
-    uint faceWord = zwords[pix * 2];
-    if (faceWord == ~0u) {
+    uvec2 token = tokens[pix];
+    if (token != uvec2(~0u)) tokens[pix] = uvec2(~0u);  // cleared for the next call (RasterDesc::scratchIsClear)
+    if (token.x - 1u >= p.triangleCount) {  // ~0: no fragment; beyond F: a scratch that was not clear
       findices[pix] = 0;
       barycentrics[pix * 3] = 0, barycentrics[pix * 3 + 1] = 0, barycentrics[pix * 3 + 2] = 0;
       continue;
     }
-    int face1 = int(faceWord);
+    int face1 = int(token.x);
     findices[pix] = face1;
     uint image = pix / imagePixels, inImage = pix - image * imagePixels;
     uint base = p.instanced != 0u ? image * p.vertexCount : 0u;

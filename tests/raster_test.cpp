@@ -599,6 +599,37 @@ void forEachVulkanRun(vk::Context& ctx, bool noFloat64, Check check) {
       check(c, runVulkan(ctx, c, d));
     }
 }
+
+// RasterDesc::scratchIsClear: every call leaves its z-buffer clear for the next. The random cases from the most
+// pixels down, so that each call's scratch was last used by a call of at least as many pixels.
+std::vector<RandomCase> casesMostPixelsFirst() {
+  std::vector<RandomCase> cases = randomCases();
+  std::stable_sort(cases.begin(), cases.end(), [](const RandomCase& a, const RandomCase& b) { return a.desc.pixels() > b.desc.pixels(); });
+  return cases;
+}
+// Z-buffer tokens of a scratch that scratchIsClear wrongly calls clear: random words, faces of F at random levels
+// (nearer than the mesh's fragments where the level is low), the nearest level without a face, zero.
+std::vector<uint64_t> garbageTokens(size_t pixels, uint32_t faceCount) {
+  std::vector<double> u = uniform(pixels * 3, 0, 1);
+  std::vector<uint64_t> tokens(pixels);
+  for (size_t i = 0; i < pixels; ++i) {
+    const uint64_t high = uint64_t(u[i * 3 + 1] * 4294967295.0), low = uint64_t(u[i * 3 + 2] * 4294967295.0);
+    switch (int(u[i * 3] * 4)) {
+      case 0: tokens[i] = high << 32 | low; break;
+      case 1: tokens[i] = (high >> 8) << 32 | (1 + low % faceCount); break;
+      case 2: tokens[i] = 0xffffffffull; break;
+      default: tokens[i] = 0; break;
+    }
+  }
+  return tokens;
+}
+// The ids of a call over such garbage: any image, but every id names a face of F or the background (so interpolate
+// and the backward read inside F).
+void expectIdsInsideF(const std::vector<int32_t>& ids, uint32_t faceCount) {
+  size_t outside = 0;
+  for (int32_t id : ids) outside += id < 0 || uint32_t(id) > faceCount;
+  EXPECT_EQ(outside, 0u) << "face ids outside [0, " << faceCount << "]";
+}
 }  // namespace
 
 TEST(RasterVulkan, MatchesReference) {
@@ -614,6 +645,50 @@ TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
   forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) { expectSameAsReference(c, r.findices, r.barycentrics); });
+}
+
+// One scratch for every random case, starting as garbage: the first call clears it; each later call skips the clear
+// (scratchIsClear) and must still equal the reference. Then garbage called clear: wrong pixels allowed, ids inside F
+// and no fault; the call after it equals the reference again (each call clears every token it read).
+TEST(RasterVulkan, ScratchLeftClearServesTheNextCall) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
+  const std::vector<RandomCase> cases = casesMostPixelsFirst();
+  const RandomCase& first = cases.front();
+  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3);
+  for (bool noInt64Atomics : {false, true}) {
+    SCOPED_TRACE(noInt64Atomics ? "32-bit" : "64-bit");
+    vk::Buffer z(ctx, rasterScratchBytes(first.desc), vk::kStorageUsage);
+    auto run = [&](const RandomCase& c, bool clear) {
+      auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
+      auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
+      auto priorBuf = vk::makeStorageBuffer<float>(ctx, c.prior.empty() ? std::vector<float>{0} : c.prior);
+      auto ranges = vk::makeStorageBuffer<int32_t>(ctx, c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
+      RasterDesc d = c.desc;
+      d.noInt64Atomics = noInt64Atomics, d.scratchIsClear = clear;
+      const size_t pixels = d.pixels();
+      vk::Buffer ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
+      ids.fill(nanBits());
+      bary.fill(nanBits());
+      ctx.submitAndWait([&](VkCommandBuffer cmd) {
+        rasterizeVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3),
+                    d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary, d.batch == RasterBatch::Ranges ? &ranges : nullptr);
+        vk::computeBarrier(cmd);
+      });
+      return VkRasterRun{ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
+    };
+    const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces);
+    z.upload(std::span<const uint64_t>(garbage));
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(cases[i].name + (i ? ", scratch left clear" : ", scratch of garbage, cleared"));
+      VkRasterRun r = run(cases[i], i > 0);
+      expectSameAsReference(cases[i], r.findices, r.barycentrics);
+    }
+    z.upload(std::span<const uint64_t>(garbage));
+    expectIdsInsideF(run(first, true).findices, firstFaces);
+    VkRasterRun again = run(first, true);
+    expectSameAsReference(first, again.findices, again.barycentrics);
+  }
 }
 
 // The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
@@ -968,6 +1043,60 @@ TEST(RasterCuda, MatchesReference) {
                     d.batch == RasterBatch::Ranges ? ranges.as<int32_t>() : nullptr);
     stream.synchronize();
     expectSameAsReference(c, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+  }
+}
+
+// As RasterVulkan.ScratchLeftClearServesTheNextCall, in both kinds of memory, without synchronising between calls.
+TEST(RasterCuda, ScratchLeftClearServesTheNextCall) {
+  ARM_REQUIRE_CUDA();
+  cuda::Stream stream;
+  const std::vector<RandomCase> cases = casesMostPixelsFirst();
+  const RandomCase& first = cases.front();
+  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3);
+  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces);
+  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible}) {
+    SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
+    cuda::DeviceMemory z(rasterScratchBytes(first.desc), kind);
+    struct Call {
+      cuda::DeviceMemory pos, faces, prior, ranges, ids, bary;
+    };
+    auto prepare = [&](const RandomCase& c) {  // uploads synchronise the device: all of them before any call
+      const size_t pixels = c.desc.pixels();
+      Call call{cuda::DeviceMemory::from(c.scene.pos), cuda::DeviceMemory::from(c.scene.faces),
+                cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior),
+                cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges),
+                cuda::DeviceMemory(pixels * 4, kind), cuda::DeviceMemory(pixels * 12, kind)};
+      call.ids.fill32(nanBits());
+      call.bary.fill32(nanBits());
+      return call;
+    };
+    auto launch = [&](const RandomCase& c, const Call& call, bool clear) {
+      RasterDesc d = c.desc;
+      d.scratchIsClear = clear;
+      cuda::rasterize(d, call.pos.as<float>(), vertexCountOf(c), call.faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
+                      d.useDepthPrior ? call.prior.as<float>() : nullptr, z.data(), call.ids.as<int32_t>(), call.bary.as<float>(),
+                      stream, d.batch == RasterBatch::Ranges ? call.ranges.as<int32_t>() : nullptr);
+    };
+    auto expectReference = [](const RandomCase& c, const Call& call) {
+      const size_t pixels = c.desc.pixels();
+      expectSameAsReference(c, call.ids.download<int32_t>(pixels), call.bary.download<float>(pixels * 3));
+    };
+    std::vector<Call> calls;
+    for (const RandomCase& c : cases) calls.push_back(prepare(c));
+    Call wrong = prepare(first), again = prepare(first);
+    z.upload(garbage.data(), garbage.size() * 8);
+    for (size_t i = 0; i < cases.size(); ++i) launch(cases[i], calls[i], i > 0);  // no synchronisation between calls
+    stream.synchronize();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(cases[i].name + (i ? ", scratch left clear" : ", scratch of garbage, cleared"));
+      expectReference(cases[i], calls[i]);
+    }
+    z.upload(garbage.data(), garbage.size() * 8);
+    launch(first, wrong, true);
+    launch(first, again, true);
+    stream.synchronize();
+    expectIdsInsideF(wrong.ids.download<int32_t>(first.desc.pixels()), firstFaces);
+    expectReference(first, again);
   }
 }
 

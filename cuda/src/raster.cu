@@ -278,13 +278,14 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
                    y = inImage / tilesX * kResolveTileH + threadIdx.x / kResolveTileW;
     if (x >= W || y >= H) continue;
     const size_t pix = image * imagePixels + size_t(y) * W + x;
-    unsigned long long token = a.zbuffer[pix];
-    if (token == ~0ull) {
+    const unsigned long long token = a.zbuffer[pix];
+    if (token != ~0ull) a.zbuffer[pix] = ~0ull;  // cleared for the next call (RasterDesc::scratchIsClear)
+    const int face1 = int(token & 0xffffffffull);
+    if (uint32_t(face1) - 1u >= a.p.triangleCount) {  // ~0: no fragment; beyond F: a scratch that was not clear
       findices[pix] = 0;
       bary[pix * 3] = bary[pix * 3 + 1] = bary[pix * 3 + 2] = 0;
       continue;
     }
-    int face1 = int(token & 0xffffffffull);
     findices[pix] = face1;
     size_t base = a.p.instanced ? size_t(image) * a.p.vertexCount : 0;
     float nx[3], ny[3], w[3];  // the reference's NDC
@@ -298,18 +299,18 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
   }
 }
 
-// The z-buffer and the queue's counts to ~0 (the empty token, above every fragment; empty counts), and the vertices'
-// setup where there is room for it. A kernel rather than a memset, so that the triangle stage can launch while it
-// drains.
-__global__ void clearScratchKernel(uint4* scratch, size_t pieces, const float4* positions, uint32_t rows, uint32_t width,
-                                   uint32_t height, unsigned long long* vertices) {
+// The z-buffer (from firstPiece: past it where it is already clear) and the queue's counts to ~0 (the empty token,
+// above every fragment; empty counts), and the vertices' setup where there is room for it. A kernel rather than a
+// memset, so that the triangle stage can launch while it drains.
+__global__ void clearScratchKernel(uint4* scratch, size_t firstPiece, size_t pieces, const float4* positions, uint32_t rows,
+                                   uint32_t width, uint32_t height, unsigned long long* vertices) {
   releaseNext();
   if (vertices)
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
       const float4 p = positions[i];
       vertices[i] = packVertex(rasterVertex(p.x, p.y, p.z, p.w, width, height));
     }
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
+  for (size_t i = firstPiece + blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
     scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
 // What a call's launches depend on about the current device: whether it runs programmatic dependent launches
@@ -540,9 +541,10 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   const DeviceTraits device = deviceTraits();
   // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear no longer waits on DRAM,
   // and 8,193 one-store blocks cost ~1 us more (H100, 1M triangles at 2048^2).
-  const unsigned clearBlocks = std::min(grid(pieces), unsigned(device.multiprocessors) * 16u);
-  clearScratchKernel<<<clearBlocks, 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), pieces, a.positions, uint32_t(rows),
-                                                 d.width, d.height, vertices);
+  const size_t firstPiece = d.scratchIsClear ? pieces - 1 : 0;  // the queue's header is always cleared
+  const unsigned clearBlocks = std::min(grid(std::max(pieces - firstPiece, vertices ? rows : 0)), unsigned(device.multiprocessors) * 16u);
+  clearScratchKernel<<<clearBlocks, 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), firstPiece, pieces, a.positions,
+                                                 uint32_t(rows), d.width, d.height, vertices);
   CUDA_CHECK_LAUNCH();
   const bool dependent = device.dependentLaunches;
   if (faceCount) {

@@ -23,8 +23,10 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
   RasterPush push = rasterPush(d, vertexCount, faceCount);
-  // One fill: the z-buffer to the empty token (above every fragment) and the queue's counts to ~0 (empty).
-  vkCmdFillBuffer(cmd, scratch.handle(), 0, layout.queueOffset + 16, 0xffffffffu);
+  // One fill: the z-buffer to the empty token (above every fragment; unless it is clear already) and the queue's
+  // counts to ~0 (empty).
+  const VkDeviceSize fillFrom = d.scratchIsClear ? layout.queueOffset : 0;
+  vkCmdFillBuffer(cmd, scratch.handle(), fillFrom, layout.queueOffset + 16 - fillFrom, 0xffffffffu);
   vk::computeBarrier(cmd);
   const bool fp64 = usesFloat64(ctx, d);
   bool atomic64 = ctx.info().int64Atomics && !d.noInt64Atomics;

@@ -28,6 +28,12 @@ struct RasterDesc {
   RasterBatch batch = RasterBatch::Instanced;
   uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
   uint32_t smallTrianglePixels = 0;   // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
+  // GPU: skip clearing the scratch's z-buffer (B·H·W·8 bytes of stores) because it is already clear. Every call
+  // leaves the z-buffer of its own pixels clear (its resolve restores each token it reads), so this holds for a
+  // scratch whose previous user was a rasterize of at least as many pixels, finished or earlier in stream order.
+  // Set it wrongly and the image is wrong, never a fault (token ids beyond F read as background), and that call
+  // still leaves the z-buffer clear.
+  bool scratchIsClear = false;
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
 };
@@ -104,7 +110,7 @@ inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
 RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
-// `scratch` holds rasterScratchBytes. vertexCount is per image in Instanced mode. ranges: (B,2) int32 in Ranges
+// `scratch` holds rasterScratchBytes (desc.scratchIsClear on later calls). vertexCount is per image in Instanced mode. ranges: (B,2) int32 in Ranges
 // mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the device has them, else two passes
 // with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
