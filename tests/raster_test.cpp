@@ -569,19 +569,21 @@ struct VkRasterRun {
   std::vector<int32_t> findices;
   std::vector<float> barycentrics;
 };
-VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d) {
+// On `scratch` where given (RasterDesc::scratchIsClear tests), else on a fresh one.
+VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d, vk::Buffer* scratch = nullptr) {
   auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
   auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
   auto priorBuf = vk::makeStorageBuffer<float>(ctx, c.prior.empty() ? std::vector<float>{0} : c.prior);
   auto ranges = vk::makeStorageBuffer<int32_t>(ctx, c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
   size_t pixels = d.pixels();
-  vk::Buffer z(ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(ctx, pixels * 4, vk::kStorageUsage),
-      bary(ctx, pixels * 12, vk::kStorageUsage);
+  vk::Buffer fresh = scratch ? vk::Buffer() : vk::Buffer(ctx, rasterScratchBytes(d), vk::kStorageUsage),
+             ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
   ids.fill(nanBits());
   bary.fill(nanBits());
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
     rasterizeVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3),
-                d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary, d.batch == RasterBatch::Ranges ? &ranges : nullptr);
+                d.useDepthPrior ? &priorBuf : nullptr, scratch ? *scratch : fresh, ids, bary,
+                d.batch == RasterBatch::Ranges ? &ranges : nullptr);
     vk::computeBarrier(cmd);
   });
   return {ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
@@ -660,22 +662,9 @@ TEST(RasterVulkan, ScratchLeftClearServesTheNextCall) {
     SCOPED_TRACE(noInt64Atomics ? "32-bit" : "64-bit");
     vk::Buffer z(ctx, rasterScratchBytes(first.desc), vk::kStorageUsage);
     auto run = [&](const RandomCase& c, bool clear) {
-      auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
-      auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
-      auto priorBuf = vk::makeStorageBuffer<float>(ctx, c.prior.empty() ? std::vector<float>{0} : c.prior);
-      auto ranges = vk::makeStorageBuffer<int32_t>(ctx, c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
       RasterDesc d = c.desc;
       d.noInt64Atomics = noInt64Atomics, d.scratchIsClear = clear;
-      const size_t pixels = d.pixels();
-      vk::Buffer ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
-      ids.fill(nanBits());
-      bary.fill(nanBits());
-      ctx.submitAndWait([&](VkCommandBuffer cmd) {
-        rasterizeVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3),
-                    d.useDepthPrior ? &priorBuf : nullptr, z, ids, bary, d.batch == RasterBatch::Ranges ? &ranges : nullptr);
-        vk::computeBarrier(cmd);
-      });
-      return VkRasterRun{ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
+      return runVulkan(ctx, c, d, &z);
     };
     const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces);
     z.upload(std::span<const uint64_t>(garbage));
