@@ -542,7 +542,8 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear no longer waits on DRAM,
   // and 8,193 one-store blocks cost ~1 us more (H100, 1M triangles at 2048^2).
   const size_t firstPiece = d.scratchIsClear ? pieces - 1 : 0;  // the queue's header is always cleared
-  const unsigned clearBlocks = std::min(grid(std::max(pieces - firstPiece, vertices ? rows : 0)), unsigned(device.multiprocessors) * 16u);
+  const unsigned clearBlocks =
+      std::min(grid(std::max(pieces - firstPiece, vertices ? rows : 0)), unsigned(device.multiprocessors) * 16u);
   clearScratchKernel<<<clearBlocks, 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), firstPiece, pieces, a.positions,
                                                  uint32_t(rows), d.width, d.height, vertices);
   CUDA_CHECK_LAUNCH();

@@ -110,9 +110,9 @@ inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
 RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
-// `scratch` holds rasterScratchBytes (desc.scratchIsClear on later calls). vertexCount is per image in Instanced mode. ranges: (B,2) int32 in Ranges
-// mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the device has them, else two passes
-// with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
+// `scratch` holds rasterScratchBytes (desc.scratchIsClear on later calls). vertexCount is per image in Instanced
+// mode. ranges: (B,2) int32 in Ranges mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the
+// device has them, else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
                  vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges = nullptr);
