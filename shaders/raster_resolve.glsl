@@ -7,7 +7,7 @@
 #endif
 #include "shared/raster_io.h"
 
-layout(local_size_x = RASTER_GROUP) in;
+layout(local_size_x = RASTER_RESOLVE_GROUP) in;
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
 layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
 layout(std430, binding = 2) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, level]
@@ -16,7 +16,7 @@ layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 void main() {
-  uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_GROUP;
+  uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_RESOLVE_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
     uvec2 token = tokens[pix];
     if (token != uvec2(~0u)) tokens[pix] = uvec2(~0u);  // cleared for the next call (RasterDesc::scratchIsClear)

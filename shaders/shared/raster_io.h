@@ -24,6 +24,7 @@
 #define RASTER_GUARD_LO (-65536)
 #define RASTER_GUARD_HI 196608
 #define RASTER_GROUP 64
+#define RASTER_RESOLVE_GROUP 128  // the Vulkan resolve's workgroup: H100, (c) 0.1641-0.1644 ms with 64, 0.1627-0.1628
 // Binning by size: one invocation walks a triangle whose pixel box has at most RasterPush::smallPixels pixels
 // (RASTER_SMALL_PIXELS for scenes that fill the GPU, fewer for small ones: rasterSmallPixels); larger ones go to a
 // queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big triangle is spread

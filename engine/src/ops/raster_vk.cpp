@@ -53,7 +53,7 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
     vk::computeBarrier(cmd);
   }
   const auto& resolve = ctx.program(fp64 ? shaders::raster_resolve_fp64 : shaders::raster_resolve, 5, sizeof push);
-  vk::dispatch(cmd, resolve, vk::groupCount(pixels, RASTER_GROUP),
+  vk::dispatch(cmd, resolve, vk::groupCount(pixels, RASTER_RESOLVE_GROUP),
                {positions.view(), faces.view(), zbuffer, findices.view(), barycentrics.view()}, push);
 }
 
