@@ -1,7 +1,6 @@
 #include "app/visibility.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "armature/cuda/raster.h"
 #include "armature/shaders.h"
@@ -84,7 +83,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
   RasterDesc d{extent.width, extent.height};
   const size_t pixels = d.pixels();
   for (vk::Buffer* b : {&m_scratch, &m_faceIds, &m_barycentrics, &m_bounds}) *b = vk::Buffer();
-  m_scratchClear = false;
+  m_scratchState.reset();
   if (onCuda) {
 #ifdef ARMATURE_HAS_INTEROP
     Cuda& c = *m_cuda;
@@ -100,12 +99,6 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
     m_bounds = vk::Buffer(m_ctx, 16, vk::kStorageUsage);
   }
   m_extent = extent;
-}
-
-RasterDesc VisibilityRaster::frameDesc(VkExtent2D extent) {
-  RasterDesc d{extent.width, extent.height};
-  d.scratchIsClear = std::exchange(m_scratchClear, true);  // frames run in order: this one leaves it clear
-  return d;
 }
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
@@ -127,8 +120,8 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
   vk::dispatch(cmd, transform, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
                {{positions, 0, VK_WHOLE_SIZE}, m_clip.view(), m_bounds.view()}, push);
   vk::computeBarrier(cmd);
-  rasterizeVk(m_ctx, cmd, frameDesc(extent), m_clip, push.count, m_allFaces, uint32_t(avatars * (m_faces.size() / 3)), nullptr,
-              m_scratch, m_faceIds, m_barycentrics);
+  rasterizeVk(m_ctx, cmd, m_scratchState.next(RasterDesc{extent.width, extent.height}), m_clip, push.count, m_allFaces,
+              uint32_t(avatars * (m_faces.size() / 3)), nullptr, m_scratch, m_faceIds, m_barycentrics);
   if (timer) timer->endZone(cmd, zone);
   vk::computeBarrier(cmd);
   return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle(), m_bounds.handle()};
@@ -143,8 +136,8 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   uint32_t count = avatars * m_vertexCount;
   cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
                         static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
-  cuda::rasterize(frameDesc(extent), c.clip.as<float>(), count, static_cast<const int32_t*>(c.faces->cudaPointer()),
-                  uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
+  cuda::rasterize(m_scratchState.next(RasterDesc{extent.width, extent.height}), c.clip.as<float>(), count,
+                  static_cast<const int32_t*>(c.faces->cudaPointer()), uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
                   static_cast<int32_t*>(c.faceIds->cudaPointer()), static_cast<float*>(c.barycentrics->cudaPointer()), stream);
   c.faceIds->toVulkan(stream);
   c.barycentrics->toVulkan(stream);

@@ -41,7 +41,6 @@ class VisibilityRaster {
  private:
   struct Cuda;
   void ensure(uint32_t avatars, VkExtent2D extent, const cuda::Stream* cudaStream);  // null: the Vulkan path
-  RasterDesc frameDesc(VkExtent2D extent);  // this frame's rasterize, skipping the clear after the first
   vk::Context& m_ctx;
   std::vector<int32_t> m_faces;
   uint32_t m_vertexCount;
@@ -50,7 +49,7 @@ class VisibilityRaster {
   vk::Buffer m_baseFaces;  // one avatar's, read by crowd_faces.comp
   vk::Buffer m_allFaces, m_clip, m_scratch, m_faceIds, m_barycentrics, m_bounds;  // Vulkan path
   std::unique_ptr<Cuda> m_cuda;
-  bool m_scratchClear = false;  // the active backend's scratch was left clear by the last frame's rasterize
+  RasterScratchState m_scratchState;  // the active backend's scratch
 };
 
 }  // namespace armature::app

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <memory>
 #include <numbers>
-#include <utility>
 
 #include "armature/cuda/project.h"
 #include "armature/cuda/raster.h"
@@ -54,12 +53,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
       const ProjectDesc project{views, N, false};
       const std::vector<float> cameras = ringCameras(views);
       const size_t pixels = raster.pixels();
-      bool scratchUsed = false;  // every rasterize after the first finds the scratch clear (RasterDesc::scratchIsClear)
-      auto nextRaster = [&] {
-        RasterDesc call = raster;
-        call.scratchIsClear = std::exchange(scratchUsed, true);
-        return call;
-      };
+      RasterScratchState scratchState;  // every rasterize after the first skips the z-buffer's clear
       // Bytes that must move: the blend matrix (twice for a fit step: forward and backward), the clip positions, the
       // rasteriser's z-buffer (cleared, written, read) and outputs, interpolate's reads and output; a fit step adds
       // the image gradient and the barycentric gradients read and written and the clip gradients.
@@ -96,7 +90,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             s,
             [&](const cuda::Stream& on) {
               if (chain) placeBody(on);
-              cuda::rasterize(nextRaster(), clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
+              cuda::rasterize(scratchState.next(raster), clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
                               bary.as<float>(), on);
               if (chain)
                 cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
@@ -139,7 +133,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             *ctx,
             [&](VkCommandBuffer cmd) {
               if (chain) placeBody(cmd);
-              rasterizeVk(*ctx, cmd, nextRaster(), clip, N, bFaces, M, nullptr, scratch, ids, bary);
+              rasterizeVk(*ctx, cmd, scratchState.next(raster), clip, N, bFaces, M, nullptr, scratch, ids, bary);
               if (chain) {
                 vk::computeBarrier(cmd);
                 interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);

@@ -119,13 +119,8 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
       Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
       // As a renderer calls it frame after frame: every call but the first on a scratch the previous one left clear
-      // (RasterDesc::scratchIsClear); rasterize alone also with the z-buffer cleared on every call, as a row.
-      auto steady = [&](bool reuse, bool& cleared) {
-        RasterDesc call = d;
-        call.scratchIsClear = reuse && cleared;
-        cleared = true;
-        return call;
-      };
+      // (RasterScratchState); rasterize alone also with the z-buffer cleared on every call, as a row.
+      auto callDesc = [&](bool reuse, RasterScratchState& state) { return reuse ? state.next(d) : d; };
       std::vector<double> ms, plainMs, clearingMs;
       if (backend == Backend::Cuda) {
         // Scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain cudaMalloc
@@ -136,11 +131,11 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
         auto timeIn = [&](cuda::MemoryKind kind, bool reuse) {
           cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
           cuda::Stream s;
-          bool cleared = false;
+          RasterScratchState state;
           return timeCudaCalls(
               s,
               [&](const cuda::Stream& on) {
-                cuda::rasterize(steady(reuse, cleared), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
+                cuda::rasterize(callDesc(reuse, state), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
                                 bary.as<float>(), on);
                 if (withInterpolate)
                   cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
@@ -157,11 +152,11 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
         vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
             bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
         auto timeVk = [&](bool reuse) {
-          bool cleared = false;
+          RasterScratchState state;
           return timeVulkanSubmissions(
               *ctx,
               [&](VkCommandBuffer cmd) {
-                rasterizeVk(*ctx, cmd, steady(reuse, cleared), bp, N, bf, M, nullptr, z, ids, bary);
+                rasterizeVk(*ctx, cmd, callDesc(reuse, state), bp, N, bf, M, nullptr, z, ids, bary);
                 if (withInterpolate) {
                   vk::computeBarrier(cmd);
                   interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);

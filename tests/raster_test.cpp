@@ -1011,6 +1011,30 @@ TEST(RasterHardware, AgreesWithTheReferenceOnAClosedMesh) {
   EXPECT_GE(double(baryOk), 0.99 * double(same));
 }
 
+namespace {
+// A random case's inputs on the device and its outputs poisoned with NaN; `launch` queues the call on a scratch
+// without synchronising (uploads synchronise the device, so every call's buffers are made before any is queued).
+struct CudaRasterCall {
+  const RandomCase& c;
+  cuda::DeviceMemory pos, faces, prior, ranges, ids, bary;
+  CudaRasterCall(const RandomCase& rc, cuda::MemoryKind kind)
+      : c(rc), pos(cuda::DeviceMemory::from(c.scene.pos)), faces(cuda::DeviceMemory::from(c.scene.faces)),
+        prior(cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior)),
+        ranges(cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges)),
+        ids(c.desc.pixels() * 4, kind), bary(c.desc.pixels() * 12, kind) {
+    ids.fill32(nanBits());
+    bary.fill32(nanBits());
+  }
+  void launch(const RasterDesc& d, void* scratch, const cuda::Stream& stream) const {
+    cuda::rasterize(d, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
+                    d.useDepthPrior ? prior.as<float>() : nullptr, scratch, ids.as<int32_t>(), bary.as<float>(), stream,
+                    d.batch == RasterBatch::Ranges ? ranges.as<int32_t>() : nullptr);
+  }
+  std::vector<int32_t> findices() const { return ids.download<int32_t>(c.desc.pixels()); }
+  void expectReference() const { expectSameAsReference(c, findices(), bary.download<float>(c.desc.pixels() * 3)); }
+};
+}  // namespace
+
 // Scratch and outputs in plain memory, then in compressible memory (as the benchmark runs it).
 TEST(RasterCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
@@ -1018,20 +1042,11 @@ TEST(RasterCuda, MatchesReference) {
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
   for (const RandomCase& c : randomCases()) {
     SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
-    const RasterDesc& d = c.desc;
-    size_t pixels = d.pixels();
-    auto pos = cuda::DeviceMemory::from(c.scene.pos);
-    auto faces = cuda::DeviceMemory::from(c.scene.faces);
-    auto priorBuf = cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior);
-    auto ranges = cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
-    cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind);
-    ids.fill32(nanBits());
-    bary.fill32(nanBits());
-    cuda::rasterize(d, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
-                    d.useDepthPrior ? priorBuf.as<float>() : nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), stream,
-                    d.batch == RasterBatch::Ranges ? ranges.as<int32_t>() : nullptr);
+    CudaRasterCall call(c, kind);
+    cuda::DeviceMemory z(rasterScratchBytes(c.desc), kind);
+    call.launch(c.desc, z.data(), stream);
     stream.synchronize();
-    expectSameAsReference(c, ids.download<int32_t>(pixels), bary.download<float>(pixels * 3));
+    call.expectReference();
   }
 }
 
@@ -1046,46 +1061,24 @@ TEST(RasterCuda, ScratchLeftClearServesTheNextCall) {
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible}) {
     SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
     cuda::DeviceMemory z(rasterScratchBytes(first.desc), kind);
-    struct Call {
-      cuda::DeviceMemory pos, faces, prior, ranges, ids, bary;
-    };
-    auto prepare = [&](const RandomCase& c) {  // uploads synchronise the device: all of them before any call
-      const size_t pixels = c.desc.pixels();
-      Call call{cuda::DeviceMemory::from(c.scene.pos), cuda::DeviceMemory::from(c.scene.faces),
-                cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior),
-                cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges),
-                cuda::DeviceMemory(pixels * 4, kind), cuda::DeviceMemory(pixels * 12, kind)};
-      call.ids.fill32(nanBits());
-      call.bary.fill32(nanBits());
-      return call;
-    };
-    auto launch = [&](const RandomCase& c, const Call& call, bool clear) {
-      RasterDesc d = c.desc;
-      d.scratchIsClear = clear;
-      cuda::rasterize(d, call.pos.as<float>(), vertexCountOf(c), call.faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
-                      d.useDepthPrior ? call.prior.as<float>() : nullptr, z.data(), call.ids.as<int32_t>(), call.bary.as<float>(),
-                      stream, d.batch == RasterBatch::Ranges ? call.ranges.as<int32_t>() : nullptr);
-    };
-    auto expectReference = [](const RandomCase& c, const Call& call) {
-      const size_t pixels = c.desc.pixels();
-      expectSameAsReference(c, call.ids.download<int32_t>(pixels), call.bary.download<float>(pixels * 3));
-    };
-    std::vector<Call> calls;
-    for (const RandomCase& c : cases) calls.push_back(prepare(c));
-    Call wrong = prepare(first), again = prepare(first);
+    std::vector<CudaRasterCall> calls;
+    calls.reserve(cases.size());
+    for (const RandomCase& c : cases) calls.emplace_back(c, kind);
+    const CudaRasterCall wrong(first, kind), again(first, kind);
+    RasterScratchState state;  // the first call clears the garbage, every later one skips the clear
     z.upload(garbage.data(), garbage.size() * 8);
-    for (size_t i = 0; i < cases.size(); ++i) launch(cases[i], calls[i], i > 0);  // no synchronisation between calls
+    for (const CudaRasterCall& call : calls) call.launch(state.next(call.c.desc), z.data(), stream);  // no sync between
     stream.synchronize();
     for (size_t i = 0; i < cases.size(); ++i) {
       SCOPED_TRACE(cases[i].name + (i ? ", scratch left clear" : ", scratch of garbage, cleared"));
-      expectReference(cases[i], calls[i]);
+      calls[i].expectReference();
     }
     z.upload(garbage.data(), garbage.size() * 8);
-    launch(first, wrong, true);
-    launch(first, again, true);
+    wrong.launch(state.next(first.desc), z.data(), stream);
+    again.launch(state.next(first.desc), z.data(), stream);
     stream.synchronize();
-    expectIdsInsideF(wrong.ids.download<int32_t>(first.desc.pixels()), firstFaces);
-    expectReference(first, again);
+    expectIdsInsideF(wrong.findices(), firstFaces);
+    again.expectReference();
   }
 }
 

@@ -4,6 +4,7 @@
 // shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference here; Vulkan
 // compute below; CUDA in armature/cuda/raster.h. All three produce identical face indices.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "armature/vk/buffer.h"
@@ -36,6 +37,20 @@ struct RasterDesc {
   bool scratchIsClear = false;
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
+};
+
+// One scratch called with one layout again and again (a renderer's frames): the first call clears its z-buffer,
+// every later one skips that (RasterDesc::scratchIsClear). reset() where the scratch is reallocated.
+class RasterScratchState {
+ public:
+  RasterDesc next(RasterDesc desc) {
+    desc.scratchIsClear = std::exchange(m_clear, true);
+    return desc;
+  }
+  void reset() { m_clear = false; }
+
+ private:
+  bool m_clear = false;
 };
 
 struct RasterResult {
