@@ -10,7 +10,7 @@
 layout(local_size_x = RASTER_RESOLVE_GROUP) in;
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
 layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, level]
+layout(std430, binding = 2) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, tag and level]
 layout(std430, binding = 3) writeonly buffer FaceIds { int findices[]; };
 layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
@@ -19,8 +19,14 @@ void main() {
   uint imagePixels = p.width * p.height, total = imagePixels * p.images, stride = gl_NumWorkGroups.x * RASTER_RESOLVE_GROUP;
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
     uvec2 token = tokens[pix];
-    if (token != uvec2(~0u)) tokens[pix] = uvec2(~0u);  // cleared for the next call (RasterDesc::scratchIsClear)
-    if (token.x - 1u >= p.triangleCount) {  // ~0: no fragment; beyond F: a scratch that was not clear
+    // Earlier calls' tokens stay: the next call's tag is lower still (RasterDesc::scratchCall). Tokens below this
+    // call's tag come only from a scratch wrongly called clear; they are cleared so that the next call is right.
+    // The 32-bit path (pass 2) needs the face words empty for its second pass.
+    uint tag = token.y >> RASTER_TAG_SHIFT;
+    if (tag < p.tokenTag) tokens[pix] = uvec2(~0u);
+    else if (p.pass == 2u && token.x != ~0u) tokens[pix].x = ~0u;
+    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a scratch wrongly called clear).
+    if (tag != p.tokenTag || token.x - 1u >= p.triangleCount) {
       findices[pix] = 0;
       barycentrics[pix * 3] = 0, barycentrics[pix * 3 + 1] = 0, barycentrics[pix * 3 + 2] = 0;
       continue;

@@ -21,7 +21,7 @@ layout(std430, binding = 2) readonly buffer Prior { float prior[]; };
 #if RASTER_ATOMIC64
 layout(std430, binding = 3) coherent buffer ZBuffer { uint64_t zbuffer[]; };
 #else
-layout(std430, binding = 3) coherent buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, level]
+layout(std430, binding = 3) coherent buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, tag and level]
 #endif
 layout(std430, binding = 4) readonly buffer Ranges { int ranges[]; };
 layout(std430, binding = 5) coherent buffer Queue { uint queue[]; };
@@ -49,13 +49,13 @@ void fragmentAt(uint f, uint image, int px, int py, int64_t level) {
   // No read before the atomic: with its result unused it need not wait for memory, while a read would stall the
   // invocation's walk one round trip per pixel.
 #if RASTER_ATOMIC64
-  atomicMin(zbuffer[pix], rasterToken(level, f));
+  atomicMin(zbuffer[pix], rasterToken(level, f, p.tokenTag));
 #else
-  uint tokenLevel = uint(rasterTokenLevel(level));
+  uint word = rasterTokenWord(level, p.tokenTag);
   if (p.pass == 1u) {
-    atomicMin(zwords[pix * 2 + 1], tokenLevel);
+    atomicMin(zwords[pix * 2 + 1], word);
   }
-  else if (zwords[pix * 2 + 1] == tokenLevel) atomicMin(zwords[pix * 2], f + 1u);
+  else if (zwords[pix * 2 + 1] == word) atomicMin(zwords[pix * 2], f + 1u);  // the resolve left it ~0
 #endif
 }
 

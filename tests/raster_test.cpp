@@ -569,7 +569,7 @@ struct VkRasterRun {
   std::vector<int32_t> findices;
   std::vector<float> barycentrics;
 };
-// On `scratch` where given (RasterDesc::scratchIsClear tests), else on a fresh one.
+// On `scratch` where given (RasterDesc::scratchCall tests), else on a fresh one.
 VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d, vk::Buffer* scratch = nullptr) {
   auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
   auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
@@ -602,24 +602,38 @@ void forEachVulkanRun(vk::Context& ctx, bool noFloat64, Check check) {
     }
 }
 
-// RasterDesc::scratchIsClear: every call leaves its z-buffer clear for the next. The random cases from the most
-// pixels down, so that each call's scratch was last used by a call of at least as many pixels.
+// RasterDesc::scratchCall: calls on one scratch skip its z-buffer's clear. The random cases from the most pixels
+// down, so that each call's scratch was last used by a call of at least as many pixels.
 std::vector<RandomCase> casesMostPixelsFirst() {
   std::vector<RandomCase> cases = randomCases();
   std::stable_sort(cases.begin(), cases.end(), [](const RandomCase& a, const RandomCase& b) { return a.desc.pixels() > b.desc.pixels(); });
   return cases;
 }
-// Z-buffer tokens of a scratch that scratchIsClear wrongly calls clear: random words, faces of F at random levels
-// (nearer than the mesh's fragments where the level is low), the nearest level without a face, zero.
-std::vector<uint64_t> garbageTokens(size_t pixels, uint32_t faceCount) {
+// Their scratchCall: 0 (the clear), 1, 2, ..., and the last four across the tags' wrap, 8189 to 8192 (tags 1, 0,
+// the clear, 8189), as if the calls between had run: only the tags' order matters, and they keep falling.
+std::vector<uint32_t> scratchCallsAcrossTheWrap(size_t calls) {
+  EXPECT_GE(calls, 6u);
+  std::vector<uint32_t> index(calls);
+  for (size_t i = 0; i < calls; ++i) index[i] = i + 4 < calls ? uint32_t(i) : uint32_t(RASTER_TOKEN_TAGS + 2 - (calls - i));
+  return index;
+}
+uint32_t tokenTagOf(RasterDesc d, uint32_t scratchCall) {
+  d.scratchCall = scratchCall;
+  return rasterPush(d, 0, 0).tokenTag;
+}
+// Z-buffer tokens of a scratch whose history a call misstates (scratchCall > 0 on a scratch it does not describe):
+// random words (any tag), faces of F at random levels with the call's own tag (nearer than the mesh's fragments
+// where the level is low), that tag's nearest level without a face, zero (the lowest tag).
+std::vector<uint64_t> garbageTokens(size_t pixels, uint32_t faceCount, uint32_t tag) {
   std::vector<double> u = uniform(pixels * 3, 0, 1);
   std::vector<uint64_t> tokens(pixels);
   for (size_t i = 0; i < pixels; ++i) {
     const uint64_t high = uint64_t(u[i * 3 + 1] * 4294967295.0), low = uint64_t(u[i * 3 + 2] * 4294967295.0);
+    const uint64_t tagged = uint64_t(tag) << RASTER_TAG_SHIFT;
     switch (int(u[i * 3] * 4)) {
       case 0: tokens[i] = high << 32 | low; break;
-      case 1: tokens[i] = (high >> 8) << 32 | (1 + low % faceCount); break;
-      case 2: tokens[i] = 0xffffffffull; break;
+      case 1: tokens[i] = (tagged | high >> (32 - RASTER_TAG_SHIFT)) << 32 | (1 + low % faceCount); break;
+      case 2: tokens[i] = tagged << 32 | 0xffffffffull; break;
       default: tokens[i] = 0; break;
     }
   }
@@ -649,33 +663,35 @@ TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
   forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) { expectSameAsReference(c, r.findices, r.barycentrics); });
 }
 
-// One scratch for every random case, starting as garbage: the first call clears it; each later call skips the clear
-// (scratchIsClear) and must still equal the reference. Then garbage called clear: wrong pixels allowed, ids inside F
-// and no fault; the call after it equals the reference again (each call clears every token it read).
-TEST(RasterVulkan, ScratchLeftClearServesTheNextCall) {
+// One scratch for every random case, starting as garbage: the first call (scratchCall 0) clears it; the later ones
+// skip the clear, across the tags' wrap, so each finds earlier calls' tokens, and must still equal the reference.
+// Then garbage under a call that claims a history: wrong pixels allowed, ids inside F and no fault; the call after it
+// equals the reference again (the resolve clears tokens no valid history leaves).
+TEST(RasterVulkan, ScratchCallsSkipTheClear) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
   const std::vector<RandomCase> cases = casesMostPixelsFirst();
+  const std::vector<uint32_t> calls = scratchCallsAcrossTheWrap(cases.size());
   const RandomCase& first = cases.front();
-  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3);
+  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
+  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
   for (bool noInt64Atomics : {false, true}) {
     SCOPED_TRACE(noInt64Atomics ? "32-bit" : "64-bit");
     vk::Buffer z(ctx, rasterScratchBytes(first.desc), vk::kStorageUsage);
-    auto run = [&](const RandomCase& c, bool clear) {
+    auto run = [&](const RandomCase& c, uint32_t call) {
       RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics, d.scratchIsClear = clear;
+      d.noInt64Atomics = noInt64Atomics, d.scratchCall = call;
       return runVulkan(ctx, c, d, &z);
     };
-    const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces);
     z.upload(std::span<const uint64_t>(garbage));
     for (size_t i = 0; i < cases.size(); ++i) {
-      SCOPED_TRACE(cases[i].name + (i ? ", scratch left clear" : ", scratch of garbage, cleared"));
-      VkRasterRun r = run(cases[i], i > 0);
+      SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(calls[i]));
+      VkRasterRun r = run(cases[i], calls[i]);
       expectSameAsReference(cases[i], r.findices, r.barycentrics);
     }
     z.upload(std::span<const uint64_t>(garbage));
-    expectIdsInsideF(run(first, true).findices, firstFaces);
-    VkRasterRun again = run(first, true);
+    expectIdsInsideF(run(first, misstated).findices, firstFaces);
+    VkRasterRun again = run(first, misstated + 1);
     expectSameAsReference(first, again.findices, again.barycentrics);
   }
 }
@@ -1050,14 +1066,15 @@ TEST(RasterCuda, MatchesReference) {
   }
 }
 
-// As RasterVulkan.ScratchLeftClearServesTheNextCall, in both kinds of memory, without synchronising between calls.
-TEST(RasterCuda, ScratchLeftClearServesTheNextCall) {
+// As RasterVulkan.ScratchCallsSkipTheClear, in both kinds of memory, without synchronising between calls.
+TEST(RasterCuda, ScratchCallsSkipTheClear) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
   const std::vector<RandomCase> cases = casesMostPixelsFirst();
+  const std::vector<uint32_t> scratchCalls = scratchCallsAcrossTheWrap(cases.size());
   const RandomCase& first = cases.front();
-  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3);
-  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces);
+  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
+  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible}) {
     SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
     cuda::DeviceMemory z(rasterScratchBytes(first.desc), kind);
@@ -1065,17 +1082,20 @@ TEST(RasterCuda, ScratchLeftClearServesTheNextCall) {
     calls.reserve(cases.size());
     for (const RandomCase& c : cases) calls.emplace_back(c, kind);
     const CudaRasterCall wrong(first, kind), again(first, kind);
-    RasterScratchState state;  // the first call clears the garbage, every later one skips the clear
+    auto at = [](RasterDesc d, uint32_t call) {
+      d.scratchCall = call;
+      return d;
+    };
     z.upload(garbage.data(), garbage.size() * 8);
-    for (const CudaRasterCall& call : calls) call.launch(state.next(call.c.desc), z.data(), stream);  // no sync between
+    for (size_t i = 0; i < cases.size(); ++i) calls[i].launch(at(cases[i].desc, scratchCalls[i]), z.data(), stream);  // no sync
     stream.synchronize();
     for (size_t i = 0; i < cases.size(); ++i) {
-      SCOPED_TRACE(cases[i].name + (i ? ", scratch left clear" : ", scratch of garbage, cleared"));
+      SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(scratchCalls[i]));
       calls[i].expectReference();
     }
     z.upload(garbage.data(), garbage.size() * 8);
-    wrong.launch(state.next(first.desc), z.data(), stream);
-    again.launch(state.next(first.desc), z.data(), stream);
+    wrong.launch(at(first.desc, misstated), z.data(), stream);
+    again.launch(at(first.desc, misstated + 1), z.data(), stream);
     stream.synchronize();
     expectIdsInsideF(wrong.findices(), firstFaces);
     again.expectReference();

@@ -83,7 +83,7 @@ __device__ void fragmentAt(const Params& a, uint32_t f, uint32_t image, int px, 
   if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
   // No read first: an atomic whose result is unused does not wait for L2 (a reduction), while a read would stall
   // the thread's walk one round trip per pixel.
-  atomicMin(a.zbuffer + pix, rasterToken(level, f));
+  atomicMin(a.zbuffer + pix, rasterToken(level, f, p.tokenTag));
 }
 
 __device__ void fragment(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, int px, int py) {
@@ -279,9 +279,12 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
     if (x >= W || y >= H) continue;
     const size_t pix = image * imagePixels + size_t(y) * W + x;
     const unsigned long long token = a.zbuffer[pix];
-    if (token != ~0ull) a.zbuffer[pix] = ~0ull;  // cleared for the next call (RasterDesc::scratchIsClear)
+    // Every token back to empty, although tags would let earlier calls' tokens stay (as on Vulkan): in compressible
+    // memory an empty z-buffer costs the next call's triangle stage fewer DRAM bytes.
+    if (token != ~0ull) a.zbuffer[pix] = ~0ull;
     const int face1 = int(token & 0xffffffffull);
-    if (uint32_t(face1) - 1u >= a.p.triangleCount) {  // ~0: no fragment; beyond F: a scratch that was not clear
+    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a scratch wrongly called clear).
+    if (uint32_t(token >> (32 + RASTER_TAG_SHIFT)) != a.p.tokenTag || uint32_t(face1) - 1u >= a.p.triangleCount) {
       findices[pix] = 0;
       bary[pix * 3] = bary[pix * 3 + 1] = bary[pix * 3 + 2] = 0;
       continue;
@@ -541,7 +544,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   const DeviceTraits device = deviceTraits();
   // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear no longer waits on DRAM,
   // and 8,193 one-store blocks cost ~1 us more (H100, 1M triangles at 2048^2).
-  const size_t firstPiece = d.scratchIsClear ? pieces - 1 : 0;  // the queue's header is always cleared
+  const size_t firstPiece = rasterClearsZBuffer(d) ? 0 : pieces - 1;  // the queue's header is always cleared
   const unsigned clearBlocks =
       std::min(grid(std::max(pieces - firstPiece, vertices ? rows : 0)), unsigned(device.multiprocessors) * 16u);
   clearScratchKernel<<<clearBlocks, 256, 0, s>>>(reinterpret_cast<uint4*>(scratch), firstPiece, pieces, a.positions,

@@ -35,6 +35,17 @@
 #define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries - 1, [1] = records - 1 (from ~0)
 #define RASTER_QUEUE_ENTRY 2          // uints per entry: the triangle's record, the chunk
 #define RASTER_CHUNK_GROUPS 4096      // stage 1's workgroups: enough to drain any queue; idle ones exit at once
+// Vulkan stage 0's workgroups at most, each looping over its groups of triangles: a 1M-triangle mesh then runs as ~2
+// groups per workgroup, as CUDA's cap of four rounds of resident blocks (8,448 on an H100) does. H100, 1M triangles
+// at 2048^2, ms: no cap (15,625 groups) 0.1631-0.1636, 6,144 0.1615-0.1623, 8,192 0.1572-0.1581, 10,240
+// 0.1602-0.1603, 12,288 0.1565-0.1568.
+#define RASTER_TRIANGLE_GROUPS 8192
+// Z-buffer tokens carry the call's tag above their depth level (rasterToken), so a call need not clear what earlier
+// calls left: their tags are higher, any fragment replaces their tokens, and the resolve reads them as background.
+// Tags count down from RASTER_TOKEN_TAGS - 1 with RasterDesc::scratchCall; the empty token (~0) has the highest tag,
+// RASTER_TOKEN_TAGS, above all of them; every RASTER_TOKEN_TAGS calls the z-buffer is cleared and the count restarts.
+#define RASTER_TAG_SHIFT 19           // token levels are under 2^19 (rasterTokenLevel)
+#define RASTER_TOKEN_TAGS 8191        // 2^(32 - 19) - 1
 
 ARM_SHARED_STRUCT(RasterPush) {
   uint width;
@@ -50,10 +61,11 @@ ARM_SHARED_STRUCT(RasterPush) {
   uint smallPixels;          // boxes of at most this many pixels (<= RASTER_SMALL_PIXELS) are walked by one invocation
   uint queueCapacity;        // entries the big-triangle queue holds
   uint stage;                // 0: one invocation per triangle, big ones queued; 1: one workgroup per queued chunk
+  uint tokenTag;             // this call's tag in its z-buffer tokens (RASTER_TAG_SHIFT)
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(RasterPush) == 48);
+static_assert(sizeof(RasterPush) == 52);
 #endif
 #endif
 
@@ -491,11 +503,15 @@ ARM_FN int64_t rasterDepthLevel(float z, float w, RasterReal reciprocal) {
 ARM_FN int64_t rasterPriorLevel(float prior, float truncation) {
   return rasterDepthLevel(prior, 1.0f, RasterReal(1)) + int64_t(RasterReal(truncation) * RasterReal(67108864.0));
 }
+// A fragment's level in its token, for depth levels >= 0 (fragments in front of the near plane are dropped): under
+// 2^19 since depth levels are at most RASTER_DEPTH_LEVEL_MAX, so the call's tag fits above it (RASTER_TAG_SHIFT).
 ARM_FN int64_t rasterTokenLevel(int64_t depthLevel) {
-  // Far fragments share the last level; ~0 means empty. (Not a hex literal: GLSL would read 0xfffffffe as -2.)
-  int64_t level = depthLevel >> 8, cap = (int64_t(1) << 32) - int64_t(2);
+  int64_t level = depthLevel >> 8, cap = (int64_t(1) << RASTER_TAG_SHIFT) - int64_t(1);
   return level < cap ? level : cap;
 }
+#ifdef __cplusplus
+static_assert((RASTER_DEPTH_LEVEL_MAX >> 8) < (1 << RASTER_TAG_SHIFT) && RASTER_TOKEN_TAGS == (1 << (32 - RASTER_TAG_SHIFT)) - 1);
+#endif
 // A triangle on the grid, set up once: fixed-point vertices, depth levels, orientation and pixel box.
 ARM_SHARED_STRUCT(RasterTri) {
   int x0, y0, x1, y1, x2, y2;
@@ -781,12 +797,14 @@ ARM_FN int64_t rasterPlaneDepth(RasterPlane p, int dx, int dy) {
   return int64_t(q < 0 && r != 0 ? q + 1 : q);                       // truncated, as rasterQuotient
 }
 
-// The z-buffer token of a fragment that passed the depth-prior test: the 2^18 depth level in the high word and
-// face + 1 in the low word, so the smallest token is the nearest fragment and, at equal depth, the lower face —
-// the original's order (it packs the same pair as level·(2^31−1) + face + 1). Read as two 32-bit words, the same
-// layout serves devices without 64-bit atomics (two passes: min level, then min face at that level).
-ARM_FN uint64_t rasterToken(int64_t level, uint face) {
-  return (uint64_t(rasterTokenLevel(level)) << 32) | uint64_t(face + 1u);
+// The z-buffer token of a fragment that passed the depth-prior test: the call's tag and the 2^18 depth level in the
+// high word (rasterTokenWord) and face + 1 in the low word, so among one call's tokens the smallest is the nearest
+// fragment and, at equal depth, the lower face — the original's order (it packs the same pair as level·(2^31−1) +
+// face + 1) — and every earlier call's token is larger. Read as two 32-bit words, the same layout serves devices
+// without 64-bit atomics (two passes: min high word, then min face at that word).
+ARM_FN uint rasterTokenWord(int64_t level, uint tag) { return (tag << RASTER_TAG_SHIFT) | uint(rasterTokenLevel(level)); }
+ARM_FN uint64_t rasterToken(int64_t level, uint face, uint tag) {
+  return (uint64_t(rasterTokenWord(level, tag)) << 32) | uint64_t(face + 1u);
 }
 
 // Pixels per chunk of a big triangle's box: RASTER_CHUNK_PIXELS, more for huge boxes so no triangle needs more

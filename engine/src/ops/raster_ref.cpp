@@ -77,9 +77,12 @@ std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const st
 }
 
 RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount) {
-  return {d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-          d.batch == RasterBatch::Instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), rasterScratchLayout(d).queueCapacity, 0};
+  return {d.width,  d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
+          d.batch == RasterBatch::Instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), rasterScratchLayout(d).queueCapacity, 0,
+          RASTER_TOKEN_TAGS - 1 - d.scratchCall % RASTER_TOKEN_TAGS};
 }
+
+bool rasterClearsZBuffer(const RasterDesc& d) { return d.scratchCall % RASTER_TOKEN_TAGS == 0; }
 
 uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   // 2^18 invocations fill a large GPU (132 SMs x 2048 on an H100). Well below that the walk of one invocation is
@@ -156,7 +159,7 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
   const size_t vertices = validateRasterInputs(pos.size(), faces, d, prior.size(), &ranges);
   const uint32_t W = d.width, H = d.height;
   const size_t imagePixels = d.imagePixels();
-  const uint64_t kEmpty = ~uint64_t(0);  // above every token: levels stop at 2^32 - 2
+  const uint64_t kEmpty = ~uint64_t(0);  // above every token: tags stop at RASTER_TOKEN_TAGS - 1
   RasterResult r;
   r.findices.assign(d.pixels(), 0);
   r.barycentrics.assign(d.pixels() * 3, 0.f);
@@ -169,7 +172,7 @@ RasterResult rasterizeRef(const std::vector<float>& pos, const std::vector<int32
       walkTriangle(work.pos, faces, f, W, H, [&](size_t pix, int64_t level) {
         if (imagePrior && level < rasterPriorLevel(imagePrior[pix], d.occlusionTruncation)) return;
         if (level < 0) return;  // in front of the near plane (the original's depth threshold 0)
-        z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f)));
+        z[pix] = std::min(z[pix], rasterToken(level, uint32_t(f), 0));
       });
     for (uint32_t py = 0; py < H; ++py)
       for (uint32_t px = 0; px < W; ++px) {

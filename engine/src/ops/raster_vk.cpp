@@ -23,9 +23,9 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
   ARM_CHECK(!d.useDepthPrior || (depthPrior && depthPrior->size() >= pixels * 4), "rasterizeVk: depth prior must hold B*H*W floats");
   ARM_CHECK(instanced || (ranges && ranges->size() >= size_t(d.images) * 8), "rasterizeVk: Ranges mode needs a (B,2) ranges buffer");
   RasterPush push = rasterPush(d, vertexCount, faceCount);
-  // One fill: the z-buffer to the empty token (above every fragment; unless it is clear already) and the queue's
-  // counts to ~0 (empty).
-  const VkDeviceSize fillFrom = d.scratchIsClear ? layout.queueOffset : 0;
+  // One fill: the queue's counts to ~0 (empty) and, where this call clears it (RasterDesc::scratchCall), the
+  // z-buffer before them to the empty token (above every fragment).
+  const VkDeviceSize fillFrom = rasterClearsZBuffer(d) ? 0 : layout.queueOffset;
   vkCmdFillBuffer(cmd, scratch.handle(), fillFrom, layout.queueOffset + 16 - fillFrom, 0xffffffffu);
   vk::computeBarrier(cmd);
   const bool fp64 = usesFloat64(ctx, d);
@@ -46,12 +46,13 @@ void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& d, con
     }
     push.pass = pass;
     push.stage = 0;
-    vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP), views, push, d.images);
+    vk::dispatch(cmd, tri, vk::groupCount(faceCount, RASTER_GROUP, RASTER_TRIANGLE_GROUPS), views, push, d.images);
     vk::computeBarrier(cmd);
     push.stage = 1;
     vk::dispatch(cmd, tri, chunkGroups, views, push);
     vk::computeBarrier(cmd);
   }
+  push.pass = atomic64 ? 1 : 2;  // the resolve empties the face words for the 32-bit path's next call
   const auto& resolve = ctx.program(fp64 ? shaders::raster_resolve_fp64 : shaders::raster_resolve, 5, sizeof push);
   vk::dispatch(cmd, resolve, vk::groupCount(pixels, RASTER_RESOLVE_GROUP),
                {positions.view(), faces.view(), zbuffer, findices.view(), barycentrics.view()}, push);

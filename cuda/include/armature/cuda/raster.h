@@ -6,7 +6,8 @@
 // barycentrics must not overlap the inputs: before the resolve writes it, the call keeps each vertex's setup there
 // (8 bytes a vertex, where that fits in its 12 a pixel). Scratch and outputs in compressible memory
 // (cuda::MemoryKind::Compressible) cost fewer DRAM bytes: the cleared z-buffer and background pixels compress.
-// Calling again on the same scratch, set desc.scratchIsClear: the call then skips the z-buffer's clear.
+// Calling again on the same scratch, count desc.scratchCall (RasterScratchState): most calls then skip the z-buffer's
+// clear.
 #include <cstdint>
 
 #include "armature/cuda/runtime.h"

@@ -4,7 +4,6 @@
 // shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference here; Vulkan
 // compute below; CUDA in armature/cuda/raster.h. All three produce identical face indices.
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "armature/vk/buffer.h"
@@ -29,28 +28,30 @@ struct RasterDesc {
   RasterBatch batch = RasterBatch::Instanced;
   uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
   uint32_t smallTrianglePixels = 0;   // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
-  // GPU: skip clearing the scratch's z-buffer (B·H·W·8 bytes of stores) because it is already clear. Every call
-  // leaves the z-buffer of its own pixels clear (its resolve restores each token it reads), so this holds for a
-  // scratch whose previous user was a rasterize of at least as many pixels, finished or earlier in stream order.
-  // Set it wrongly and the image is wrong, never a fault (token ids beyond F read as background), and that call
-  // still leaves the z-buffer clear.
-  bool scratchIsClear = false;
+  // GPU: this call's place in the scratch's history, so that it need not clear the z-buffer (B·H·W·8 bytes of
+  // stores). 0: unknown, the call clears it. n > 0: the previous call on this scratch — finished, or earlier in
+  // stream order, of at least as many pixels — had scratchCall n − 1 (RasterScratchState counts). Every z-buffer
+  // token carries its call's tag (shaders/shared/raster_io.h, RASTER_TOKEN_TAGS): tags fall from call to call, so a
+  // fragment replaces any earlier call's token and the resolve reads those as background; every 8,191 calls the
+  // z-buffer is cleared again (rasterClearsZBuffer). Set it wrongly and the image is wrong, never a fault (tokens
+  // whose face is beyond F read as background); the call leaves the z-buffer fit for the next call either way.
+  uint32_t scratchCall = 0;
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
 };
 
-// One scratch called with one layout again and again (a renderer's frames): the first call clears its z-buffer,
-// every later one skips that (RasterDesc::scratchIsClear). reset() where the scratch is reallocated.
+// One scratch called with one layout again and again (a renderer's frames): counts RasterDesc::scratchCall, so
+// the first call clears the z-buffer and most later ones skip that. reset() where the scratch is reallocated.
 class RasterScratchState {
  public:
   RasterDesc next(RasterDesc desc) {
-    desc.scratchIsClear = std::exchange(m_clear, true);
+    desc.scratchCall = m_calls++;  // wraps to 0 after 2^32 calls: a clear
     return desc;
   }
-  void reset() { m_clear = false; }
+  void reset() { m_calls = 0; }
 
  private:
-  bool m_clear = false;
+  uint32_t m_calls = 0;
 };
 
 struct RasterResult {
@@ -123,9 +124,11 @@ inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
 // The push constants of a GPU call (every pass, forward and backward, on CUDA and Vulkan); include
 // shared/raster_io.h to call it.
 RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
+// Whether a GPU call clears its z-buffer first (RasterDesc::scratchCall).
+bool rasterClearsZBuffer(const RasterDesc& desc);
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
-// `scratch` holds rasterScratchBytes (desc.scratchIsClear on later calls). vertexCount is per image in Instanced
+// `scratch` holds rasterScratchBytes (desc.scratchCall on later calls). vertexCount is per image in Instanced
 // mode. ranges: (B,2) int32 in Ranges mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the
 // device has them, else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
