@@ -124,13 +124,14 @@ void perTriangles(uint start, uint image) {
   barrier();
   if (chunks > 0u) {
     uint slot = chunkBase + chunkOffset, record = recordBase + recordOffset;
-    uint queued = slot < p.queueCapacity && record < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
-    if (queued > 0u) {
-      records[record].tri = t, records[record].face = f, records[record].image = image;
-      for (uint c = 0u; c < queued; ++c) {
-        uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
-        queue[e] = record, queue[e + 1u] = c;
-      }
+    // Every slot reserved inside the queue is written, even where the record did not fit (the two counters' orders
+    // differ between workgroups): stage 1 reads every slot below the count, and skips the unrecorded ones.
+    uint reserved = slot < p.queueCapacity ? min(chunks, p.queueCapacity - slot) : 0u;
+    uint queued = record < p.queueCapacity ? reserved : 0u;
+    if (queued > 0u) records[record].tri = t, records[record].face = f, records[record].image = image;
+    for (uint c = 0u; c < reserved; ++c) {
+      uint e = RASTER_QUEUE_HEADER + (slot + c) * RASTER_QUEUE_ENTRY;
+      queue[e] = queued > 0u ? record : RASTER_NO_RECORD, queue[e + 1u] = c;
     }
     walkBox(t, f, image, queued * chunkPixels, box, 1u);
   } else if (box > 0u && t.narrow != 0u) {
@@ -144,6 +145,7 @@ void perChunk() {
   uint entries = min(queue[0] + 1u, p.queueCapacity);  // ~0 + 1 = 0: empty (the same for the whole group)
   for (uint e = gl_WorkGroupID.x; e < entries; e += gl_NumWorkGroups.x) {
     uint at = RASTER_QUEUE_HEADER + e * RASTER_QUEUE_ENTRY, record = queue[at], chunk = queue[at + 1u];
+    if (record == RASTER_NO_RECORD) continue;  // its triangle was walked by its own invocation
     RasterTri t = records[record].tri;  // set up once, by the invocation that queued it
     uint box = uint(t.maxX - t.minX + 1) * uint(t.maxY - t.minY + 1), chunkPixels = rasterChunkPixels(box);
     walkBox(t, records[record].face, records[record].image, chunk * chunkPixels + gl_LocalInvocationID.x,

@@ -284,6 +284,22 @@ Scene perspectiveGrid(uint32_t images) {
     }
   return s;
 }
+// Small triangles: corners within `reach` NDC units of a random centre, at random depths and w.
+Scene smallTriangleScene(size_t triangles, double reach) {
+  Scene s;
+  auto u = uniform(triangles * 14, 0, 1);
+  for (size_t t = 0; t < triangles; ++t) {
+    const double* r = &u[t * 14];
+    const double cx = r[0] * 1.8 - 0.9, cy = r[1] * 1.8 - 0.9;
+    for (int k = 0; k < 3; ++k) {
+      const float w = float(0.5 + r[2 + k]), z = float(1.6 * r[5 + k] - 0.8);
+      const double x = cx + reach * (2 * r[8 + k] - 1), y = cy + reach * (2 * r[11 + k] - 1);
+      s.pos.insert(s.pos.end(), {float(x) * w, float(y) * w, z * w, w});
+    }
+    s.faces.insert(s.faces.end(), {int(3 * t), int(3 * t + 1), int(3 * t + 2)});
+  }
+  return s;
+}
 // Needles: triangles 1–4 pixels wide and up to 1,800 long (at 2048 pixels across) at random angles, depths and corner
 // w, so that barycentrics are ill-conditioned: the float weights must fall back to double on their pixels.
 Scene sliverScene(size_t triangles) {
@@ -506,6 +522,13 @@ std::vector<RandomCase> randomCases() {
     c.desc.queueCapacity = 40;
     cases.push_back(std::move(c));
   }
+  {  // 8,000 boxes of 9-400 pixels, one chunk each, and room for 2,000 entries: the queue fills up while ~125
+     // workgroups reserve at once, so the entry and record counters' orders differ at its end (a slot reserved
+     // whose triangle's record did not fit must still be written; the scratch starts as garbage, not zeros)
+    RandomCase c{"racing overflow 256x256", smallTriangleScene(8000, 0.07), RasterDesc{256, 256}, {}, {}};
+    c.desc.queueCapacity = 2000, c.desc.smallTrianglePixels = 8;
+    cases.push_back(std::move(c));
+  }
   {  // 200 triangles stacked on one 8×8-pixel box at random depths, ~36 fragments each: every pixel's nearest of
      // ~100, and CUDA's shared fragment list of a block nearly full (64 boxes of 64 pixels, about half covered)
     RandomCase c{"stacked 8x8 boxes 16x16", {}, RasterDesc{16, 16}, {}, {}};
@@ -565,6 +588,10 @@ uint32_t vertexCountOf(const Case& c) {
   return uint32_t(c.scene.pos.size() / 4 / rasterPositionRows(c.desc, 1));
 }
 
+// A fresh scratch's words: not zeros, which an unwritten queue entry would read as a valid record, and not ~0 (the
+// empty token and the entries' "no record").
+constexpr uint32_t kGarbageScratch = 0xfefefefeu;
+
 struct VkRasterRun {
   std::vector<int32_t> findices;
   std::vector<float> barycentrics;
@@ -578,6 +605,7 @@ VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d
   size_t pixels = d.pixels();
   vk::Buffer fresh = scratch ? vk::Buffer() : vk::Buffer(ctx, rasterScratchBytes(d), vk::kStorageUsage),
              ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
+  if (!scratch) fresh.fill(kGarbageScratch);
   ids.fill(nanBits());
   bary.fill(nanBits());
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
@@ -1060,6 +1088,7 @@ TEST(RasterCuda, MatchesReference) {
     SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
     CudaRasterCall call(c, kind);
     cuda::DeviceMemory z(rasterScratchBytes(c.desc), kind);
+    z.fill32(kGarbageScratch);
     call.launch(c.desc, z.data(), stream);
     stream.synchronize();
     call.expectReference();

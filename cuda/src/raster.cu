@@ -210,13 +210,14 @@ __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
     plane.valid = 0u;
     if (chunks) {
       uint32_t slot = chunkBase + chunkOffset, record = recordBase + recordOffset;
-      uint32_t queued = slot < capacity && record < capacity ? min(chunks, capacity - slot) : 0u;
-      if (queued) {
-        a.records[record] = RasterQueued{t, f, image};
-        for (uint32_t c = 0; c < queued; ++c) {
-          uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
-          e[0] = record, e[1] = c;
-        }
+      // Every slot reserved inside the queue is written, even where the record did not fit (the two counters'
+      // orders differ between blocks): stage 1 reads every slot below the count, and skips the unrecorded ones.
+      const uint32_t reserved = slot < capacity ? min(chunks, capacity - slot) : 0u;
+      const uint32_t queued = record < capacity ? reserved : 0u;
+      if (queued) a.records[record] = RasterQueued{t, f, image};
+      for (uint32_t c = 0; c < reserved; ++c) {
+        uint32_t* e = a.queue + RASTER_QUEUE_HEADER + size_t(slot + c) * RASTER_QUEUE_ENTRY;
+        e[0] = queued ? record : RASTER_NO_RECORD, e[1] = c;
       }
       walkBox(a, t, f, image, queued * chunkPixels, box, 1);
     } else if (box && t.narrow) {
@@ -238,6 +239,7 @@ __global__ void chunksKernel(Params a) {
   uint32_t entries = min(a.queue[0] + 1u, a.p.queueCapacity);
   for (uint32_t e = blockIdx.x; e < entries; e += gridDim.x) {
     const uint32_t* entry = a.queue + RASTER_QUEUE_HEADER + size_t(e) * RASTER_QUEUE_ENTRY;
+    if (entry[0] == RASTER_NO_RECORD) continue;  // its triangle was walked by its own thread
     const RasterQueued& queued = a.records[entry[0]];
     const RasterTri t = queued.tri;
     uint32_t chunk = entry[1], box = uint32_t(t.maxX - t.minX + 1) * uint32_t(t.maxY - t.minY + 1),

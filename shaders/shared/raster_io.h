@@ -34,6 +34,7 @@
 #define RASTER_MAX_CHUNKS 4096        // per triangle: chunks grow beyond 512 pixels for boxes over 2M pixels
 #define RASTER_QUEUE_HEADER 4         // uints before the queue's entries: [0] = entries - 1, [1] = records - 1 (from ~0)
 #define RASTER_QUEUE_ENTRY 2          // uints per entry: the triangle's record, the chunk
+#define RASTER_NO_RECORD 0xffffffffu  // an entry whose triangle's record did not fit: stage 1 skips it
 #define RASTER_CHUNK_GROUPS 4096      // stage 1's workgroups: enough to drain any queue; idle ones exit at once
 // Vulkan stage 0's workgroups at most, each looping over its groups of triangles: a 1M-triangle mesh then runs as ~2
 // groups per workgroup, as CUDA's cap of four rounds of resident blocks (8,448 on an H100) does. H100, 1M triangles
