@@ -20,12 +20,12 @@ void main() {
   for (uint pix = gl_GlobalInvocationID.x; pix < total; pix += stride) {
     uvec2 token = tokens[pix];
     // Earlier calls' tokens stay: the next call's tag is lower still (RasterDesc::scratchCall). Tokens below this
-    // call's tag come only from a scratch wrongly called clear; they are cleared so that the next call is right.
+    // call's tag come only from a misstated scratchCall; they are cleared so that the next call is right.
     // The 32-bit path (pass 2) needs the face words empty for its second pass.
     uint tag = token.y >> RASTER_TAG_SHIFT;
     if (tag < p.tokenTag) tokens[pix] = uvec2(~0u);
     else if (p.pass == 2u && token.x != ~0u) tokens[pix].x = ~0u;
-    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a scratch wrongly called clear).
+    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a misstated scratchCall).
     if (tag != p.tokenTag || token.x - 1u >= p.triangleCount) {
       findices[pix] = 0;
       barycentrics[pix * 3] = 0, barycentrics[pix * 3 + 1] = 0, barycentrics[pix * 3 + 2] = 0;

@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
     // memory an empty z-buffer costs the next call's triangle stage fewer DRAM bytes.
     if (token != ~0ull) a.zbuffer[pix] = ~0ull;
     const int face1 = int(token & 0xffffffffull);
-    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a scratch wrongly called clear).
+    // Another call's tag (~0, no fragment, has the highest) or a face beyond F (a misstated scratchCall).
     if (uint32_t(token >> (32 + RASTER_TAG_SHIFT)) != a.p.tokenTag || uint32_t(face1) - 1u >= a.p.triangleCount) {
       findices[pix] = 0;
       bary[pix * 3] = bary[pix * 3 + 1] = bary[pix * 3 + 2] = 0;

@@ -30,7 +30,8 @@ struct RasterDesc {
   uint32_t smallTrianglePixels = 0;   // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
   // GPU: this call's place in the scratch's history, so that it need not clear the z-buffer (B·H·W·8 bytes of
   // stores). 0: unknown, the call clears it. n > 0: the previous call on this scratch — finished, or earlier in
-  // stream order, of at least as many pixels — had scratchCall n − 1 (RasterScratchState counts). Every z-buffer
+  // stream order, of at least as many pixels, with the same noInt64Atomics (a device uses one z-buffer path) — had
+  // scratchCall n − 1 (RasterScratchState counts). Every z-buffer
   // token carries its call's tag (shaders/shared/raster_io.h, RASTER_TOKEN_TAGS): tags fall from call to call, so a
   // fragment replaces any earlier call's token and the resolve reads those as background; every 8,191 calls the
   // z-buffer is cleared again (rasterClearsZBuffer). Set it wrongly and the image is wrong, never a fault (tokens
