@@ -647,7 +647,7 @@ std::vector<uint32_t> scratchCallsAcrossTheWrap(size_t calls) {
 }
 uint32_t tokenTagOf(RasterDesc d, uint32_t scratchCall) {
   d.scratchCall = scratchCall;
-  return rasterPush(d, 0, 0).tokenTag;
+  return rasterTokenTag(d);
 }
 // Z-buffer tokens of a scratch whose history a call misstates (scratchCall > 0 on a scratch it does not describe):
 // random words (any tag), faces of F at random levels with the call's own tag (nearer than the mesh's fragments

@@ -77,12 +77,13 @@ std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const st
 }
 
 RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount) {
-  return {d.width,  d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
+  return {d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
           d.batch == RasterBatch::Instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), rasterScratchLayout(d).queueCapacity, 0,
-          RASTER_TOKEN_TAGS - 1 - d.scratchCall % RASTER_TOKEN_TAGS};
+          rasterTokenTag(d)};
 }
 
-bool rasterClearsZBuffer(const RasterDesc& d) { return d.scratchCall % RASTER_TOKEN_TAGS == 0; }
+uint32_t rasterTokenTag(const RasterDesc& d) { return RASTER_TOKEN_TAGS - 1 - d.scratchCall % RASTER_TOKEN_TAGS; }
+bool rasterClearsZBuffer(const RasterDesc& d) { return rasterTokenTag(d) == RASTER_TOKEN_TAGS - 1; }
 
 uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
   // 2^18 invocations fill a large GPU (132 SMs x 2048 on an H100). Well below that the walk of one invocation is

@@ -31,11 +31,11 @@ struct RasterDesc {
   // GPU: this call's place in the scratch's history, so that it need not clear the z-buffer (B·H·W·8 bytes of
   // stores). 0: unknown, the call clears it. n > 0: the previous call on this scratch — finished, or earlier in
   // stream order, of at least as many pixels, with the same noInt64Atomics (a device uses one z-buffer path) — had
-  // scratchCall n − 1 (RasterScratchState counts). Every z-buffer
-  // token carries its call's tag (shaders/shared/raster_io.h, RASTER_TOKEN_TAGS): tags fall from call to call, so a
-  // fragment replaces any earlier call's token and the resolve reads those as background; every 8,191 calls the
-  // z-buffer is cleared again (rasterClearsZBuffer). Set it wrongly and the image is wrong, never a fault (tokens
-  // whose face is beyond F read as background); the call leaves the z-buffer fit for the next call either way.
+  // scratchCall n − 1 (RasterScratchState counts). Every z-buffer token carries its call's tag (rasterTokenTag):
+  // tags fall from call to call, so a fragment replaces any earlier call's token and the resolve reads those as
+  // background; every 8,191 calls the z-buffer is cleared again (rasterClearsZBuffer). Set it wrongly and the image
+  // is wrong, never a fault (tokens whose face is beyond F read as background); the call leaves the z-buffer fit for
+  // the next call either way.
   uint32_t scratchCall = 0;
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
@@ -125,7 +125,9 @@ inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
 // The push constants of a GPU call (every pass, forward and backward, on CUDA and Vulkan); include
 // shared/raster_io.h to call it.
 RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
-// Whether a GPU call clears its z-buffer first (RasterDesc::scratchCall).
+// A GPU call's tag in its z-buffer tokens (shaders/shared/raster_io.h, RASTER_TOKEN_TAGS), from
+// RasterDesc::scratchCall, and whether the call clears its z-buffer first: where the tags restart from the top.
+uint32_t rasterTokenTag(const RasterDesc& desc);
 bool rasterClearsZBuffer(const RasterDesc& desc);
 
 // Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
