@@ -3,31 +3,42 @@
 
 #include <cstdio>
 
+#include "app/cli.h"
 #include "app/commands.h"
+#include "app/poses.h"
 
 int main(int argc, char** argv) {
-  CLI::App cli{"Armature: differentiable avatar and geometry operations on the GPU"};
-  cli.require_subcommand(1);
-  auto* info = cli.add_subcommand("info", "Vulkan and CUDA devices, versions and capabilities");
-  auto* model = cli.add_subcommand("model", "Body model files (SMPL, SMPL+H, SMPL-X .npz)");
+  namespace cli = armature::cli;
+  CLI::App app{"Armature: differentiable avatar and geometry operations on the GPU"};
+  app.require_subcommand(1);
+  auto* info = app.add_subcommand("info", "Vulkan and CUDA devices, versions and capabilities");
+  auto* model = app.add_subcommand("model", "Body model files (SMPL, SMPL+H, SMPL-X .npz)");
   model->require_subcommand(1);
   std::string modelPath, outPath;
   uint64_t seed = 0;
   auto* modelInfo = model->add_subcommand("info", "Dimensions, joint names and optional parts of a model file");
-  modelInfo->add_option("file", modelPath, "model .npz")->required();
+  modelInfo->add_option("file", modelPath, "model .npz")->required()->check(cli::regularFile());
   auto* synth = model->add_subcommand("synth", "Write the synthetic default avatar (SMPL-X layout)");
-  synth->add_option("-o,--output", outPath, "output .npz")->required();
+  synth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
   synth->add_option("--seed", seed, "generator seed (deterministic)");
   auto* render = model->add_subcommand("render", "Pose a model with the CPU reference and draw it into a PNG");
   std::vector<std::string> poses = {"a-pose"};
   int height = 720;
   double yaw = 0;
-  render->add_option("file", modelPath, "model .npz")->required();
-  render->add_option("-o,--output", outPath, "output .png")->required();
-  render->add_option("--poses", poses, "pose presets, drawn side by side");
-  render->add_option("--height", height, "image height in pixels");
-  render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees");
-  CLI11_PARSE(cli, argc, argv);
+  constexpr int kMaxWidth = 16384;  // the poses are drawn side by side, each 3/4 of the height wide
+  render->add_option("file", modelPath, "model .npz")->required()->check(cli::regularFile());
+  render->add_option("-o,--output", outPath, "output .png")->required()->check(cli::writableFile());
+  render->add_option("--poses", poses, "pose presets, drawn side by side")
+      ->expected(1, 16)
+      ->check(CLI::IsMember(armature::app::posePresetNames()));
+  render->add_option("--height", height, "image height in pixels")->check(CLI::Range(16, 4096));
+  render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees")->check(cli::finiteRange(-3600, 3600));
+  if (auto code = cli::parse(app, argc, argv)) return *code;
+  if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
+    std::fprintf(stderr, "armature: --height %d with %zu poses makes an image wider than %d pixels\n", height,
+                 poses.size(), kMaxWidth);
+    return cli::kUsageError;
+  }
   try {
     if (*info) return armature::app::runInfo();
     if (*modelInfo) return armature::app::runModelInfo(modelPath);
@@ -35,7 +46,7 @@ int main(int argc, char** argv) {
     if (*render) return armature::app::runModelRender(modelPath, outPath, poses, height, yaw);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature: %s\n", e.what());
-    return 1;
+    return cli::kFailure;
   }
   return 0;
 }

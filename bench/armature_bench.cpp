@@ -1,6 +1,7 @@
 // armature-bench: medians of GPU-timed calls after warm-up, with the bytes that must move and the arithmetic that
 // must be done, so each number reads against the device's limits. JSON out with --json.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "app/cli.h"
 #include "armature/backend.h"
 #include "armature/body/synth.h"
 #include "armature/cuda/runtime.h"
@@ -69,56 +71,62 @@ std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(
   }
   if (stages)
     for (auto& [name, v] : perStage) stages->push_back({name, median(v)});
-  return {median(ms), *std::min_element(ms.begin(), ms.end())};
-}
-
-std::vector<uint32_t> parseList(const std::string& s) {
-  std::vector<uint32_t> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(uint32_t(std::stoul(item)));
-  return out;
+  return {median(ms), bench::minOf(ms)};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App cli{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
-  cli.require_subcommand(1);
+  namespace cli = armature::cli;
+  CLI::App app{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
+  app.require_subcommand(1);
   std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath, pipelineViews = "1,8";
   bool backward = false, noResidency = false, noTensorCores = false;
   int iters = 50, objects = 1;
   double peakBandwidth = 3.0e12, peakFlops = 51e12;
-  auto* skin = cli.add_subcommand("skinning", "body skinning forward (and --backward)");
-  skin->add_option("--backend", backendName, "cuda | vulkan | cpu");
-  skin->add_option("--batch", batches, "comma-separated batch sizes");
+  const auto gpuBackends = CLI::IsMember({"cuda", "vulkan"});
+  auto* skin = app.add_subcommand("skinning", "body skinning forward (and --backward)");
+  skin->add_option("--backend", backendName, "cuda | vulkan | cpu")->check(CLI::IsMember({"cuda", "vulkan", "cpu"}));
+  skin->add_option("--batch", batches, "comma-separated batch sizes")->check(cli::uintList(1, 65536));
   skin->add_flag("--backward", backward, "time forward + backward");
   skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
   skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend products on fp32 FMAs, not tensor cores (3xTF32: forward > 64 items, backward >= 1024)");
-  skin->add_option("--objects", objects, "CUDA: this many skinning objects (each its own tables' allocation) per batch size, one row each, each also timed with L2 residency off and on again (stages noL2, again): the spread between allocations");
-  skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
-  auto* axpy = cli.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
-  axpy->add_option("--backend", backendName, "cuda | vulkan");
-  auto* interopCmd = cli.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
-  auto* rasterCmd = cli.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
-  rasterCmd->add_option("--backend", backendName, "cuda | vulkan");
+  skin->add_option("--objects", objects, "CUDA: this many skinning objects (each its own tables' allocation) per batch size, one row each, each also timed with L2 residency off and on again (stages noL2, again): the spread between allocations")
+      ->check(CLI::Range(1, 64));
+  skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
+  auto* axpy = app.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
+  axpy->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  auto* interopCmd = app.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
+  auto* rasterCmd = app.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
+  rasterCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   std::string rasterScenes = "abc";
-  rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c");
+  rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.find_first_not_of("abc") != std::string::npos) return "scenes are letters of abc, e.g. ac";
+            return {};
+          },
+          "SCENES"));
   bool rasterFloatOnly = false;
   rasterCmd->add_flag("--float-only", rasterFloatOnly, "Vulkan: the shaders of devices without doubles, on any device");
-  auto* pipelineCmd = cli.add_subcommand("pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
-  pipelineCmd->add_option("--backend", backendName, "cuda | vulkan");
-  pipelineCmd->add_option("--views", pipelineViews, "comma-separated counts of views");
-  pipelineCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)");
-  auto* hierarchyCmd = cli.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
+  auto* pipelineCmd = app.add_subcommand("pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
+  pipelineCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  pipelineCmd->add_option("--views", pipelineViews, "comma-separated counts of views")->check(cli::uintList(1, 64));
+  pipelineCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
+  auto* hierarchyCmd = app.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
   std::string hierarchySizes = "128,512";
-  hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)");
+  hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
+      ->check(cli::uintList(16, 4096));
   for (auto* c : {skin, axpy, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
-    c->add_option("--json", jsonPath, "write the results as JSON");
-    c->add_option("--iters", iters, "timed calls per row (after warm-up)");
-    c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)");
-    c->add_option("--peak-flops", peakFlops, "FLOP/s used for the floor (default: H100 fp32, 51e12)");
+    c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
+    c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
+    c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)")
+        ->check(cli::finiteRange(1, 1e18));
+    c->add_option("--peak-flops", peakFlops, "FLOP/s used for the floor (default: H100 fp32, 51e12)")
+        ->check(cli::finiteRange(1, 1e18));
   }
-  CLI11_PARSE(cli, argc, argv);
+  if (auto code = cli::parse(app, argc, argv)) return *code;
+  const auto parseList = [](const std::string& s) { return cli::parseList(s, 0, UINT32_MAX); };  // checked above
   std::vector<Row> rows;
   try {
     if (*hierarchyCmd) backendName = "cpu";
@@ -244,29 +252,37 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature-bench: %s\n", e.what());
-    return 1;
+    return cli::kFailure;
   }
 
   std::printf("%-9s %-7s %-22s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms", "min_ms",
               "GB/s", "GFLOP/s", "floor_ms", "x_floor");
-  std::ostringstream json;
-  json << "{\n  \"peak_bandwidth_bytes_per_s\": " << peakBandwidth << ",\n  \"peak_flops\": " << peakFlops << ",\n  \"results\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto& r = rows[i];
+  nlohmann::json results = nlohmann::json::array();
+  for (auto& r : rows) {
     double floorMs = std::max(r.bytes / peakBandwidth, r.flops / peakFlops) * 1e3;
     double gbs = r.bytes / (r.medianMs * 1e-3) / 1e9, gfs = r.flops / (r.medianMs * 1e-3) / 1e9;
     std::printf("%-9s %-7s %-22s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
                 r.variant.c_str(), r.batch, r.medianMs, r.minMs, gbs, gfs, floorMs, r.medianMs / floorMs);
     for (auto& [name, ms] : r.stages) std::printf("%-9s   %-22s %10.4f\n", "", name.c_str(), ms);
-    std::string stageJson;
-    for (auto& [name, ms] : r.stages) stageJson += (stageJson.empty() ? "" : ", ") + ("\"" + name + "\": " + std::to_string(ms));
-    json << "    {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"variant\": \"" << r.variant
-         << "\", \"batch\": " << r.batch << ", \"median_ms\": " << r.medianMs << ", \"min_ms\": " << r.minMs
-         << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops << ", \"gb_per_s\": " << gbs
-         << ", \"gflop_per_s\": " << gfs << ", \"floor_ms\": " << floorMs
-         << (stageJson.empty() ? "" : ", \"stages_ms\": {" + stageJson + "}") << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    nlohmann::json row = {{"op", r.op},         {"backend", r.backend}, {"variant", r.variant},
+                          {"batch", r.batch},   {"median_ms", r.medianMs}, {"min_ms", r.minMs},
+                          {"bytes", r.bytes},   {"flops", r.flops},     {"gb_per_s", gbs},
+                          {"gflop_per_s", gfs}, {"floor_ms", floorMs}};
+    if (!r.stages.empty()) {
+      nlohmann::json stages = nlohmann::json::object();
+      for (auto& [name, ms] : r.stages) stages[name] = ms;
+      row["stages_ms"] = stages;
+    }
+    results.push_back(row);
   }
-  json << "  ]\n}\n";
-  if (!jsonPath.empty()) std::ofstream(jsonPath) << json.str();
+  if (!jsonPath.empty()) {
+    nlohmann::json doc = {{"peak_bandwidth_bytes_per_s", peakBandwidth}, {"peak_flops", peakFlops}, {"results", results}};
+    std::ofstream f(jsonPath);
+    f << doc.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "armature-bench: --json %s: write failed\n", jsonPath.c_str());
+      return cli::kFailure;
+    }
+  }
   return 0;
 }

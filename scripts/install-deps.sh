@@ -7,7 +7,7 @@ packages=(
   libshaderc-dev glslc glslang-tools glslang-dev spirv-tools
   libglfw3-dev libimgui-dev libglm-dev libstb-dev
   libzip-dev zipcmp zipmerge ziptool
-  libtinygltf-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev
+  libtinygltf-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   xvfb xauth clang patchelf
 )
 missing=()

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "armature/error.h"
+#include "armature/file_checks.h"
 
 namespace armature {
 
@@ -165,6 +166,7 @@ NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& 
 }
 
 NpzArchive readNpz(const std::string& path) {
+  checkRegularFile(path, "file", kMaxNpzFileBytes);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open file");
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

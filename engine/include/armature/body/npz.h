@@ -19,8 +19,11 @@ struct NpyArray {
 
 using NpzArchive = std::map<std::string, NpyArray>;  // key without the ".npy" suffix
 
-// `name` is what error messages call the source (usually the path).
+// The largest archive readNpz accepts (the file is read whole; released body models are a few hundred MB).
+inline constexpr uint64_t kMaxNpzFileBytes = uint64_t(4) << 30;
+// Reads an archive from a regular file (FIFOs, devices and directories are refused before any read).
 NpzArchive readNpz(const std::string& path);
+// `name` is what error messages call the source (usually the path).
 NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& name);
 NpyArray parseNpy(const void* data, size_t bytes, const std::string& where);
 

@@ -1,0 +1,20 @@
+#pragma once
+// Checks on user-named paths, made before any work starts: a bad path is reported by name, up front, instead of
+// blocking on a FIFO, reading a device until memory runs out, or failing after minutes of rendering.
+#include <cstdint>
+#include <string>
+
+namespace armature {
+
+// Throws armature::Error unless `path` names an existing regular file (not a FIFO, device, socket or directory)
+// of at most `maxBytes`. `what` names the argument in the message ("--model", "model file").
+void checkRegularFile(const std::string& path, const std::string& what, uint64_t maxBytes = UINT64_MAX);
+
+// Throws armature::Error unless `path` can be created or overwritten: not a directory, its folder exists and is
+// writable, and an existing file there is writable. Nothing is created.
+void checkWritableFile(const std::string& path, const std::string& what);
+
+// Throws armature::Error unless `path` is an existing, writable directory.
+void checkWritableDirectory(const std::string& path, const std::string& what);
+
+}  // namespace armature
