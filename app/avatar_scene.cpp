@@ -181,7 +181,8 @@ std::vector<float> AvatarScene::readPositions() const {
 
 void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   uint32_t B = m_avatars;
-  auto t0 = std::chrono::steady_clock::now();
+  m_ownTimes.clear();
+  const int64_t t0 = steadyNowNs();
   if (m_backend == Backend::Vulkan) {
     put(m_pose, m_params.pose);
     put(m_betas, m_params.betas);
@@ -192,7 +193,6 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     m_vkSkin->forward(cmd, B, m_pose, m_betas, m_expression, m_transl, m_positions, m_joints);
     if (timer) timer->endZone(cmd, zone);
     vk::computeBarrier(cmd);
-    m_lastSkinningMs = 0;  // measured on the GPU timer
     return;
   }
   if (m_backend == Backend::Cpu) {
@@ -219,17 +219,16 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     c.joints->toVulkan(c.stream);
     // Headless/simple path: the host waits for CUDA before the draw is submitted (FrameRing avoids this).
     c.stream.synchronize();
-    m_lastSkinningMs = c.timer.milliseconds();
+    m_ownTimes.push_back({"skinning (cuda)", c.timer.milliseconds(), c.timer.startHostNs(), Track::CudaStream});
     return;
   }
 #endif
-  m_lastSkinningMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
 }
 
 VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
                                          VkExtent2D extent) {
   if (!m_raster) m_raster = std::make_unique<VisibilityRaster>(m_ctx, m_model.faces, m_model.vertexCount);
-  m_lastRasterMs = 0;
 #ifdef ARMATURE_HAS_INTEROP
   if (m_backend == Backend::Cuda) {
     auto& c = *m_cuda;
@@ -238,7 +237,7 @@ VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* time
                                               extent, c.stream);
     c.rasterTimer.stop(c.stream);
     c.stream.synchronize();
-    m_lastRasterMs = c.rasterTimer.milliseconds();
+    m_ownTimes.push_back({"raster (cuda)", c.rasterTimer.milliseconds(), c.rasterTimer.startHostNs(), Track::CudaStream});
     return out;
   }
 #endif

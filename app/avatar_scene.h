@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "app/profiler.h"
 #include "app/visibility.h"
 #include "armature/backend.h"
 #include "armature/body/body_model.h"
@@ -40,18 +41,19 @@ class AvatarScene {
   void update(double seconds);
 
   // Skins every avatar into positions(). Vulkan records into `cmd` (inside a "skinning" timer zone); CPU and
-  // CUDA do their work now and report their own time in lastSkinningMs().
+  // CUDA do their work now and time it themselves (ownTimes()).
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer);
   VkBuffer positions() const;
   VkBuffer joints() const;  // B × J × 3 posed joint positions, from the same backend as positions()
   // The skinned positions of every avatar after the last skin() has executed (Vulkan and CPU backends).
   std::vector<float> readPositions() const;
-  double lastSkinningMs() const { return m_lastSkinningMs; }
   // The compute-raster mode, after skin(): every avatar through the project's rasteriser into a visibility
-  // buffer for Renderer — CUDA's for the CUDA backend (runs now, lastRasterMs()), Vulkan compute's for the
+  // buffer for Renderer — CUDA's for the CUDA backend (runs now, timed in ownTimes()), Vulkan compute's for the
   // others (recorded into `cmd` in a "raster" timer zone). `viewProj`: the camera's, as Renderer draws with.
   VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj, VkExtent2D extent);
-  double lastRasterMs() const { return m_lastRasterMs; }
+  // The stages the last skin() and rasterize() timed themselves, as profiler spans: CUDA's at their device times
+  // on the CUDA stream's track, the CPU backend's skinning as a host stage. (Vulkan's are timer zones.)
+  const std::vector<Span>& ownTimes() const { return m_ownTimes; }
   // The axis-aligned box of avatar 0 at rest (for framing the camera) and the floor height.
   void bounds(float lo[3], float hi[3]) const;
   float floorY() const { return m_floorY; }
@@ -65,7 +67,8 @@ class AvatarScene {
   uint32_t m_maxAvatars, m_avatars = 1, m_shape, m_expr;
   Backend m_backend = Backend::Vulkan;
   BodyParams m_base, m_params;
-  double m_time = 0, m_lastSkinningMs = 0, m_lastRasterMs = 0;
+  double m_time = 0;
+  std::vector<Span> m_ownTimes;
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
   std::unique_ptr<SkinningVk> m_vkSkin;

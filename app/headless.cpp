@@ -11,6 +11,7 @@
 #include "app/renderer.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
+#include "armature/file_checks.h"
 #include "armature/cuda/runtime.h"
 
 namespace armature::app {
@@ -32,6 +33,7 @@ Backend chooseBackend(const std::string& name) {
 
 int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   ARM_CHECK(o.frames >= 1, "--frames must be >= 1");
+  if (!o.screenshot.empty()) checkWritableFile(o.screenshot, "--screenshot");  // before any frame is rendered
   vk::ContextOptions contextOptions;
   if (o.ui) contextOptions.instanceExtensions.push_back("VK_KHR_surface");  // Dear ImGui's backend loads its functions
   vk::Context ctx(contextOptions);
@@ -72,10 +74,11 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   const float aspect = float(o.width) / float(o.height);
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
-  auto start = std::chrono::steady_clock::now();
+  if (!o.profile.empty()) profiler.streamTrace(o.profile);
   for (int f = 0; f < o.frames; ++f) {
-    auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = steadyNowNs();
     double uiCpuMs = 0;
+    int64_t uiStartNs = 0;
     scene.update(f / 60.0);
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
@@ -85,9 +88,9 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       std::function<UiLayer(VkCommandBuffer)> layer;
       std::function<void(VkCommandBuffer)> drawUi;
       if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)
-        auto u0 = std::chrono::steady_clock::now();
+        uiStartNs = steadyNowNs();
         ui->build(profiler, uint64_t(f), o.avatars, target.extent());
-        uiCpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - u0).count();
+        uiCpuMs = double(steadyNowNs() - uiStartNs) * 1e-6;
         layer = [&](VkCommandBuffer c) { return ui->layer(c, target.extent()); };
         drawUi = [&](VkCommandBuffer c) { ui->draw(c); };
       }
@@ -95,14 +98,13 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       if (f == o.frames - 1) target.recordReadback(cmd);
     });
     FrameRecord rec;
-    rec.startMs = std::chrono::duration<double, std::milli>(t0 - start).count();
-    if (ui) rec.cpu.push_back({"ui (cpu)", uiCpuMs});
-    if (scene.backend() != Backend::Vulkan)
-      rec.gpu.push_back({scene.backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", scene.lastSkinningMs()});
-    if (o.raster == "compute" && scene.backend() == Backend::Cuda) rec.gpu.push_back({"raster (cuda)", scene.lastRasterMs()});
-    for (auto& z : timer.waitFrame(uint64_t(f))) rec.gpu.push_back({z.name, z.milliseconds});
-    rec.cpuMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rec.startHostNs = t0;
+    if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});
+    for (const Span& s : scene.ownTimes()) rec.add(s);
+    for (Span& s : vulkanSpans(timer.waitFrame(uint64_t(f)))) rec.add(std::move(s));
+    rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;
     profiler.add(std::move(rec));
+    if (o.afterFrame) o.afterFrame(uint64_t(f));
   }
   if (!o.screenshot.empty()) {
     auto px = target.pixels();
@@ -111,7 +113,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     std::printf("screenshot: %s (%ux%u)\n", o.screenshot.c_str(), o.width, o.height);
   }
   if (!o.profile.empty()) {
-    profiler.writeChromeTrace(o.profile);
+    profiler.finishTrace();
     std::string csv = std::filesystem::path(o.profile).replace_extension(".csv").string();
     profiler.writeCsv(csv);
     std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());

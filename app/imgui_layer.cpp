@@ -198,7 +198,7 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayS
     state.cpu.assign(n, 0.0f);
     for (size_t i = 0; i < n; ++i) {
       const auto& f = frames[frames.size() - n + i];
-      for (auto& [name, ms] : f.gpu) state.gpu[i] += float(ms);
+      for (const Span& span : f.gpu) state.gpu[i] += float(span.ms);
       state.cpu[i] = float(f.cpuMs);
     }
     auto [used, budget] = info.ctx->deviceLocalUsage();

@@ -1,6 +1,7 @@
 #pragma once
 // armature-viewer: options and the two ways to run it.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,7 @@ struct ViewerOptions {
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
   bool ui = false;                 // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
   std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
+  std::function<void(uint64_t frame)> afterFrame;  // headless: called after each frame (soak tests)
 };
 
 class Profiler;

@@ -28,7 +28,6 @@ namespace armature::app {
 namespace {
 
 constexpr uint32_t kFramesInFlight = 2;
-using Clock = std::chrono::steady_clock;
 
 struct Swapchain {
   VkSwapchainKHR handle = VK_NULL_HANDLE;
@@ -102,9 +101,9 @@ class Viewer {
   bool m_vsync = true, m_showOverlay = true, m_resize = false;
   bool m_computeRaster = false;  // draw through the project's rasteriser (visibility buffer) instead of the hardware
   uint64_t m_frameIndex = 0;
-  Clock::time_point m_start = Clock::now();
   double m_animTime = 0;
   double m_uiCpuMs = 0;  // building this frame's panels and overlay
+  int64_t m_uiStartNs = 0;
   std::string m_status;
   char m_modelPath[512] = {};
   uint32_t m_avatars = 1;
@@ -432,7 +431,7 @@ void Viewer::drawFrame() {
   if (ar != VK_SUBOPTIMAL_KHR) VK_CHECK(ar);
   VK_CHECK(vkResetFences(dev, 1, &fr.fence));
 
-  auto t0 = Clock::now();
+  const int64_t t0 = steadyNowNs();
   m_animTime += m_scene->animate ? ImGui::GetIO().DeltaTime : 0.0;
   m_scene->update(m_animTime);
   VK_CHECK(vkResetCommandPool(dev, fr.pool, 0));
@@ -440,10 +439,10 @@ void Viewer::drawFrame() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_CHECK(vkBeginCommandBuffer(fr.cmd, &bi));
   FrameRecord rec;
-  rec.startMs = std::chrono::duration<double, std::milli>(t0 - m_start).count();
+  rec.startHostNs = t0;
   // GPU zones of the frame that last used this timer slot arrive now: file them under that frame.
   if (auto previous = m_timer->beginFrame(fr.cmd, m_frameIndex); previous && m_frameIndex >= kFramesInFlight)
-    m_profiler.attachGpu(m_frameIndex - kFramesInFlight, *previous);
+    m_profiler.attachGpu(m_frameIndex - kFramesInFlight, vulkanSpans(*previous));
   // The scene's parameter, position and visibility buffers are one set, not one per frame in flight: before this
   // frame writes them (the host for Vulkan's parameters and the CPU backend, CUDA for its outputs), the other frame
   // must be done reading them. (A ring of those buffers would keep the CPU a frame ahead; interop::FrameRing is
@@ -455,14 +454,11 @@ void Viewer::drawFrame() {
     VK_CHECK(w);
   }
   m_scene->skin(fr.cmd, m_timer.get());
-  if (m_scene->backend() != Backend::Vulkan)
-    rec.gpu.insert(rec.gpu.begin(), {m_scene->backend() == Backend::Cuda ? "skinning (cuda)" : "skinning (cpu)", m_scene->lastSkinningMs()});
   m_draw.visibility = {};
   if (m_computeRaster) {
     try {
       m_draw.visibility = m_scene->rasterize(fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap.extent.width) / float(m_swap.extent.height)),
                                              m_swap.extent);
-      if (m_scene->backend() == Backend::Cuda) rec.gpu.push_back({"raster (cuda)", m_scene->lastRasterMs()});
     } catch (const std::exception& e) {
       m_computeRaster = false;  // e.g. a crowd too large for it: back to the hardware rasteriser
       m_status = std::string("compute raster: ") + e.what();
@@ -472,7 +468,8 @@ void Viewer::drawFrame() {
   FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent, m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
   recordFrame(*m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
               [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap.extent); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
-  rec.cpu.push_back({"ui (cpu)", m_uiCpuMs});
+  for (const Span& span : m_scene->ownTimes()) rec.add(span);
+  rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
   if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
   VK_CHECK(vkEndCommandBuffer(fr.cmd));
   // The image is first written by a colour attachment or, for a compute-shaded frame, by a copy.
@@ -495,7 +492,7 @@ void Viewer::drawFrame() {
   VkResult pr = vkQueuePresentKHR(m_ctx->queue(), &pi);
   if (pr == VK_ERROR_OUT_OF_DATE_KHR || pr == VK_SUBOPTIMAL_KHR) m_resize = true;
   else VK_CHECK(pr);
-  rec.cpuMs = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;
   m_profiler.add(std::move(rec));
   if (!m_pendingScreenshot.empty()) {
     // The copy was recorded after the pass; wait for this frame only (screenshots are rare) and write the PNG.
@@ -529,13 +526,13 @@ void Viewer::frameOnce() {
     m_resize = false;
     if (!m_swap.handle) return;
   }
-  auto u0 = Clock::now();
+  m_uiStartNs = steadyNowNs();
   m_ui->newFrame();
   handleCamera();
   panels();
   overlay();
   m_ui->endFrame();
-  m_uiCpuMs = std::chrono::duration<double, std::milli>(Clock::now() - u0).count();
+  m_uiCpuMs = double(steadyNowNs() - m_uiStartNs) * 1e-6;
   drawFrame();
 }
 
@@ -640,8 +637,9 @@ int Viewer::run() {
     if (!m_options.guiTest.empty()) {
       status = guiTest();
     } else {
+      if (!m_options.profile.empty()) m_profiler.streamTrace(m_options.profile);
       while (!glfwWindowShouldClose(m_window)) frameOnce();
-      if (!m_options.profile.empty()) m_profiler.writeChromeTrace(m_options.profile);
+      m_profiler.finishTrace();
     }
   } catch (...) {
     cleanup();

@@ -3,7 +3,9 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <iostream>
 
@@ -249,7 +251,47 @@ Graph::~Graph() {
 
 void Graph::launch(const Stream& stream) { CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(m_exec), raw(stream))); }
 
+namespace {
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// One per process and device: an event on an idle stream of its own runs as soon as it is recorded, so the host
+// time read right after the record is its time to within the submission latency (a few µs).
+struct HostClockAnchor {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t event = nullptr;
+  int64_t hostNs = 0;
+  void renew() {
+    int current = 0;
+    CUDA_CHECK(cudaGetDevice(&current));
+    if (current != device) {  // events of another device cannot be compared with this one's
+      if (event) cudaEventDestroy(event);
+      if (stream) cudaStreamDestroy(stream);
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      CUDA_CHECK(cudaEventCreate(&event));
+      device = current;
+    }
+    CUDA_CHECK(cudaEventRecord(event, stream));
+    hostNs = steadyNowNs();
+    CUDA_CHECK(cudaEventSynchronize(event));
+  }
+};
+std::mutex g_anchorMutex;
+HostClockAnchor g_anchor;  // never destroyed explicitly: the driver releases it at exit
+// Every timer's events come after an anchor of their device, so elapsed times from it are positive.
+void ensureAnchor() {
+  int current = 0;
+  CUDA_CHECK(cudaGetDevice(&current));
+  if (g_anchor.device != current) g_anchor.renew();
+}
+}  // namespace
+
 EventTimer::EventTimer() {
+  {
+    std::lock_guard<std::mutex> lock(g_anchorMutex);
+    ensureAnchor();
+  }
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
@@ -271,6 +313,17 @@ float EventTimer::milliseconds() {
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(m_start), static_cast<cudaEvent_t>(m_stop)));
   return ms;
+}
+
+int64_t EventTimer::startHostNs() {
+  std::lock_guard<std::mutex> lock(g_anchorMutex);
+  ensureAnchor();
+  CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(m_start)));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, g_anchor.event, static_cast<cudaEvent_t>(m_start)));
+  int64_t ns = g_anchor.hostNs + int64_t(double(ms) * 1e6);
+  if (ms > 1000.0f) g_anchor.renew();  // later events: measured from a fresh anchor
+  return ns;
 }
 
 void axpy(float a, const float* x, float* y, size_t n, const Stream& stream) {

@@ -109,6 +109,14 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.externalSemaphoreFd = hasExtension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
   d.pushDescriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   d.memoryBudget = hasExtension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (hasExtension(exts, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) && vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, nullptr);
+    std::vector<VkTimeDomainEXT> domains(n);
+    vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, domains.data());
+    auto has = [&](VkTimeDomainEXT t) { return std::find(domains.begin(), domains.end(), t) != domains.end(); };
+    d.calibratedTimestamps = has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+  }
 
   uint32_t qn = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, nullptr);
@@ -307,6 +315,8 @@ void Context::createDevice(const ContextOptions& options) {
   for (const char* e : {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME,
                         VK_EXT_MEMORY_BUDGET_EXTENSION_NAME})
     if (hasExtension(available, e)) exts.push_back(e);
+  // GPU timer zones placed on the host clock (profiles show device work where it happened).
+  if (m_info.calibratedTimestamps) exts.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
 
   VkPhysicalDeviceVulkan12Features s12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan11Features s11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &s12};

@@ -1,6 +1,15 @@
 #include "armature/vk/timer.h"
 
+#include <chrono>
+#include <cmath>
+
 namespace armature::vk {
+
+namespace {
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
 GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame)
     : m_ctx(ctx), m_frames(framesInFlight), m_zones(zonesPerFrame), m_periodNs(ctx.info().timestampPeriodNs) {
@@ -12,11 +21,48 @@ GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame
   qi.queryCount = m_frames * m_zones * 2;
   VK_CHECK(vkCreateQueryPool(ctx.device(), &qi, nullptr, &m_pool));
   m_slots.resize(m_frames);
+  m_calibrated = ctx.info().calibratedTimestamps && vkGetCalibratedTimestampsEXT;
+  if (m_calibrated) {
+    calibrate();
+  } else {
+    // One timestamp the host waits for: its host time is taken after the wait, so zones read late by at most the
+    // wait's latency (tens of µs to a few hundred on a virtual machine).
+    VkQueryPoolCreateInfo one{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    one.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    one.queryCount = 1;
+    VkQueryPool pool;
+    VK_CHECK(vkCreateQueryPool(ctx.device(), &one, nullptr, &pool));
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      vkCmdResetQueryPool(cmd, pool, 0, 1);
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
+    });
+    m_anchorHostNs = steadyNowNs();
+    VkResult r = vkGetQueryPoolResults(ctx.device(), pool, 0, 1, sizeof m_anchorTicks, &m_anchorTicks, sizeof m_anchorTicks,
+                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    vkDestroyQueryPool(ctx.device(), pool, nullptr);
+    VK_CHECK(r);
+  }
+}
+
+void GpuTimer::calibrate() {
+  VkCalibratedTimestampInfoEXT infos[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
+                                           {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+  uint64_t values[2], deviation = 0;
+  VK_CHECK(vkGetCalibratedTimestampsEXT(m_ctx.device(), 2, infos, values, &deviation));
+  m_anchorTicks = values[0];
+  m_anchorHostNs = int64_t(values[1]);  // CLOCK_MONOTONIC: std::chrono::steady_clock's clock on Linux
+}
+
+int64_t GpuTimer::ticksToHostNs(uint64_t ticks) const {
+  uint64_t delta = (ticks - m_anchorTicks) & m_validMask;
+  int64_t signedDelta = delta > (m_validMask >> 1) ? -int64_t((m_validMask - delta) + 1) : int64_t(delta);  // before the anchor
+  return m_anchorHostNs + int64_t(std::llround(double(signedDelta) * m_periodNs));
 }
 
 GpuTimer::~GpuTimer() { vkDestroyQueryPool(m_ctx.device(), m_pool, nullptr); }
 
 std::optional<std::vector<ZoneTime>> GpuTimer::beginFrame(VkCommandBuffer cmd, uint64_t frameIndex) {
+  if (m_calibrated) calibrate();  // the two clocks drift apart slowly: a fresh pair each frame keeps zones exact
   m_current = uint32_t(frameIndex % m_frames);
   std::optional<std::vector<ZoneTime>> previous;
   if (m_slots[m_current].frame != UINT64_MAX) previous = read(m_current, false);
@@ -69,7 +115,7 @@ std::optional<std::vector<ZoneTime>> GpuTimer::read(uint32_t slot, bool wait) {
       end = data[4 * z + 2];
     }
     uint64_t ticks = (end - begin) & m_validMask;  // masked difference survives a counter wrap
-    out.push_back({s.names[z], ticksToMs(ticks)});
+    out.push_back({s.names[z], ticksToMs(ticks), ticksToHostNs(begin), ticksToHostNs(end)});
   }
   return out;
 }

@@ -141,6 +141,10 @@ class EventTimer {
   void start(const Stream& s);
   void stop(const Stream& s);
   float milliseconds();  // waits for the stop event
+  // When the start event ran, on the host's steady clock (ns since its epoch; CLOCK_MONOTONIC on Linux), after
+  // milliseconds(). Measured against an anchor event recorded on an idle stream (its host time known to a few µs),
+  // renewed every second so the float milliseconds between the two events keep sub-µs precision.
+  int64_t startHostNs();
 
  private:
   void* m_start = nullptr;

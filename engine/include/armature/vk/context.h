@@ -55,6 +55,7 @@ struct PhysicalDeviceInfo {
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd
   bool pushDescriptor = false;       // VK_KHR_push_descriptor (required by our compute programs)
   bool hostQueryReset = false;
+  bool calibratedTimestamps = false;  // VK_EXT_calibrated_timestamps with the device and CLOCK_MONOTONIC domains
   uint8_t deviceUuid[VK_UUID_SIZE] = {};
   float timestampPeriodNs = 0;
   uint32_t timestampValidBits = 0;

@@ -2,6 +2,10 @@
 // GPU timer on timestamp queries. A ring of `framesInFlight` slots, each with room for `zonesPerFrame`
 // begin/end pairs: a frame writes its slot; collect() reads the oldest slot's results only when the GPU has
 // made them available (VK_QUERY_RESULT_WITH_AVAILABILITY_BIT), so the frame never stalls on the timer.
+// Zones are also placed on the host's clock (std::chrono::steady_clock, CLOCK_MONOTONIC on Linux), so profiles show
+// device work where it happened: through VK_EXT_calibrated_timestamps where the device has it (recalibrated every
+// frame), else from one timestamp whose submission the host waited for (late by at most that wait).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +17,7 @@ namespace armature::vk {
 struct ZoneTime {
   std::string name;
   double milliseconds = 0;
+  int64_t beginHostNs = 0, endHostNs = 0;  // the zone on the host's steady clock (ns since its epoch)
 };
 
 class GpuTimer {
@@ -32,9 +37,16 @@ class GpuTimer {
   std::vector<ZoneTime> waitFrame(uint64_t frameIndex);
 
   double ticksToMs(uint64_t ticks) const { return double(ticks) * m_periodNs * 1e-6; }
+  // A device timestamp on the host's steady clock (ns), from the latest calibration.
+  int64_t ticksToHostNs(uint64_t ticks) const;
+  bool calibrated() const { return m_calibrated; }  // through VK_EXT_calibrated_timestamps (else approximate)
 
  private:
   std::optional<std::vector<ZoneTime>> read(uint32_t slot, bool wait);
+  void calibrate();
+  bool m_calibrated = false;
+  uint64_t m_anchorTicks = 0;  // a device timestamp ...
+  int64_t m_anchorHostNs = 0;  // ... and the host time it corresponds to
   Context& m_ctx;
   VkQueryPool m_pool = VK_NULL_HANDLE;
   uint32_t m_frames, m_zones;
