@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 
     if (*axpy) {
-      size_t n = size_t(1) << 26;
+      size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache
+      if (ctx) n = std::min<size_t>(n, ctx->info().maxStorageBufferRange / sizeof(float));  // lavapipe: 128 MiB
       Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
       std::vector<float> x(n, 1.0f), y(n, 2.0f);
       if (backend == Backend::Cuda) {

@@ -1,0 +1,268 @@
+// The three executables as a new user runs them: every bad value is refused before any work starts, with exit
+// code 2 (usage) or 1 (failure) and a message naming the option and what is allowed — never a crash, a hang or a
+// silent success. And armature-bench's ops run end to end (--iters 2) under the Vulkan validation layer.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "armature/cuda/runtime.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;       // exit code; 128 + signal when killed
+  std::string output;  // stdout and stderr
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The executables sit beside this test binary (build/bin, or the GPU bundle's bin/).
+const std::string& binDir() {
+  static std::string dir = fs::read_symlink("/proc/self/exe").parent_path().string();
+  return dir;
+}
+
+// Runs bin/<exe> with `args` under a time limit (a hang fails the test instead of blocking it).
+Result run(const std::string& exe, const std::vector<std::string>& args, const std::string& env = "", int timeoutS = 120) {
+  std::string cmd = env;
+  cmd.append(" timeout -k 5 ").append(std::to_string(timeoutS)).append(" ").append(quote(binDir() + "/" + exe));
+  for (const auto& a : args) cmd.append(" ").append(quote(a));
+  cmd += " 2>&1 </dev/null";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+const std::string& modelPath() {
+  static std::string p = [] {
+    const char* env = std::getenv("ARMATURE_DEFAULT_MODEL");
+    return env ? std::string(env) : std::string();
+  }();
+  return p;
+}
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("armature_cli_" + std::to_string(::getpid()));
+  fs::path fifo = dir / "fifo.npz", garbage = dir / "garbage.npz";
+  Scratch() {
+    fs::create_directories(dir);
+    ::mkfifo(fifo.c_str(), 0600);
+    std::ofstream(garbage) << "this is not a zip archive";
+  }
+  ~Scratch() { fs::remove_all(dir); }
+};
+const Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+struct BadInput {
+  std::string exe;
+  std::vector<std::string> args;
+  int code;             // expected exit code
+  std::string message;  // a regular expression the output must contain
+};
+std::ostream& operator<<(std::ostream& os, const BadInput& b) {
+  os << b.exe;
+  for (auto& a : b.args) os << " " << a;
+  return os;
+}
+
+// Placeholders replaced when the case runs: @MODEL@, @DIR@, @FIFO@, @GARBAGE@.
+std::string expand(const std::string& s) {
+  const std::pair<std::string, std::string> keys[] = {{"@MODEL@", modelPath()},
+                                                       {"@DIR@", scratch().dir.string()},
+                                                       {"@FIFO@", scratch().fifo.string()},
+                                                       {"@GARBAGE@", scratch().garbage.string()}};
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    bool matched = false;
+    for (const auto& [key, value] : keys)
+      if (s.compare(i, key.size(), key) == 0) {
+        out.append(value);
+        i += key.size();
+        matched = true;
+        break;
+      }
+    if (!matched) out.push_back(s[i++]);
+  }
+  return out;
+}
+
+class CliRejects : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliRejects, WithExitCodeAndMessage) {
+  const BadInput& b = GetParam();
+  std::vector<std::string> args;
+  for (const auto& a : b.args) args.push_back(expand(a));
+  Result r = run(b.exe, args, "", 60);
+  EXPECT_EQ(r.code, b.code) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(b.message))) << "expected /" << b.message << "/ in:\n" << r.output;
+  EXPECT_EQ(r.output.find("Segmentation"), std::string::npos);
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos);
+}
+
+const std::string kRender[] = {"model", "render", "@MODEL@", "-o", "@DIR@/out.png"};
+std::vector<std::string> render(std::vector<std::string> extra) {
+  std::vector<std::string> a(std::begin(kRender), std::end(kRender));
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+const BadInput kBadInputs[] = {
+    // armature
+    {"armature", {}, 2, "subcommand"},
+    {"armature", {"bogus"}, 2, "subcommand is required"},
+    {"armature", render({"--height", "1"}), 2, "--height: Value 1 not in range 16 to 4096"},
+    {"armature", render({"--height", "0"}), 2, "--height"},
+    {"armature", render({"--height", "-5"}), 2, "--height"},
+    {"armature", render({"--height", "100000"}), 2, "--height"},
+    {"armature", render({"--height", "2000000000"}), 2, "--height"},
+    {"armature", render({"--height", "99999999999999999999"}), 2, "--height"},
+    {"armature", render({"--height", "tall"}), 2, "--height"},
+    {"armature", render({"--height", "4096", "--poses", "walk", "walk", "walk", "walk", "walk", "walk"}), 2, "wider than 16384"},
+    {"armature", render({"--poses"}), 2, "--poses"},
+    {"armature", render({"--poses", "dance"}), 2, "--poses: dance not in"},
+    {"armature", render({"--yaw", "nan"}), 2, "--yaw: 'nan' is outside"},
+    {"armature", render({"--yaw", "inf"}), 2, "--yaw"},
+    {"armature", render({"--yaw", "1e9"}), 2, "--yaw"},
+    {"armature", render({"--yaw", "12deg"}), 2, "--yaw: '12deg' is not a number"},
+    {"armature", {"model", "render", "@MODEL@", "-o", "/nonexistent/dir/out.png"}, 2, "--output: .*folder '/nonexistent/dir' does not exist"},
+    {"armature", {"model", "render", "@MODEL@", "-o", "@DIR@"}, 2, "--output: .*is a directory"},
+    {"armature", {"model", "render", "/nonexistent.npz", "-o", "@DIR@/x.png"}, 2, "no such file"},
+    {"armature", {"model", "info", "/nonexistent.npz"}, 2, "'/nonexistent.npz': no such file"},
+    {"armature", {"model", "info", "@FIFO@"}, 2, "is a FIFO, not a regular file"},
+    {"armature", {"model", "info", "/dev/zero"}, 2, "'/dev/zero' is a character device, not a regular file"},
+    {"armature", {"model", "info", "@DIR@"}, 2, "is a directory, not a regular file"},
+    {"armature", {"model", "info", "@GARBAGE@"}, 1, "not a readable .npz"},
+    {"armature", {"model", "info"}, 2, "file is required"},
+    {"armature", {"model", "synth", "-o", "/nonexistent/x.npz"}, 2, "--output"},
+    {"armature", {"model", "synth", "-o", "@DIR@/x.npz", "--seed", "-1"}, 2, "--seed"},
+    {"armature", {"model", "synth", "-o", "@DIR@/x.npz", "--seed", "abc"}, 2, "--seed"},
+    // armature-viewer
+    {"armature-viewer", {"--headless", "--size", "4294967297x2"}, 2, "--size: .*4294967297 is outside \\[1, 16384\\]"},
+    {"armature-viewer", {"--headless", "--size", "64x48junk"}, 2, "--size: .*'48junk' is not a decimal integer"},
+    {"armature-viewer", {"--headless", "--size", "0x10"}, 2, "--size"},
+    {"armature-viewer", {"--headless", "--size", "-1x5"}, 2, "--size"},
+    {"armature-viewer", {"--headless", "--size", "64"}, 2, "--size: '64' is not WxH"},
+    {"armature-viewer", {"--headless", "--size", "x"}, 2, "--size"},
+    {"armature-viewer", {"--headless", "--frames", "0"}, 2, "--frames"},
+    {"armature-viewer", {"--headless", "--frames", "-1"}, 2, "--frames"},
+    {"armature-viewer", {"--headless", "--frames", "many"}, 2, "--frames"},
+    {"armature-viewer", {"--headless", "--avatars", "0"}, 2, "--avatars"},
+    {"armature-viewer", {"--headless", "--avatars", "5000"}, 2, "--avatars"},
+    {"armature-viewer", {"--headless", "--backend", "metal"}, 2, "--backend: metal not in"},
+    {"armature-viewer", {"--headless", "--pose", "dance"}, 2, "--pose: dance not in"},
+    {"armature-viewer", {"--headless", "--raster", "magic"}, 2, "--raster"},
+    {"armature-viewer", {"--headless", "--screenshot", "/nonexistent/a.png"}, 2, "--screenshot: .*does not exist"},
+    {"armature-viewer", {"--headless", "--profile", "/nonexistent/p.json"}, 2, "--profile: .*does not exist"},
+    {"armature-viewer", {"--headless", "--profile", "@DIR@"}, 2, "--profile: .*is a directory"},
+    {"armature-viewer", {"--headless", "--model", "/dev/zero"}, 2, "--model: .*character device"},
+    {"armature-viewer", {"--headless", "--model", "@FIFO@"}, 2, "--model: .*FIFO"},
+    {"armature-viewer", {"--headless", "--model", "@GARBAGE@", "--frames", "1"}, 1, "not a readable .npz"},
+    {"armature-viewer", {"--gui-test", "/nonexistent"}, 2, "--gui-test: .*no such directory"},
+    {"armature-viewer", {"--no-such-flag"}, 2, "no-such-flag"},
+    // armature-bench
+    {"armature-bench", {}, 2, "subcommand"},
+    {"armature-bench", {"axpy", "--backend", "vulkan", "--iters", "0"}, 2, "--iters: Value 0 not in range"},
+    {"armature-bench", {"axpy", "--backend", "vulkan", "--iters", "-1"}, 2, "--iters"},
+    {"armature-bench", {"axpy", "--backend", "vulkan", "--iters", "lots"}, 2, "--iters"},
+    {"armature-bench", {"axpy", "--backend", "cpu"}, 2, "--backend: cpu not in"},
+    {"armature-bench", {"axpy", "--json", "/nonexistent/x.json"}, 2, "--json: .*does not exist"},
+    {"armature-bench", {"skinning", "--batch", "-1"}, 2, "--batch: .*'-1' is not a decimal integer"},
+    {"armature-bench", {"skinning", "--batch", ""}, 2, "--batch"},
+    {"armature-bench", {"skinning", "--batch", "1,,2"}, 2, "--batch"},
+    {"armature-bench", {"skinning", "--batch", "0"}, 2, "--batch: .*outside \\[1, 65536\\]"},
+    {"armature-bench", {"skinning", "--batch", "99999999999"}, 2, "--batch"},
+    {"armature-bench", {"skinning", "--objects", "0"}, 2, "--objects"},
+    {"armature-bench", {"skinning", "--model", "/dev/zero"}, 2, "--model"},
+    {"armature-bench", {"raster", "--scenes", "xyz"}, 2, "--scenes: scenes are letters of abc"},
+    {"armature-bench", {"raster", "--scenes", ""}, 2, "--scenes"},
+    {"armature-bench", {"pipeline", "--views", "0"}, 2, "--views"},
+    {"armature-bench", {"hierarchy", "--sizes", "5"}, 2, "--sizes"},
+    {"armature-bench", {"axpy", "--peak-flops", "0"}, 2, "--peak-flops"},
+    {"armature-bench", {"axpy", "--peak-bandwidth", "nan"}, 2, "--peak-bandwidth"},
+};
+INSTANTIATE_TEST_SUITE_P(All, CliRejects, ::testing::ValuesIn(kBadInputs));
+
+// A CUDA benchmark without CUDA is a failure with the reason, not a success that measured nothing.
+TEST(Cli, CudaBenchmarkWithoutCudaFailsWithTheReason) {
+  if (!armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA is available here: the smoke runs cover it";
+  Result r = run("armature-bench", {"axpy", "--backend", "cuda", "--iters", "2"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("CUDA unavailable"), std::string::npos) << r.output;
+}
+
+TEST(Cli, HeadlessRunWritesItsOutputs) {
+  fs::path shot = scratch().dir / "shot.png", profile = scratch().dir / "profile.json";
+  Result r = run("armature-viewer", {"--headless", "--frames", "2", "--size", "48x32", "--backend", "vulkan",
+                                     "--screenshot", shot.string(), "--profile", profile.string()},
+                 "ARMATURE_VALIDATION=1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("vulkan validation"), std::string::npos) << r.output;
+  EXPECT_GT(fs::file_size(shot), 50u);
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(profile)).contains("traceEvents"));
+}
+
+// Every benchmark op end to end with two timed calls, under the validation layer: any validation message, a
+// non-zero exit or a JSON without rows fails. (A zero-sized query pool from --iters 0 went unnoticed without it.)
+struct Smoke {
+  std::string name;
+  std::vector<std::string> args;
+  bool cuda = false;
+};
+std::ostream& operator<<(std::ostream& os, const Smoke& s) { return os << s.name; }
+class BenchSmoke : public ::testing::TestWithParam<Smoke> {};
+
+TEST_P(BenchSmoke, RunsCleanUnderValidation) {
+  const Smoke& s = GetParam();
+  if (s.cuda)
+    if (auto why = armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA: " << *why;
+  fs::path json = scratch().dir / ("bench_" + s.name + ".json");
+  std::vector<std::string> args = s.args;
+  args.insert(args.end(), {"--iters", "2", "--json", json.string()});
+  Result r = run("armature-bench", args, "ARMATURE_VALIDATION=1", 900);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("vulkan validation"), std::string::npos) << r.output;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_FALSE(doc.at("results").empty()) << r.output;
+  for (const auto& row : doc["results"]) EXPECT_GT(double(row.at("median_ms")), 0.0) << row.dump();
+}
+
+const Smoke kSmokes[] = {
+    {"axpy_vulkan", {"axpy", "--backend", "vulkan"}},
+    {"skinning_vulkan", {"skinning", "--backend", "vulkan", "--batch", "1,3", "--backward"}},
+    {"skinning_cpu", {"skinning", "--backend", "cpu", "--batch", "1"}},
+    {"raster_vulkan", {"raster", "--backend", "vulkan", "--scenes", "b"}},
+    {"pipeline_vulkan", {"pipeline", "--backend", "vulkan", "--views", "1"}},
+    {"hierarchy", {"hierarchy", "--sizes", "64"}},
+    {"axpy_cuda", {"axpy", "--backend", "cuda"}, true},
+    {"skinning_cuda", {"skinning", "--backend", "cuda", "--batch", "1,3", "--backward"}, true},
+    {"raster_cuda", {"raster", "--backend", "cuda", "--scenes", "b"}, true},
+    {"pipeline_cuda", {"pipeline", "--backend", "cuda", "--views", "1"}, true},
+    {"interop", {"interop"}, true},
+};
+INSTANTIATE_TEST_SUITE_P(Ops, BenchSmoke, ::testing::ValuesIn(kSmokes),
+                         [](const ::testing::TestParamInfo<Smoke>& i) { return i.param.name; });
+
+}  // namespace
