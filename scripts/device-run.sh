@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run on the GPU machine from the repository root with .gl and .bundle carried (see ../shared/DEVICE.md):
-# the bundle's tests, compute-sanitizer on the CUDA tests, and the benchmarks. Logs go to $OUT.
+# the bundle's tests, compute-sanitizer on the tests that reach CUDA, and the benchmarks. Logs go to $OUT.
+# Each part fits the device tool's 10-minute call when run on its own: TESTS=0 skips the tests, SANITIZE=0 the
+# compute-sanitizer runs, BENCH=none the benchmarks (BENCH=raster: only the rasteriser's rows).
 set -uo pipefail
 final=${OUT:-/tmp/armature-out}; out=$(mktemp -d); mkdir -p "$final"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -12,18 +14,37 @@ export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   "$b/bin/armature" info
 } >"$out/info.log" 2>&1
-LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?
+tests_rc=0
+if [ "${TESTS:-1}" = 1 ]; then LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?; else : >"$out/tests.log"; fi
+# compute-sanitizer's four tools side by side over every test that reaches CUDA: the ops' *Cuda* tests, and all of
+# the interop and viewer tests (the Vulkan-only and reference tests reach no CUDA). Soak tests are left out (they
+# repeat what the tools already saw), and cli_test (its child processes would each be sanitized).
 san=""
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in axpy_test skinning_test raster_test project_test grid_hierarchy_test; do
-    VK_LAYER_PATH=$b/layers compute-sanitizer --tool memcheck --error-exitcode 9 "$b/bin/$t" --gtest_filter='*Cuda*' \
-      >"$out/sanitizer_$t.log" 2>&1
-    san="$san $t:rc=$?($(grep -o 'ERROR SUMMARY: [0-9]* error' "$out/sanitizer_$t.log" | tail -1))"
+  cuda_tests="axpy_test:*Cuda*:*CUDA* skinning_test:*Cuda*:*CUDA* raster_test:*Cuda*:*CUDA* project_test:*Cuda*:*CUDA*
+              grid_hierarchy_test:*Cuda*:*CUDA* interop_test:* viewer_test:*"
+  for tool in memcheck racecheck synccheck initcheck; do
+    (
+      for entry in $cuda_tests; do
+        t=${entry%%:*} filter=${entry#*:}
+        log=$out/sanitizer_${tool}_$t.log
+        VK_LAYER_PATH=$b/layers timeout 480 compute-sanitizer --tool $tool --error-exitcode 9 "$b/bin/$t" \
+          --gtest_filter="$filter-*Soak*" >"$log" 2>&1
+        rc=$?
+        summary=$(grep -oE '(ERROR SUMMARY: [0-9]+ errors?|RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\))' "$log" | tail -1)
+        tests=$(grep -oE '^\[  PASSED  \] [0-9]+' "$log" | tail -1)
+        printf '%-10s %-22s rc=%d %s; %s\n' "$tool" "$t" "$rc" "${tests:-no PASSED line}" "${summary:-no summary}"
+      done >"$out/sanitizer_$tool.txt"
+    ) &
   done
+  wait
+  san=$(cat "$out"/sanitizer_{memcheck,racecheck,synccheck,initcheck}.txt)
 fi
 bench=$b/bin/armature-bench
 # BENCH=raster: only the rasteriser and hierarchy rows (a quick iteration on that code).
-if [ "${BENCH:-all}" = raster ]; then
+if [ "${BENCH:-all}" = none ]; then
+  : >"$out/bench.log"
+elif [ "${BENCH:-all}" = raster ]; then
 {
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
   $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
@@ -68,9 +89,10 @@ else
 fi
 # At most 8 files come back: the summaries, and everything else in one archive.
 cp "$out/info.log" "$out/tests.log" "$out/bench.log" "$final/"
+[ -f "$out/sanitizer_memcheck.txt" ] && cat "$out"/sanitizer_*.txt >"$final/sanitizers.txt"
 tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
-echo "sanitizer:$san"
+echo "compute-sanitizer, one line per tool and binary:"; echo "$san"
 grep -E "^(op|axpy|skinning|interop|raster|pipeline|hierarchy|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
 exit $tests_rc

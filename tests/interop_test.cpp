@@ -255,6 +255,83 @@ TEST_P(Interop, FrameRingOrdersWritesAndReads) {
   vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
 }
 
+// Soak: 1,000 shared buffers and timelines created and destroyed, then 10,000 frames through a FrameRing, with
+// open file descriptors, CUDA memory and Vulkan device-local memory sampled after warm-up and at the end. Every
+// import hands CUDA a file descriptor, so a missed close or destroy grows one of the three.
+TEST_P(Interop, SoakBuffersTimelinesAndFramesLeaveNothingBehind) {
+  constexpr size_t kSlack = size_t(4) << 20;  // allocator granularity; a leak of 1,000 objects is >= 64 MiB
+  auto grew = [](size_t before, size_t after) -> size_t { return after > before ? after - before : 0; };
+  auto vkUsed = [&] { return m_ctx->deviceLocalUsage().first; };
+  {
+    interop::SharedBuffer warmBuffer(*m_ctx, 1000, GetParam());
+    interop::SharedTimeline warmTimeline(*m_ctx, GetParam());
+  }
+  const size_t fds0 = openFds(), cudaFree0 = cuda::memoryInfo().first, vk0 = vkUsed();
+  for (int i = 0; i < 1000; ++i) {
+    interop::SharedBuffer b(*m_ctx, 65536 + size_t(i) * 4 + 1, GetParam());
+    interop::SharedTimeline t(*m_ctx, GetParam());
+    ASSERT_NE(b.cudaPointer(), nullptr);
+  }
+  EXPECT_EQ(openFds(), fds0) << "buffers and timelines leaked file descriptors";
+  EXPECT_LE(grew(cuda::memoryInfo().first, cudaFree0), kSlack) << "CUDA memory grew";  // less free = grown
+  EXPECT_LE(grew(vk0, vkUsed()), kSlack) << "Vulkan memory grew";
+
+  // Frames: CUDA writes each frame's pattern into its slot, Vulkan checks it; command buffers reused through fences.
+  constexpr uint32_t kFrames = 10000, kWarmUp = 1000, kCommandBuffers = 16;
+  const size_t bytes = 10475 * 12 + 3;
+  cuda::Stream stream;
+  interop::FrameRing ring(*m_ctx, bytes, 3, GetParam());
+  auto bad = counter();
+  const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = m_ctx->queueFamily();
+  VkCommandPool pool;
+  VK_CHECK(vkCreateCommandPool(m_ctx->device(), &pci, nullptr, &pool));
+  std::vector<VkCommandBuffer> cmds(kCommandBuffers);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.commandBufferCount = kCommandBuffers;
+  VK_CHECK(vkAllocateCommandBuffers(m_ctx->device(), &ai, cmds.data()));
+  std::vector<VkFence> fences(kCommandBuffers);
+  for (auto& fence : fences) {
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    fi.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+    VK_CHECK(vkCreateFence(m_ctx->device(), &fi, nullptr, &fence));
+  }
+  size_t fds1 = 0, cudaFree1 = 0, vk1 = 0;
+  for (uint32_t f = 0; f < kFrames; ++f) {
+    if (f == kWarmUp) fds1 = openFds(), cudaFree1 = cuda::memoryInfo().first, vk1 = vkUsed();
+    uint32_t slot = ring.beginFrame();
+    ring.cudaAcquire(stream);
+    cuda::fillPattern(ring.slot(slot).cudaPointer(), bytes, f * 7919u, stream);
+    ring.cudaRelease(stream);
+    VkCommandBuffer cmd = cmds[f % kCommandBuffers];
+    VkFence fence = fences[f % kCommandBuffers];
+    ASSERT_EQ(vkWaitForFences(m_ctx->device(), 1, &fence, VK_TRUE, 10'000'000'000ull), VK_SUCCESS);
+    VK_CHECK(vkResetFences(m_ctx->device(), 1, &fence));
+    VK_CHECK(vkResetCommandBuffer(cmd, 0));
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
+    vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP), {ring.slot(slot).view(), bad->view()},
+                 PatternPush{uint32_t(bytes), f * 7919u});
+    vk::computeBarrier(cmd);
+    VK_CHECK(vkEndCommandBuffer(cmd));
+    m_ctx->submit(cmd, {ring.vulkanWait()}, {ring.vulkanSignal()}, fence);
+  }
+  ring.drain(60'000'000'000ull);
+  vkDeviceWaitIdle(m_ctx->device());
+  EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
+  EXPECT_EQ(openFds(), fds1) << "frames leaked file descriptors";
+  EXPECT_LE(grew(cuda::memoryInfo().first, cudaFree1), kSlack) << "CUDA memory grew over the frames";
+  EXPECT_LE(grew(vk1, vkUsed()), kSlack) << "Vulkan memory grew over the frames";
+  std::printf("soak (%s): %u frames, host blocked %.1f ms in all; fds %zu, CUDA free %.1f MiB, Vulkan used %.1f MiB\n",
+              GetParam() == interop::Path::ZeroCopy ? "zero-copy" : "staging", kFrames, ring.hostBlockedMs(), openFds(),
+              cuda::memoryInfo().first / 1048576.0, vkUsed() / 1048576.0);
+  for (auto fence : fences) vkDestroyFence(m_ctx->device(), fence, nullptr);
+  vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
+}
+
 // The skinning forward writes the renderer's vertex buffer directly: CUDA into the shared buffer, Vulkan reads it
 // as a vertex/storage buffer after the timeline says so.
 TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {

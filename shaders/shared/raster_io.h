@@ -611,9 +611,11 @@ ARM_FN int rasterEdge32(int ax, int ay, int bx, int by, int px, int py) { return
 // (float-only devices) the exact division is the fallback, so the result never depends on the estimate.
 ARM_FN int64_t rasterQuotient(int64_t num, int64_t den, RasterReal inverseDen) {
   int64_t q = int64_t(RasterReal(num) * inverseDen);
-  int64_t r = num - q * den;  // the estimate as floor: r must land in [0, den)
-  if (r < int64_t(0)) q -= int64_t(1), r += den;
-  else if (r >= den) q += int64_t(1), r -= den;
+  // The estimate as floor: r must land in [0, den). Wrapping arithmetic (unsigned, the same instructions): for a
+  // numerator beyond the stated range q·den may overflow, and the range check below then takes the fallback.
+  int64_t r = int64_t(uint64_t(num) - uint64_t(q) * uint64_t(den));
+  if (r < int64_t(0)) q = int64_t(uint64_t(q) - uint64_t(1)), r += den;
+  else if (r >= den) q = int64_t(uint64_t(q) + uint64_t(1)), r -= den;
   if (r < int64_t(0) || r >= den) return num / den;
   return num < int64_t(0) && r != int64_t(0) ? q + int64_t(1) : q;  // floor to truncation
 }

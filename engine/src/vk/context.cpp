@@ -1,5 +1,10 @@
 #include "armature/vk/context.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
+#include <link.h>
+#endif
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -197,12 +202,29 @@ std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion) {
   return out;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer checks at exit, after the Vulkan loader has unloaded the driver and the layers: their allocations
+// would be reported from "<unknown module>", which no suppression can name. Sanitizer builds keep every loaded
+// library loaded (RTLD_NODELETE), so CI's suppressions (.ci/lsan.supp) name the drivers' own leaks, and ours show.
+void keepLibrariesLoaded() {
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) {
+        if (info->dlpi_name && *info->dlpi_name) dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        return 0;
+      },
+      nullptr);
+}
+#endif
+
 Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage) {
   loadVulkan();
   try {
     createInstance(options);
     pickDevice();
     createDevice(options);
+#if defined(__SANITIZE_ADDRESS__)
+    keepLibrariesLoaded();
+#endif
   } catch (...) {
     destroy();  // a half-built context frees what it created
     throw;
