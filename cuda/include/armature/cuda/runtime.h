@@ -142,8 +142,9 @@ class EventTimer {
   void stop(const Stream& s);
   float milliseconds();  // waits for the stop event
   // When the start event ran, on the host's steady clock (ns since its epoch; CLOCK_MONOTONIC on Linux), after
-  // milliseconds(). Measured against an anchor event recorded on an idle stream (its host time known to a few µs),
-  // renewed every second so the float milliseconds between the two events keep sub-µs precision.
+  // milliseconds(). Measured against an anchor event recorded on an idle stream, whose host time is known to within
+  // a few µs (the tightest of a few record-to-completion intervals), renewed every second so the float milliseconds
+  // between the two events keep sub-µs precision.
   int64_t startHostNs();
 
  private:
