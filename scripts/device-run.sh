@@ -24,8 +24,9 @@ if [ "${TESTS:-1}" = 1 ]; then LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests
 # would each be sanitized).
 san=""
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  cuda_tests="axpy_test:*Cuda*:*CUDA* skinning_test:*Cuda*:*CUDA* raster_test:*Cuda*:*CUDA* project_test:*Cuda*:*CUDA*
-              grid_hierarchy_test:*Cuda*:*CUDA* interop_test:* viewer_test:*"
+  # binary:gtest-filter pairs; SANITIZE_TESTS overrides the list (a re-check of one binary).
+  cuda_tests=${SANITIZE_TESTS:-"axpy_test:*Cuda*:*CUDA* skinning_test:*Cuda*:*CUDA* raster_test:*Cuda*:*CUDA*
+              project_test:*Cuda*:*CUDA* grid_hierarchy_test:*Cuda*:*CUDA* interop_test:* viewer_test:*"}
   for tool in memcheck racecheck synccheck initcheck; do
     (
       for entry in $cuda_tests; do
