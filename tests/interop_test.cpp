@@ -72,6 +72,61 @@ class Interop : public ::testing::TestWithParam<interop::Path> {
   vk::Context* m_ctx = nullptr;
 };
 
+// `count` command buffers from a pool of their own, each resettable.
+struct CommandBuffers {
+  VkDevice device;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> buffers;
+  CommandBuffers(const vk::Context& ctx, uint32_t count) : device(ctx.device()), buffers(count) {
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = ctx.queueFamily();
+    VK_CHECK(vkCreateCommandPool(device, &pci, nullptr, &pool));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.commandBufferCount = count;
+    VK_CHECK(vkAllocateCommandBuffers(device, &ai, buffers.data()));
+  }
+  ~CommandBuffers() { vkDestroyCommandPool(device, pool, nullptr); }
+  CommandBuffers(const CommandBuffers&) = delete;
+  CommandBuffers& operator=(const CommandBuffers&) = delete;
+};
+
+// Frames through a FrameRing: CUDA writes frame f's pattern into the frame's slot, Vulkan checks it there and counts
+// wrong bytes in `bad`. Without the ring's waits, CUDA would overwrite slots Vulkan has not read yet.
+struct PatternFrames {
+  static constexpr size_t kBytes = 10475 * 12 + 3;  // one avatar's vertices, and a ragged tail
+  vk::Context& ctx;
+  cuda::Stream stream;
+  interop::FrameRing ring;
+  vk::Buffer bad;
+  const vk::ComputeProgram& check;
+  PatternFrames(vk::Context& c, interop::Path path)
+      : ctx(c), ring(c, kBytes, 3, path), bad(c, 4, vk::kStorageUsage, vk::MemoryKind::HostVisible),
+        check(c.program(shaders::pattern_check, 2, sizeof(PatternPush))) {
+    *static_cast<uint32_t*>(bad.mapped()) = 0;
+  }
+  // Runs frame f, recording Vulkan's check into `cmd` (ready to be recorded) and submitting it with `fence`.
+  void run(uint32_t f, VkCommandBuffer cmd, VkFence fence = VK_NULL_HANDLE) {
+    uint32_t slot = ring.beginFrame();
+    ring.cudaAcquire(stream);
+    cuda::fillPattern(ring.slot(slot).cudaPointer(), kBytes, f * 7919u, stream);
+    ring.cudaRelease(stream);
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
+    vk::dispatch(cmd, check, vk::groupCount((kBytes + 3) / 4, PATTERN_GROUP), {ring.slot(slot).view(), bad.view()},
+                 PatternPush{uint32_t(kBytes), f * 7919u});
+    vk::computeBarrier(cmd);
+    VK_CHECK(vkEndCommandBuffer(cmd));
+    ctx.submit(cmd, {ring.vulkanWait()}, {ring.vulkanSignal()}, fence);
+  }
+  uint32_t wrongBytes() {
+    ring.drain(60'000'000'000ull);
+    vkDeviceWaitIdle(ctx.device());
+    return *static_cast<uint32_t*>(bad.mapped());
+  }
+};
+
 std::string pathName(const ::testing::TestParamInfo<interop::Path>& info) {
   return info.param == interop::Path::ZeroCopy ? "ZeroCopy" : "Staging";
 }
@@ -221,38 +276,11 @@ TEST_P(Interop, CreateDestroyLeaksNothing) {
 // overwrite slots Vulkan has not read yet and the count of wrong bytes would not be zero.
 TEST_P(Interop, FrameRingOrdersWritesAndReads) {
   const uint32_t frames = GetParam() == interop::Path::ZeroCopy ? 600 : 120;
-  const size_t bytes = 10475 * 12 + 3;
-  cuda::Stream stream;
-  interop::FrameRing ring(*m_ctx, bytes, 3, GetParam());
-  auto bad = counter();
-  const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
-  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pci.queueFamilyIndex = m_ctx->queueFamily();
-  VkCommandPool pool;
-  VK_CHECK(vkCreateCommandPool(m_ctx->device(), &pci, nullptr, &pool));
-  std::vector<VkCommandBuffer> cmds(frames);
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = pool;
-  ai.commandBufferCount = frames;
-  VK_CHECK(vkAllocateCommandBuffers(m_ctx->device(), &ai, cmds.data()));
-  for (uint32_t f = 0; f < frames; ++f) {
-    uint32_t slot = ring.beginFrame();
-    ring.cudaAcquire(stream);
-    cuda::fillPattern(ring.slot(slot).cudaPointer(), bytes, f * 7919u, stream);
-    ring.cudaRelease(stream);
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    VK_CHECK(vkBeginCommandBuffer(cmds[f], &bi));
-    vk::dispatch(cmds[f], check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP), {ring.slot(slot).view(), bad->view()},
-                 PatternPush{uint32_t(bytes), f * 7919u});
-    vk::computeBarrier(cmds[f]);
-    VK_CHECK(vkEndCommandBuffer(cmds[f]));
-    m_ctx->submit(cmds[f], {ring.vulkanWait()}, {ring.vulkanSignal()});
-  }
-  ring.drain(60'000'000'000ull);
-  vkDeviceWaitIdle(m_ctx->device());
-  EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
-  EXPECT_EQ(ring.frame(), frames - 1);
-  vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
+  PatternFrames run(*m_ctx, GetParam());
+  CommandBuffers commands(*m_ctx, frames);
+  for (uint32_t f = 0; f < frames; ++f) run.run(f, commands.buffers[f]);
+  EXPECT_EQ(run.wrongBytes(), 0u);
+  EXPECT_EQ(run.ring.frame(), frames - 1);
 }
 
 // Soak: 1,000 shared buffers and timelines created and destroyed, then 10,000 frames through a FrameRing, with
@@ -278,21 +306,8 @@ TEST_P(Interop, SoakBuffersTimelinesAndFramesLeaveNothingBehind) {
 
   // Frames: CUDA writes each frame's pattern into its slot, Vulkan checks it; command buffers reused through fences.
   constexpr uint32_t kFrames = 10000, kWarmUp = 1000, kCommandBuffers = 16;
-  const size_t bytes = 10475 * 12 + 3;
-  cuda::Stream stream;
-  interop::FrameRing ring(*m_ctx, bytes, 3, GetParam());
-  auto bad = counter();
-  const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
-  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  pci.queueFamilyIndex = m_ctx->queueFamily();
-  VkCommandPool pool;
-  VK_CHECK(vkCreateCommandPool(m_ctx->device(), &pci, nullptr, &pool));
-  std::vector<VkCommandBuffer> cmds(kCommandBuffers);
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = pool;
-  ai.commandBufferCount = kCommandBuffers;
-  VK_CHECK(vkAllocateCommandBuffers(m_ctx->device(), &ai, cmds.data()));
+  PatternFrames run(*m_ctx, GetParam());
+  CommandBuffers commands(*m_ctx, kCommandBuffers);
   std::vector<VkFence> fences(kCommandBuffers);
   for (auto& fence : fences) {
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -302,34 +317,21 @@ TEST_P(Interop, SoakBuffersTimelinesAndFramesLeaveNothingBehind) {
   size_t fds1 = 0, cudaFree1 = 0, vk1 = 0;
   for (uint32_t f = 0; f < kFrames; ++f) {
     if (f == kWarmUp) fds1 = openFds(), cudaFree1 = cuda::memoryInfo().first, vk1 = vkUsed();
-    uint32_t slot = ring.beginFrame();
-    ring.cudaAcquire(stream);
-    cuda::fillPattern(ring.slot(slot).cudaPointer(), bytes, f * 7919u, stream);
-    ring.cudaRelease(stream);
-    VkCommandBuffer cmd = cmds[f % kCommandBuffers];
+    VkCommandBuffer cmd = commands.buffers[f % kCommandBuffers];
     VkFence fence = fences[f % kCommandBuffers];
     ASSERT_EQ(vkWaitForFences(m_ctx->device(), 1, &fence, VK_TRUE, 10'000'000'000ull), VK_SUCCESS);
     VK_CHECK(vkResetFences(m_ctx->device(), 1, &fence));
     VK_CHECK(vkResetCommandBuffer(cmd, 0));
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
-    vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP), {ring.slot(slot).view(), bad->view()},
-                 PatternPush{uint32_t(bytes), f * 7919u});
-    vk::computeBarrier(cmd);
-    VK_CHECK(vkEndCommandBuffer(cmd));
-    m_ctx->submit(cmd, {ring.vulkanWait()}, {ring.vulkanSignal()}, fence);
+    run.run(f, cmd, fence);
   }
-  ring.drain(60'000'000'000ull);
-  vkDeviceWaitIdle(m_ctx->device());
-  EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
+  EXPECT_EQ(run.wrongBytes(), 0u);
   EXPECT_EQ(openFds(), fds1) << "frames leaked file descriptors";
   EXPECT_LE(grew(cuda::memoryInfo().first, cudaFree1), kSlack) << "CUDA memory grew over the frames";
   EXPECT_LE(grew(vk1, vkUsed()), kSlack) << "Vulkan memory grew over the frames";
   std::printf("soak (%s): %u frames, host blocked %.1f ms in all; fds %zu, CUDA free %.1f MiB, Vulkan used %.1f MiB\n",
-              GetParam() == interop::Path::ZeroCopy ? "zero-copy" : "staging", kFrames, ring.hostBlockedMs(), openFds(),
+              GetParam() == interop::Path::ZeroCopy ? "zero-copy" : "staging", kFrames, run.ring.hostBlockedMs(), openFds(),
               cuda::memoryInfo().first / 1048576.0, vkUsed() / 1048576.0);
   for (auto fence : fences) vkDestroyFence(m_ctx->device(), fence, nullptr);
-  vkDestroyCommandPool(m_ctx->device(), pool, nullptr);
 }
 
 // The skinning forward writes the renderer's vertex buffer directly: CUDA into the shared buffer, Vulkan reads it

@@ -78,6 +78,20 @@ std::filesystem::path scratchDir(const std::string& name) {
   return dir;
 }
 
+// Headless options for the profile tests: `frames` animated frames of the default avatar at W × H, the profile
+// written to `profile`.
+ViewerOptions profiledRun(const char* backend, int frames, uint32_t W, uint32_t H, const std::filesystem::path& profile) {
+  ViewerOptions o;
+  o.headless = true;
+  o.frames = frames;
+  o.width = W, o.height = H;
+  o.backend = backend;
+  o.animate = true;
+  o.model = defaultModelPath();
+  o.profile = profile.string();
+  return o;
+}
+
 // Checks a headless run's Chrome trace: every frame's spans are placed at device times that lie inside the
 // frame (headless mode waits for each frame's GPU work before the next starts), frames follow each other, and
 // spans on one track do not overlap. Returns the names of the spans seen on each track.
@@ -338,15 +352,9 @@ TEST(Viewer, ProfileSpansSitAtDeviceTimesInsideTheirFrames) {
   (void)ctx;
   auto dir = scratchDir("trace");
   for (const char* backend : {"vulkan", "cpu"}) {
-    ViewerOptions o;
-    o.headless = true;
-    o.frames = 12;  // past the profiler's settling delay: frames are streamed while the run goes on
-    o.width = 80, o.height = 60;
-    o.backend = backend;
+    // 12 frames: past the profiler's settling delay, so frames are streamed while the run goes on.
+    ViewerOptions o = profiledRun(backend, 12, 80, 60, dir / (std::string(backend) + ".json"));
     o.raster = "compute";
-    o.animate = true;
-    o.model = defaultModelPath();
-    o.profile = (dir / (std::string(backend) + ".json")).string();
     ASSERT_EQ(runHeadless(o), 0);
     auto tracks = checkTrace(o.profile, o.frames);
     if (std::string(backend) == "cpu") {
@@ -362,15 +370,8 @@ TEST(ViewerCuda, ProfileSpansSitAtDeviceTimesInsideTheirFrames) {
   (void)ctx;
   ARM_REQUIRE_CUDA();
   auto dir = scratchDir("trace_cuda");
-  ViewerOptions o;
-  o.headless = true;
-  o.frames = 12;
-  o.width = 80, o.height = 60;
-  o.backend = "cuda";
+  ViewerOptions o = profiledRun("cuda", 12, 80, 60, dir / "cuda.json");
   o.raster = "compute";
-  o.animate = true;
-  o.model = defaultModelPath();
-  o.profile = (dir / "cuda.json").string();
   ASSERT_EQ(runHeadless(o), 0);
   auto tracks = checkTrace(o.profile, o.frames);
   EXPECT_EQ(tracks[3], (std::set<std::string>{"skinning (cuda)", "raster (cuda)"}));  // the CUDA stream
@@ -385,14 +386,7 @@ TEST(Viewer, SoakResidentMemoryStaysFlat) {
   ARM_REQUIRE_VULKAN(ctx);
   (void)ctx;
   auto dir = scratchDir("soak");
-  ViewerOptions o;
-  o.headless = true;
-  o.frames = 5000;
-  o.width = 64, o.height = 48;
-  o.backend = "cpu";
-  o.animate = true;
-  o.model = defaultModelPath();
-  o.profile = (dir / "soak.json").string();
+  ViewerOptions o = profiledRun("cpu", 5000, 64, 48, dir / "soak.json");
   constexpr uint64_t kWarmUp = 1500;
   size_t base = 0, peak = 0;
   uintmax_t traceBytesMidway = 0;
