@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   modelInfo->add_option("file", modelPath, "model .npz")->required()->check(cli::regularFile());
   auto* synth = model->add_subcommand("synth", "Write the synthetic default avatar (SMPL-X layout)");
   synth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
-  synth->add_option("--seed", seed, "generator seed (deterministic)")->check(CLI::NonNegativeNumber);
+  synth->add_option("--seed", seed, "generator seed (deterministic)")->check(cli::unsignedInteger());
   auto* render = model->add_subcommand("render", "Pose a model with the CPU reference and draw it into a PNG");
   std::vector<std::string> poses = {"a-pose"};
   int height = 720;

@@ -59,12 +59,21 @@ CLI::Validator writableDirectory() {
 }
 
 CLI::Validator finiteRange(double lo, double hi) {
-  return fromCheck("FLOAT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]", [lo, hi](const std::string& s) {
+  const std::string range = "[" + detail::format("%g", lo) + ", " + detail::format("%g", hi) + "]";
+  return fromCheck("FLOAT in " + range, [range, lo, hi](const std::string& s) {
     double v = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size()) throw Error("'" + s + "' is not a number");
-    if (!std::isfinite(v) || v < lo || v > hi)
-      throw Error("'" + s + "' is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (!std::isfinite(v) || v < lo || v > hi) throw Error("'" + s + "' is outside " + range);
+  });
+}
+
+CLI::Validator unsignedInteger() {
+  return fromCheck("UINT64", [](const std::string& s) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      throw Error("'" + s + "' is not a decimal integer in [0, 2^64)");
   });
 }
 

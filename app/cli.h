@@ -27,6 +27,8 @@ CLI::Validator writableFile();
 CLI::Validator writableDirectory();
 // A finite number (no nan or inf) in [lo, hi].
 CLI::Validator finiteRange(double lo, double hi);
+// A decimal integer in [0, 2^64) (CLI11 alone would wrap "-1" into a uint64_t).
+CLI::Validator unsignedInteger();
 
 // "WxH", both decimal integers in [1, maxSide], nothing else in the string. Throws armature::Error.
 std::pair<uint32_t, uint32_t> parseSize(const std::string& text, uint32_t maxSide);

@@ -52,10 +52,11 @@ Result run(const std::string& exe, const std::vector<std::string>& args, const s
   return r;
 }
 
+// The default avatar: ARMATURE_DEFAULT_MODEL, else where the build and the GPU bundle put it (bin/../assets).
 const std::string& modelPath() {
   static std::string p = [] {
     const char* env = std::getenv("ARMATURE_DEFAULT_MODEL");
-    return env ? std::string(env) : std::string();
+    return env ? std::string(env) : binDir() + "/../assets/armature_default_smplx.npz";
   }();
   return p;
 }
@@ -156,7 +157,7 @@ const BadInput kBadInputs[] = {
     {"armature", render({"--height", "4096", "--poses", "walk", "walk", "walk", "walk", "walk", "walk"}), 2, "wider than 16384"},
     {"armature", render({"--poses"}), 2, "--poses"},
     {"armature", render({"--poses", "dance"}), 2, "--poses: dance not in"},
-    {"armature", render({"--yaw", "nan"}), 2, "--yaw: 'nan' is outside"},
+    {"armature", render({"--yaw", "nan"}), 2, "--yaw: 'nan' is outside [-3600, 3600]"},
     {"armature", render({"--yaw", "inf"}), 2, "--yaw"},
     {"armature", render({"--yaw", "1e9"}), 2, "--yaw"},
     {"armature", render({"--yaw", "12deg"}), 2, "--yaw: '12deg' is not a number"},
@@ -170,7 +171,7 @@ const BadInput kBadInputs[] = {
     {"armature", {"model", "info", "@GARBAGE@"}, 1, "not a readable .npz"},
     {"armature", {"model", "info"}, 2, "file is required"},
     {"armature", {"model", "synth", "-o", "/nonexistent/x.npz"}, 2, "--output"},
-    {"armature", {"model", "synth", "-o", "@DIR@/x.npz", "--seed", "-1"}, 2, "--seed"},
+    {"armature", {"model", "synth", "-o", "@DIR@/x.npz", "--seed", "-1"}, 2, "--seed: '-1' is not a decimal integer"},
     {"armature", {"model", "synth", "-o", "@DIR@/x.npz", "--seed", "abc"}, 2, "--seed"},
     // armature-viewer
     {"armature-viewer", {"--headless", "--size", "4294967297x2"}, 2, "--size: .*4294967297 is outside [1, 16384]"},
