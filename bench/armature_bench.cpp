@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -120,14 +121,16 @@ int main(int argc, char** argv) {
   for (auto* c : {skin, axpy, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
-    c->add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)")
-        ->check(cli::finiteRange(1, 1e18));
-    c->add_option("--peak-flops", peakFlops, "FLOP/s used for the floor (default: H100 fp32, 51e12)")
-        ->check(cli::finiteRange(1, 1e18));
+    c->fallthrough();  // the peaks below may follow the subcommand
   }
+  app.add_option("--peak-bandwidth", peakBandwidth, "bytes/s used for the floor (default: H100 device copy, 3.0e12)")
+      ->check(cli::finiteRange(1, 1e18));
+  app.add_option("--peak-flops", peakFlops, "FLOP/s used for the floor (default: H100 fp32, 51e12)")
+      ->check(cli::finiteRange(1, 1e18));
   if (auto code = cli::parse(app, argc, argv)) return *code;
   const auto parseList = [](const std::string& s) { return cli::parseList(s, 0, UINT32_MAX); };  // checked above
   std::vector<Row> rows;
+  std::string device;  // the GPU the rows were measured on, for the JSON
   try {
     if (*hierarchyCmd) backendName = "cpu";
     Backend backend = parseBackend(backendName);
@@ -251,6 +254,7 @@ int main(int argc, char** argv) {
         rows.push_back(r);
       }
     }
+    device = bench::deviceName(ctx.get());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature-bench: %s\n", e.what());
     return cli::kFailure;
@@ -277,7 +281,17 @@ int main(int argc, char** argv) {
     results.push_back(row);
   }
   if (!jsonPath.empty()) {
-    nlohmann::json doc = {{"peak_bandwidth_bytes_per_s", peakBandwidth}, {"peak_flops", peakFlops}, {"results", results}};
+    std::string command;
+    for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(i ? argv[i] : "armature-bench");
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    nlohmann::json doc = {{"device", device},
+                          {"date", date},
+                          {"command", command},
+                          {"peak_bandwidth_bytes_per_s", peakBandwidth},
+                          {"peak_flops", peakFlops},
+                          {"results", results}};
     std::ofstream f(jsonPath);
     f << doc.dump(2) << "\n";
     if (!f) {

@@ -80,6 +80,20 @@ inline std::vector<double> timeVulkanSubmissions(vk::Context& ctx, const std::fu
   return ms;
 }
 
+// The GPU a run measured: `ctx`'s device, else the first CUDA device, else the Vulkan device a context picks.
+inline std::string deviceName(const vk::Context* ctx) {
+  if (ctx) return ctx->info().name;
+  if (!cuda::unavailableReason()) {
+    auto runtime = cuda::queryRuntime();
+    if (!runtime.devices.empty()) return runtime.devices[0].name;
+  }
+  try {
+    return vk::Context().info().name;
+  } catch (const std::exception&) {
+    return "no GPU";
+  }
+}
+
 // --model, else the build's default avatar (ARMATURE_DEFAULT_MODEL), else a fresh synthesis.
 inline BodyModel loadDefaultModel(const std::string& path) {
   if (!path.empty()) return loadBodyModel(path);

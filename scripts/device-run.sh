@@ -46,6 +46,9 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   san=$(cat "$out"/sanitizer_{memcheck,racecheck,synccheck,initcheck}.txt)
 fi
 bench=$b/bin/armature-bench
+# Floors are bytes over the bandwidth this GPU measures (axpy, CUDA, read + write), not a datasheet number.
+peak=$("$bench" axpy --backend cuda --iters 20 2>/dev/null | awk '$1 == "axpy" {printf "%.0f", $7 * 1e9}')
+[ -n "$peak" ] && bench="$bench --peak-bandwidth $peak"
 # BENCH=raster: only the rasteriser and hierarchy rows (a quick iteration on that code).
 if [ "${BENCH:-all}" = none ]; then
   : >"$out/bench.log"
