@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
       ->expected(1, 16)
       ->check(CLI::IsMember(armature::app::posePresetNames()));
   render->add_option("--height", height, "image height in pixels")->check(CLI::Range(16, 4096));
-  render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees")->check(cli::finiteRange(-3600, 3600));
+  render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees")
+      ->check(cli::finiteRange(-3600, 3600));
   if (auto code = cli::parse(app, argc, argv)) return *code;
   if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
     std::fprintf(stderr, "armature: --height %d with %zu poses makes an image wider than %d pixels\n", height,

@@ -35,17 +35,23 @@ void put(vk::Buffer& b, const std::vector<T>& v) {
 }  // namespace
 
 AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t S, uint32_t E)
-    : m_ctx(ctx), m_model(std::move(model)), m_maxAvatars(maxAvatars), m_shape(std::min(S, m_model.shapeCount)),
+    : m_ctx(ctx),
+      m_model(std::move(model)),
+      m_maxAvatars(maxAvatars),
+      m_shape(std::min(S, m_model.shapeCount)),
       m_expr(std::min(E, m_model.exprCount)) {
   ARM_CHECK(maxAvatars >= 1, "AvatarScene: maxAvatars must be >= 1");
   m_base = BodyParams::zeros(m_model, 1, m_shape, m_expr);
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
-  auto host = [&](size_t floats) { return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible); };
+  auto host = [&](size_t floats) {
+    return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  };
   m_pose = host(B * J * 3);
   m_transl = host(B * 3);
   // Host-visible: the CPU backend writes it directly; the Vulkan backend's writes are tiny.
   m_joints = vk::Buffer(ctx, B * J * 12, vk::kStorageUsage, vk::MemoryKind::HostVisible);
-  m_positions = vk::Buffer(ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
+  m_positions =
+      vk::Buffer(ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);
@@ -56,7 +62,8 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
 AvatarScene::~AvatarScene() = default;
 
 void AvatarScene::applyPose(const BodyParams& p) {
-  ARM_CHECK(p.pose.size() == m_base.pose.size(), "applyPose: the pose has %zu values, the scene %zu", p.pose.size(), m_base.pose.size());
+  ARM_CHECK(p.pose.size() == m_base.pose.size(), "applyPose: the pose has %zu values, the scene %zu", p.pose.size(),
+            m_base.pose.size());
   m_base.pose = p.pose;
   m_base.transl = p.transl;
   std::fill(m_base.betas.begin(), m_base.betas.end(), 0.0);
@@ -74,7 +81,9 @@ void AvatarScene::setComponentCounts(uint32_t S, uint32_t E) {
   m_shape = S, m_expr = E;
   m_base = BodyParams::zeros(m_model, 1, S, E);
   if (!old.pose.empty()) applyPose(old);
-  auto host = [&](size_t floats) { return vk::Buffer(m_ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible); };
+  auto host = [&](size_t floats) {
+    return vk::Buffer(m_ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  };
   m_betas = host(size_t(m_maxAvatars) * S);
   m_expression = host(size_t(m_maxAvatars) * E);
   m_vkSkin.reset();  // built on first use by the Vulkan backend
@@ -94,7 +103,8 @@ void AvatarScene::bounds(float lo[3], float hi[3]) const {
 }
 
 void AvatarScene::setBackend(Backend b) {
-  if (b == Backend::Vulkan && !m_vkSkin) m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
+  if (b == Backend::Vulkan && !m_vkSkin)
+    m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
   if (b == Backend::Cuda) {
@@ -134,7 +144,8 @@ std::string AvatarScene::backendStatus() const {
 
 void AvatarScene::setAvatars(uint32_t count) {
   ARM_CHECK(count >= 1 && count <= m_maxAvatars, "avatars must be in [1, %u], got %u", m_maxAvatars, count);
-  ARM_CHECK(m_backend != Backend::Cpu || count <= kCpuMaxAvatars, "the CPU reference skins at most %u avatars", kCpuMaxAvatars);
+  ARM_CHECK(m_backend != Backend::Cpu || count <= kCpuMaxAvatars, "the CPU reference skins at most %u avatars",
+            kCpuMaxAvatars);
   m_avatars = count;
   update(m_time);
 }
@@ -213,7 +224,8 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     }
     c.timer.start(c.stream);
     c.skin->forward(B, {c.pose.as<float>(), c.betas.as<float>(), c.expression.as<float>(), c.transl.as<float>()},
-                    static_cast<float*>(c.positions->cudaPointer()), static_cast<float*>(c.joints->cudaPointer()), c.stream);
+                    static_cast<float*>(c.positions->cudaPointer()), static_cast<float*>(c.joints->cudaPointer()),
+                    c.stream);
     c.timer.stop(c.stream);
     c.positions->toVulkan(c.stream);
     c.joints->toVulkan(c.stream);
@@ -226,18 +238,19 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
 }
 
-VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
-                                         VkExtent2D extent) {
+VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,
+                                         const std::array<float, 16>& viewProj, VkExtent2D extent) {
   if (!m_raster) m_raster = std::make_unique<VisibilityRaster>(m_ctx, m_model.faces, m_model.vertexCount);
 #ifdef ARMATURE_HAS_INTEROP
   if (m_backend == Backend::Cuda) {
     auto& c = *m_cuda;
     c.rasterTimer.start(c.stream);
-    VisibilityBuffers out = m_raster->runCuda(static_cast<const float*>(c.positions->cudaPointer()), m_avatars, viewProj,
-                                              extent, c.stream);
+    VisibilityBuffers out =
+        m_raster->runCuda(static_cast<const float*>(c.positions->cudaPointer()), m_avatars, viewProj, extent, c.stream);
     c.rasterTimer.stop(c.stream);
     c.stream.synchronize();
-    m_ownTimes.push_back({"raster (cuda)", c.rasterTimer.milliseconds(), c.rasterTimer.startHostNs(), Track::CudaStream});
+    m_ownTimes.push_back(
+        {"raster (cuda)", c.rasterTimer.milliseconds(), c.rasterTimer.startHostNs(), Track::CudaStream});
     return out;
   }
 #endif

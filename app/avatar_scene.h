@@ -37,7 +37,7 @@ class AvatarScene {
   void setComponentCounts(uint32_t shapeComponents, uint32_t exprComponents);
   uint32_t shapeComponents() const { return m_shape; }
   uint32_t exprComponents() const { return m_expr; }
-  bool animate = false;   // a looping walk cycle on top of the base pose
+  bool animate = false;  // a looping walk cycle on top of the base pose
   void update(double seconds);
 
   // Skins every avatar into positions(). Vulkan records into `cmd` (inside a "skinning" timer zone); CPU and
@@ -50,7 +50,8 @@ class AvatarScene {
   // The compute-raster mode, after skin(): every avatar through the project's rasteriser into a visibility
   // buffer for Renderer — CUDA's for the CUDA backend (runs now, timed in ownTimes()), Vulkan compute's for the
   // others (recorded into `cmd` in a "raster" timer zone). `viewProj`: the camera's, as Renderer draws with.
-  VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj, VkExtent2D extent);
+  VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
+                              VkExtent2D extent);
   // The stages the last skin() and rasterize() timed themselves, as profiler spans: CUDA's at their device times
   // on the CUDA stream's track, the CPU backend's skinning as a host stage. (Vulkan's are timer zones.)
   const std::vector<Span>& ownTimes() const { return m_ownTimes; }

@@ -43,7 +43,8 @@ uint32_t parseUInt(std::string_view s, uint32_t lo, uint32_t hi, const std::stri
   if (s.empty() || ec != std::errc() || end != s.data() + s.size())
     throw Error("'" + whole + "': '" + std::string(s) + "' is not a decimal integer");
   if (v < lo || v > hi)
-    throw Error("'" + whole + "': " + std::string(s) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw Error("'" + whole + "': " + std::string(s) + " is outside [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "]");
   return uint32_t(v);
 }
 }  // namespace
@@ -84,7 +85,8 @@ std::pair<uint32_t, uint32_t> parseSize(const std::string& text, uint32_t maxSid
           parseUInt(std::string_view(text).substr(x + 1), 1, maxSide, text)};
 }
 CLI::Validator sizeWxH(uint32_t maxSide) {
-  return fromCheck("WxH (1-" + std::to_string(maxSide) + " each)", [maxSide](const std::string& s) { parseSize(s, maxSide); });
+  return fromCheck("WxH (1-" + std::to_string(maxSide) + " each)",
+                   [maxSide](const std::string& s) { parseSize(s, maxSide); });
 }
 
 std::vector<uint32_t> parseList(const std::string& text, uint32_t lo, uint32_t hi) {

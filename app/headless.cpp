@@ -70,7 +70,8 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   draw.skeleton = o.skeleton;
   draw.jointCount = scene.model().jointCount;
 
-  ARM_CHECK(o.raster == "hardware" || o.raster == "compute", "--raster must be hardware or compute, got '%s'", o.raster.c_str());
+  ARM_CHECK(o.raster == "hardware" || o.raster == "compute", "--raster must be hardware or compute, got '%s'",
+            o.raster.c_str());
   const float aspect = float(o.width) / float(o.height);
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
@@ -83,7 +84,8 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
       scene.skin(cmd, &timer);
-      if (o.raster == "compute") draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
+      if (o.raster == "compute")
+        draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene.joints();
       std::function<UiLayer(VkCommandBuffer)> layer;
       std::function<void(VkCommandBuffer)> drawUi;
@@ -119,7 +121,8 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());
   }
   std::printf("device: %s; skinning: %s; raster: %s%s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
-              scene.backendStatus().c_str(), o.raster.c_str(), ui ? "; overlay drawn" : "", o.avatars, o.frames, o.width, o.height);
+              scene.backendStatus().c_str(), o.raster.c_str(), ui ? "; overlay drawn" : "", o.avatars, o.frames,
+              o.width, o.height);
   std::printf("%-18s %9s %9s %9s %9s\n", "stage (ms)", "last", "mean", "p99", "max");
   for (auto& [name, s] : profiler.stats())
     std::printf("%-18s %9.4f %9.4f %9.4f %9.4f\n", name.c_str(), s.last, s.mean, s.p99, s.max);

@@ -79,10 +79,11 @@ ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* windo
   // Debian's prebuilt backend objects call Vulkan through prototypes; ours are rebuilt without them, so they
   // load their entry points here, before any other ImGui Vulkan call (../shared/TOOLCHAIN.md). Its table includes
   // the surface functions, so the instance needs VK_KHR_surface even offscreen.
-  bool loaded = ImGui_ImplVulkan_LoadFunctions([](const char* name, void* user) {
-    return vkGetInstanceProcAddr(*static_cast<VkInstance*>(user), name);
-  }, &instance);
-  if (!loaded) fail("Dear ImGui's Vulkan backend cannot load its functions (is VK_KHR_surface enabled on the instance?)");
+  bool loaded = ImGui_ImplVulkan_LoadFunctions(
+      [](const char* name, void* user) { return vkGetInstanceProcAddr(*static_cast<VkInstance*>(user), name); },
+      &instance);
+  if (!loaded)
+    fail("Dear ImGui's Vulkan backend cannot load its functions (is VK_KHR_surface enabled on the instance?)");
   if (window) {
     ImGui_ImplGlfw_InitForVulkan(window, true);
     m_glfw = true;
@@ -93,7 +94,8 @@ ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* windo
   pi.maxSets = 16;
   pi.poolSizeCount = 1;
   pi.pPoolSizes = sizes;
-  if (vkCreateDescriptorPool(ctx.device(), &pi, nullptr, &m_pool) != VK_SUCCESS) fail("cannot create ImGui's descriptor pool");
+  if (vkCreateDescriptorPool(ctx.device(), &pi, nullptr, &m_pool) != VK_SUCCESS)
+    fail("cannot create ImGui's descriptor pool");
   ImGui_ImplVulkan_InitInfo info{};
   info.Instance = ctx.instance();
   info.PhysicalDevice = ctx.physicalDevice();
@@ -137,7 +139,8 @@ void ImGuiLayer::ensureTarget(VkExtent2D extent) {
   if (m_framebuffer) vkDestroyFramebuffer(m_ctx.device(), m_framebuffer, nullptr);
   m_color = vk::Image(m_ctx, extent, m_format, VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
                       VK_IMAGE_ASPECT_COLOR_BIT);
-  m_depth = vk::Image(m_ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT);
+  m_depth = vk::Image(m_ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+                      VK_IMAGE_ASPECT_DEPTH_BIT);
   m_framebuffer = Renderer::createFramebuffer(m_ctx, m_pass, m_color.view(), m_depth.view(), extent);
   m_pixels = vk::Buffer(m_ctx, size_t(extent.width) * extent.height * 4, vk::kStorageUsage);
   m_extent = extent;
@@ -182,14 +185,16 @@ UiLayer ImGuiLayer::layer(VkCommandBuffer cmd, VkExtent2D extent) {
   b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
   b.buffer = m_pixels.handle();
   b.size = VK_WHOLE_SIZE;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       0, 0, nullptr, 1, &b, 0, nullptr);
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 1,
+                       &b, 0, nullptr);
   return m_layer;
 }
 
 void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayState& state, std::string& status) {
   auto now = std::chrono::steady_clock::now();
-  if (now - state.updated >= std::chrono::milliseconds(250)) {  // 4 Hz: readable numbers; the layer is redrawn only then
+  if (now - state.updated >=
+      std::chrono::milliseconds(250)) {  // 4 Hz: readable numbers; the layer is redrawn only then
     state.updated = now;
     state.stats = profiler.stats(300);
     const auto& frames = profiler.frames();
@@ -203,8 +208,11 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayS
     }
     auto [used, budget] = info.ctx->deviceLocalUsage();
     char line[256];
-    if (budget) std::snprintf(line, sizeof line, "GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0, budget / 1048576.0);
-    else std::snprintf(line, sizeof line, "GPU memory: n/a (no VK_EXT_memory_budget)");
+    if (budget)
+      std::snprintf(line, sizeof line, "GPU memory: %.0f MiB used of %.0f MiB budget", used / 1048576.0,
+                    budget / 1048576.0);
+    else
+      std::snprintf(line, sizeof line, "GPU memory: n/a (no VK_EXT_memory_budget)");
     state.memory = line;
     std::snprintf(line, sizeof line, "%s: frame %llu, %u avatar(s), %ux%u", info.ctx->info().name.c_str(),
                   (unsigned long long)info.frame, info.avatars, info.extent.width, info.extent.height);

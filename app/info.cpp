@@ -37,8 +37,8 @@ int runInfo() {
                   yesNo(d.int64Atomics), yesNo(d.timelineSemaphore), yesNo(d.pushDescriptor));
       std::printf("      external memory fd %s, external semaphore fd %s, timestamps %u bits @ %.3g ns\n",
                   yesNo(d.externalMemoryFd), yesNo(d.externalSemaphoreFd), d.timestampValidBits, d.timestampPeriodNs);
-      std::printf("      device-local memory %.1f GiB, shared memory %u KiB, UUID %s\n", d.deviceLocalBytes / 1073741824.0,
-                  d.maxComputeSharedMemory / 1024, uuidString(d.deviceUuid).c_str());
+      std::printf("      device-local memory %.1f GiB, shared memory %u KiB, UUID %s\n",
+                  d.deviceLocalBytes / 1073741824.0, d.maxComputeSharedMemory / 1024, uuidString(d.deviceUuid).c_str());
     }
     std::printf("  chosen device     %s%s\n", ctx.info().name.c_str(),
                 ctx.info().isCpu() ? " (a CPU device: correct but slow)" : "");
@@ -57,7 +57,9 @@ int runInfo() {
     std::printf("  not built (configure with ARMATURE_CUDA=ON and nvcc present)\n");
   } else {
     auto rt = cuda::queryRuntime();
-    auto ver = [](int v) { return v ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) : std::string("none"); };
+    auto ver = [](int v) {
+      return v ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) : std::string("none");
+    };
     std::printf("  driver %s, runtime %s\n", ver(rt.driverVersion).c_str(), ver(rt.runtimeVersion).c_str());
     if (!rt.error.empty()) std::printf("  no devices: %s\n", rt.error.c_str());
     for (const auto& d : rt.devices)

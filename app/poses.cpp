@@ -20,7 +20,10 @@ BodyParams posePreset(const BodyModel& m, const std::string& name) {
         return;
       }
   };
-  auto arms = [&](double down) { set("left_shoulder", 0, 0, -down); set("right_shoulder", 0, 0, down); };
+  auto arms = [&](double down) {
+    set("left_shoulder", 0, 0, -down);
+    set("right_shoulder", 0, 0, down);
+  };
   auto curl = [&](double amount) {
     for (uint32_t j = 25; j < m.jointCount && j < 55; ++j) {
       bool thumb = m.jointNames[j].find("thumb") != std::string::npos;
@@ -39,28 +42,39 @@ BodyParams posePreset(const BodyModel& m, const std::string& name) {
   }
   if (name == "walk") {
     arms(1.2);
-    set("left_hip", -0.5, 0, 0); set("right_hip", 0.35, 0, 0);
-    set("left_knee", 0.25, 0, 0); set("right_knee", 0.6, 0, 0);
-    set("left_elbow", 0, -0.4, 0); set("right_elbow", 0, 0.4, 0);
-    set("left_shoulder", 0.4, 0, -1.2); set("right_shoulder", -0.4, 0, 1.2);
+    set("left_hip", -0.5, 0, 0);
+    set("right_hip", 0.35, 0, 0);
+    set("left_knee", 0.25, 0, 0);
+    set("right_knee", 0.6, 0, 0);
+    set("left_elbow", 0, -0.4, 0);
+    set("right_elbow", 0, 0.4, 0);
+    set("left_shoulder", 0.4, 0, -1.2);
+    set("right_shoulder", -0.4, 0, 1.2);
     curl(0.4);
     return p;
   }
   if (name == "wave") {
-    set("left_shoulder", 0, 0, 0.6); set("left_elbow", 0, -1.6, 0); set("right_shoulder", 0, 0, 1.2);
-    set("neck", 0, 0.3, 0); set("jaw", 0.25, 0, 0);
+    set("left_shoulder", 0, 0, 0.6);
+    set("left_elbow", 0, -1.6, 0);
+    set("right_shoulder", 0, 0, 1.2);
+    set("neck", 0, 0.3, 0);
+    set("jaw", 0.25, 0, 0);
     return p;
   }
   if (name == "sit") {
     arms(1.1);
-    set("left_hip", -1.5, 0, 0.1); set("right_hip", -1.5, 0, -0.1);
-    set("left_knee", 1.5, 0, 0); set("right_knee", 1.5, 0, 0);
-    set("left_elbow", 0, -0.6, 0); set("right_elbow", 0, 0.6, 0);
+    set("left_hip", -1.5, 0, 0.1);
+    set("right_hip", -1.5, 0, -0.1);
+    set("left_knee", 1.5, 0, 0);
+    set("right_knee", 1.5, 0, 0);
+    set("left_elbow", 0, -0.6, 0);
+    set("right_elbow", 0, 0.6, 0);
     return p;
   }
   if (name == "fist") {
     arms(0.9);
-    set("left_elbow", 0, -1.2, 0); set("right_elbow", 0, 1.2, 0);
+    set("left_elbow", 0, -1.2, 0);
+    set("right_elbow", 0, 1.2, 0);
     curl(1.3);
     return p;
   }

@@ -10,7 +10,8 @@
 namespace armature::app {
 
 int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::vector<Span> vulkanSpans(const std::vector<vk::ZoneTime>& zones) {
@@ -26,9 +27,12 @@ constexpr uint64_t kSettleFrames = 8;
 
 const char* trackName(Track t) {
   switch (t) {
-    case Track::Cpu: return "CPU";
-    case Track::VulkanQueue: return "Vulkan queue";
-    case Track::CudaStream: return "CUDA stream";
+    case Track::Cpu:
+      return "CPU";
+    case Track::VulkanQueue:
+      return "Vulkan queue";
+    case Track::CudaStream:
+      return "CUDA stream";
   }
   return "?";
 }
@@ -44,13 +48,22 @@ class Profiler::TraceWriter {
     put({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "armature-viewer"}}}});
     for (Track t : {Track::Cpu, Track::VulkanQueue, Track::CudaStream}) {
       put({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", trackId(t)}, {"args", {{"name", trackName(t)}}}});
-      put({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", trackId(t)}, {"args", {{"sort_index", trackId(t)}}}});
+      put({{"name", "thread_sort_index"},
+           {"ph", "M"},
+           {"pid", 1},
+           {"tid", trackId(t)},
+           {"args", {{"sort_index", trackId(t)}}}});
     }
   }
   void frame(const FrameRecord& f) {
     const double frameUs = us(f.startHostNs);
-    put({{"name", "frame"}, {"ph", "X"}, {"pid", 1}, {"tid", trackId(Track::Cpu)}, {"ts", frameUs},
-         {"dur", f.cpuMs * 1e3}, {"args", {{"frame", f.index}}}});
+    put({{"name", "frame"},
+         {"ph", "X"},
+         {"pid", 1},
+         {"tid", trackId(Track::Cpu)},
+         {"ts", frameUs},
+         {"dur", f.cpuMs * 1e3},
+         {"args", {{"frame", f.index}}}});
     double cursorUs = frameUs;  // spans without a device time: laid end to end from the frame's start
     for (const auto* list : {&f.cpu, &f.gpu})
       for (const Span& s : *list) {

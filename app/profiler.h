@@ -31,11 +31,11 @@ struct Span {
 };
 
 struct FrameRecord {
-  uint64_t index = 0;      // set by Profiler::add
-  int64_t startHostNs = 0; // the host's frame start (steady clock)
-  double cpuMs = 0;        // host time spent on the frame
-  std::vector<Span> gpu;   // device stages, in execution order; their sum is "gpu total"
-  std::vector<Span> cpu;   // host stages inside the frame (e.g. "ui (cpu)", CPU skinning), not in the GPU total
+  uint64_t index = 0;       // set by Profiler::add
+  int64_t startHostNs = 0;  // the host's frame start (steady clock)
+  double cpuMs = 0;         // host time spent on the frame
+  std::vector<Span> gpu;    // device stages, in execution order; their sum is "gpu total"
+  std::vector<Span> cpu;    // host stages inside the frame (e.g. "ui (cpu)", CPU skinning), not in the GPU total
   void add(Span s) { (s.track == Track::Cpu ? cpu : gpu).push_back(std::move(s)); }
 };
 

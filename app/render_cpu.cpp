@@ -33,7 +33,8 @@ void drawMesh(Image& img, int x0, int width, const std::vector<double>& verts, c
     p[v * 3] = cy * x + sy * z;
     p[v * 3 + 1] = y;
     p[v * 3 + 2] = -sy * x + cy * z;
-    for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[v * 3 + size_t(k)]), hi[k] = std::max(hi[k], p[v * 3 + size_t(k)]);
+    for (int k = 0; k < 2; ++k)
+      lo[k] = std::min(lo[k], p[v * 3 + size_t(k)]), hi[k] = std::max(hi[k], p[v * 3 + size_t(k)]);
   }
   double scale = 0.92 * std::min(width / (hi[0] - lo[0]), img.h / (hi[1] - lo[1]));
   double cx = (lo[0] + hi[0]) / 2, cyy = (lo[1] + hi[1]) / 2;
@@ -43,7 +44,8 @@ void drawMesh(Image& img, int x0, int width, const std::vector<double>& verts, c
   for (size_t f = 0; f < faces.size(); f += 3) {
     size_t a = size_t(faces[f]), b = size_t(faces[f + 1]), c = size_t(faces[f + 2]);
     double e1[3], e2[3], n[3];
-    for (int k = 0; k < 3; ++k) e1[k] = p[b * 3 + size_t(k)] - p[a * 3 + size_t(k)], e2[k] = p[c * 3 + size_t(k)] - p[a * 3 + size_t(k)];
+    for (int k = 0; k < 3; ++k)
+      e1[k] = p[b * 3 + size_t(k)] - p[a * 3 + size_t(k)], e2[k] = p[c * 3 + size_t(k)] - p[a * 3 + size_t(k)];
     n[0] = e1[1] * e2[2] - e1[2] * e2[1];
     n[1] = e1[2] * e2[0] - e1[0] * e2[2];
     n[2] = e1[0] * e2[1] - e1[1] * e2[0];
@@ -53,9 +55,12 @@ void drawMesh(Image& img, int x0, int width, const std::vector<double>& verts, c
     double diffuse = std::max(0.0, (n[0] * light[0] + n[1] * light[1] + n[2] * light[2]) / (len * ll));
     double hemi = 0.5 + 0.5 * n[1] / len;
     double shade = 0.18 + 0.62 * diffuse + 0.2 * hemi;
-    double X[3] = {sx(a), sx(b), sx(c)}, Y[3] = {syy(a), syy(b), syy(c)}, Z[3] = {p[a * 3 + 2], p[b * 3 + 2], p[c * 3 + 2]};
-    int minx = std::max(x0, int(std::floor(std::min({X[0], X[1], X[2]})))), maxx = std::min(x0 + width - 1, int(std::ceil(std::max({X[0], X[1], X[2]}))));
-    int miny = std::max(0, int(std::floor(std::min({Y[0], Y[1], Y[2]})))), maxy = std::min(img.h - 1, int(std::ceil(std::max({Y[0], Y[1], Y[2]}))));
+    double X[3] = {sx(a), sx(b), sx(c)}, Y[3] = {syy(a), syy(b), syy(c)},
+           Z[3] = {p[a * 3 + 2], p[b * 3 + 2], p[c * 3 + 2]};
+    int minx = std::max(x0, int(std::floor(std::min({X[0], X[1], X[2]})))),
+        maxx = std::min(x0 + width - 1, int(std::ceil(std::max({X[0], X[1], X[2]}))));
+    int miny = std::max(0, int(std::floor(std::min({Y[0], Y[1], Y[2]})))),
+        maxy = std::min(img.h - 1, int(std::ceil(std::max({Y[0], Y[1], Y[2]}))));
     double area = (X[1] - X[0]) * (Y[2] - Y[0]) - (X[2] - X[0]) * (Y[1] - Y[0]);
     if (area == 0) continue;
     for (int y = miny; y <= maxy; ++y)

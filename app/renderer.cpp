@@ -53,12 +53,26 @@ std::array<float, 16> Camera::viewProj(float aspect) const {
   float sl = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
   for (float& x : s) x /= sl;
   float u[3] = {s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2], s[0] * f[1] - s[1] * f[0]};
-  Mat4 view = {s[0], u[0], -f[0], 0, s[1], u[1], -f[1], 0, s[2], u[2], -f[2], 0,
-               -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2]), -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2]),
-               f[0] * e[0] + f[1] * e[1] + f[2] * e[2], 1};
+  Mat4 view = {s[0],
+               u[0],
+               -f[0],
+               0,
+               s[1],
+               u[1],
+               -f[1],
+               0,
+               s[2],
+               u[2],
+               -f[2],
+               0,
+               -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2]),
+               -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2]),
+               f[0] * e[0] + f[1] * e[1] + f[2] * e[2],
+               1};
   // Right-handed perspective to Vulkan clip space: y flipped (row 0 at the top), depth in [0, 1].
   float zNear = 0.05f, zFar = 200.f, t = 1.f / std::tan(fovY / 2);
-  Mat4 proj = {t / aspect, 0, 0, 0, 0, -t, 0, 0, 0, 0, zFar / (zNear - zFar), -1, 0, 0, zNear * zFar / (zNear - zFar), 0};
+  Mat4 proj = {t / aspect, 0, 0, 0, 0, -t, 0, 0, 0, 0, zFar / (zNear - zFar), -1, 0, 0, zNear * zFar / (zNear - zFar),
+               0};
   return multiply(proj, view);
 }
 
@@ -100,13 +114,15 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
-  if (f.fillModeNonSolid) m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  if (f.fillModeNonSolid)
+    m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
   m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
   m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
 }
 
-VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, bool loadColor) {
+VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
+                                       bool loadColor) {
   VkAttachmentDescription att[2] = {};
   att[0].format = colorFormat;
   att[0].samples = VK_SAMPLE_COUNT_1_BIT;
@@ -132,7 +148,8 @@ VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, V
   dep.srcSubpass = VK_SUBPASS_EXTERNAL;
   dep.dstSubpass = 0;
   dep.srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
-                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+                     VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                     VK_PIPELINE_STAGE_TRANSFER_BIT;
   dep.dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT |
                      VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT |
                      VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT;  // the visibility pass reads compute output there
@@ -208,7 +225,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   const bool computeFrame = computeShaded(target, s);
   const bool skeleton = s.skeleton && s.joints && s.jointCount;
   if (computeFrame) {
-    recordComputeFrame(cmd, target, camera, positions, s, !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height);
+    recordComputeFrame(cmd, target, camera, positions, s,
+                       !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height);
     if (!skeleton) {
       imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
       return;
@@ -258,8 +276,10 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   if (computeFrame) {
     // shaded already
   } else if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
-    VkDescriptorBufferInfo infos[5] = {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE}, {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
+    VkDescriptorBufferInfo infos[5] = {{positions, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.faces, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
+                                       {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
                                        {s.visibility.bounds, 0, VK_WHOLE_SIZE}};
     VkWriteDescriptorSet writes[5];
     for (uint32_t i = 0; i < 5; ++i) {
@@ -271,7 +291,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     push.width = extent.width, push.height = extent.height;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibility);
     vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 5, writes);
-    vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
+                       sizeof push, &push);
     vkCmdDraw(cmd, 6, 1, 0, 0);  // a rectangle over the bounds
   } else if (s.avatars) {
     draw(m_fill, RENDER_MODE_MESH);
@@ -299,7 +320,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
 
 void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
                  const Camera& camera, VkBuffer positions, DrawSettings& settings,
-                 const std::function<UiLayer(VkCommandBuffer)>& layer, const std::function<void(VkCommandBuffer)>& drawUi) {
+                 const std::function<UiLayer(VkCommandBuffer)>& layer,
+                 const std::function<void(VkCommandBuffer)>& drawUi) {
   settings.ui = {};
   std::function<void(VkCommandBuffer)> inPass;
   uint32_t zone = 0;
@@ -319,8 +341,8 @@ void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, c
   timer.endZone(cmd, zone);
 }
 
-void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                                  const DrawSettings& s, bool compositeUi) {
+void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera,
+                                  VkBuffer positions, const DrawSettings& s, bool compositeUi) {
   const VkExtent2D extent = target.extent;
   const size_t bytes = size_t(extent.width) * extent.height * 4;
   if (m_pixels.size() < bytes) {
@@ -342,11 +364,15 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
     push.uiRect[2] = uint32_t(r.offset.x) + r.extent.width, push.uiRect[3] = uint32_t(r.offset.y) + r.extent.height;
   }
   // The previous frame's copy out of m_pixels comes first.
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0,
+                       nullptr, 0, nullptr);
   const auto& shade = m_ctx.program(shaders::shade_frame, 6, sizeof push);
   vk::dispatch(cmd, shade, (extent.width + 7) / 8,
-               {{positions, 0, VK_WHOLE_SIZE}, {s.visibility.faces, 0, VK_WHOLE_SIZE}, {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
-                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE}, m_pixels.view(),
+               {{positions, 0, VK_WHOLE_SIZE},
+                {s.visibility.faces, 0, VK_WHOLE_SIZE},
+                {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
+                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
+                m_pixels.view(),
                 {compositeUi ? s.ui.pixels : s.visibility.faceIds, 0, VK_WHOLE_SIZE}},  // unread without SHADE_UI
                push, (extent.height + 7) / 8);
   vk::computeBarrier(cmd);
@@ -378,8 +404,10 @@ OffscreenTarget::OffscreenTarget(vk::Context& ctx, const Renderer& renderer, VkE
       m_color(ctx, extent, kColorFormat,
               VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
               VK_IMAGE_ASPECT_COLOR_BIT),
-      m_depth(ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, VK_IMAGE_ASPECT_DEPTH_BIT),
-      m_readback(ctx, size_t(extent.width) * extent.height * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible) {
+      m_depth(ctx, extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+              VK_IMAGE_ASPECT_DEPTH_BIT),
+      m_readback(ctx, size_t(extent.width) * extent.height * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                 vk::MemoryKind::HostVisible) {
   m_framebuffer = Renderer::createFramebuffer(ctx, renderer.renderPass(), m_color.view(), m_depth.view(), extent);
 }
 
@@ -394,7 +422,8 @@ void OffscreenTarget::recordReadback(VkCommandBuffer cmd) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0,
+                       nullptr);
 }
 
 std::vector<uint8_t> OffscreenTarget::pixels() const {

@@ -16,7 +16,7 @@ struct Camera {
   float yaw = 0.4f, pitch = 0.12f;  // radians: orbit around the target
   float distance = 3.2f;            // metres
   float target[3] = {0, -0.1f, 0};
-  float fovY = 0.75f;               // radians
+  float fovY = 0.75f;                                  // radians
   std::array<float, 16> viewProj(float aspect) const;  // column-major, Vulkan clip space
   std::array<float, 3> eye() const;
   // Frames a box so it fills most of the view.
@@ -25,10 +25,10 @@ struct Camera {
 
 // The compute rasteriser's output for one frame (app/visibility.h): drawn instead of the hardware-rasterised mesh.
 struct VisibilityBuffers {
-  VkBuffer faces = VK_NULL_HANDLE;       // every avatar's faces, vertex ids offset into the position buffer
-  VkBuffer faceIds = VK_NULL_HANDLE;     // H × W int32: face + 1, 0 = background
+  VkBuffer faces = VK_NULL_HANDLE;         // every avatar's faces, vertex ids offset into the position buffer
+  VkBuffer faceIds = VK_NULL_HANDLE;       // H × W int32: face + 1, 0 = background
   VkBuffer barycentrics = VK_NULL_HANDLE;  // H × W × 3 floats
-  VkBuffer bounds = VK_NULL_HANDLE;        // 4 uints: the pixel rectangle the avatars can cover (minX, minY, maxX, maxY)
+  VkBuffer bounds = VK_NULL_HANDLE;  // 4 uints: the pixel rectangle the avatars can cover (minX, minY, maxX, maxY)
 };
 
 // The UI as a layer: one premultiplied 8-bit RGBA pixel (in the target format's byte order) per pixel of the frame,
@@ -46,8 +46,8 @@ struct DrawSettings {
   float floorY = -1.0f;
   bool wireframe = false;
   bool ground = true;
-  bool skeleton = false;      // bones and joint markers, drawn over the surface
-  uint32_t jointCount = 0;    // per avatar, in the joints buffer
+  bool skeleton = false;             // bones and joint markers, drawn over the surface
+  uint32_t jointCount = 0;           // per avatar, in the joints buffer
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
@@ -75,7 +75,8 @@ class Renderer {
   VkRenderPass renderPass() const { return m_renderPass; }
   // A pass like the frame's (colour `colorFormat` + kDepthFormat, the same subpass and dependency, so pipelines
   // work across them), the colour cleared — or loaded from COLOR_ATTACHMENT_OPTIMAL — and left in `finalLayout`.
-  static VkRenderPass createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout, bool loadColor);
+  static VkRenderPass createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
+                                      bool loadColor);
   // A framebuffer of `color` and a kDepthFormat `depth` view for such a pass.
   static VkFramebuffer createFramebuffer(vk::Context& ctx, VkRenderPass pass, VkImageView color, VkImageView depth,
                                          VkExtent2D extent);
@@ -98,7 +99,8 @@ class Renderer {
                           const DrawSettings& settings, bool compositeUi);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
   VkPipeline createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
-                            VkPrimitiveTopology topology, bool depthTest = true, VkPipelineLayout layout = VK_NULL_HANDLE);
+                            VkPrimitiveTopology topology, bool depthTest = true,
+                            VkPipelineLayout layout = VK_NULL_HANDLE);
   vk::Context& m_ctx;
   VkFormat m_colorFormat;
   VkImageLayout m_finalLayout;

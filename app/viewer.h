@@ -11,12 +11,12 @@ namespace armature::app {
 
 struct ViewerOptions {
   bool headless = false;
-  int frames = 60;                 // headless: frames to render
-  std::string screenshot;          // headless: PNG of the last frame
-  std::string profile;             // Chrome trace JSON (+ a .csv summary beside it)
-  std::string backend = "auto";    // auto | cuda | vulkan | cpu
+  int frames = 60;               // headless: frames to render
+  std::string screenshot;        // headless: PNG of the last frame
+  std::string profile;           // Chrome trace JSON (+ a .csv summary beside it)
+  std::string backend = "auto";  // auto | cuda | vulkan | cpu
   std::string pose = "a-pose";
-  std::string model;               // .npz; default: the generated default avatar
+  std::string model;  // .npz; default: the generated default avatar
   uint32_t avatars = 1;
   uint32_t width = 1280, height = 720;
   bool animate = false;
@@ -24,8 +24,8 @@ struct ViewerOptions {
   bool ground = true;
   bool skeleton = false;
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
-  bool ui = false;                 // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
-  std::string guiTest;             // window: scripted smoke test writing screenshots into this folder
+  bool ui = false;                  // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
+  std::string guiTest;              // window: scripted smoke test writing screenshots into this folder
   std::function<void(uint64_t frame)> afterFrame;  // headless: called after each frame (soak tests)
 };
 

@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
   app.add_flag("--headless", o.headless, "render offscreen, no window system");
   app.add_option("--frames", o.frames, "headless: frames to render")->check(CLI::Range(1, 100'000'000));
   app.add_option("--screenshot", o.screenshot, "headless: write the last frame as PNG")->check(cli::writableFile());
-  app.add_option("--profile", o.profile, "write the frame profile (Chrome trace JSON, streamed while running, + a "
-                 "CSV summary beside it)")->check(cli::writableFile());
+  app.add_option("--profile", o.profile,
+                 "write the frame profile (Chrome trace JSON, streamed while running, + a "
+                 "CSV summary beside it)")
+      ->check(cli::writableFile());
   app.add_option("--backend", o.backend, "skinning backend")->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   app.add_option("--pose", o.pose, "pose preset")->check(CLI::IsMember(armature::app::posePresetNames()));
   app.add_option("--model", o.model, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
@@ -28,10 +30,12 @@ int main(int argc, char** argv) {
   app.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   app.add_flag("!--no-ground", o.ground, "do not draw the ground grid");
   app.add_flag("--skeleton", o.skeleton, "draw bones and joint markers");
-  app.add_option("--raster", o.raster, "how the avatars are rasterised: hardware (graphics pipeline) | compute "
+  app.add_option("--raster", o.raster,
+                 "how the avatars are rasterised: hardware (graphics pipeline) | compute "
                  "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")
       ->check(CLI::IsMember({"hardware", "compute"}));
-  app.add_flag("--ui", o.ui, "headless: draw the GPU frame-time overlay into the frames (its cost is the \"ui\" stage)");
+  app.add_flag("--ui", o.ui,
+               "headless: draw the GPU frame-time overlay into the frames (its cost is the \"ui\" stage)");
   app.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR")
       ->check(cli::writableDirectory());
   if (auto code = cli::parse(app, argc, argv)) return *code;

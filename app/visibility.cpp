@@ -29,7 +29,8 @@ VisibilityRaster::~VisibilityRaster() = default;
 
 std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& viewProj, VkExtent2D extent) {
   std::array<float, 16> m = viewProj;
-  float sx = float(extent.width) / float(std::max(extent.width, 2u) - 1), sy = float(extent.height) / float(std::max(extent.height, 2u) - 1);
+  float sx = float(extent.width) / float(std::max(extent.width, 2u) - 1),
+        sy = float(extent.height) / float(std::max(extent.height, 2u) - 1);
   for (int col = 0; col < 4; ++col) {  // column-major: row r of column c is m[c * 4 + r]
     m[size_t(col * 4)] *= sx;
     m[size_t(col * 4 + 1)] *= sy;
@@ -48,8 +49,10 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
   const size_t F = m_faces.size() / 3, V = m_vertexCount;
   if (!facesFit) {
     const size_t faceBytes = size_t(avatars) * F * 12;
-    ARM_CHECK(faceBytes <= (size_t(1) << 30), "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use "
-              "the hardware rasteriser for crowds this large", avatars, faceBytes >> 20);
+    ARM_CHECK(faceBytes <= (size_t(1) << 30),
+              "compute raster: %u avatars need %zu MB of face indices (at most 1 GB); use "
+              "the hardware rasteriser for crowds this large",
+              avatars, faceBytes >> 20);
     m_allFaces = vk::Buffer();
     m_cuda.reset();
     m_clip = vk::Buffer();
@@ -102,11 +105,13 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
 }
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
-                                                 const std::array<float, 16>& viewProj, VkExtent2D extent, vk::GpuTimer* timer) {
+                                                 const std::array<float, 16>& viewProj, VkExtent2D extent,
+                                                 vk::GpuTimer* timer) {
   ensure(avatars, extent, nullptr);
   // The previous frame's shading (a compute pass or the graphics visibility pass) may still read these buffers.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 0, nullptr);
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr,
+                       0, nullptr);
   uint32_t zone = timer ? timer->beginZone(cmd, "raster") : 0;
   ClipPush push{};
   auto m = clipMatrix(viewProj, extent);
@@ -127,8 +132,9 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
   return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle(), m_bounds.handle()};
 }
 
-VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
-                                            VkExtent2D extent, const cuda::Stream& stream) {
+VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars,
+                                            const std::array<float, 16>& viewProj, VkExtent2D extent,
+                                            const cuda::Stream& stream) {
 #ifdef ARMATURE_HAS_INTEROP
   ensure(avatars, extent, &stream);
   Cuda& c = *m_cuda;
@@ -137,8 +143,9 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
                         static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
   cuda::rasterize(m_scratchState.next(RasterDesc{extent.width, extent.height}), c.clip.as<float>(), count,
-                  static_cast<const int32_t*>(c.faces->cudaPointer()), uint32_t(avatars * (m_faces.size() / 3)), nullptr, c.scratch.data(),
-                  static_cast<int32_t*>(c.faceIds->cudaPointer()), static_cast<float*>(c.barycentrics->cudaPointer()), stream);
+                  static_cast<const int32_t*>(c.faces->cudaPointer()), uint32_t(avatars * (m_faces.size() / 3)),
+                  nullptr, c.scratch.data(), static_cast<int32_t*>(c.faceIds->cudaPointer()),
+                  static_cast<float*>(c.barycentrics->cudaPointer()), stream);
   c.faceIds->toVulkan(stream);
   c.barycentrics->toVulkan(stream);
   c.bounds->toVulkan(stream);

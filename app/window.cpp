@@ -54,15 +54,22 @@ struct Group {
 };
 
 std::vector<Group> poseGroups(const BodyModel& m) {
-  std::vector<Group> g = {{"Global orientation and translation", {0}}, {"Body", {}}, {"Jaw and eyes", {}},
-                          {"Left hand", {}}, {"Right hand", {}}};
+  std::vector<Group> g = {{"Global orientation and translation", {0}},
+                          {"Body", {}},
+                          {"Jaw and eyes", {}},
+                          {"Left hand", {}},
+                          {"Right hand", {}}};
   for (uint32_t j = 1; j < m.jointCount; ++j) {
     const std::string& n = m.jointNames[j];
     bool hand = j >= 25 || n.find("hand") != std::string::npos;
-    if (n == "jaw" || n.find("eye") != std::string::npos) g[2].joints.push_back(j);
-    else if (hand && n.rfind("left", 0) == 0) g[3].joints.push_back(j);
-    else if (hand && n.rfind("right", 0) == 0) g[4].joints.push_back(j);
-    else g[1].joints.push_back(j);
+    if (n == "jaw" || n.find("eye") != std::string::npos)
+      g[2].joints.push_back(j);
+    else if (hand && n.rfind("left", 0) == 0)
+      g[3].joints.push_back(j);
+    else if (hand && n.rfind("right", 0) == 0)
+      g[4].joints.push_back(j);
+    else
+      g[1].joints.push_back(j);
   }
   return g;
 }
@@ -149,9 +156,8 @@ void Viewer::createWindow() {
   m_window = glfwCreateWindow(int(m_options.width), int(m_options.height), "Armature viewer", nullptr, nullptr);
   if (!m_window) throw Error("cannot create a window");
   glfwSetWindowUserPointer(m_window, this);
-  glfwSetFramebufferSizeCallback(m_window, [](GLFWwindow* w, int, int) {
-    static_cast<Viewer*>(glfwGetWindowUserPointer(w))->m_resize = true;
-  });
+  glfwSetFramebufferSizeCallback(
+      m_window, [](GLFWwindow* w, int, int) { static_cast<Viewer*>(glfwGetWindowUserPointer(w))->m_resize = true; });
   uint32_t n = 0;
   const char** exts = glfwGetRequiredInstanceExtensions(&n);
   vk::ContextOptions co;
@@ -179,7 +185,8 @@ void Viewer::createSwapchain() {
   m_swap.format = formats[0].format;
   VkColorSpaceKHR space = formats[0].colorSpace;
   for (auto& f : formats)
-    if (f.format == VK_FORMAT_B8G8R8A8_UNORM || f.format == VK_FORMAT_R8G8B8A8_UNORM) m_swap.format = f.format, space = f.colorSpace;
+    if (f.format == VK_FORMAT_B8G8R8A8_UNORM || f.format == VK_FORMAT_R8G8B8A8_UNORM)
+      m_swap.format = f.format, space = f.colorSpace;
   uint32_t pn = 0;
   vkGetPhysicalDeviceSurfacePresentModesKHR(m_ctx->physicalDevice(), m_surface, &pn, nullptr);
   std::vector<VkPresentModeKHR> modes(pn);
@@ -187,7 +194,10 @@ void Viewer::createSwapchain() {
   VkPresentModeKHR mode = VK_PRESENT_MODE_FIFO_KHR;  // vsync; always available
   if (!m_vsync)
     for (auto want : {VK_PRESENT_MODE_MAILBOX_KHR, VK_PRESENT_MODE_IMMEDIATE_KHR})
-      if (std::find(modes.begin(), modes.end(), want) != modes.end()) { mode = want; break; }
+      if (std::find(modes.begin(), modes.end(), want) != modes.end()) {
+        mode = want;
+        break;
+      }
   VkSwapchainCreateInfoKHR ci{VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR};
   ci.surface = m_surface;
   ci.minImageCount = std::max(caps.minImageCount, 2u);
@@ -214,8 +224,8 @@ void Viewer::createSwapchain() {
   m_swap.images.resize(count);
   vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, m_swap.images.data());
   if (!m_renderer)
-    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
-                                            m_scene->model().parents);
+    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+                                            m_scene->model().faces, m_scene->model().parents);
   m_swap.depth = vk::Image(*m_ctx, m_swap.extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
                            VK_IMAGE_ASPECT_DEPTH_BIT);
   for (VkImage image : m_swap.images) {
@@ -294,7 +304,8 @@ void Viewer::handleCamera() {
       m_camera.target[2] += std::sin(m_camera.yaw) * io.MouseDelta.x * s;
       m_camera.target[1] += io.MouseDelta.y * s;
     }
-    if (io.MouseWheel != 0) m_camera.distance = std::clamp(m_camera.distance * std::pow(0.9f, io.MouseWheel), 0.3f, 80.f);
+    if (io.MouseWheel != 0)
+      m_camera.distance = std::clamp(m_camera.distance * std::pow(0.9f, io.MouseWheel), 0.3f, 80.f);
   }
   if (!io.WantCaptureKeyboard) {
     if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space))) m_scene->animate = !m_scene->animate;
@@ -320,8 +331,9 @@ void Viewer::panels() {
   const char* rasterNames[] = {"hardware (graphics pipeline)", "compute (visibility buffer)"};
   if (ImGui::Combo("rasterizer", &raster, rasterNames, 2)) m_computeRaster = raster == 1;
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("compute: the project's rasterizer (CUDA with the CUDA backend, Vulkan compute otherwise)\n"
-                      "writes face ids and barycentrics, then one fullscreen pass shades them");
+    ImGui::SetTooltip(
+        "compute: the project's rasterizer (CUDA with the CUDA backend, Vulkan compute otherwise)\n"
+        "writes face ids and barycentrics, then one fullscreen pass shades them");
   int avatars = int(m_scene->avatars());
   if (ImGui::SliderInt("avatars", &avatars, 1, int(m_scene->maxAvatars()))) {
     try {
@@ -371,12 +383,14 @@ void Viewer::panels() {
     if (!ImGui::CollapsingHeader(m_groups[g].title)) continue;
     ImGui::PushID(int(g));
     if (ImGui::Button("reset group")) {
-      for (uint32_t j : m_groups[g].joints) for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = 0;
+      for (uint32_t j : m_groups[g].joints)
+        for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = 0;
       if (g == 0) std::fill(p.transl.begin(), p.transl.end(), 0.0);
     }
     if (g == 0) {
       float t[3] = {float(p.transl[0]), float(p.transl[1]), float(p.transl[2])};
-      if (ImGui::SliderFloat3("translation (m)", t, -2, 2)) for (int k = 0; k < 3; ++k) p.transl[size_t(k)] = t[k];
+      if (ImGui::SliderFloat3("translation (m)", t, -2, 2))
+        for (int k = 0; k < 3; ++k) p.transl[size_t(k)] = t[k];
     }
     // Axis-angle per joint (x, y, z in radians): smplx's own parameterisation; ±π globally, ±2.5 rad elsewhere.
     for (uint32_t j : m_groups[g].joints) {
@@ -399,7 +413,8 @@ void Viewer::panels() {
   if (ImGui::CollapsingHeader("Expression")) {
     if (ImGui::SliderInt("active expression", &m_activeExpr, 0, int(m_scene->model().exprCount)))
       m_scene->setComponentCounts(m_scene->shapeComponents(), uint32_t(m_activeExpr));
-    if (ImGui::Button("reset expression")) std::fill(m_scene->base().expression.begin(), m_scene->base().expression.end(), 0.0);
+    if (ImGui::Button("reset expression"))
+      std::fill(m_scene->base().expression.begin(), m_scene->base().expression.end(), 0.0);
     for (uint32_t k = 0; k < m_scene->exprComponents(); ++k) {
       float e = float(m_scene->base().expression[k]);
       if (ImGui::SliderFloat(("expression " + std::to_string(k)).c_str(), &e, -3, 3)) m_scene->base().expression[k] = e;
@@ -457,17 +472,20 @@ void Viewer::drawFrame() {
   m_draw.visibility = {};
   if (m_computeRaster) {
     try {
-      m_draw.visibility = m_scene->rasterize(fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap.extent.width) / float(m_swap.extent.height)),
-                                             m_swap.extent);
+      m_draw.visibility = m_scene->rasterize(
+          fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap.extent.width) / float(m_swap.extent.height)),
+          m_swap.extent);
     } catch (const std::exception& e) {
       m_computeRaster = false;  // e.g. a crowd too large for it: back to the hardware rasteriser
       m_status = std::string("compute raster: ") + e.what();
     }
   }
   m_draw.joints = m_scene->joints();
-  FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent, m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
-  recordFrame(*m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
-              [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap.extent); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
+  FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent,
+                     m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
+  recordFrame(
+      *m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
+      [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap.extent); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
   for (const Span& span : m_scene->ownTimes()) rec.add(span);
   rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
   if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
@@ -490,8 +508,10 @@ void Viewer::drawFrame() {
   pi.pSwapchains = &m_swap.handle;
   pi.pImageIndices = &imageIndex;
   VkResult pr = vkQueuePresentKHR(m_ctx->queue(), &pi);
-  if (pr == VK_ERROR_OUT_OF_DATE_KHR || pr == VK_SUBOPTIMAL_KHR) m_resize = true;
-  else VK_CHECK(pr);
+  if (pr == VK_ERROR_OUT_OF_DATE_KHR || pr == VK_SUBOPTIMAL_KHR)
+    m_resize = true;
+  else
+    VK_CHECK(pr);
   rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;
   m_profiler.add(std::move(rec));
   if (!m_pendingScreenshot.empty()) {
@@ -615,7 +635,8 @@ int Viewer::run() {
     m_draw.skeleton = m_options.skeleton;
     m_computeRaster = m_options.raster == "compute";
     std::string backend = m_options.backend;
-    setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
+    setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda)
+                                 : parseBackend(backend));
     createSwapchain();
     m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 8);
     for (auto& f : m_frames) {

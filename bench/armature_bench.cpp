@@ -42,8 +42,9 @@ std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)
 // row's stages (medians). The calls are recorded back to back into one submission, a full barrier between them
 // (each call's latency, on a busy GPU): with one submit-and-wait per call, NVIDIA's driver kept the H200 in a
 // low-power state in which the 64 MB blend stream ran at a quarter of its bandwidth.
-std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record,
-                                     int iters, std::vector<std::pair<std::string, double>>* stages = nullptr) {
+std::pair<double, double> timeVulkan(vk::Context& ctx,
+                                     const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record, int iters,
+                                     std::vector<std::pair<std::string, double>>* stages = nullptr) {
   constexpr uint32_t kZonesPerCall = 8;
   vk::GpuTimer timer(ctx, 1, uint32_t(iters) * kZonesPerCall);
   auto calls = [&](int n, vk::GpuTimer* t, VkCommandBuffer cmd) {
@@ -54,7 +55,8 @@ std::pair<double, double> timeVulkan(vk::Context& ctx, const std::function<void(
       vk::computeBarrier(cmd);
     }
   };
-  for (bench::WarmUp w; !w.done();) ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
+  for (bench::WarmUp w; !w.done();)
+    ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
     timer.beginFrame(cmd, 0);
     calls(iters, &timer, cmd);
@@ -91,10 +93,16 @@ int main(int argc, char** argv) {
   skin->add_option("--batch", batches, "comma-separated batch sizes")->check(cli::uintList(1, 65536));
   skin->add_flag("--backward", backward, "time forward + backward");
   skin->add_flag("--no-l2-residency", noResidency, "CUDA: stream the whole blend matrix from DRAM on every call");
-  skin->add_flag("--no-tensor-cores", noTensorCores, "CUDA: the blend products on fp32 FMAs, not tensor cores (3xTF32: forward > 64 items, backward >= 1024)");
-  skin->add_option("--objects", objects, "CUDA: this many skinning objects (each its own tables' allocation) per batch size, one row each, each also timed with L2 residency off and on again (stages noL2, again): the spread between allocations")
+  skin->add_flag(
+      "--no-tensor-cores", noTensorCores,
+      "CUDA: the blend products on fp32 FMAs, not tensor cores (3xTF32: forward > 64 items, backward >= 1024)");
+  skin->add_option(
+          "--objects", objects,
+          "CUDA: this many skinning objects (each its own tables' allocation) per batch size, one row each, each also "
+          "timed with L2 residency off and on again (stages noL2, again): the spread between allocations")
       ->check(CLI::Range(1, 64));
-  skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
+  skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")
+      ->check(cli::regularFile());
   auto* axpy = app.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
   axpy->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   auto* interopCmd = app.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
@@ -104,17 +112,21 @@ int main(int argc, char** argv) {
   rasterCmd->add_option("--scenes", rasterScenes, "which of the scenes (a) (b) (c) to run, e.g. c")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
-            if (v.empty() || v.find_first_not_of("abc") != std::string::npos) return "scenes are letters of abc, e.g. ac";
+            if (v.empty() || v.find_first_not_of("abc") != std::string::npos)
+              return "scenes are letters of abc, e.g. ac";
             return {};
           },
           "SCENES"));
   bool rasterFloatOnly = false;
   rasterCmd->add_flag("--float-only", rasterFloatOnly, "Vulkan: the shaders of devices without doubles, on any device");
-  auto* pipelineCmd = app.add_subcommand("pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
+  auto* pipelineCmd = app.add_subcommand(
+      "pipeline", "a fitting step: skinning, project, rasterize, interpolate and the backward chain");
   pipelineCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   pipelineCmd->add_option("--views", pipelineViews, "comma-separated counts of views")->check(cli::uintList(1, 64));
-  pipelineCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
-  auto* hierarchyCmd = app.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
+  pipelineCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")
+      ->check(cli::regularFile());
+  auto* hierarchyCmd =
+      app.add_subcommand("hierarchy", "grid hierarchy builder: reference (the original's hash maps) vs fast");
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
@@ -137,7 +149,8 @@ int main(int argc, char** argv) {
     if (backend == Backend::Cuda && !*interopCmd)
       if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
     std::unique_ptr<vk::Context> ctx;
-    if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd && !*pipelineCmd) ctx = std::make_unique<vk::Context>();
+    if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd && !*pipelineCmd)
+      ctx = std::make_unique<vk::Context>();
 
     if (*interopCmd) {
 #ifdef ARMATURE_HAS_INTEROP
@@ -159,10 +172,12 @@ int main(int argc, char** argv) {
       std::vector<float> x(n, 1.0f), y(n, 2.0f);
       if (backend == Backend::Cuda) {
         auto dx = cuda::DeviceMemory::from(x), dy = cuda::DeviceMemory::from(y);
-        std::tie(r.medianMs, r.minMs) = timeCuda([&](const cuda::Stream& s) { cuda::axpy(0.5f, dx.as<float>(), dy.as<float>(), n, s); }, iters);
+        std::tie(r.medianMs, r.minMs) =
+            timeCuda([&](const cuda::Stream& s) { cuda::axpy(0.5f, dx.as<float>(), dy.as<float>(), n, s); }, iters);
       } else if (backend == Backend::Vulkan) {
         auto bx = vk::makeStorageBuffer<float>(*ctx, x), by = vk::makeStorageBuffer<float>(*ctx, y);
-        std::tie(r.medianMs, r.minMs) = timeVulkan(*ctx, [&](VkCommandBuffer cmd, vk::GpuTimer*) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
+        std::tie(r.medianMs, r.minMs) = timeVulkan(
+            *ctx, [&](VkCommandBuffer cmd, vk::GpuTimer*) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
       } else {
         throw Error("axpy benchmark: cuda or vulkan");
       }
@@ -179,80 +194,92 @@ int main(int argc, char** argv) {
       double nnz = double(tables.weightValue.size()), J = model.jointCount;
       bool residencyReported = false;
       for (uint32_t B : parseList(batches))
-      for (int object = 0; object < (backend == Backend::Cuda ? objects : 1); ++object) {
-        std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E), transl(size_t(B) * 3);
-        for (auto* v : {&pose, &betas, &expr, &transl}) for (auto& x : *v) x = u(rng);
-        Row r{"skinning", backendName, std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : "") +
+        for (int object = 0; object < (backend == Backend::Cuda ? objects : 1); ++object) {
+          std::vector<float> pose(size_t(B) * model.jointCount * 3), betas(size_t(B) * S), expr(size_t(B) * E),
+              transl(size_t(B) * 3);
+          for (auto* v : {&pose, &betas, &expr, &transl})
+            for (auto& x : *v) x = u(rng);
+          Row r{"skinning",
+                backendName,
+                std::string(backward ? "forward+backward" : "forward") + (noResidency ? ",noL2" : "") +
                     (noTensorCores ? ",noTC" : "") + (objects > 1 ? ",object " + std::to_string(object) : ""),
-              B, 0, 0, 0, 0};
-        // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
-        // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
-        r.bytes = F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
-        r.flops = 2.0 * B * F * V3 + B * (nnz * 24 + model.vertexCount * 18.0);
-        if (backward) {
-          r.bytes += F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
-          r.flops += 2.0 * B * F * V3 + B * (nnz * 48 + model.vertexCount * 18.0);
-        }
-        if (backend == Backend::Cuda) {
-          cuda::Skinning gpu(model, S, E, B);
-          if (noResidency) gpu.setL2Residency(false);
-          if (noTensorCores) gpu.setTensorCores(false);
-          if (!std::exchange(residencyReported, true))
-            std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n",
-                         F * V3 * 4 / 1e6, gpu.l2ResidentBytes() / 1e6);
-          auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas), de = cuda::DeviceMemory::from(expr),
-               dt = cuda::DeviceMemory::from(transl);
-          cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);
-          std::vector<float> gv(size_t(B) * size_t(V3), 0.01f);
-          auto dgv = cuda::DeviceMemory::from(gv);
-          cuda::DeviceMemory gp(pose.size() * 4), gb(betas.size() * 4), ge(expr.size() * 4), gt(transl.size() * 4);
-          cuda::SkinningInputs in{dp.as<float>(), db.as<float>(), de.as<float>(), dt.as<float>()};
-          cuda::SkinningGrads g{gp.as<float>(), gb.as<float>(), ge.as<float>(), gt.as<float>()};
-          auto call = [&](const cuda::Stream& s) {
-            gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
-            if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
-          };
-          std::tie(r.medianMs, r.minMs) = timeCuda(call, iters);
-          if (objects > 1 && !noResidency) {
-            gpu.setL2Residency(false);
-            r.stages.push_back({"noL2", timeCuda(call, iters).first});
-            gpu.setL2Residency(true);
-            r.stages.push_back({"again", timeCuda(call, iters).first});
+                B,
+                0,
+                0,
+                0,
+                0};
+          // What must move: the blend matrix once, the parameters, the outputs (and for backward the incoming
+          // gradients and the outgoing parameter gradients). What must be done: the blend GEMM, the skinning.
+          r.bytes = F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
+          r.flops = 2.0 * B * F * V3 + B * (nnz * 24 + model.vertexCount * 18.0);
+          if (backward) {
+            r.bytes += F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
+            r.flops += 2.0 * B * F * V3 + B * (nnz * 48 + model.vertexCount * 18.0);
           }
-        } else if (backend == Backend::Vulkan) {
-          SkinningVk gpu(*ctx, model, S, E, B);
-          auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
-               be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
-          vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage), joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
-          auto dgv = vk::makeStorageBuffer<float>(*ctx, std::vector<float>(size_t(B) * size_t(V3), 0.01f));
-          auto grad = [&](size_t floats) { return vk::Buffer(*ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage); };
-          vk::Buffer gp = grad(pose.size()), gb = grad(betas.size()), ge = grad(expr.size()), gt = grad(transl.size());
-          SkinningGradBuffers g{gp, gb, ge, gt};
-          std::tie(r.medianMs, r.minMs) = timeVulkan(
-              *ctx,
-              [&](VkCommandBuffer cmd, vk::GpuTimer* t) {
-                gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t);
-                if (backward) gpu.backward(cmd, B, bp, dgv, nullptr, g, t);
-              },
-              iters, &r.stages);
-        } else {
-          BodyParams p = BodyParams::zeros(model, B, S, E);
-          std::copy(pose.begin(), pose.end(), p.pose.begin());
-          std::copy(betas.begin(), betas.end(), p.betas.begin());
-          std::copy(expr.begin(), expr.end(), p.expression.begin());
-          std::copy(transl.begin(), transl.end(), p.transl.begin());
-          std::vector<double> ms;
-          for (int i = 0; i < std::max(1, std::min(iters, 3)); ++i) {
-            auto t0 = std::chrono::steady_clock::now();
-            auto o = bodyForwardRef(model, p);
-            if (backward) bodyBackwardRef(model, p, std::vector<double>(o.vertices.size(), 0.01), {});
-            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+          if (backend == Backend::Cuda) {
+            cuda::Skinning gpu(model, S, E, B);
+            if (noResidency) gpu.setL2Residency(false);
+            if (noTensorCores) gpu.setTensorCores(false);
+            if (!std::exchange(residencyReported, true))
+              std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n", F * V3 * 4 / 1e6,
+                           gpu.l2ResidentBytes() / 1e6);
+            auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas),
+                 de = cuda::DeviceMemory::from(expr), dt = cuda::DeviceMemory::from(transl);
+            cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);
+            std::vector<float> gv(size_t(B) * size_t(V3), 0.01f);
+            auto dgv = cuda::DeviceMemory::from(gv);
+            cuda::DeviceMemory gp(pose.size() * 4), gb(betas.size() * 4), ge(expr.size() * 4), gt(transl.size() * 4);
+            cuda::SkinningInputs in{dp.as<float>(), db.as<float>(), de.as<float>(), dt.as<float>()};
+            cuda::SkinningGrads g{gp.as<float>(), gb.as<float>(), ge.as<float>(), gt.as<float>()};
+            auto call = [&](const cuda::Stream& s) {
+              gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
+              if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
+            };
+            std::tie(r.medianMs, r.minMs) = timeCuda(call, iters);
+            if (objects > 1 && !noResidency) {
+              gpu.setL2Residency(false);
+              r.stages.push_back({"noL2", timeCuda(call, iters).first});
+              gpu.setL2Residency(true);
+              r.stages.push_back({"again", timeCuda(call, iters).first});
+            }
+          } else if (backend == Backend::Vulkan) {
+            SkinningVk gpu(*ctx, model, S, E, B);
+            auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
+                 be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
+            vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage),
+                joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
+            auto dgv = vk::makeStorageBuffer<float>(*ctx, std::vector<float>(size_t(B) * size_t(V3), 0.01f));
+            auto grad = [&](size_t floats) {
+              return vk::Buffer(*ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage);
+            };
+            vk::Buffer gp = grad(pose.size()), gb = grad(betas.size()), ge = grad(expr.size()),
+                       gt = grad(transl.size());
+            SkinningGradBuffers g{gp, gb, ge, gt};
+            std::tie(r.medianMs, r.minMs) = timeVulkan(
+                *ctx,
+                [&](VkCommandBuffer cmd, vk::GpuTimer* t) {
+                  gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t);
+                  if (backward) gpu.backward(cmd, B, bp, dgv, nullptr, g, t);
+                },
+                iters, &r.stages);
+          } else {
+            BodyParams p = BodyParams::zeros(model, B, S, E);
+            std::copy(pose.begin(), pose.end(), p.pose.begin());
+            std::copy(betas.begin(), betas.end(), p.betas.begin());
+            std::copy(expr.begin(), expr.end(), p.expression.begin());
+            std::copy(transl.begin(), transl.end(), p.transl.begin());
+            std::vector<double> ms;
+            for (int i = 0; i < std::max(1, std::min(iters, 3)); ++i) {
+              auto t0 = std::chrono::steady_clock::now();
+              auto o = bodyForwardRef(model, p);
+              if (backward) bodyBackwardRef(model, p, std::vector<double>(o.vertices.size(), 0.01), {});
+              ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            }
+            r.medianMs = median(ms);
+            r.minMs = *std::min_element(ms.begin(), ms.end());
           }
-          r.medianMs = median(ms);
-          r.minMs = *std::min_element(ms.begin(), ms.end());
+          rows.push_back(r);
         }
-        rows.push_back(r);
-      }
     }
     device = bench::deviceName(ctx.get());
   } catch (const std::exception& e) {
@@ -260,8 +287,8 @@ int main(int argc, char** argv) {
     return cli::kFailure;
   }
 
-  std::printf("%-9s %-7s %-22s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms", "min_ms",
-              "GB/s", "GFLOP/s", "floor_ms", "x_floor");
+  std::printf("%-9s %-7s %-22s %6s %10s %10s %9s %9s %10s %7s\n", "op", "backend", "variant", "batch", "median_ms",
+              "min_ms", "GB/s", "GFLOP/s", "floor_ms", "x_floor");
   nlohmann::json results = nlohmann::json::array();
   for (auto& r : rows) {
     double floorMs = std::max(r.bytes / peakBandwidth, r.flops / peakFlops) * 1e3;
@@ -269,9 +296,9 @@ int main(int argc, char** argv) {
     std::printf("%-9s %-7s %-22s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),
                 r.variant.c_str(), r.batch, r.medianMs, r.minMs, gbs, gfs, floorMs, r.medianMs / floorMs);
     for (auto& [name, ms] : r.stages) std::printf("%-9s   %-22s %10.4f\n", "", name.c_str(), ms);
-    nlohmann::json row = {{"op", r.op},         {"backend", r.backend}, {"variant", r.variant},
+    nlohmann::json row = {{"op", r.op},         {"backend", r.backend},    {"variant", r.variant},
                           {"batch", r.batch},   {"median_ms", r.medianMs}, {"min_ms", r.minMs},
-                          {"bytes", r.bytes},   {"flops", r.flops},     {"gb_per_s", gbs},
+                          {"bytes", r.bytes},   {"flops", r.flops},        {"gb_per_s", gbs},
                           {"gflop_per_s", gfs}, {"floor_ms", floorMs}};
     if (!r.stages.empty()) {
       nlohmann::json stages = nlohmann::json::object();
@@ -286,12 +313,9 @@ int main(int argc, char** argv) {
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    nlohmann::json doc = {{"device", device},
-                          {"date", date},
-                          {"command", command},
-                          {"peak_bandwidth_bytes_per_s", peakBandwidth},
-                          {"peak_flops", peakFlops},
-                          {"results", results}};
+    nlohmann::json doc = {{"device", device},        {"date", date},
+                          {"command", command},      {"peak_bandwidth_bytes_per_s", peakBandwidth},
+                          {"peak_flops", peakFlops}, {"results", results}};
     std::ofstream f(jsonPath);
     f << doc.dump(2) << "\n";
     if (!f) {

@@ -45,8 +45,8 @@ inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std:
 
 // `iters` calls of `call` on `stream` after warm-up, each timed by CUDA events around it and waited for: the
 // milliseconds of each.
-inline std::vector<double> timeCudaCalls(const cuda::Stream& stream, const std::function<void(const cuda::Stream&)>& call,
-                                         int iters) {
+inline std::vector<double> timeCudaCalls(const cuda::Stream& stream,
+                                         const std::function<void(const cuda::Stream&)>& call, int iters) {
   cuda::EventTimer timer;
   auto once = [&] {
     timer.start(stream);
@@ -62,7 +62,8 @@ inline std::vector<double> timeCudaCalls(const cuda::Stream& stream, const std::
 
 // `iters` submissions of `record` after warm-up, each waited for, each timed by one timestamp zone around what
 // `record` records: the milliseconds of each.
-inline std::vector<double> timeVulkanSubmissions(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record, int iters) {
+inline std::vector<double> timeVulkanSubmissions(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record,
+                                                 int iters) {
   vk::GpuTimer timer(ctx, 2, 1);
   auto once = [&](uint64_t frame) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
@@ -105,7 +106,8 @@ inline BodyModel loadDefaultModel(const std::string& path) {
 
 // Rasteriser rows for the three scenes.
 // floatOnly (Vulkan): the shaders of devices without doubles (integer setup and resolve), on any device.
-void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc", bool floatOnly = false);
+void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes = "abc",
+               bool floatOnly = false);
 
 // Differentiable pipeline rows (render, fit step) for each count of views (bench/pipeline_bench.cpp).
 void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::string& modelPath,

@@ -130,9 +130,10 @@ void runInterop(std::vector<Row>& rows, int iters) {
       double total = ms(Clock::now() - t0);
       Row r{"interop", name, "frame ring K=3, 1 avatar", 1, total / frames, ring.hostBlockedMs() / frames, 0, 0};
       rows.push_back(r);
-      std::printf("interop %s: %d frames in %.1f ms = %.0f frames/s; per frame: host blocked by backpressure %.4f ms, "
-                  "in CUDA/Vulkan calls %.4f ms\n", name, frames, total, frames / (total * 1e-3),
-                  ring.hostBlockedMs() / frames, apiMs / frames);
+      std::printf(
+          "interop %s: %d frames in %.1f ms = %.0f frames/s; per frame: host blocked by backpressure %.4f ms, "
+          "in CUDA/Vulkan calls %.4f ms\n",
+          name, frames, total, frames / (total * 1e-3), ring.hostBlockedMs() / frames, apiMs / frames);
       stream.synchronize();
       vkDeviceWaitIdle(ctx.device());
     }

@@ -19,14 +19,19 @@
 namespace armature::bench {
 namespace {
 
-enum class Step { Rasterize, Render, Fit };  // the rasteriser alone (the avatar's clip positions), the render, a fit step
+enum class Step {
+  Rasterize,
+  Render,
+  Fit
+};  // the rasteriser alone (the avatar's clip positions), the render, a fit step
 
 // B pinholes looking down −z at the body turned by 360°·b/B about y (column-major 4×4 each).
 std::vector<float> ringCameras(uint32_t views) {
   std::vector<float> m;
   for (uint32_t view = 0; view < views; ++view) {
     const double yaw = 2 * std::numbers::pi * view / views, c = std::cos(yaw), s = std::sin(yaw);
-    const double rows[4][4] = {{2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
+    const double rows[4][4] = {
+        {2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
     for (int column = 0; column < 4; ++column)
       for (int row = 0; row < 4; ++row) m.push_back(float(rows[row][column]));
   }
@@ -35,7 +40,8 @@ std::vector<float> ringCameras(uint32_t views) {
 
 }  // namespace
 
-void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::string& modelPath, const std::vector<uint32_t>& viewCounts) {
+void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::string& modelPath,
+                 const std::vector<uint32_t>& viewCounts) {
   const BodyModel model = loadDefaultModel(modelPath);
   const uint32_t S = 10, E = 10, N = model.vertexCount, M = uint32_t(model.faces.size() / 3), C = 3;
   std::vector<float> pose(model.jointCount * 3, 0.1f), betas(S, 0.2f), expr(E, 0.1f), transl(3, 0.0f);
@@ -57,32 +63,43 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
       // Bytes that must move: the blend matrix (twice for a fit step: forward and backward), the clip positions, the
       // rasteriser's z-buffer (cleared, written, read) and outputs, interpolate's reads and output; a fit step adds
       // the image gradient and the barycentric gradients read and written and the clip gradients.
-      double bytes = chain ? blendBytes + double(project.clipFloats()) * 4 + double(pixels) * (8 * 3 + 4 + 12 + 4 + 12 + 12)
-                           : double(project.clipFloats()) * 4 + double(M) * 12 + double(pixels) * (8 * 3 + 4 + 12);
+      double bytes =
+          chain ? blendBytes + double(project.clipFloats()) * 4 + double(pixels) * (8 * 3 + 4 + 12 + 4 + 12 + 12)
+                : double(project.clipFloats()) * 4 + double(M) * 12 + double(pixels) * (8 * 3 + 4 + 12);
       if (fit) bytes += blendBytes + double(pixels) * (12 + 12 + 12 + 4) + double(project.clipFloats()) * 8;
-      Row r{"pipeline", backendName(backend),
-            std::string(fit ? "fit step" : chain ? "render" : "rasterize") + ", " + std::to_string(views) + " views 512^2",
-            views, 0, 0, bytes, 0};
+      Row r{"pipeline",
+            backendName(backend),
+            std::string(fit     ? "fit step"
+                        : chain ? "render"
+                                : "rasterize") +
+                ", " + std::to_string(views) + " views 512^2",
+            views,
+            0,
+            0,
+            bytes,
+            0};
       std::vector<double> ms;
       if (backend == Backend::Cuda) {
         // Without the blend matrix's L2 residency: its 30.7 MB of persisting lines would stay in L2 through the
         // rasteriser's passes, which then run from DRAM (H100, 8 views: rasterize 0.111 -> 0.058 ms, fit step 0.364 ->
         // 0.287 ms with it off; 1 view: fit step 0.147 -> 0.135-0.140).
         cuda::Skinning skin(model, S, E, 1, /*l2Residency=*/false);
-        auto dPose = cuda::DeviceMemory::from(pose), dBetas = cuda::DeviceMemory::from(betas), dExpr = cuda::DeviceMemory::from(expr),
-             dTransl = cuda::DeviceMemory::from(transl), dCameras = cuda::DeviceMemory::from(cameras),
-             dFaces = cuda::DeviceMemory::from(model.faces), dColours = cuda::DeviceMemory::from(colours);
+        auto dPose = cuda::DeviceMemory::from(pose), dBetas = cuda::DeviceMemory::from(betas),
+             dExpr = cuda::DeviceMemory::from(expr), dTransl = cuda::DeviceMemory::from(transl),
+             dCameras = cuda::DeviceMemory::from(cameras), dFaces = cuda::DeviceMemory::from(model.faces),
+             dColours = cuda::DeviceMemory::from(colours);
         std::vector<float> gradImage(pixels * C, 0.01f);
         auto dGradImage = cuda::DeviceMemory::from(gradImage);
         cuda::DeviceMemory verts(size_t(N) * 12), joints(size_t(model.jointCount) * 12), clip(project.clipFloats() * 4),
-            scratch(rasterScratchBytes(raster), cuda::MemoryKind::Compressible), ids(pixels * 4, cuda::MemoryKind::Compressible),
-            bary(pixels * 12, cuda::MemoryKind::Compressible), image(pixels * C * 4),
-            gradColours(colours.size() * 4), gradBary(pixels * 12), gradClip(project.clipFloats() * 4), gradVerts(size_t(N) * 12),
-            gPose(pose.size() * 4), gBetas(S * 4), gExpr(E * 4), gTransl(12);
+            scratch(rasterScratchBytes(raster), cuda::MemoryKind::Compressible),
+            ids(pixels * 4, cuda::MemoryKind::Compressible), bary(pixels * 12, cuda::MemoryKind::Compressible),
+            image(pixels * C * 4), gradColours(colours.size() * 4), gradBary(pixels * 12),
+            gradClip(project.clipFloats() * 4), gradVerts(size_t(N) * 12), gPose(pose.size() * 4), gBetas(S * 4),
+            gExpr(E * 4), gTransl(12);
         cuda::Stream s;
         auto placeBody = [&](const cuda::Stream& on) {  // the body's vertices and their clip positions
-          skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()}, verts.as<float>(),
-                       joints.as<float>(), on);
+          skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()},
+                       verts.as<float>(), joints.as<float>(), on);
           cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), on);
         };
         placeBody(s);  // for the rasteriser alone
@@ -90,15 +107,15 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             s,
             [&](const cuda::Stream& on) {
               if (chain) placeBody(on);
-              cuda::rasterize(scratchState.next(raster), clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr, scratch.data(), ids.as<int32_t>(),
-                              bary.as<float>(), on);
+              cuda::rasterize(scratchState.next(raster), clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr,
+                              scratch.data(), ids.as<int32_t>(), bary.as<float>(), on);
               if (chain)
                 cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
                                   dFaces.as<int32_t>(), M, image.as<float>(), on);
               if (fit) {
-                cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
-                                          dFaces.as<int32_t>(), M, dGradImage.as<float>(), gradColours.as<float>(),
-                                          gradBary.as<float>(), on);
+                cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(),
+                                          bary.as<float>(), dFaces.as<int32_t>(), M, dGradImage.as<float>(),
+                                          gradColours.as<float>(), gradBary.as<float>(), on);
                 cuda::rasterizeBackward(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, ids.as<int32_t>(),
                                         gradBary.as<float>(), gradClip.as<float>(), on);
                 cuda::projectBackward(project, gradClip.as<float>(), dCameras.as<float>(), gradVerts.as<float>(), on);
@@ -111,16 +128,18 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
         SkinningVk skin(*ctx, model, S, E, 1);
         auto bPose = vk::makeStorageBuffer<float>(*ctx, pose), bBetas = vk::makeStorageBuffer<float>(*ctx, betas),
              bExpr = vk::makeStorageBuffer<float>(*ctx, expr), bTransl = vk::makeStorageBuffer<float>(*ctx, transl),
-             bCameras = vk::makeStorageBuffer<float>(*ctx, cameras), bFaces = vk::makeStorageBuffer<int32_t>(*ctx, model.faces),
+             bCameras = vk::makeStorageBuffer<float>(*ctx, cameras),
+             bFaces = vk::makeStorageBuffer<int32_t>(*ctx, model.faces),
              bColours = vk::makeStorageBuffer<float>(*ctx, colours);
         std::vector<float> gradImage(pixels * C, 0.01f);
         auto bGradImage = vk::makeStorageBuffer<float>(*ctx, gradImage);
         auto buffer = [&](size_t size) { return vk::Buffer(*ctx, size, vk::kStorageUsage); };
-        vk::Buffer verts = buffer(size_t(N) * 12), joints = buffer(size_t(model.jointCount) * 12), clip = buffer(project.clipFloats() * 4),
-                   scratch = buffer(rasterScratchBytes(raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12),
-                   image = buffer(pixels * C * 4), gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
-                   gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12), gPose = buffer(pose.size() * 4),
-                   gBetas = buffer(S * 4), gExpr = buffer(E * 4), gTransl = buffer(12);
+        vk::Buffer verts = buffer(size_t(N) * 12), joints = buffer(size_t(model.jointCount) * 12),
+                   clip = buffer(project.clipFloats() * 4), scratch = buffer(rasterScratchBytes(raster)),
+                   ids = buffer(pixels * 4), bary = buffer(pixels * 12), image = buffer(pixels * C * 4),
+                   gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
+                   gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12),
+                   gPose = buffer(pose.size() * 4), gBetas = buffer(S * 4), gExpr = buffer(E * 4), gTransl = buffer(12);
         const SkinningGradBuffers gradParams{gPose, gBetas, gExpr, gTransl};
         auto placeBody = [&](VkCommandBuffer cmd) {  // the body's vertices and their clip positions
           skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);

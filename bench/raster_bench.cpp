@@ -45,7 +45,8 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
   auto bf = vk::makeStorageBuffer<int32_t>(ctx, faces);
   HardwareRasterVk hw(ctx, d.width, d.height);
   std::vector<double> ms = timeVulkanSubmissions(
-      ctx, [&](VkCommandBuffer cmd) { hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3)); }, iters);
+      ctx, [&](VkCommandBuffer cmd) { hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3)); },
+      iters);
   // Bytes: the mesh, the depth buffer cleared, tested and written, the two colour targets (4 + 8 bytes) written.
   double bytes = double(pos.size() * 4 + faces.size() * 4 + d.pixels() * (4 * 3 + 12));
   Row r{"raster", "vulkan-hw", std::string(scene) + " hardware", uint32_t(faces.size() / 3), 0, 0, bytes, 0};
@@ -72,11 +73,13 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
     auto dg = cuda::DeviceMemory::from(gradBary);
     cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), grad(pos.size() * 4);
     cuda::Stream s;
-    cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), s);
+    cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(),
+                    s);
     ms = timeCudaCalls(
         s,
         [&](const cuda::Stream& on) {
-          cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(), grad.as<float>(), on);
+          cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(),
+                                  grad.as<float>(), on);
         },
         iters);
   } else {
@@ -97,7 +100,11 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
 void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::string& scenes, bool floatOnly) {
   ARM_CHECK(!floatOnly || backend == Backend::Vulkan, "raster benchmark: --float-only is for the Vulkan path");
   const std::string variant = floatOnly ? " float-only" : "";
-  struct Scene { const char* name; size_t tris; uint32_t size; };
+  struct Scene {
+    const char* name;
+    size_t tris;
+    uint32_t size;
+  };
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   for (Scene sc : {Scene{"(a) 10k tris 1024^2", 10000, 1024}, Scene{"(b) 5k tris 512^2", 5000, 512},
@@ -117,7 +124,14 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       // of ids, barycentrics and three floats per pixel and its (H,W,3) output.
       double bytes = double(pos.size() * 4 + faces.size() * 4 + pixels * (8 * 3 + 4 + 12));
       if (withInterpolate) bytes += double(pixels * (4 + 12 + 12 + 12));
-      Row r{"raster", backendName(backend), std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant, M, 0, 0, bytes, 0};
+      Row r{"raster",
+            backendName(backend),
+            std::string(sc.name) + (withInterpolate ? " +interpolate" : "") + variant,
+            M,
+            0,
+            0,
+            bytes,
+            0};
       // As a renderer calls it frame after frame: every call but the first on a scratch the previous one left clear
       // (RasterScratchState); rasterize alone also with the z-buffer cleared on every call, as a row.
       auto callDesc = [&](bool reuse, RasterScratchState& state) { return reuse ? state.next(d) : d; };
@@ -129,22 +143,24 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
         auto df = cuda::DeviceMemory::from(faces);
         auto da = cuda::DeviceMemory::from(attr);
         auto timeIn = [&](cuda::MemoryKind kind, bool reuse) {
-          cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind), out(pixels * 12, kind);
+          cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind),
+              out(pixels * 12, kind);
           cuda::Stream s;
           RasterScratchState state;
           return timeCudaCalls(
               s,
               [&](const cuda::Stream& on) {
-                cuda::rasterize(callDesc(reuse, state), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
-                                bary.as<float>(), on);
+                cuda::rasterize(callDesc(reuse, state), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(),
+                                ids.as<int32_t>(), bary.as<float>(), on);
                 if (withInterpolate)
-                  cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(), df.as<int32_t>(), M,
-                                    out.as<float>(), on);
+                  cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(),
+                                    df.as<int32_t>(), M, out.as<float>(), on);
               },
               iters);
         };
         ms = timeIn(cuda::MemoryKind::Compressible, true);
-        if (!withInterpolate) plainMs = timeIn(cuda::MemoryKind::Plain, true), clearingMs = timeIn(cuda::MemoryKind::Compressible, false);
+        if (!withInterpolate)
+          plainMs = timeIn(cuda::MemoryKind::Plain, true), clearingMs = timeIn(cuda::MemoryKind::Compressible, false);
       } else if (backend == Backend::Vulkan) {
         auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
         auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
@@ -171,14 +187,16 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       }
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
-      for (auto [suffix, times] : {std::pair{" plain memory", &plainMs}, std::pair{" z cleared each call", &clearingMs}})
+      for (auto [suffix, times] :
+           {std::pair{" plain memory", &plainMs}, std::pair{" z cleared each call", &clearingMs}})
         if (!times->empty()) {
           Row p = r;
           p.variant += suffix;
           p.medianMs = median(*times), p.minMs = minOf(*times);
           rows.push_back(p);
         }
-      if (backend == Backend::Vulkan && !withInterpolate && !floatOnly) rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
+      if (backend == Backend::Vulkan && !withInterpolate && !floatOnly)
+        rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
     }
     RasterDesc backward{sc.size, sc.size};
     backward.noFloat64 = floatOnly;
@@ -214,10 +232,15 @@ void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, in
         cells = h.isOriginal.size();
       }
       // Bytes: the input positions and normals read once, the outputs written.
-      Row r{"hierarchy", builder,
+      Row r{"hierarchy",
+            builder,
             "3 views x 4 layers x " + std::to_string(size) + "^2, R " + std::to_string(resolution) + ", " +
                 std::to_string(levels) + " levels, " + std::to_string(cells) + " cells",
-            0, 0, 0, double(pixels * 28 + cells * 12 * 8), 0};
+            0,
+            0,
+            0,
+            double(pixels * 28 + cells * 12 * 8),
+            0};
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
     }

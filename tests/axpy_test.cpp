@@ -20,7 +20,8 @@ struct Case {
 Case makeCase(size_t n) {
   Case c{uniform(1, -2, 2)[0], uniform(n, -1, 1), uniform(n, -1, 1), {}};
   // Reference from the values the GPU sees (rounded to float), so the tolerance only covers GPU rounding.
-  for (auto* v : {&c.x, &c.y}) for (auto& e : *v) e = double(float(e));
+  for (auto* v : {&c.x, &c.y})
+    for (auto& e : *v) e = double(float(e));
   c.a = double(float(c.a));
   c.want = c.y;
   axpyRef(c.a, c.x, c.want);
@@ -52,7 +53,8 @@ TEST(Axpy, VulkanMatchesReference) {
       vk::computeBarrier(cmd);
     });
     auto got = out.download<float>(n + 7);
-    EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol)) << "n=" << n;
+    EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol))
+        << "n=" << n;
     for (size_t i = n; i < n + 7; ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
   }
 }
@@ -69,21 +71,22 @@ TEST(Axpy, CudaMatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
-  for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
-    SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
-    Case c = makeCase(n);
-    auto x = cuda::DeviceMemory::from(cast<float>(c.x));
-    cuda::DeviceMemory y((n + 7) * 4, kind);
-    if (kind == cuda::MemoryKind::Plain) {
-      EXPECT_FALSE(y.compressed());
+    for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
+      SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
+      Case c = makeCase(n);
+      auto x = cuda::DeviceMemory::from(cast<float>(c.x));
+      cuda::DeviceMemory y((n + 7) * 4, kind);
+      if (kind == cuda::MemoryKind::Plain) {
+        EXPECT_FALSE(y.compressed());
+      }
+      if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
+      y.fill32(nanBits());
+      y.upload(cast<float>(c.y).data(), n * 4);
+      cuda::axpy(float(c.a), x.as<float>(), y.as<float>(), n, stream);
+      stream.synchronize();
+      auto got = y.download<float>(n + 7);
+      EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol))
+          << "n=" << n;
+      for (size_t i = n; i < n + 7; ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
     }
-    if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
-    y.fill32(nanBits());
-    y.upload(cast<float>(c.y).data(), n * 4);
-    cuda::axpy(float(c.a), x.as<float>(), y.as<float>(), n, stream);
-    stream.synchronize();
-    auto got = y.download<float>(n + 7);
-    EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol)) << "n=" << n;
-    for (size_t i = n; i < n + 7; ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
-  }
 }

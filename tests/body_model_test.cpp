@@ -61,7 +61,8 @@ void expectGradientsMatch(const BodyModel& m, const BodyParams& p, std::mt19937_
   const double h = 1e-5;
   EXPECT_LT(relativeError(g.pose, finiteDifferences(m, p, &BodyParams::pose, gv, gj, h)), 1e-6) << "pose";
   EXPECT_LT(relativeError(g.betas, finiteDifferences(m, p, &BodyParams::betas, gv, gj, h)), 1e-6) << "betas";
-  EXPECT_LT(relativeError(g.expression, finiteDifferences(m, p, &BodyParams::expression, gv, gj, h)), 1e-6) << "expression";
+  EXPECT_LT(relativeError(g.expression, finiteDifferences(m, p, &BodyParams::expression, gv, gj, h)), 1e-6)
+      << "expression";
   EXPECT_LT(relativeError(g.transl, finiteDifferences(m, p, &BodyParams::transl, gv, gj, h)), 1e-6) << "transl";
 }
 
@@ -98,9 +99,11 @@ TEST(BodyReference, RodriguesMatchesClosedForm) {
   auto R = rodrigues(r);
   double a = std::sqrt(0.09 + 0.16 + 1.44);
   // Orthonormal with det 1, and the axis is fixed.
-  double det = R[0] * (R[4] * R[8] - R[5] * R[7]) - R[1] * (R[3] * R[8] - R[5] * R[6]) + R[2] * (R[3] * R[7] - R[4] * R[6]);
+  double det =
+      R[0] * (R[4] * R[8] - R[5] * R[7]) - R[1] * (R[3] * R[8] - R[5] * R[6]) + R[2] * (R[3] * R[7] - R[4] * R[6]);
   EXPECT_NEAR(det, 1, 1e-7);
-  for (int i = 0; i < 3; ++i) EXPECT_NEAR(R[size_t(i) * 3] * r[0] + R[size_t(i) * 3 + 1] * r[1] + R[size_t(i) * 3 + 2] * r[2], r[i], 1e-7);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(R[size_t(i) * 3] * r[0] + R[size_t(i) * 3 + 1] * r[1] + R[size_t(i) * 3 + 2] * r[2], r[i], 1e-7);
   EXPECT_NEAR((R[0] + R[4] + R[8] - 1) / 2, std::cos(a), 1e-7);
 }
 
@@ -147,13 +150,27 @@ TEST(BodyReference, SmplxHandPcaAndMeanMatchTheLibrary) {
   BodyModel m = randomBodyModel(12, 55, 2, 2, rng);
   m.parents = smplxParents();
   std::normal_distribution<double> n;
-  for (auto* c : {&m.handsComponentsL, &m.handsComponentsR}) { c->resize(45 * 45); for (auto& x : *c) x = n(rng); }
-  for (auto* c : {&m.handsMeanL, &m.handsMeanR}) { c->resize(45); for (auto& x : *c) x = n(rng); }
+  for (auto* c : {&m.handsComponentsL, &m.handsComponentsR}) {
+    c->resize(45 * 45);
+    for (auto& x : *c) x = n(rng);
+  }
+  for (auto* c : {&m.handsMeanL, &m.handsMeanR}) {
+    c->resize(45);
+    for (auto& x : *c) x = n(rng);
+  }
   SmplxPoseOptions o{true, 6, false};
   SmplxPose sp;
-  auto fill = [&](std::vector<double>& v, size_t k) { v.resize(k); for (auto& x : v) x = n(rng); };
-  fill(sp.globalOrient, 3); fill(sp.bodyPose, 63); fill(sp.jaw, 3); fill(sp.leye, 3); fill(sp.reye, 3);
-  fill(sp.leftHand, 6); fill(sp.rightHand, 6);
+  auto fill = [&](std::vector<double>& v, size_t k) {
+    v.resize(k);
+    for (auto& x : v) x = n(rng);
+  };
+  fill(sp.globalOrient, 3);
+  fill(sp.bodyPose, 63);
+  fill(sp.jaw, 3);
+  fill(sp.leye, 3);
+  fill(sp.reye, 3);
+  fill(sp.leftHand, 6);
+  fill(sp.rightHand, 6);
   auto full = smplxFullPose(m, sp, o, 1);
   ASSERT_EQ(full.size(), 165u);
   // Left hand joint 25's x component: Σ_c pca_c · components_l[c][0] + mean_l[0].
@@ -167,13 +184,21 @@ TEST(BodyReference, SmplxHandPcaAndMeanMatchTheLibrary) {
   auto back = smplxFullPoseBackward(m, g, o, 1);
   double lhs = 0, rhs = 0;
   for (int k = 0; k < 165; ++k) lhs += g[size_t(k)] * full[size_t(k)];
-  for (int k = 0; k < 45; ++k) rhs += g[size_t(75 + k)] * m.handsMeanL[size_t(k)] + g[size_t(120 + k)] * m.handsMeanR[size_t(k)];
-  auto dotv = [](const std::vector<double>& a, const std::vector<double>& b) { double s = 0; for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i]; return s; };
+  for (int k = 0; k < 45; ++k)
+    rhs += g[size_t(75 + k)] * m.handsMeanL[size_t(k)] + g[size_t(120 + k)] * m.handsMeanR[size_t(k)];
+  auto dotv = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+  };
   rhs += dotv(back.globalOrient, sp.globalOrient) + dotv(back.bodyPose, sp.bodyPose) + dotv(back.jaw, sp.jaw) +
-         dotv(back.leye, sp.leye) + dotv(back.reye, sp.reye) + dotv(back.leftHand, sp.leftHand) + dotv(back.rightHand, sp.rightHand);
+         dotv(back.leye, sp.leye) + dotv(back.reye, sp.reye) + dotv(back.leftHand, sp.leftHand) +
+         dotv(back.rightHand, sp.rightHand);
   EXPECT_NEAR(lhs, rhs, 1e-9);
   // flat_hand_mean drops the mean; without PCA the hand pose passes through.
-  auto flat = smplxFullPose(m, {sp.globalOrient, sp.bodyPose, sp.jaw, sp.leye, sp.reye, std::vector<double>(45, 0.1), std::vector<double>(45, 0.2)},
+  auto flat = smplxFullPose(m,
+                            {sp.globalOrient, sp.bodyPose, sp.jaw, sp.leye, sp.reye, std::vector<double>(45, 0.1),
+                             std::vector<double>(45, 0.2)},
                             {false, 6, true}, 1);
   EXPECT_EQ(flat[75], 0.1);
   EXPECT_EQ(flat[164], 0.2);

@@ -37,7 +37,8 @@ const std::string& binDir() {
 }
 
 // Runs bin/<exe> with `args` under a time limit (a hang fails the test instead of blocking it).
-Result run(const std::string& exe, const std::vector<std::string>& args, const std::string& env = "", int timeoutS = 120) {
+Result run(const std::string& exe, const std::vector<std::string>& args, const std::string& env = "",
+           int timeoutS = 120) {
   std::string cmd = env;
   cmd.append(" timeout -k 5 ").append(std::to_string(timeoutS)).append(" ").append(quote(binDir() + "/" + exe));
   for (const auto& a : args) cmd.append(" ").append(quote(a));
@@ -91,9 +92,9 @@ std::ostream& operator<<(std::ostream& os, const BadInput& b) {
 // Placeholders replaced when the case runs: @MODEL@, @DIR@, @FIFO@, @GARBAGE@.
 std::string expand(const std::string& s) {
   const std::pair<std::string, std::string> keys[] = {{"@MODEL@", modelPath()},
-                                                       {"@DIR@", scratch().dir.string()},
-                                                       {"@FIFO@", scratch().fifo.string()},
-                                                       {"@GARBAGE@", scratch().garbage.string()}};
+                                                      {"@DIR@", scratch().dir.string()},
+                                                      {"@FIFO@", scratch().fifo.string()},
+                                                      {"@GARBAGE@", scratch().garbage.string()}};
   std::string out;
   for (size_t i = 0; i < s.size();) {
     bool matched = false;
@@ -154,14 +155,18 @@ const BadInput kBadInputs[] = {
     {"armature", render({"--height", "2000000000"}), 2, "--height"},
     {"armature", render({"--height", "99999999999999999999"}), 2, "--height"},
     {"armature", render({"--height", "tall"}), 2, "--height"},
-    {"armature", render({"--height", "4096", "--poses", "walk", "walk", "walk", "walk", "walk", "walk"}), 2, "wider than 16384"},
+    {"armature", render({"--height", "4096", "--poses", "walk", "walk", "walk", "walk", "walk", "walk"}), 2,
+     "wider than 16384"},
     {"armature", render({"--poses"}), 2, "--poses"},
     {"armature", render({"--poses", "dance"}), 2, "--poses: dance not in"},
     {"armature", render({"--yaw", "nan"}), 2, "--yaw: 'nan' is outside [-3600, 3600]"},
     {"armature", render({"--yaw", "inf"}), 2, "--yaw"},
     {"armature", render({"--yaw", "1e9"}), 2, "--yaw"},
     {"armature", render({"--yaw", "12deg"}), 2, "--yaw: '12deg' is not a number"},
-    {"armature", {"model", "render", "@MODEL@", "-o", "/nonexistent/dir/out.png"}, 2, "--output: .*folder '/nonexistent/dir' does not exist"},
+    {"armature",
+     {"model", "render", "@MODEL@", "-o", "/nonexistent/dir/out.png"},
+     2,
+     "--output: .*folder '/nonexistent/dir' does not exist"},
     {"armature", {"model", "render", "@MODEL@", "-o", "@DIR@"}, 2, "--output: .*is a directory"},
     {"armature", {"model", "render", "/nonexistent.npz", "-o", "@DIR@/x.png"}, 2, "no such file"},
     {"armature", {"model", "info", "/nonexistent.npz"}, 2, "'/nonexistent.npz': no such file"},
@@ -229,8 +234,9 @@ TEST(Cli, CudaBenchmarkWithoutCudaFailsWithTheReason) {
 
 TEST(Cli, HeadlessRunWritesItsOutputs) {
   fs::path shot = scratch().dir / "shot.png", profile = scratch().dir / "profile.json";
-  Result r = run("armature-viewer", {"--headless", "--frames", "2", "--size", "48x32", "--backend", "vulkan",
-                                     "--screenshot", shot.string(), "--profile", profile.string()},
+  Result r = run("armature-viewer",
+                 {"--headless", "--frames", "2", "--size", "48x32", "--backend", "vulkan", "--screenshot",
+                  shot.string(), "--profile", profile.string()},
                  "ARMATURE_VALIDATION=1");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(r.output.find("vulkan validation"), std::string::npos) << r.output;

@@ -56,10 +56,15 @@ void expectWellFormed(const GridHierarchy& h, int levels) {
 }  // namespace
 
 TEST(GridHierarchy, FastBuilderMatchesReference) {
-  struct Case { uint32_t size, layers, channels; double holes; int levels, resolution; };
+  struct Case {
+    uint32_t size, layers, channels;
+    double holes;
+    int levels, resolution;
+  };
   for (Case c : {Case{37, 4, 0, 0.05, 3, 64}, Case{20, 2, 5, 0.0, 1, 32}, Case{50, 3, 3, 0.1, 4, 48},
                  Case{64, 4, 0, 0.02, 5, 128}}) {
-    SCOPED_TRACE(std::to_string(c.size) + " px, " + std::to_string(c.levels) + " levels, R " + std::to_string(c.resolution));
+    SCOPED_TRACE(std::to_string(c.size) + " px, " + std::to_string(c.levels) + " levels, R " +
+                 std::to_string(c.resolution));
     auto views = makeGridViews(c.size, c.layers, c.channels, c.holes, c.size);
     GridHierarchy ref = buildGridHierarchyRef(views, c.levels, c.resolution);
     GridHierarchy fast = buildGridHierarchy(views, c.levels, c.resolution);
@@ -75,10 +80,15 @@ TEST(GridHierarchy, FastBuilderMatchesReference) {
 
 TEST(GridHierarchy, CudaBuilderMatchesReference) {
   ARM_REQUIRE_CUDA();
-  struct Case { uint32_t size, layers, channels; double holes; int levels, resolution; };
+  struct Case {
+    uint32_t size, layers, channels;
+    double holes;
+    int levels, resolution;
+  };
   for (Case c : {Case{37, 4, 0, 0.05, 3, 64}, Case{20, 2, 5, 0.0, 1, 32}, Case{50, 3, 3, 0.1, 4, 48},
                  Case{64, 4, 0, 0.02, 5, 128}, Case{131, 4, 2, 0.03, 4, 256}}) {
-    SCOPED_TRACE(std::to_string(c.size) + " px, " + std::to_string(c.levels) + " levels, R " + std::to_string(c.resolution));
+    SCOPED_TRACE(std::to_string(c.size) + " px, " + std::to_string(c.levels) + " levels, R " +
+                 std::to_string(c.resolution));
     auto views = makeGridViews(c.size, c.layers, c.channels, c.holes, c.size + 1);
     GridHierarchy ref = buildGridHierarchyRef(views, c.levels, c.resolution);
     expectIdentical(cuda::buildGridHierarchy(views, c.levels, c.resolution), ref);
@@ -95,7 +105,8 @@ TEST(GridHierarchy, HandWorkedCase) {
   }
   views[0].positions[4 * 4 + 3] = 1;
   views[0].normals[4 * 3 + 2] = 1;
-  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef, &buildGridHierarchy};
+  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef,
+                                                                                  &buildGridHierarchy};
   if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
   for (auto* build : builders) {
     GridHierarchy h = (*build)(views, 2, 4);
@@ -104,7 +115,8 @@ TEST(GridHierarchy, HandWorkedCase) {
     // column 2 of view 0, so the original point sits to its left.
     EXPECT_EQ(h.isOriginal, (std::vector<float>{1, 0}));
     EXPECT_EQ(h.positions, (std::vector<float>{0, 0, 0, 0.75f, 0.25f, 0.75f}));
-    EXPECT_EQ(h.neighbors[0], (std::vector<int64_t>{-1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1}));
+    EXPECT_EQ(h.neighbors[0],
+              (std::vector<int64_t>{-1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1}));
     EXPECT_EQ(h.evenCorners[0], (std::vector<int64_t>{0, 1}));
     EXPECT_EQ(h.oddCorners[0], (std::vector<int64_t>{0, 1}));
     EXPECT_EQ(h.downsamples[0], (std::vector<int64_t>{0, 0}));
@@ -116,12 +128,13 @@ TEST(GridHierarchy, HandWorkedCase) {
 
 TEST(GridHierarchy, BadInputIsAnError) {
   auto views = makeGridViews(8, 2, 2, 0, 1);
-  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef, &buildGridHierarchy};
+  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef,
+                                                                                  &buildGridHierarchy};
   if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
   for (auto* build : builders) {
-    EXPECT_THROW((*build)({views[0], views[1]}, 2, 16), Error);    // two views
-    EXPECT_THROW((*build)(views, 0, 16), Error);                   // no level
-    EXPECT_THROW((*build)(views, 3, 30), Error);                   // 30 not divisible by 4
+    EXPECT_THROW((*build)({views[0], views[1]}, 2, 16), Error);  // two views
+    EXPECT_THROW((*build)(views, 0, 16), Error);                 // no level
+    EXPECT_THROW((*build)(views, 3, 30), Error);                 // 30 not divisible by 4
     auto bad = views;
     bad[1].positions[4 * 5] = 1.5f, bad[1].positions[4 * 5 + 3] = 1;  // outside [-1, 1]
     EXPECT_THROW((*build)(bad, 2, 16), Error);

@@ -62,7 +62,8 @@ class Interop : public ::testing::TestWithParam<interop::Path> {
     }
     if (auto reason = cuda::unavailableReason()) GTEST_SKIP() << "CUDA: " << *reason;
     auto support = interop::probe(*m_ctx);
-    if (GetParam() == interop::Path::ZeroCopy && !support.zeroCopy) GTEST_SKIP() << "zero-copy unavailable: " << support.reason;
+    if (GetParam() == interop::Path::ZeroCopy && !support.zeroCopy)
+      GTEST_SKIP() << "zero-copy unavailable: " << support.reason;
   }
   std::unique_ptr<vk::Buffer> counter() {
     auto c = std::make_unique<vk::Buffer>(*m_ctx, 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
@@ -102,7 +103,9 @@ struct PatternFrames {
   vk::Buffer bad;
   const vk::ComputeProgram& check;
   PatternFrames(vk::Context& c, interop::Path path)
-      : ctx(c), ring(c, kBytes, 3, path), bad(c, 4, vk::kStorageUsage, vk::MemoryKind::HostVisible),
+      : ctx(c),
+        ring(c, kBytes, 3, path),
+        bad(c, 4, vk::kStorageUsage, vk::MemoryKind::HostVisible),
         check(c.program(shaders::pattern_check, 2, sizeof(PatternPush))) {
     *static_cast<uint32_t*>(bad.mapped()) = 0;
   }
@@ -163,11 +166,13 @@ TEST_P(Interop, CudaWritesVulkanReads) {
     timeline.cudaSignal(++value, stream);
     auto bad = counter();
     const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
-    m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
-      vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), bad->view()},
-                   PatternPush{uint32_t(bytes), seed});
-      vk::computeBarrier(cmd);
-    }, 60'000'000'000ull, {{timeline.semaphore(), value}});
+    m_ctx->submitAndWait(
+        [&](VkCommandBuffer cmd) {
+          vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), bad->view()},
+                       PatternPush{uint32_t(bytes), seed});
+          vk::computeBarrier(cmd);
+        },
+        60'000'000'000ull, {{timeline.semaphore(), value}});
     EXPECT_EQ(*static_cast<uint32_t*>(bad->mapped()), 0u);
   }
 }
@@ -182,13 +187,15 @@ TEST_P(Interop, VulkanWritesCudaReads) {
     interop::SharedBuffer buf(*m_ctx, bytes, GetParam());
     uint32_t seed = uint32_t(rng()());
     const auto& fill = m_ctx->program(shaders::pattern_fill, 2, sizeof(PatternPush));
-    m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
-      vkCmdFillBuffer(cmd, buf.buffer(), 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);  // stale data a missed write would leave
-      vk::computeBarrier(cmd);
-      vk::dispatch(cmd, fill, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), buf.view()},
-                   PatternPush{uint32_t(bytes), seed});
-      vk::computeBarrier(cmd);
-    }, 60'000'000'000ull, {}, {{timeline.semaphore(), ++value}});
+    m_ctx->submitAndWait(
+        [&](VkCommandBuffer cmd) {
+          vkCmdFillBuffer(cmd, buf.buffer(), 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);  // stale data a missed write would leave
+          vk::computeBarrier(cmd);
+          vk::dispatch(cmd, fill, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), buf.view()},
+                       PatternPush{uint32_t(bytes), seed});
+          vk::computeBarrier(cmd);
+        },
+        60'000'000'000ull, {}, {{timeline.semaphore(), ++value}});
     timeline.cudaWait(value, stream);
     buf.toCuda(stream);
     bad.fill32(0);
@@ -199,7 +206,8 @@ TEST_P(Interop, VulkanWritesCudaReads) {
 }
 
 TEST_P(Interop, TimelinePingPongCountsExactly) {
-  const uint32_t rounds = GetParam() == interop::Path::ZeroCopy ? 10'000 : 1'000;  // staging blocks the host twice per round
+  const uint32_t rounds =
+      GetParam() == interop::Path::ZeroCopy ? 10'000 : 1'000;  // staging blocks the host twice per round
   cuda::Stream stream;
   interop::SharedTimeline timeline(*m_ctx, GetParam());
   interop::SharedBuffer counterBuf(*m_ctx, 4, GetParam());
@@ -270,7 +278,6 @@ TEST_P(Interop, CreateDestroyLeaksNothing) {
   EXPECT_LE(freeBefore > freeAfter ? freeBefore - freeAfter : 0, size_t(4) << 20) << "GPU memory grew";
 }
 
-
 // The frame protocol orders CUDA's writes and Vulkan's reads of each slot: every frame writes its own pattern
 // into the slot it reuses every K frames, and Vulkan checks that frame's pattern. Without the waits, CUDA would
 // overwrite slots Vulkan has not read yet and the count of wrong bytes would not be zero.
@@ -329,8 +336,8 @@ TEST_P(Interop, SoakBuffersTimelinesAndFramesLeaveNothingBehind) {
   EXPECT_LE(grew(cuda::memoryInfo().first, cudaFree1), kSlack) << "CUDA memory grew over the frames";
   EXPECT_LE(grew(vk1, vkUsed()), kSlack) << "Vulkan memory grew over the frames";
   std::printf("soak (%s): %u frames, host blocked %.1f ms in all; fds %zu, CUDA free %.1f MiB, Vulkan used %.1f MiB\n",
-              GetParam() == interop::Path::ZeroCopy ? "zero-copy" : "staging", kFrames, run.ring.hostBlockedMs(), openFds(),
-              cuda::memoryInfo().first / 1048576.0, vkUsed() / 1048576.0);
+              GetParam() == interop::Path::ZeroCopy ? "zero-copy" : "staging", kFrames, run.ring.hostBlockedMs(),
+              openFds(), cuda::memoryInfo().first / 1048576.0, vkUsed() / 1048576.0);
   for (auto fence : fences) vkDestroyFence(m_ctx->device(), fence, nullptr);
 }
 
@@ -347,14 +354,17 @@ TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {
   cuda::Stream stream;
   cuda::Skinning skin(m, 10, 10, B);
   auto pose = cuda::DeviceMemory::from(cast<float>(p.pose)), betas = cuda::DeviceMemory::from(cast<float>(p.betas));
-  auto expr = cuda::DeviceMemory::from(cast<float>(p.expression)), transl = cuda::DeviceMemory::from(cast<float>(p.transl));
+  auto expr = cuda::DeviceMemory::from(cast<float>(p.expression)),
+       transl = cuda::DeviceMemory::from(cast<float>(p.transl));
   cuda::DeviceMemory joints(ref.joints.size() * 4);
   interop::SharedBuffer verts(*m_ctx, ref.vertices.size() * 4, GetParam());
   interop::SharedTimeline timeline(*m_ctx, GetParam());
-  m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
-    vkCmdFillBuffer(cmd, verts.buffer(), 0, VK_WHOLE_SIZE, nanBits());
-    vk::computeBarrier(cmd);
-  }, 60'000'000'000ull, {}, {{timeline.semaphore(), 1}});
+  m_ctx->submitAndWait(
+      [&](VkCommandBuffer cmd) {
+        vkCmdFillBuffer(cmd, verts.buffer(), 0, VK_WHOLE_SIZE, nanBits());
+        vk::computeBarrier(cmd);
+      },
+      60'000'000'000ull, {}, {{timeline.semaphore(), 1}});
   timeline.cudaWait(1, stream);
   verts.toCuda(stream);
   skin.forward(B, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()},
@@ -362,11 +372,13 @@ TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {
   verts.toVulkan(stream);
   timeline.cudaSignal(2, stream);
   vk::Buffer host(*m_ctx, ref.vertices.size() * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
-  m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
-    VkBufferCopy copy{0, 0, ref.vertices.size() * 4};
-    vkCmdCopyBuffer(cmd, verts.buffer(), host.handle(), 1, &copy);
-    vk::computeBarrier(cmd);
-  }, 60'000'000'000ull, {{timeline.semaphore(), 2}});
+  m_ctx->submitAndWait(
+      [&](VkCommandBuffer cmd) {
+        VkBufferCopy copy{0, 0, ref.vertices.size() * 4};
+        vkCmdCopyBuffer(cmd, verts.buffer(), host.handle(), 1, &copy);
+        vk::computeBarrier(cmd);
+      },
+      60'000'000'000ull, {{timeline.semaphore(), 2}});
   EXPECT_TRUE(allClose(host.download<float>(ref.vertices.size()), ref.vertices, Tol{5e-5, 0}));
 }
 

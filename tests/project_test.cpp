@@ -89,22 +89,24 @@ TEST(ProjectReference, BackwardMatchesFiniteDifferences) {
 TEST(ProjectReference, RejectsBadShapes) {
   ProjectDesc d{2, 4, false};
   auto m = randomMatrices(2);
-  EXPECT_THROW(projectRef(d, std::vector<double>(11), m), Error);                           // 4 points need 12 floats
-  EXPECT_THROW(projectRef(d, std::vector<double>(12), randomMatrices(1)), Error);           // 2 views need 32
-  EXPECT_THROW(projectRef(ProjectDesc{0, 4, false}, std::vector<double>(12), {}), Error);   // no views
-  EXPECT_THROW(projectBackwardRef(d, std::vector<double>(31), m), Error);                   // (2,4,4) gradient
+  EXPECT_THROW(projectRef(d, std::vector<double>(11), m), Error);                          // 4 points need 12 floats
+  EXPECT_THROW(projectRef(d, std::vector<double>(12), randomMatrices(1)), Error);          // 2 views need 32
+  EXPECT_THROW(projectRef(ProjectDesc{0, 4, false}, std::vector<double>(12), {}), Error);  // no views
+  EXPECT_THROW(projectBackwardRef(d, std::vector<double>(31), m), Error);                  // (2,4,4) gradient
   EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(12), std::vector<double>(31)), Error);
   EXPECT_THROW(projectMatrixGradRef(d, std::vector<double>(9), std::vector<double>(32)), Error);
-  EXPECT_THROW(checkProjectDesc(ProjectDesc{32768, 65537, false}), Error);                  // over 2^31 outputs
+  EXPECT_THROW(checkProjectDesc(ProjectDesc{32768, 65537, false}), Error);  // over 2^31 outputs
   EXPECT_NO_THROW(checkProjectDesc(ProjectDesc{32768, 65536, false}));
 }
 
 // Inputs the GPU reads exactly: floats.
-std::vector<double> floatValues(size_t n, double lo, double hi) { return cast<double>(cast<float>(uniform(n, lo, hi))); }
+std::vector<double> floatValues(size_t n, double lo, double hi) {
+  return cast<double>(cast<float>(uniform(n, lo, hi)));
+}
 
 void expectProject(const ProjectDesc& d, const std::vector<double>& points, const std::vector<float>& m,
-                   const std::vector<double>& gradClip, const std::vector<float>& clip, const std::vector<float>& gradPoints,
-                   const std::vector<float>& gradMatrices) {
+                   const std::vector<double>& gradClip, const std::vector<float>& clip,
+                   const std::vector<float>& gradPoints, const std::vector<float>& gradMatrices) {
   EXPECT_TRUE(allClose(clip, projectRef(d, points, m), kProjectTol));
   EXPECT_TRUE(allClose(gradPoints, projectBackwardRef(d, gradClip, m), kProjectTol));
   // Each matrix entry sums N products in float: ceil(N / PROJECT_MATRIX_GROUP) in order per lane, then a tree of 7
@@ -129,7 +131,8 @@ void expectProject(const ProjectDesc& d, const std::vector<double>& points, cons
 TEST(ProjectVulkan, MatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   for (const ProjectDesc& d : projectCases()) {
-    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
+    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) +
+                 (d.pointsPerView ? " points each" : " points"));
     auto m = randomMatrices(d.views);
     auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
     auto bp = vk::makeStorageBuffer<float>(ctx, cast<float>(points)), bm = vk::makeStorageBuffer<float>(ctx, m);
@@ -143,8 +146,8 @@ TEST(ProjectVulkan, MatchesReference) {
       projectBackwardVk(ctx, cmd, d, bg, bm, gradPoints);
       projectMatrixGradVk(ctx, cmd, d, bp, bg, gradMatrices);
     });
-    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()),
-                  gradMatrices.download<float>(size_t(d.views) * 16));
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
+                  gradPoints.download<float>(d.pointFloats()), gradMatrices.download<float>(size_t(d.views) * 16));
   }
   // A buffer smaller than its shape is an error before anything is recorded.
   ProjectDesc d{2, 10, false};
@@ -161,20 +164,22 @@ TEST(ProjectCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
   for (const ProjectDesc& d : projectCases()) {
-    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) + (d.pointsPerView ? " points each" : " points"));
+    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) +
+                 (d.pointsPerView ? " points each" : " points"));
     auto m = randomMatrices(d.views);
     auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
     auto bp = cuda::DeviceMemory::from(cast<float>(points)), bm = cuda::DeviceMemory::from(m);
     auto bg = cuda::DeviceMemory::from(cast<float>(gradClip));
-    cuda::DeviceMemory clip(std::max<size_t>(d.clipFloats() * 4, 4)), gradPoints(std::max<size_t>(d.pointFloats() * 4, 4));
+    cuda::DeviceMemory clip(std::max<size_t>(d.clipFloats() * 4, 4)),
+        gradPoints(std::max<size_t>(d.pointFloats() * 4, 4));
     cuda::DeviceMemory gradMatrices(size_t(d.views) * 64);
     for (cuda::DeviceMemory* b : {&clip, &gradPoints, &gradMatrices}) b->fill32(nanBits());
     cuda::project(d, bp.as<float>(), bm.as<float>(), clip.as<float>(), stream);
     cuda::projectBackward(d, bg.as<float>(), bm.as<float>(), gradPoints.as<float>(), stream);
     cuda::projectMatrixGrad(d, bp.as<float>(), bg.as<float>(), gradMatrices.as<float>(), stream);
     stream.synchronize();
-    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()), gradPoints.download<float>(d.pointFloats()),
-                  gradMatrices.download<float>(size_t(d.views) * 16));
+    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
+                  gradPoints.download<float>(d.pointFloats()), gradMatrices.download<float>(size_t(d.views) * 16));
   }
   cuda::DeviceMemory buffer(1024);
   EXPECT_THROW(cuda::project({1, 4, false}, nullptr, buffer.as<float>(), buffer.as<float>(), stream), Error);
@@ -191,7 +196,8 @@ struct Pipeline {
   std::vector<float> matrices;
   std::vector<double> colours, gradImage;
 };
-Pipeline makePipeline(uint32_t points, uint32_t views = 2, uint32_t width = 61, uint32_t height = 83, double stepDegrees = 70) {
+Pipeline makePipeline(uint32_t points, uint32_t views = 2, uint32_t width = 61, uint32_t height = 83,
+                      double stepDegrees = 70) {
   Pipeline p;
   p.project = {views, points, false};
   p.raster = RasterDesc{width, height};
@@ -199,7 +205,8 @@ Pipeline makePipeline(uint32_t points, uint32_t views = 2, uint32_t width = 61, 
   for (uint32_t view = 0; view < views; ++view) {
     const double yaw = view * stepDegrees * std::numbers::pi / 180, c = std::cos(yaw), s = std::sin(yaw);
     // rows: x' = 2.2 (c x + s z), y' = −2.2 y, w = 2.5 − (−s x + c z), z' = 1.02 (w − 0.1); stored column-major
-    const double rows[4][4] = {{2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
+    const double rows[4][4] = {
+        {2.2 * c, 0, 2.2 * s, 0}, {0, -2.2, 0, 0}, {1.02 * s, 0, -1.02 * c, 1.02 * 2.4}, {s, 0, -c, 2.5}};
     for (int column = 0; column < 4; ++column)
       for (int row = 0; row < 4; ++row) p.matrices.push_back(float(rows[row][column]));
   }
@@ -225,7 +232,8 @@ struct ChainGrads {
 ChainGrads chainBackwardRef(const Pipeline& p, const std::vector<float>& clip, const std::vector<int32_t>& faces) {
   RasterResult r = rasterizeRef(clip, faces, p.raster);
   std::vector<double> gradColours(p.colours.size(), 0.0), gradBary;
-  interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), faces, p.gradImage, gradColours, gradBary);
+  interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), faces, p.gradImage, gradColours,
+                         gradBary);
   auto gradClip = rasterizeBackwardRef(clip, faces, p.raster, r.findices, gradBary);
   auto gradPoints = projectBackwardRef(p.project, gradClip, p.matrices);
   return {r.findices, gradBary, std::move(gradClip), std::move(gradPoints)};
@@ -259,7 +267,8 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   for (size_t i : {0, 2}) coordinates.push_back({"transl", &BodyParams::transl, &BodyGrads::transl, i});
   for (size_t i : {0, 9}) coordinates.push_back({"betas", &BodyParams::betas, &BodyGrads::betas, i});
   coordinates.push_back({"expression", &BodyParams::expression, &BodyGrads::expression, 0});
-  for (size_t i : {0, 2, 3 * 3 + 1, 3 * 16, 3 * 18 + 2}) coordinates.push_back({"pose", &BodyParams::pose, &BodyGrads::pose, i});
+  for (size_t i : {0, 2, 3 * 3 + 1, 3 * 16, 3 * 18 + 2})
+    coordinates.push_back({"pose", &BodyParams::pose, &BodyGrads::pose, i});
   const double h = 1e-6;
   double scale = 0;
   for (const Coordinate& c : coordinates) scale = std::max(scale, std::abs((grads.*c.grad)[c.index]));
@@ -286,7 +295,9 @@ TEST(DifferentiablePipeline, ReferenceMatchesFiniteDifferences) {
   // avatar, 1e-5 a hundred times less).
   const auto vertices = bodyForwardRef(m, params).vertices;
   const auto cameraGrad = projectMatrixGradRef(p.project, vertices, chain.gradClip);
-  auto lossWithCameras = [&](const std::vector<float>& cameras) { return lossMovedBy(projectRef(p.project, vertices, cameras)); };
+  auto lossWithCameras = [&](const std::vector<float>& cameras) {
+    return lossMovedBy(projectRef(p.project, vertices, cameras));
+  };
   double cameraScale = 0;
   for (double g : cameraGrad) cameraScale = std::max(cameraScale, std::abs(g));
   for (size_t entry : {0, 13, 16 + 3, 16 + 14}) {
@@ -325,7 +336,8 @@ TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
   for (int k = 0; k < 3; ++k) q.transl[k] += offset[k], q.pose[k] += offset[3 + k];
   auto distance = [&] {
     double d = 0;
-    for (int k = 0; k < 3; ++k) d += std::pow(q.transl[k] - target.transl[k], 2) + std::pow(q.pose[k] - target.pose[k], 2);
+    for (int k = 0; k < 3; ++k)
+      d += std::pow(q.transl[k] - target.transl[k], 2) + std::pow(q.pose[k] - target.pose[k], 2);
     return std::sqrt(d);
   };
   const double startDistance = distance();
@@ -342,7 +354,8 @@ TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
       // the body passes in front of another, the colour jumps, and with the faces held fixed that residual would
       // pull the colour, not the edge (these gradients have no edge term).
       double residual[3], size = 0;
-      for (int c = 0; c < 3; ++c) residual[c] = image[pix * 3 + c] - targetImage[pix * 3 + c], size += residual[c] * residual[c];
+      for (int c = 0; c < 3; ++c)
+        residual[c] = image[pix * 3 + c] - targetImage[pix * 3 + c], size += residual[c] * residual[c];
       const bool inside = r.findices[pix] != 0 && targetRaster.findices[pix] != 0 && size < 0.3 * 0.3;
       for (int c = 0; c < 3; ++c) {
         gradImage[pix * 3 + c] = inside ? residual[c] : 0.0;
@@ -351,18 +364,21 @@ TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
     }
     if (step == 1) firstLoss = loss;
     std::vector<double> gradColours(p.colours.size(), 0.0), gradBary;
-    interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), m.faces, gradImage, gradColours, gradBary);
+    interpolateBackwardRef(p.colours, 3, r.findices, cast<double>(r.barycentrics), m.faces, gradImage, gradColours,
+                           gradBary);
     const auto gradClip = rasterizeBackwardRef(clip, m.faces, p.raster, r.findices, gradBary);
     const BodyGrads g = bodyBackwardRef(m, q, projectBackwardRef(p.project, gradClip, p.matrices), {});
     for (int k = 0; k < 6; ++k) {
       const double gk = k < 3 ? g.transl[k] : g.pose[k - 3];
       moment[k] = 0.9 * moment[k] + 0.1 * gk;
       second[k] = 0.999 * second[k] + 0.001 * gk * gk;
-      const double update = rate * (moment[k] / (1 - std::pow(0.9, step))) / (std::sqrt(second[k] / (1 - std::pow(0.999, step))) + 1e-12);
+      const double update =
+          rate * (moment[k] / (1 - std::pow(0.9, step))) / (std::sqrt(second[k] / (1 - std::pow(0.999, step))) + 1e-12);
       (k < 3 ? q.transl[k] : q.pose[k - 3]) -= update;
     }
   }
-  std::printf("fit: distance to the target %.4g -> %.4g, loss %.4g -> %.4g\n", startDistance, distance(), firstLoss, loss);
+  std::printf("fit: distance to the target %.4g -> %.4g, loss %.4g -> %.4g\n", startDistance, distance(), firstLoss,
+              loss);
   // Over 28 local runs the distance fell to at most 0.13 of its start. In the 8 of them whose loss I recorded, the
   // loss fell to at most 0.014 of its first value.
   EXPECT_LT(distance(), 0.3 * startDistance);
@@ -390,9 +406,12 @@ void expectChainMatches(const char* backend, const BodyModel& m, const BodyParam
   EXPECT_LT(camerasError, kChainTol);
   BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
   const double poseError = relativeError(got.pose, body.pose), betasError = relativeError(got.betas, body.betas),
-               exprError = relativeError(got.expression, body.expression), translError = relativeError(got.transl, body.transl);
-  std::printf("%s chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
-              "translation %.3g\n", backend, pointsError, camerasError, poseError, betasError, exprError, translError);
+               exprError = relativeError(got.expression, body.expression),
+               translError = relativeError(got.transl, body.transl);
+  std::printf(
+      "%s chain, relative errors: points %.3g, cameras %.3g, pose %.3g, betas %.3g, expression %.3g, "
+      "translation %.3g\n",
+      backend, pointsError, camerasError, poseError, betasError, exprError, translError);
   for (double e : {poseError, betasError, exprError, translError}) EXPECT_LT(e, 2 * kChainTol);
 }
 
@@ -409,19 +428,24 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   Pipeline p = makePipeline(m.vertexCount);
   const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3, V3 = size_t(m.vertexCount) * 3;
   SkinningVk skin(ctx, m, 10, 10, 1);
-  auto pose = vk::makeStorageBuffer<float>(ctx, cast<float>(params.pose)), betas = vk::makeStorageBuffer<float>(ctx, cast<float>(params.betas));
+  auto pose = vk::makeStorageBuffer<float>(ctx, cast<float>(params.pose)),
+       betas = vk::makeStorageBuffer<float>(ctx, cast<float>(params.betas));
   auto expr = vk::makeStorageBuffer<float>(ctx, cast<float>(params.expression));
   auto transl = vk::makeStorageBuffer<float>(ctx, cast<float>(params.transl));
   auto matrices = vk::makeStorageBuffer<float>(ctx, p.matrices);
-  auto faces = vk::makeStorageBuffer<int32_t>(ctx, m.faces), colours = vk::makeStorageBuffer<float>(ctx, cast<float>(p.colours));
+  auto faces = vk::makeStorageBuffer<int32_t>(ctx, m.faces),
+       colours = vk::makeStorageBuffer<float>(ctx, cast<float>(p.colours));
   auto gradImage = vk::makeStorageBuffer<float>(ctx, cast<float>(p.gradImage));
   auto buffer = [&](size_t bytes) { return vk::Buffer(ctx, bytes, vk::kStorageUsage); };
-  vk::Buffer points = buffer(V3 * 4), joints = buffer(size_t(m.jointCount) * 12), clip = buffer(p.project.clipFloats() * 4);
+  vk::Buffer points = buffer(V3 * 4), joints = buffer(size_t(m.jointCount) * 12),
+             clip = buffer(p.project.clipFloats() * 4);
   vk::Buffer scratch = buffer(rasterScratchBytes(p.raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12);
   vk::Buffer gradColours = buffer(p.colours.size() * 4), gradBary = buffer(pixels * 12);
-  vk::Buffer gradClip = buffer(p.project.clipFloats() * 4), gradPoints = buffer(V3 * 4), gradCameras = buffer(p.matrices.size() * 4);
+  vk::Buffer gradClip = buffer(p.project.clipFloats() * 4), gradPoints = buffer(V3 * 4),
+             gradCameras = buffer(p.matrices.size() * 4);
   vk::Buffer gPose = buffer(params.pose.size() * 4), gBetas = buffer(40), gExpr = buffer(40), gTransl = buffer(12);
-  for (vk::Buffer* b : {&points, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gradCameras, &gPose, &gBetas, &gExpr, &gTransl})
+  for (vk::Buffer* b : {&points, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gradCameras, &gPose, &gBetas,
+                        &gExpr, &gTransl})
     b->fill(nanBits());
   gradColours.fill(0);
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
@@ -431,8 +455,8 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
     vk::computeBarrier(cmd);
     rasterizeVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), nullptr, scratch, ids, bary);
     vk::computeBarrier(cmd);
-    interpolateBackwardVk(ctx, cmd, uint32_t(pixels), 3, m.vertexCount, colours, ids, bary, faces, uint32_t(M), gradImage,
-                          gradColours, gradBary);
+    interpolateBackwardVk(ctx, cmd, uint32_t(pixels), 3, m.vertexCount, colours, ids, bary, faces, uint32_t(M),
+                          gradImage, gradColours, gradBary);
     vk::computeBarrier(cmd);
     rasterizeBackwardVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), ids, gradBary, gradClip);
     vk::computeBarrier(cmd);
@@ -449,9 +473,9 @@ TEST(DifferentiablePipeline, VulkanMatchesReference) {
   EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
   expectChainMatches("Vulkan", m, params, p, want,
-                     {gradPoints.download<float>(V3), points.download<float>(V3), gradCameras.download<float>(p.matrices.size()),
-                      gPose.download<float>(params.pose.size()), gBetas.download<float>(10), gExpr.download<float>(10),
-                      gTransl.download<float>(3)});
+                     {gradPoints.download<float>(V3), points.download<float>(V3),
+                      gradCameras.download<float>(p.matrices.size()), gPose.download<float>(params.pose.size()),
+                      gBetas.download<float>(10), gExpr.download<float>(10), gTransl.download<float>(3)});
 }
 
 // On CUDA the chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's
@@ -466,15 +490,21 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3, V3 = size_t(m.vertexCount) * 3;
   cuda::Stream stream;
   cuda::Skinning skin(m, 10, 10, 1);
-  auto pose = cuda::DeviceMemory::from(cast<float>(params.pose)), betas = cuda::DeviceMemory::from(cast<float>(params.betas));
-  auto expr = cuda::DeviceMemory::from(cast<float>(params.expression)), transl = cuda::DeviceMemory::from(cast<float>(params.transl));
+  auto pose = cuda::DeviceMemory::from(cast<float>(params.pose)),
+       betas = cuda::DeviceMemory::from(cast<float>(params.betas));
+  auto expr = cuda::DeviceMemory::from(cast<float>(params.expression)),
+       transl = cuda::DeviceMemory::from(cast<float>(params.transl));
   auto matrices = cuda::DeviceMemory::from(p.matrices), faces = cuda::DeviceMemory::from(m.faces);
-  auto colours = cuda::DeviceMemory::from(cast<float>(p.colours)), gradImage = cuda::DeviceMemory::from(cast<float>(p.gradImage));
+  auto colours = cuda::DeviceMemory::from(cast<float>(p.colours)),
+       gradImage = cuda::DeviceMemory::from(cast<float>(p.gradImage));
   cuda::DeviceMemory vertices(V3 * 4), joints(size_t(m.jointCount) * 12), clip(p.project.clipFloats() * 4);
-  cuda::DeviceMemory scratch(rasterScratchBytes(p.raster)), ids(pixels * 4), bary(pixels * 12), gradColours(p.colours.size() * 4);
+  cuda::DeviceMemory scratch(rasterScratchBytes(p.raster)), ids(pixels * 4), bary(pixels * 12),
+      gradColours(p.colours.size() * 4);
   cuda::DeviceMemory gradBary(pixels * 12), gradClip(p.project.clipFloats() * 4), gradPoints(V3 * 4);
-  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12), gradCameras(p.matrices.size() * 4);
-  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl, &gradCameras})
+  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12),
+      gradCameras(p.matrices.size() * 4);
+  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl,
+                  &gradCameras})
     b->fill32(nanBits());
   gradColours.fill32(0);
   skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, vertices.as<float>(),
@@ -482,15 +512,15 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   cuda::project(p.project, vertices.as<float>(), matrices.as<float>(), clip.as<float>(), stream);
   cuda::rasterize(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), nullptr, scratch.data(),
                   ids.as<int32_t>(), bary.as<float>(), stream);
-  cuda::interpolateBackward(uint32_t(pixels), 3, m.vertexCount, colours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
-                            faces.as<int32_t>(), uint32_t(M), gradImage.as<float>(), gradColours.as<float>(),
-                            gradBary.as<float>(), stream);
-  cuda::rasterizeBackward(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), ids.as<int32_t>(),
-                          gradBary.as<float>(), gradClip.as<float>(), stream);
+  cuda::interpolateBackward(uint32_t(pixels), 3, m.vertexCount, colours.as<float>(), ids.as<int32_t>(),
+                            bary.as<float>(), faces.as<int32_t>(), uint32_t(M), gradImage.as<float>(),
+                            gradColours.as<float>(), gradBary.as<float>(), stream);
+  cuda::rasterizeBackward(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M),
+                          ids.as<int32_t>(), gradBary.as<float>(), gradClip.as<float>(), stream);
   cuda::projectBackward(p.project, gradClip.as<float>(), matrices.as<float>(), gradPoints.as<float>(), stream);
   cuda::projectMatrixGrad(p.project, vertices.as<float>(), gradClip.as<float>(), gradCameras.as<float>(), stream);
-  skin.backward(1, gradPoints.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()},
-                stream);
+  skin.backward(1, gradPoints.as<float>(), nullptr,
+                {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, stream);
   stream.synchronize();
 
   const auto gpuClip = clip.download<float>(p.project.clipFloats());
@@ -500,9 +530,9 @@ TEST(DifferentiablePipeline, CudaMatchesReference) {
   EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
   expectChainMatches("CUDA", m, params, p, want,
-                     {gradPoints.download<float>(V3), vertices.download<float>(V3), gradCameras.download<float>(p.matrices.size()),
-                      gPose.download<float>(params.pose.size()), gBetas.download<float>(10), gExpr.download<float>(10),
-                      gTransl.download<float>(3)});
+                     {gradPoints.download<float>(V3), vertices.download<float>(V3),
+                      gradCameras.download<float>(p.matrices.size()), gPose.download<float>(params.pose.size()),
+                      gBetas.download<float>(10), gExpr.download<float>(10), gTransl.download<float>(3)});
 }
 
 }  // namespace

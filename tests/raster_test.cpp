@@ -41,7 +41,8 @@ struct Scene {
 Scene grid(int n, float z, float w = 1.f) {
   Scene s;
   for (int j = 0; j <= n; ++j)
-    for (int i = 0; i <= n; ++i) s.pos.insert(s.pos.end(), {(-1.2f + 2.4f * i / n) * w, (-1.2f + 2.4f * j / n) * w, z * w, w});
+    for (int i = 0; i <= n; ++i)
+      s.pos.insert(s.pos.end(), {(-1.2f + 2.4f * i / n) * w, (-1.2f + 2.4f * j / n) * w, z * w, w});
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < n; ++i) {
       int a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
@@ -55,7 +56,8 @@ Scene randomScene(size_t triangles) {
   Scene s;
   auto u = uniform(triangles * 9 * 4, -1.6, 1.6);
   for (size_t t = 0; t < triangles; ++t) {
-    float cx = float(u[t * 12]), cy = float(u[t * 12 + 1]), size = float(std::pow(std::abs(u[t * 12 + 2]) / 1.6, 3) * 1.5 + 0.01);
+    float cx = float(u[t * 12]), cy = float(u[t * 12 + 1]),
+          size = float(std::pow(std::abs(u[t * 12 + 2]) / 1.6, 3) * 1.5 + 0.01);
     for (int k = 0; k < 3; ++k) {
       float w = float(0.5 + std::abs(u[t * 12 + 3 + size_t(k)]));
       if (t % 17 == 3 && k == 0) w = -0.2f;  // crosses the eye plane: rejected
@@ -66,8 +68,10 @@ Scene randomScene(size_t triangles) {
       s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
     }
     int base = int(t * 3);
-    if (t % 23 == 5) s.faces.insert(s.faces.end(), {base, base, base + 1});  // degenerate
-    else s.faces.insert(s.faces.end(), {base, base + 1, base + 2});
+    if (t % 23 == 5)
+      s.faces.insert(s.faces.end(), {base, base, base + 1});  // degenerate
+    else
+      s.faces.insert(s.faces.end(), {base, base + 1, base + 2});
   }
   return s;
 }
@@ -113,7 +117,8 @@ TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
         for (int px = 0; px < int(size); ++px)
           if (rasterCover(t, px, py) != RASTER_MISS) {
             ++covered;
-            ASSERT_TRUE(px >= t.minX && px <= t.maxX && py >= t.minY && py <= t.maxY) << "face " << f << " size " << size;
+            ASSERT_TRUE(px >= t.minX && px <= t.maxX && py >= t.minY && py <= t.maxY)
+                << "face " << f << " size " << size;
           }
       int lo = std::min({t.x0, t.x1, t.x2}), hi = std::max({t.x0, t.x1, t.x2});
       int loY = std::min({t.y0, t.y1, t.y2}), hiY = std::max({t.y0, t.y1, t.y2});
@@ -121,9 +126,11 @@ TEST(RasterReference, PixelBoxIsTightAndHoldsEveryCoveredPixel) {
       ASSERT_TRUE(rasterCentre(t.maxX) <= hi || t.maxX == int(size) - 1) << "face " << f;
       ASSERT_TRUE(rasterCentre(t.minY) >= loY || t.minY == 0) << "face " << f;
       ASSERT_TRUE(rasterCentre(t.maxY) <= hiY || t.maxY == int(size) - 1) << "face " << f;
-      ASSERT_TRUE((t.minX == 0 || rasterCentre(t.minX - 1) < lo) && (t.maxX == int(size) - 1 || rasterCentre(t.maxX + 1) > hi))
+      ASSERT_TRUE((t.minX == 0 || rasterCentre(t.minX - 1) < lo) &&
+                  (t.maxX == int(size) - 1 || rasterCentre(t.maxX + 1) > hi))
           << "face " << f;
-      ASSERT_TRUE((t.minY == 0 || rasterCentre(t.minY - 1) < loY) && (t.maxY == int(size) - 1 || rasterCentre(t.maxY + 1) > hiY))
+      ASSERT_TRUE((t.minY == 0 || rasterCentre(t.minY - 1) < loY) &&
+                  (t.maxY == int(size) - 1 || rasterCentre(t.maxY + 1) > hiY))
           << "face " << f;
     }
   }
@@ -146,7 +153,8 @@ TEST(RasterReference, SmallMaskEqualsCoverage) {
     int cx = coord(rng), cy = coord(rng);
     // Big: one vertex a few pixels inside the top-left corner, two thousands of pixels off screen, mirrored to the
     // other corners (flip): only a few corner pixels are covered.
-    const int ax = inside(rng), ay = inside(rng), farB = far(rng), farC = far(rng), nearB = near(rng), nearC = near(rng);
+    const int ax = inside(rng), ay = inside(rng), farB = far(rng), farC = far(rng), nearB = near(rng),
+              nearC = near(rng);
     const int bigX[3] = {ax, ax - farB, ax + nearC}, bigY[3] = {ay, ay + nearB, ay - farC};
     const bool flipX = n % 2, flipY = n % 4 >= 2;
     float v[12];
@@ -170,13 +178,15 @@ TEST(RasterReference, SmallMaskEqualsCoverage) {
       int64_t level = rasterCover(t, t.minX + q % width, t.minY + q / width);
       ASSERT_EQ(bit, level != RASTER_MISS) << "triangle " << n << " pixel " << q;
       if (bit) {
-        ASSERT_EQ(rasterNarrowDepth(t, t.minX + q % width, t.minY + q / width), level) << "triangle " << n << " pixel " << q;
+        ASSERT_EQ(rasterNarrowDepth(t, t.minX + q % width, t.minY + q / width), level)
+            << "triangle " << n << " pixel " << q;
         if (plane.valid) {
           ASSERT_EQ(rasterPlaneDepth(plane, q % width, q / width), level) << "triangle " << n << " pixel " << q;
         }
       }
     }
-    for (int q = width * height; q < 64; ++q) ASSERT_EQ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u, 0u) << "beyond the box";
+    for (int q = width * height; q < 64; ++q)
+      ASSERT_EQ((q < 32 ? m.lo >> q : m.hi >> (q - 32)) & 1u, 0u) << "beyond the box";
   }
   EXPECT_GT(masks, 12000u);
   EXPECT_GT(bits, 100000u);
@@ -243,13 +253,13 @@ TEST(RasterReference, QuotientEqualsIntegerDivision) {
   std::mt19937_64& gen = rng();
   size_t checked = 0;
   for (int i = 0; i < 2000000; ++i) {
-    int64_t den = int64_t(gen() >> (1 + gen() % 62)) + 1;                 // 1 … 2^63
-    int64_t quotientScale = int64_t(1) << (gen() % 29);                   // |quotient| up to 2^28
+    int64_t den = int64_t(gen() >> (1 + gen() % 62)) + 1;  // 1 … 2^63
+    int64_t quotientScale = int64_t(1) << (gen() % 29);    // |quotient| up to 2^28
     __int128 wide = (__int128)den * (__int128)(int64_t(gen() % uint64_t(quotientScale)) - quotientScale / 2) +
                     (__int128)(int64_t(gen() % uint64_t(den)));
     if (wide > INT64_MAX || wide < INT64_MIN) continue;
     int64_t num = int64_t(wide);
-    if (i % 3 == 0) num = int64_t(gen());                                 // any numerator: the fallback path
+    if (i % 3 == 0) num = int64_t(gen());  // any numerator: the fallback path
     ASSERT_EQ(rasterQuotient(num, den, 1.0 / double(den)), num / den) << num << " / " << den;
     ++checked;
   }
@@ -262,7 +272,7 @@ TEST(RasterReference, QuotientEqualsIntegerDivision) {
     int den = int(gen() % ((uint64_t(1) << (1 + gen() % 29)) - 1)) + 1;
     int64_t q = int64_t(gen() % (uint64_t(1) << 28)) - (int64_t(1) << 27);
     int64_t num = q * den + int64_t(gen() % uint64_t(den)) * (q < 0 ? -1 : 1);
-    if (i % 7 == 0) num = q * den;  // exact multiples
+    if (i % 7 == 0) num = q * den;                                                     // exact multiples
     double inverse = i % 5 == 0 ? 1.0 / double(den) * (1 + 1e-4) : 1.0 / double(den);  // a poor estimate: the fallback
     ASSERT_EQ(rasterQuotientNarrow(num, den, inverse), num / den) << num << " / " << den;
   }
@@ -339,17 +349,22 @@ FloatWeightsCheck checkFloatWeights(const Scene& s, const RasterDesc& d) {
       const float* v = &s.pos[size_t(s.faces[size_t(ref.findices[pix] - 1) * 3 + k]) * 4];
       nx[k] = rasterDivide(v[0], v[3]), ny[k] = rasterDivide(v[1], v[3]), w[k] = v[3];
     }
-    const RasterFloatWeights f = rasterPerspectiveWeightsFloat(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2],
-                                                               uint32_t(pix % d.width), uint32_t(pix / d.width), d.width, d.height);
+    const RasterFloatWeights f =
+        rasterPerspectiveWeightsFloat(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2],
+                                      uint32_t(pix % d.width), uint32_t(pix / d.width), d.width, d.height);
     double error = 0;
     const float got[3] = {f.b0, f.b1, f.b2};
-    for (size_t k = 0; k < 3; ++k) error = std::max(error, std::abs(double(got[k]) - double(ref.barycentrics[pix * 3 + k])));
+    for (size_t k = 0; k < 3; ++k)
+      error = std::max(error, std::abs(double(got[k]) - double(ref.barycentrics[pix * 3 + k])));
     ++c.covered;
     c.unguardedError = std::max(c.unguardedError, error);
-    if (f.accurate) c.accurateError = std::max(c.accurateError, error);
-    else ++c.fallback;
-    const RasterWeights integer = rasterPerspectiveWeightsInteger(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2],
-                                                                  uint32_t(pix % d.width), uint32_t(pix / d.width), d.width, d.height);
+    if (f.accurate)
+      c.accurateError = std::max(c.accurateError, error);
+    else
+      ++c.fallback;
+    const RasterWeights integer =
+        rasterPerspectiveWeightsInteger(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2],
+                                        uint32_t(pix % d.width), uint32_t(pix / d.width), d.width, d.height);
     const double integerGot[3] = {integer.b0, integer.b1, integer.b2};
     for (size_t k = 0; k < 3; ++k) {
       const float want = ref.barycentrics[pix * 3 + k];
@@ -371,13 +386,15 @@ TEST(RasterReference, FloatWeightsAreAccurateWhereTheySaySo) {
   EXPECT_LE(needles.accurateError, 7e-6);
   EXPECT_GT(needles.fallback, 0u);
   EXPECT_GT(needles.unguardedError, 1e-5) << "the needles should need the fallback";
-  for (const auto& [name, scene, desc, share] : {std::tuple{"perspective grid", perspectiveGrid(1), RasterDesc{203, 157}, 0.001},
-                                                 std::tuple{"random", randomScene(2000), RasterDesc{640, 480}, 0.1}}) {
+  for (const auto& [name, scene, desc, share] :
+       {std::tuple{"perspective grid", perspectiveGrid(1), RasterDesc{203, 157}, 0.001},
+        std::tuple{"random", randomScene(2000), RasterDesc{640, 480}, 0.1}}) {
     SCOPED_TRACE(name);
     const FloatWeightsCheck c = checkFloatWeights(scene, desc);
     EXPECT_GT(c.covered, 10000u);
     EXPECT_LE(c.accurateError, 7e-6);
-    EXPECT_LE(double(c.fallback), share * double(c.covered)) << c.fallback << " of " << c.covered << " pixels fall back";
+    EXPECT_LE(double(c.fallback), share * double(c.covered))
+        << c.fallback << " of " << c.covered << " pixels fall back";
   }
 }
 
@@ -483,9 +500,15 @@ struct RandomCase {
 };
 std::vector<RandomCase> randomCases() {
   std::vector<RandomCase> cases;
-  struct Size { uint32_t w, h; size_t tris; bool prior; };
-  for (Size z : {Size{1, 1, 50, false}, Size{37, 23, 300, false}, Size{256, 128, 2000, true}, Size{4097, 3, 500, false}}) {
-    RandomCase c{std::to_string(z.w) + "x" + std::to_string(z.h), randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}, {}};
+  struct Size {
+    uint32_t w, h;
+    size_t tris;
+    bool prior;
+  };
+  for (Size z :
+       {Size{1, 1, 50, false}, Size{37, 23, 300, false}, Size{256, 128, 2000, true}, Size{4097, 3, 500, false}}) {
+    RandomCase c{
+        std::to_string(z.w) + "x" + std::to_string(z.h), randomScene(z.tris), RasterDesc{z.w, z.h, z.prior}, {}, {}};
     if (z.prior) c.prior = cast<float>(uniform(size_t(z.w) * z.h, -0.5, 0.5));
     cases.push_back(c);
     // The same scene with boxes up to 64 pixels walked by one invocation (big scenes' setting; small ones use 8).
@@ -499,8 +522,8 @@ std::vector<RandomCase> randomCases() {
     for (int image = 0; image < 3; ++image)
       for (size_t v = 0; v < base.pos.size(); v += 4) {
         float w = base.pos[v + 3];
-        c.scene.pos.insert(c.scene.pos.end(), {base.pos[v] * (1 - 0.2f * image) + 0.1f * image * w, base.pos[v + 1],
-                                               base.pos[v + 2], w});
+        c.scene.pos.insert(c.scene.pos.end(),
+                           {base.pos[v] * (1 - 0.2f * image) + 0.1f * image * w, base.pos[v + 1], base.pos[v + 2], w});
       }
     c.desc.images = 3;
     c.prior = cast<float>(uniform(c.desc.pixels(), -0.9, 0.2));
@@ -540,7 +563,8 @@ std::vector<RandomCase> randomCases() {
       float z = float(r[4] * 1.8 - 0.9);
       // Vertices at pixel (lo, lo), (hi, lo), (lo, hi) with lo in (1, 2), hi in (9, 10): centres 2..9, a box of 64.
       double lo0 = 1.05 + 0.9 * r[0], lo1 = 1.05 + 0.9 * r[1], hi0 = 9.05 + 0.9 * r[2], hi1 = 9.05 + 0.9 * r[3];
-      c.scene.pos.insert(c.scene.pos.end(), {ndc(lo0), ndc(lo1), z, 1, ndc(hi0), ndc(lo1), z, 1, ndc(lo0), ndc(hi1), z, 1});
+      c.scene.pos.insert(c.scene.pos.end(),
+                         {ndc(lo0), ndc(lo1), z, 1, ndc(hi0), ndc(lo1), z, 1, ndc(lo0), ndc(hi1), z, 1});
       c.scene.faces.insert(c.scene.faces.end(), {3 * t, 3 * t + 1, 3 * t + 2});
     }
     cases.push_back(std::move(c));
@@ -560,11 +584,13 @@ std::string describeDifference(const RandomCase& c, const std::vector<int32_t>& 
     auto level = [&](int32_t face1) -> std::string {
       if (face1 <= 0) return "background";
       const float* v[3];
-      for (int k = 0; k < 3; ++k) v[k] = &c.scene.pos[(base + size_t(c.scene.faces[size_t(face1 - 1) * 3 + size_t(k)])) * 4];
-      RasterTri t = rasterSetup(v[0][0], v[0][1], v[0][2], v[0][3], v[1][0], v[1][1], v[1][2], v[1][3], v[2][0], v[2][1],
-                                v[2][2], v[2][3], d.width, d.height);
+      for (int k = 0; k < 3; ++k)
+        v[k] = &c.scene.pos[(base + size_t(c.scene.faces[size_t(face1 - 1) * 3 + size_t(k)])) * 4];
+      RasterTri t = rasterSetup(v[0][0], v[0][1], v[0][2], v[0][3], v[1][0], v[1][1], v[1][2], v[1][3], v[2][0],
+                                v[2][1], v[2][2], v[2][3], d.width, d.height);
       int64_t l = rasterCover(t, px, py);
-      return "face " + std::to_string(face1 - 1) + " level " + (l == RASTER_MISS ? "miss" : std::to_string(rasterTokenLevel(l)));
+      return "face " + std::to_string(face1 - 1) + " level " +
+             (l == RASTER_MISS ? "miss" : std::to_string(rasterTokenLevel(l)));
     };
     return "pixel " + std::to_string(i) + " (" + std::to_string(px) + "," + std::to_string(py) + ") reference " +
            level(want[i]) + ", got " + level(got[i]);
@@ -575,7 +601,8 @@ std::string describeDifference(const RandomCase& c, const std::vector<int32_t>& 
 void expectSameAsReference(const RandomCase& c, const std::vector<int32_t>& findices, const std::vector<float>& bary) {
   auto ref = rasterizeRef(c.scene.pos, c.scene.faces, c.desc, c.prior, c.ranges);
   size_t differ = 0, covered = 0;
-  for (size_t i = 0; i < ref.findices.size(); ++i) differ += ref.findices[i] != findices[i], covered += ref.findices[i] != 0;
+  for (size_t i = 0; i < ref.findices.size(); ++i)
+    differ += ref.findices[i] != findices[i], covered += ref.findices[i] != 0;
   EXPECT_EQ(differ, 0u) << "face indices differ from the reference at " << differ << " of " << ref.findices.size()
                         << " pixels; first: " << describeDifference(c, ref.findices, findices);
   EXPECT_TRUE(c.desc.pixels() < 16 || covered > 0) << "an empty scene proves nothing";
@@ -634,7 +661,8 @@ void forEachVulkanRun(vk::Context& ctx, bool noFloat64, Check check) {
 // down, so that each call's scratch was last used by a call of at least as many pixels.
 std::vector<RandomCase> casesMostPixelsFirst() {
   std::vector<RandomCase> cases = randomCases();
-  std::stable_sort(cases.begin(), cases.end(), [](const RandomCase& a, const RandomCase& b) { return a.desc.pixels() > b.desc.pixels(); });
+  std::stable_sort(cases.begin(), cases.end(),
+                   [](const RandomCase& a, const RandomCase& b) { return a.desc.pixels() > b.desc.pixels(); });
   return cases;
 }
 // Their scratchCall: 0 (the clear), 1, 2, ..., and the last four across the tags' wrap, 8189 to 8192 (tags 1, 0,
@@ -642,7 +670,8 @@ std::vector<RandomCase> casesMostPixelsFirst() {
 std::vector<uint32_t> scratchCallsAcrossTheWrap(size_t calls) {
   EXPECT_GE(calls, 6u);
   std::vector<uint32_t> index(calls);
-  for (size_t i = 0; i < calls; ++i) index[i] = i + 4 < calls ? uint32_t(i) : uint32_t(RASTER_TOKEN_TAGS + 2 - (calls - i));
+  for (size_t i = 0; i < calls; ++i)
+    index[i] = i + 4 < calls ? uint32_t(i) : uint32_t(RASTER_TOKEN_TAGS + 2 - (calls - i));
   return index;
 }
 uint32_t tokenTagOf(RasterDesc d, uint32_t scratchCall) {
@@ -659,10 +688,18 @@ std::vector<uint64_t> garbageTokens(size_t pixels, uint32_t faceCount, uint32_t 
     const uint64_t high = uint64_t(u[i * 3 + 1] * 4294967295.0), low = uint64_t(u[i * 3 + 2] * 4294967295.0);
     const uint64_t tagged = uint64_t(tag) << RASTER_TAG_SHIFT;
     switch (int(u[i * 3] * 4)) {
-      case 0: tokens[i] = high << 32 | low; break;
-      case 1: tokens[i] = (tagged | high >> (32 - RASTER_TAG_SHIFT)) << 32 | (1 + low % faceCount); break;
-      case 2: tokens[i] = tagged << 32 | 0xffffffffull; break;
-      default: tokens[i] = 0; break;
+      case 0:
+        tokens[i] = high << 32 | low;
+        break;
+      case 1:
+        tokens[i] = (tagged | high >> (32 - RASTER_TAG_SHIFT)) << 32 | (1 + low % faceCount);
+        break;
+      case 2:
+        tokens[i] = tagged << 32 | 0xffffffffull;
+        break;
+      default:
+        tokens[i] = 0;
+        break;
     }
   }
   return tokens;
@@ -679,7 +716,9 @@ void expectIdsInsideF(const std::vector<int32_t>& ids, uint32_t faceCount) {
 TEST(RasterVulkan, MatchesReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  forEachVulkanRun(ctx, false, [](const RandomCase& c, const VkRasterRun& r) { expectSameAsReference(c, r.findices, r.barycentrics); });
+  forEachVulkanRun(ctx, false, [](const RandomCase& c, const VkRasterRun& r) {
+    expectSameAsReference(c, r.findices, r.barycentrics);
+  });
 }
 
 // Devices without shaderFloat64 (recent Intel GPUs, Apple's through MoltenVK, most mobile ones) get shaders without
@@ -688,7 +727,9 @@ TEST(RasterVulkan, MatchesReference) {
 TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) { expectSameAsReference(c, r.findices, r.barycentrics); });
+  forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) {
+    expectSameAsReference(c, r.findices, r.barycentrics);
+  });
 }
 
 // One scratch for every random case, starting as garbage: the first call (scratchCall 0) clears it; the later ones
@@ -702,7 +743,8 @@ TEST(RasterVulkan, ScratchCallsSkipTheClear) {
   const std::vector<uint32_t> calls = scratchCallsAcrossTheWrap(cases.size());
   const RandomCase& first = cases.front();
   const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
-  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
+  const std::vector<uint64_t> garbage =
+      garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
   for (bool noInt64Atomics : {false, true}) {
     SCOPED_TRACE(noInt64Atomics ? "32-bit" : "64-bit");
     vk::Buffer z(ctx, rasterScratchBytes(first.desc), vk::kStorageUsage);
@@ -739,7 +781,8 @@ Scene snappedScene(size_t triangles, uint32_t width, uint32_t height) {
     const double* r = &u[t * 12];
     const double cx = std::floor(r[0] * 16 * width), cy = std::floor(r[1] * 16 * height);
     for (int k = 0; k < 3; ++k) {
-      const double gx = cx + std::floor(r[2 + k] * 48), gy = cy + std::floor(r[5 + k] * 48), level = std::floor(r[8 + k] * 6e7);
+      const double gx = cx + std::floor(r[2 + k] * 48), gy = cy + std::floor(r[5 + k] * 48),
+                   level = std::floor(r[8 + k] * 6e7);
       const float w = t % 2 ? 1.0f : float(0.5 + 2 * r[11]);
       const double ndcX = (gx - sx - 8.5) / sx, ndcY = (gy - sy - 8.5) / sy, ndcZ = (level - 33554432.0) / 33553760.0;
       s.pos.insert(s.pos.end(), {float(ndcX * w), float(ndcY * w), float(ndcZ * w), w});
@@ -752,7 +795,8 @@ Scene snappedScene(size_t triangles, uint32_t width, uint32_t height) {
 std::vector<float> setupCorners(uint32_t width, uint32_t height) {
   std::vector<float> corners;
   for (const Scene& scene : {randomScene(20000), snappedScene(20000, width, height)})
-    for (int32_t v : scene.faces) corners.insert(corners.end(), &scene.pos[size_t(v) * 4], &scene.pos[size_t(v) * 4 + 4]);
+    for (int32_t v : scene.faces)
+      corners.insert(corners.end(), &scene.pos[size_t(v) * 4], &scene.pos[size_t(v) * 4 + 4]);
   return corners;
 }
 constexpr std::pair<uint32_t, uint32_t> kSetupSizes[] = {{256, 128}, {257, 129}, {4097, 3}, {45, 31}};
@@ -764,17 +808,19 @@ void expectSetupsMatch(const std::vector<float>& corners, const std::vector<Rast
     RasterTri t = rasterSetup(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], w, h);
     valid += t.valid;
     const RasterTri& g = gpu[f];
-    bool same = t.valid == g.valid && (!t.valid || (t.inverseArea == g.inverseArea && t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 &&
-                                                    t.y1 == g.y1 && t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 &&
-                                                    t.d2 == g.d2 && t.area == g.area && t.minX == g.minX &&
-                                                    t.maxX == g.maxX && t.minY == g.minY && t.maxY == g.maxY &&
-                                                    t.narrow == g.narrow && t.sign == g.sign && t.owned == g.owned));
+    bool same =
+        t.valid == g.valid &&
+        (!t.valid || (t.inverseArea == g.inverseArea && t.x0 == g.x0 && t.y0 == g.y0 && t.x1 == g.x1 && t.y1 == g.y1 &&
+                      t.x2 == g.x2 && t.y2 == g.y2 && t.d0 == g.d0 && t.d1 == g.d1 && t.d2 == g.d2 &&
+                      t.area == g.area && t.minX == g.minX && t.maxX == g.maxX && t.minY == g.minY &&
+                      t.maxY == g.maxY && t.narrow == g.narrow && t.sign == g.sign && t.owned == g.owned));
     if (!same && differ++ < 3)
-      ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << "," << t.y1
-                    << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid " << t.valid
-                    << "; gpu (" << g.x0 << "," << g.y0 << ") (" << g.x1 << "," << g.y1 << ") (" << g.x2 << "," << g.y2
-                    << ") d " << g.d0 << " " << g.d1 << " " << g.d2 << " valid " << g.valid << std::setprecision(9)
-                    << "; clip z " << c[2] << " " << c[6] << " " << c[10] << " w " << c[3] << " " << c[7] << " " << c[11];
+      ADD_FAILURE() << w << "x" << h << " triangle " << f << ": cpu (" << t.x0 << "," << t.y0 << ") (" << t.x1 << ","
+                    << t.y1 << ") (" << t.x2 << "," << t.y2 << ") d " << t.d0 << " " << t.d1 << " " << t.d2 << " valid "
+                    << t.valid << "; gpu (" << g.x0 << "," << g.y0 << ") (" << g.x1 << "," << g.y1 << ") (" << g.x2
+                    << "," << g.y2 << ") d " << g.d0 << " " << g.d1 << " " << g.d2 << " valid " << g.valid
+                    << std::setprecision(9) << "; clip z " << c[2] << " " << c[6] << " " << c[10] << " w " << c[3]
+                    << " " << c[7] << " " << c[11];
   }
   EXPECT_EQ(differ, 0u) << "of " << gpu.size() << " triangles at " << w << "x" << h;
   EXPECT_GT(valid, gpu.size() / 10);
@@ -784,7 +830,8 @@ void expectSetupsMatch(const std::vector<float>& corners, const std::vector<Rast
 // The setup's quotients are exact floors, whichever path computes them: checked against the defining inequalities
 // in double, whose products here are exact (an integer under 2^28 times a float, a float times an integer under 2^26).
 namespace {
-// floor(a/w · S + S + 8.5) clamped to ±2^22, S = 8(size-1): g <= v < g + 1 as (2g - 2S - 17)·w <= 2aS < (2g - 2S - 15)·w.
+// floor(a/w · S + S + 8.5) clamped to ±2^22, S = 8(size-1): g <= v < g + 1 as (2g - 2S - 17)·w <= 2aS < (2g - 2S -
+// 15)·w.
 bool isFixedFloor(int g, float a, float w, uint32_t size) {
   const double S = 8.0 * (size - 1), aS2 = 2.0 * double(a) * S;
   const bool atLeast = g == -4194304 || (2.0 * g - 2 * S - 17) * double(w) <= aS2;
@@ -835,7 +882,8 @@ TEST(RasterReference, SetupQuotientsAreExactFloors) {
       for (double error : {0.0, 0x1p-44, -0x1p-44}) {  // the estimate of 1/w as far off as CUDA's may be
         ASSERT_EQ(rasterFixed(a, w, 1.0 / double(w) * (1 + error), size), exact) << a << " / " << w << " size " << size;
       }
-      integerPath += !rasterClearOfIntegers((double(a) * 8 * (size - 1) + double(w) * (8.0 * (size - 1) + 8.5)) / double(w));
+      integerPath +=
+          !rasterClearOfIntegers((double(a) * 8 * (size - 1) + double(w) * (8.0 * (size - 1) + 8.5)) / double(w));
     }
     const int64_t level = rasterDepthLevelExact(z, w);
     if (!std::isnan(z) && !std::isinf(z) && !std::isinf(w)) {
@@ -865,7 +913,8 @@ TEST(RasterReference, DivisionWithoutDoublesIsCorrectlyRounded) {
   std::uniform_real_distribution<double> u(0, 1);
   size_t compared = 0;
   for (int i = 0; i < 2000000; ++i) {
-    const float a = float((u(rng) * 2 - 1) * std::exp(u(rng) * 60 - 30)), b = float(std::exp(u(rng) * 60 - 30) * (i % 5 ? 1 : -1));
+    const float a = float((u(rng) * 2 - 1) * std::exp(u(rng) * 60 - 30)),
+                b = float(std::exp(u(rng) * 60 - 30) * (i % 5 ? 1 : -1));
     const float want = float(double(a) / double(b));
     if (a == 0 || !(std::abs(want) > 2.4e-38f && std::abs(want) < 1.7e38f)) continue;  // the plain division's
     ASSERT_EQ(armFloatBits(rasterDivideInteger(a, b)), armFloatBits(want)) << a << " / " << b;
@@ -873,7 +922,8 @@ TEST(RasterReference, DivisionWithoutDoublesIsCorrectlyRounded) {
     ++compared;
   }
   for (float a : {1.0f, 3.0f, 0.1f, -7.0f, 16777215.0f, 1e-30f})  // exact quotients and the slowest mantissas
-    for (float b : {3.0f, 1.0f, 16777215.0f, 0.7f, 1e30f}) ASSERT_EQ(rasterDivideInteger(a, b), float(double(a) / double(b))) << a << " / " << b;
+    for (float b : {3.0f, 1.0f, 16777215.0f, 0.7f, 1e30f})
+      ASSERT_EQ(rasterDivideInteger(a, b), float(double(a) / double(b))) << a << " / " << b;
   EXPECT_GT(compared, 1900000u);
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(rasterDivideRounded(1.0f, 0.0f), inf);
@@ -884,7 +934,8 @@ TEST(RasterReference, DivisionWithoutDoublesIsCorrectlyRounded) {
 
 TEST(RasterVulkan, SetupMatchesReferenceBitForBit) {
   ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64 || !ctx.info().float64) GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
+  if (!ctx.info().int64 || !ctx.info().float64)
+    GTEST_SKIP() << "'" << ctx.info().name << "' lacks shaderInt64 or shaderFloat64";
   static_assert(sizeof(RasterTri) == 88, "RasterTri must have GLSL's std430 layout");
   for (auto [w, h] : kSetupSizes) {
     const std::vector<float> corners = setupCorners(w, h);
@@ -917,7 +968,8 @@ TEST(RasterVulkan, FloatOnlySetupMatchesReferenceBitForBit) {
       if (positions.size() < 4 * 200000) positions.insert(positions.end(), {a, -a, z, w});
     const uint32_t n = uint32_t(positions.size() / 4);
     auto pos = vk::makeStorageBuffer<float>(ctx, positions);
-    vk::Buffer vertices(ctx, size_t(n) * sizeof(RasterVertex), vk::kStorageUsage), ndc(ctx, size_t(n) * 8, vk::kStorageUsage);
+    vk::Buffer vertices(ctx, size_t(n) * sizeof(RasterVertex), vk::kStorageUsage),
+        ndc(ctx, size_t(n) * 8, vk::kStorageUsage);
     vertices.fill(nanBits());
     ndc.fill(nanBits());
     RasterPush push{};
@@ -939,16 +991,18 @@ TEST(RasterVulkan, FloatOnlySetupMatchesReferenceBitForBit) {
       valid += want.valid;
       const bool same = want.valid == got.valid && want.x == got.x && want.y == got.y && want.d == got.d;
       if (!same && differ++ < 3)
-        ADD_FAILURE() << width << "x" << height << " vertex " << i << std::setprecision(9) << " (" << p[0] << ", " << p[1]
-                      << ", " << p[2] << ", " << p[3] << "): cpu " << want.x << " " << want.y << " " << want.d << " valid "
-                      << want.valid << "; gpu " << got.x << " " << got.y << " " << got.d << " valid " << got.valid;
+        ADD_FAILURE() << width << "x" << height << " vertex " << i << std::setprecision(9) << " (" << p[0] << ", "
+                      << p[1] << ", " << p[2] << ", " << p[3] << "): cpu " << want.x << " " << want.y << " " << want.d
+                      << " valid " << want.valid << "; gpu " << got.x << " " << got.y << " " << got.d << " valid "
+                      << got.valid;
       if (want.valid) {  // the resolve's NDC, for corners it can see (w > 0, finite)
         for (int k = 0; k < 2; ++k) {
           const float expected = rasterDivide(p[k], p[3]);
           if (std::abs(expected) < 1.2e-38f) continue;  // subnormal quotients: the plain division
           ++compared;
           if (armFloatBits(gpuNdc[size_t(i) * 2 + size_t(k)]) != armFloatBits(expected) && differ++ < 3)
-            ADD_FAILURE() << "NDC of vertex " << i << std::setprecision(9) << ": cpu " << expected << ", gpu " << gpuNdc[size_t(i) * 2 + size_t(k)];
+            ADD_FAILURE() << "NDC of vertex " << i << std::setprecision(9) << ": cpu " << expected << ", gpu "
+                          << gpuNdc[size_t(i) * 2 + size_t(k)];
         }
       }
     }
@@ -1048,7 +1102,8 @@ TEST(RasterHardware, AgreesWithTheReferenceOnAClosedMesh) {
     ++same;
     // The hardware interpolates from vertices snapped to its own subpixel grid (1/256 pixel on NVIDIA): on triangles
     // a few pixels across that moves barycentrics by up to ~1e-2 (lavapipe agrees to 1e-3 everywhere).
-    baryOk += std::abs(b[i * 2] - ref.barycentrics[i * 3]) < 1e-2f && std::abs(b[i * 2 + 1] - ref.barycentrics[i * 3 + 1]) < 1e-2f;
+    baryOk += std::abs(b[i * 2] - ref.barycentrics[i * 3]) < 1e-2f &&
+              std::abs(b[i * 2 + 1] - ref.barycentrics[i * 3 + 1]) < 1e-2f;
   }
   ASSERT_GT(covered, 3000u);
   EXPECT_GE(double(same), 0.98 * double(covered)) << same << " of " << covered << " covered pixels agree";
@@ -1062,10 +1117,13 @@ struct CudaRasterCall {
   const RandomCase& c;
   cuda::DeviceMemory pos, faces, prior, ranges, ids, bary;
   CudaRasterCall(const RandomCase& rc, cuda::MemoryKind kind)
-      : c(rc), pos(cuda::DeviceMemory::from(c.scene.pos)), faces(cuda::DeviceMemory::from(c.scene.faces)),
+      : c(rc),
+        pos(cuda::DeviceMemory::from(c.scene.pos)),
+        faces(cuda::DeviceMemory::from(c.scene.faces)),
         prior(cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior)),
         ranges(cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges)),
-        ids(c.desc.pixels() * 4, kind), bary(c.desc.pixels() * 12, kind) {
+        ids(c.desc.pixels() * 4, kind),
+        bary(c.desc.pixels() * 12, kind) {
     ids.fill32(nanBits());
     bary.fill32(nanBits());
   }
@@ -1084,15 +1142,15 @@ TEST(RasterCuda, MatchesReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
-  for (const RandomCase& c : randomCases()) {
-    SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
-    CudaRasterCall call(c, kind);
-    cuda::DeviceMemory z(rasterScratchBytes(c.desc), kind);
-    z.fill32(kGarbageScratch);
-    call.launch(c.desc, z.data(), stream);
-    stream.synchronize();
-    call.expectReference();
-  }
+    for (const RandomCase& c : randomCases()) {
+      SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
+      CudaRasterCall call(c, kind);
+      cuda::DeviceMemory z(rasterScratchBytes(c.desc), kind);
+      z.fill32(kGarbageScratch);
+      call.launch(c.desc, z.data(), stream);
+      stream.synchronize();
+      call.expectReference();
+    }
 }
 
 // As RasterVulkan.ScratchCallsSkipTheClear, in both kinds of memory, without synchronising between calls.
@@ -1103,7 +1161,8 @@ TEST(RasterCuda, ScratchCallsSkipTheClear) {
   const std::vector<uint32_t> scratchCalls = scratchCallsAcrossTheWrap(cases.size());
   const RandomCase& first = cases.front();
   const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
-  const std::vector<uint64_t> garbage = garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
+  const std::vector<uint64_t> garbage =
+      garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
   for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible}) {
     SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
     cuda::DeviceMemory z(rasterScratchBytes(first.desc), kind);
@@ -1116,7 +1175,8 @@ TEST(RasterCuda, ScratchCallsSkipTheClear) {
       return d;
     };
     z.upload(garbage.data(), garbage.size() * 8);
-    for (size_t i = 0; i < cases.size(); ++i) calls[i].launch(at(cases[i].desc, scratchCalls[i]), z.data(), stream);  // no sync
+    for (size_t i = 0; i < cases.size(); ++i)
+      calls[i].launch(at(cases[i].desc, scratchCalls[i]), z.data(), stream);  // no sync
     stream.synchronize();
     for (size_t i = 0; i < cases.size(); ++i) {
       SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(scratchCalls[i]));
@@ -1155,7 +1215,8 @@ std::vector<BackwardCase> backwardCases() {
     Scene big;
     for (int image = 0; image < 3; ++image) {
       float w = 1.0f + 0.3f * float(image);
-      big.pos.insert(big.pos.end(), {-4 * w, -4 * w, 0.1f * w, w, 8 * w, -3 * w, 0.2f * w, w, -3 * w, 8 * w, 0.3f * w, w});
+      big.pos.insert(big.pos.end(),
+                     {-4 * w, -4 * w, 0.1f * w, w, 8 * w, -3 * w, 0.2f * w, w, -3 * w, 8 * w, 0.3f * w, w});
     }
     big.faces = {0, 1, 2};
     cases.push_back({"one triangle, instanced 3x 5x3", big, RasterDesc{5, 3}, {}, {}, {}, {}});
@@ -1176,7 +1237,8 @@ std::vector<BackwardCase> backwardCases() {
 void expectBackward(const BackwardCase& c, const std::vector<float>& got) {
   double largest = 0;
   for (double g : c.want) largest = std::max(largest, std::abs(g));
-  EXPECT_GT(largest, 1e-3) << "no gradient reaches a vertex: the comparison proves nothing";  // (one big triangle: ~0.1)
+  EXPECT_GT(largest, 1e-3)
+      << "no gradient reaches a vertex: the comparison proves nothing";  // (one big triangle: ~0.1)
   EXPECT_TRUE(allClose(got, c.want, Tol{1e-4 * (1 + largest), 1e-4}));
 }
 // The shaders of devices without doubles run the backward's chain in float. A corner's offset from the pixel centre,
@@ -1210,7 +1272,8 @@ BackwardCase wellConditioned(const BackwardCase& c, size_t& excluded) {
     for (int k = 0; k < 3; ++k) {
       const int i = (k + 1) % 3, j = (k + 2) % 3;
       S += (X[i] * Y[j] - Y[i] * X[j]) * w[i] * w[j];
-      error += (Mx[i] * std::abs(Y[j]) + std::abs(X[i]) * My[j] + My[i] * std::abs(X[j]) + std::abs(Y[i]) * Mx[j]) * std::abs(w[i] * w[j]);
+      error += (Mx[i] * std::abs(Y[j]) + std::abs(X[i]) * My[j] + My[i] * std::abs(X[j]) + std::abs(Y[i]) * Mx[j]) *
+               std::abs(w[i] * w[j]);
     }
     if (!(error <= 1024.0 * std::abs(S))) {
       for (int q = 0; q < 3; ++q) out.gradBary[pix * 3 + size_t(q)] = 0;
@@ -1228,26 +1291,27 @@ TEST(RasterVulkan, BackwardMatchesReference) {
   // Per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only shaders.
   // The float-only shaders on the pixels where float arithmetic is accurate (wellConditioned).
   for (bool noFloat64 : {false, true})
-  for (bool noSubgroupSums : {false, true})
-  for (const BackwardCase& all : backwardCases()) {
-    size_t excluded = 0;
-    const BackwardCase c = noFloat64 ? wellConditioned(all, excluded) : all;
-    SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : "") + (noFloat64 ? ", float-only" : ""));
-    EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
-    RasterDesc d = c.desc;
-    d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
-    auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
-    auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
-    auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);
-    auto gradBary = vk::makeStorageBuffer<float>(ctx, cast<float>(c.gradBary));
-    vk::Buffer grad(ctx, c.scene.pos.size() * 4, vk::kStorageUsage);
-    grad.fill(nanBits());  // the call clears it
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      rasterizeBackwardVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3), ids, gradBary, grad);
-      vk::computeBarrier(cmd);
-    });
-    expectBackward(c, grad.download<float>(c.scene.pos.size()));
-  }
+    for (bool noSubgroupSums : {false, true})
+      for (const BackwardCase& all : backwardCases()) {
+        size_t excluded = 0;
+        const BackwardCase c = noFloat64 ? wellConditioned(all, excluded) : all;
+        SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : "") + (noFloat64 ? ", float-only" : ""));
+        EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
+        RasterDesc d = c.desc;
+        d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
+        auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
+        auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
+        auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);
+        auto gradBary = vk::makeStorageBuffer<float>(ctx, cast<float>(c.gradBary));
+        vk::Buffer grad(ctx, c.scene.pos.size() * 4, vk::kStorageUsage);
+        grad.fill(nanBits());  // the call clears it
+        ctx.submitAndWait([&](VkCommandBuffer cmd) {
+          rasterizeBackwardVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3), ids,
+                              gradBary, grad);
+          vk::computeBarrier(cmd);
+        });
+        expectBackward(c, grad.download<float>(c.scene.pos.size()));
+      }
 }
 
 TEST(RasterCuda, BackwardMatchesReference) {
@@ -1261,8 +1325,9 @@ TEST(RasterCuda, BackwardMatchesReference) {
     auto gradBary = cuda::DeviceMemory::from(cast<float>(c.gradBary));
     cuda::DeviceMemory grad(c.scene.pos.size() * 4);
     grad.fill32(nanBits());  // the call clears it
-    cuda::rasterizeBackward(c.desc, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
-                            ids.as<int32_t>(), gradBary.as<float>(), grad.as<float>(), stream);
+    cuda::rasterizeBackward(c.desc, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(),
+                            uint32_t(c.scene.faces.size() / 3), ids.as<int32_t>(), gradBary.as<float>(),
+                            grad.as<float>(), stream);
     stream.synchronize();
     expectBackward(c, grad.download<float>(c.scene.pos.size()));
   }
@@ -1298,7 +1363,8 @@ InterpCase interpCase(uint32_t W, uint32_t H, uint32_t C, uint32_t images = 1, b
   c.raster = rasterizeRef(c.scene.pos, c.scene.faces, c.desc);
   c.attr = uniform(interpolateAttrCount(c.pixels(), C, c.vertexCount, c.imagePixels), -1, 1);
   c.gradOut = uniform(size_t(c.pixels()) * C, -1, 1);
-  for (auto* v : {&c.attr, &c.gradOut}) for (auto& x : *v) x = double(float(x));  // the GPU sees these floats
+  for (auto* v : {&c.attr, &c.gradOut})
+    for (auto& x : *v) x = double(float(x));  // the GPU sees these floats
   return c;
 }
 }  // namespace
@@ -1368,7 +1434,8 @@ TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
   ARM_REQUIRE_VULKAN(ctx);
   if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
   // One image; three views sharing the attributes; three views with their own (B,N,C).
-  for (InterpCase c : {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
+  for (InterpCase c :
+       {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
     SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
     uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
     auto attr = vk::makeStorageBuffer<float>(ctx, cast<float>(c.attr));
@@ -1400,11 +1467,13 @@ TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
   const uint32_t C = 3;
   InterpCase c = interpCase(97, 61, C);
   const RasterDesc& d = c.desc;
-  const uint32_t pixels = d.width * d.height, N = uint32_t(c.scene.pos.size() / 4), M = uint32_t(c.scene.faces.size() / 3);
+  const uint32_t pixels = d.width * d.height, N = uint32_t(c.scene.pos.size() / 4),
+                 M = uint32_t(c.scene.faces.size() / 3);
   auto pos = cuda::DeviceMemory::from(cast<float>(c.scene.pos));
   auto faces = cuda::DeviceMemory::from(c.scene.faces);
   auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
-  cuda::DeviceMemory z(rasterScratchBytes(d)), ids(size_t(pixels) * 4), bary(size_t(pixels) * 12), out(size_t(pixels) * C * 4);
+  cuda::DeviceMemory z(rasterScratchBytes(d)), ids(size_t(pixels) * 4), bary(size_t(pixels) * 12),
+      out(size_t(pixels) * C * 4);
   std::vector<double> refBary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
   const auto want = interpolateRef(c.attr, C, c.raster.findices, refBary, c.scene.faces);
   for (int call = 0; call < 3; ++call) {
@@ -1412,7 +1481,8 @@ TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
     ids.fill32(nanBits());
     bary.fill32(nanBits());
     out.fill32(nanBits());
-    cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(), stream);
+    cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
+                    bary.as<float>(), stream);
     cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
                       out.as<float>(), stream);
     stream.synchronize();
@@ -1428,7 +1498,8 @@ TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
 TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
   ARM_REQUIRE_CUDA();
   cuda::Stream stream;
-  for (InterpCase c : {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
+  for (InterpCase c :
+       {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
     SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
     uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
     auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
@@ -1442,8 +1513,8 @@ TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
     gAttr.fill32(0);
     cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
                       out.as<float>(), stream, c.imagePixels);
-    cuda::interpolateBackward(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
-                              gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream, c.imagePixels);
+    cuda::interpolateBackward(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(),
+                              M, gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream, c.imagePixels);
     stream.synchronize();
     expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
                         gBary.download<float>(size_t(pixels) * 3));

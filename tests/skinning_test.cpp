@@ -36,9 +36,13 @@ FloatParams toFloat(BodyParams& p) {
 struct DeviceParams {
   cuda::DeviceMemory pose, betas, expr, transl;
   explicit DeviceParams(const FloatParams& f)
-      : pose(cuda::DeviceMemory::from(f.pose)), betas(cuda::DeviceMemory::from(f.betas)),
-        expr(cuda::DeviceMemory::from(f.expression)), transl(cuda::DeviceMemory::from(f.transl)) {}
-  cuda::SkinningInputs inputs() const { return {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}; }
+      : pose(cuda::DeviceMemory::from(f.pose)),
+        betas(cuda::DeviceMemory::from(f.betas)),
+        expr(cuda::DeviceMemory::from(f.expression)),
+        transl(cuda::DeviceMemory::from(f.transl)) {}
+  cuda::SkinningInputs inputs() const {
+    return {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()};
+  }
   void upload(const FloatParams& f) {  // new values, same buffers (what a captured graph reads)
     pose.upload(f.pose.data(), f.pose.size() * 4);
     betas.upload(f.betas.data(), f.betas.size() * 4);
@@ -51,8 +55,10 @@ struct DeviceParams {
 struct VkParams {
   vk::Buffer pose, betas, expr, transl;
   VkParams(vk::Context& ctx, const FloatParams& f)
-      : pose(vk::makeStorageBuffer<float>(ctx, f.pose)), betas(vk::makeStorageBuffer<float>(ctx, f.betas)),
-        expr(vk::makeStorageBuffer<float>(ctx, f.expression)), transl(vk::makeStorageBuffer<float>(ctx, f.transl)) {}
+      : pose(vk::makeStorageBuffer<float>(ctx, f.pose)),
+        betas(vk::makeStorageBuffer<float>(ctx, f.betas)),
+        expr(vk::makeStorageBuffer<float>(ctx, f.expression)),
+        transl(vk::makeStorageBuffer<float>(ctx, f.transl)) {}
 };
 
 // One random case on Vulkan: the skinning object, the parameters (rounded to the GPU's floats, and those floats), the
@@ -64,7 +70,11 @@ struct VkCase {
   BodyOutput ref;
   VkParams in;
   VkCase(vk::Context& ctx, const BodyModel& m, uint32_t B, std::mt19937_64& rng)
-      : skin(ctx, m, 10, 10, B), p(randomBodyParams(m, B, 10, 10, rng)), f(toFloat(p)), ref(bodyForwardRef(m, p)), in(ctx, f) {}
+      : skin(ctx, m, 10, 10, B),
+        p(randomBodyParams(m, B, 10, 10, rng)),
+        f(toFloat(p)),
+        ref(bodyForwardRef(m, p)),
+        in(ctx, f) {}
 };
 
 // Random gradients on the vertices and joints of `ref`, as floats (what the GPU sees) held in doubles.
@@ -89,7 +99,8 @@ TEST(SkinningTables, FoldTheRegressorIntoJointTables) {
   for (uint32_t j = 0; j < 9; ++j)
     for (int c = 0; c < 3; ++c) {
       double want = t.jointTemplate[j * 3 + size_t(c)];
-      for (uint32_t k = 0; k < 5; ++k) want += (k < 3 ? p.betas[k] : p.expression[k - 3]) * t.jointDirs[(k * 9 + j) * 3 + size_t(c)];
+      for (uint32_t k = 0; k < 5; ++k)
+        want += (k < 3 ? p.betas[k] : p.expression[k - 3]) * t.jointDirs[(k * 9 + j) * 3 + size_t(c)];
       EXPECT_NEAR(want + p.transl[size_t(c)], ref.joints[j * 3 + size_t(c)], 1e-5);
     }
   BodyModel big = randomBodyModel(10, 65, 1, 0, rng);
@@ -102,7 +113,8 @@ TEST(SkinningVulkan, ForwardMatchesReference) {
   std::mt19937_64 rng(::armature::test::rng()());
   // The default avatar at B ∈ {1, 3, 17}; B = 256 too on a GPU. On a CPU device (lavapipe) B = 256 runs on a
   // random 700-vertex model: the avatar's 256-item blend is 8 GFLOP, minutes on two cores.
-  std::vector<std::pair<const BodyModel*, uint32_t>> cases = {{&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&defaultAvatar(), 17}};
+  std::vector<std::pair<const BodyModel*, uint32_t>> cases = {
+      {&defaultAvatar(), 1}, {&defaultAvatar(), 3}, {&defaultAvatar(), 17}};
   BodyModel small = randomBodyModel(700, 55, 10, 10, rng, true);
   cases.push_back({ctx.info().isCpu() ? &small : &defaultAvatar(), 256});
   for (auto [model, B] : cases) {
@@ -133,11 +145,14 @@ TEST(SkinningVulkan, BackwardMatchesReference) {
   for (auto [model, B] : cases) {
     SCOPED_TRACE("B=" + std::to_string(B) + " V=" + std::to_string(model->vertexCount));
     VkCase c(ctx, *model, B, rng);
-    vk::Buffer verts(ctx, c.ref.vertices.size() * 4, vk::kStorageUsage), joints(ctx, c.ref.joints.size() * 4, vk::kStorageUsage);
+    vk::Buffer verts(ctx, c.ref.vertices.size() * 4, vk::kStorageUsage),
+        joints(ctx, c.ref.joints.size() * 4, vk::kStorageUsage);
     const auto [gv, gj] = randomOutputGrads(c.ref, rng);
-    auto dgv = vk::makeStorageBuffer<float>(ctx, cast<float>(gv)), dgj = vk::makeStorageBuffer<float>(ctx, cast<float>(gj));
+    auto dgv = vk::makeStorageBuffer<float>(ctx, cast<float>(gv)),
+         dgj = vk::makeStorageBuffer<float>(ctx, cast<float>(gj));
     vk::Buffer gPose(ctx, c.f.pose.size() * 4, vk::kStorageUsage), gBetas(ctx, c.f.betas.size() * 4, vk::kStorageUsage);
-    vk::Buffer gExpr(ctx, c.f.expression.size() * 4, vk::kStorageUsage), gTransl(ctx, c.f.transl.size() * 4, vk::kStorageUsage);
+    vk::Buffer gExpr(ctx, c.f.expression.size() * 4, vk::kStorageUsage),
+        gTransl(ctx, c.f.transl.size() * 4, vk::kStorageUsage);
     SkinningGradBuffers out{gPose, gBetas, gExpr, gTransl};
     // With and without a gradient on the posed joints (without: the reference's is zero).
     for (bool withJoints : {true, false}) {
@@ -225,7 +240,8 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     const auto [gv, gj] = randomOutputGrads(ref, rng);
     auto gref = bodyBackwardRef(m, p, gv, gj);
     auto dgv = cuda::DeviceMemory::from(cast<float>(gv)), dgj = cuda::DeviceMemory::from(cast<float>(gj));
-    cuda::DeviceMemory gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4), gExpr(f.expression.size() * 4), gTransl(f.transl.size() * 4);
+    cuda::DeviceMemory gPose(f.pose.size() * 4), gBetas(f.betas.size() * 4), gExpr(f.expression.size() * 4),
+        gTransl(f.transl.size() * 4);
     for (auto* g : {&gPose, &gBetas, &gExpr, &gTransl}) g->fill32(nanBits());
     cuda::SkinningGrads out{gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()};
     skin.backward(B, dgv.as<float>(), dgj.as<float>(), out, stream);
@@ -255,8 +271,10 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
     stream.synchronize();
     auto v2 = verts.download<float>(ref.vertices.size());
     auto gp3 = gPose.download<float>(f.pose.size());
-    EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * 4)) << "forward differs without the overlap and residency";
-    EXPECT_EQ(0, std::memcmp(gp.data(), gp3.data(), gp.size() * 4)) << "backward differs without the overlap and residency";
+    EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), v1.size() * 4))
+        << "forward differs without the overlap and residency";
+    EXPECT_EQ(0, std::memcmp(gp.data(), gp3.data(), gp.size() * 4))
+        << "backward differs without the overlap and residency";
     // The product on fp32 FMAs instead of the tensor cores (3xTF32, more than 64 items): both within the fp32
     // tolerance, and the tensor-core error no larger than twice the FMA error (both are fp32 accumulation error).
     EXPECT_FALSE(skin.setTensorCores(false));
@@ -272,7 +290,8 @@ TEST_F(SkinningCuda, ForwardAndBackwardMatchReference) {
       return e;
     };
     const double eTensor = maxError(v1), eFma = maxError(vFma);
-    std::printf("B=%u max |vertex - double reference|: tensor cores (3xTF32) %.3g m, fp32 FMA %.3g m\n", B, eTensor, eFma);
+    std::printf("B=%u max |vertex - double reference|: tensor cores (3xTF32) %.3g m, fp32 FMA %.3g m\n", B, eTensor,
+                eFma);
     EXPECT_LE(eTensor, 2 * eFma + 1e-6);
   }
 }
@@ -305,9 +324,11 @@ TEST_F(SkinningCuda, TensorCoreProductsMatchFma) {
     skin.setTensorCores(tensor);
     for (auto* d : {&verts, &gPose, &gBetas}) d->fill32(nanBits());
     skin.forward(B, in, verts.as<float>(), joints.as<float>(), stream);
-    skin.backward(B, dgv.as<float>(), nullptr, {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, stream);
+    skin.backward(B, dgv.as<float>(), nullptr,
+                  {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, stream);
     stream.synchronize();
-    return std::tuple{verts.download<float>(vCount), gPose.download<float>(f.pose.size()), gBetas.download<float>(f.betas.size())};
+    return std::tuple{verts.download<float>(vCount), gPose.download<float>(f.pose.size()),
+                      gBetas.download<float>(f.betas.size())};
   };
   auto [vTensor, gpTensor, gbTensor] = run(true);
   auto [vFma, gpFma, gbFma] = run(false);
@@ -339,7 +360,8 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
     DeviceParams params(f);
     cuda::DeviceMemory verts(size_t(B) * m.vertexCount * 3 * 4), joints(size_t(B) * m.jointCount * 3 * 4);
     const cuda::SkinningInputs in = params.inputs();
-    cuda::Graph frame(stream, [&](const cuda::Stream& s) { skin.forward(B, in, verts.as<float>(), joints.as<float>(), s); });
+    cuda::Graph frame(stream,
+                      [&](const cuda::Stream& s) { skin.forward(B, in, verts.as<float>(), joints.as<float>(), s); });
     for (int replay = 0; replay < 3; ++replay) {
       BodyParams p = randomBodyParams(m, B, 10, 10, rng);
       params.upload(toFloat(p));
@@ -347,7 +369,8 @@ TEST_F(SkinningCuda, ForwardReplaysFromACudaGraph) {
       frame.launch(stream);
       stream.synchronize();
       auto ref = bodyForwardRef(m, p);
-      EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol)) << "replay " << replay;
+      EXPECT_TRUE(allClose(verts.download<float>(ref.vertices.size()), ref.vertices, kVertexTol))
+          << "replay " << replay;
     }
   }
 }
@@ -407,10 +430,13 @@ TEST_F(SkinningCuda, ArbitraryTreesAndNaNStaysInItsItem) {
   stream.synchronize();
   auto got = verts.download<float>(ref.vertices.size());
   size_t half = got.size() / 2;
-  EXPECT_TRUE(allClose(std::span<const float>(got.data(), half), std::span<const double>(ref.vertices.data(), half), kVertexTol));
+  EXPECT_TRUE(allClose(std::span<const float>(got.data(), half), std::span<const double>(ref.vertices.data(), half),
+                       kVertexTol));
   EXPECT_TRUE(std::isnan(got[half + 5]));
   EXPECT_THROW(skin.forward(3, {}, verts.as<float>(), joints.as<float>(), stream), Error);
   cuda::DeviceMemory g(f.pose.size() * 4);  // a shape-gradient output missing while the model has shape components
-  EXPECT_THROW(skin.backward(2, verts.as<float>(), nullptr, {g.as<float>(), nullptr, g.as<float>(), g.as<float>()}, stream), Error);
+  EXPECT_THROW(
+      skin.backward(2, verts.as<float>(), nullptr, {g.as<float>(), nullptr, g.as<float>(), g.as<float>()}, stream),
+      Error);
   EXPECT_THROW(cuda::Skinning(m, 4, 2, 2'000'000'000u), Error);  // does not fit: a clear error, no crash
 }

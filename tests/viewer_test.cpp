@@ -51,8 +51,10 @@ std::vector<uint8_t> cpuCoverage(const std::vector<double>& verts, const std::ve
     size_t a = size_t(faces[f]), b = size_t(faces[f + 1]), c = size_t(faces[f + 2]);
     double area = (sx[b] - sx[a]) * (sy[c] - sy[a]) - (sx[c] - sx[a]) * (sy[b] - sy[a]);
     if (area == 0) continue;
-    int x0 = std::max(0, int(std::floor(std::min({sx[a], sx[b], sx[c]})))), x1 = std::min(int(W) - 1, int(std::ceil(std::max({sx[a], sx[b], sx[c]}))));
-    int y0 = std::max(0, int(std::floor(std::min({sy[a], sy[b], sy[c]})))), y1 = std::min(int(H) - 1, int(std::ceil(std::max({sy[a], sy[b], sy[c]}))));
+    int x0 = std::max(0, int(std::floor(std::min({sx[a], sx[b], sx[c]})))),
+        x1 = std::min(int(W) - 1, int(std::ceil(std::max({sx[a], sx[b], sx[c]}))));
+    int y0 = std::max(0, int(std::floor(std::min({sy[a], sy[b], sy[c]})))),
+        y1 = std::min(int(H) - 1, int(std::ceil(std::max({sy[a], sy[b], sy[c]}))));
     for (int y = y0; y <= y1; ++y)
       for (int x = x0; x <= x1; ++x) {
         double px = x + 0.5, py = y + 0.5;
@@ -80,7 +82,8 @@ std::filesystem::path scratchDir(const std::string& name) {
 
 // Headless options for the profile tests: `frames` animated frames of the default avatar at W × H, the profile
 // written to `profile`.
-ViewerOptions profiledRun(const char* backend, int frames, uint32_t W, uint32_t H, const std::filesystem::path& profile) {
+ViewerOptions profiledRun(const char* backend, int frames, uint32_t W, uint32_t H,
+                          const std::filesystem::path& profile) {
   ViewerOptions o;
   o.headless = true;
   o.frames = frames;
@@ -99,7 +102,7 @@ std::map<int, std::set<std::string>> checkTrace(const std::string& path, int fra
   nlohmann::json trace = nlohmann::json::parse(std::ifstream(path));  // throws on invalid JSON
   constexpr double kToleranceUs = 100;  // calibration error: calibrated timestamps and CUDA anchors, a few µs
   std::map<int, std::set<std::string>> tracks;
-  std::map<int, double> trackEnd;        // end of the last span per track
+  std::map<int, double> trackEnd;  // end of the last span per track
   double frameStart = -1, frameEnd = -1;
   int frameCount = 0;
   for (const auto& e : trace.at("traceEvents")) {
@@ -137,7 +140,8 @@ struct Rig {
   DrawSettings draw;
   Rig(vk::Context& ctx, const char* pose, uint32_t W, uint32_t H, uint32_t avatars = 1)
       : scene(ctx, avatar(), avatars),
-        renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, avatar().faces, avatar().parents),
+        renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, avatar().faces,
+                 avatar().parents),
         target(ctx, renderer, {W, H}) {
     scene.applyPose(posePreset(scene.model(), pose));
     scene.setBackend(Backend::Vulkan);
@@ -172,12 +176,15 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
   // copied into, or with the wireframe).
   std::vector<uint8_t> images[3];
   for (int mode : {0, 1, 2}) {
-    SCOPED_TRACE(mode == 0 ? "hardware raster" : mode == 1 ? "compute raster, compute-shaded" : "compute raster, graphics-shaded");
+    SCOPED_TRACE(mode == 0   ? "hardware raster"
+                 : mode == 1 ? "compute raster, compute-shaded"
+                             : "compute raster, graphics-shaded");
     FrameTarget frame = target.frameTarget();
     if (mode == 2) frame.image = VK_NULL_HANDLE;
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       scene.skin(cmd, nullptr);
-      draw.visibility = mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+      draw.visibility =
+          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
       renderer.record(cmd, frame, camera, scene.positions(), draw);
       target.recordReadback(cmd);
     });
@@ -198,8 +205,11 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
   for (int mode : {1, 2}) {
     size_t differ = 0;
     for (size_t i = 0; i < images[0].size(); i += 4)
-      differ += std::abs(int(images[0][i]) - int(images[mode][i])) + std::abs(int(images[0][i + 1]) - int(images[mode][i + 1])) > 24;
-    EXPECT_LT(differ, size_t(W) * H / 200) << "path " << mode << " differs from the hardware rasteriser at " << differ << " pixels";
+      differ += std::abs(int(images[0][i]) - int(images[mode][i])) +
+                    std::abs(int(images[0][i + 1]) - int(images[mode][i + 1])) >
+                24;
+    EXPECT_LT(differ, size_t(W) * H / 200)
+        << "path " << mode << " differs from the hardware rasteriser at " << differ << " pixels";
   }
 }
 
@@ -219,7 +229,8 @@ void expectCrowdMatchesTheHardwareRaster(vk::Context& ctx, Backend backend) {
     SCOPED_TRACE(mode == 0 ? "hardware raster" : "compute raster");
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       scene.skin(cmd, nullptr);
-      draw.visibility = mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+      draw.visibility =
+          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
       renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
       target.recordReadback(cmd);
     });
@@ -232,7 +243,8 @@ void expectCrowdMatchesTheHardwareRaster(vk::Context& ctx, Backend backend) {
     hardware += h, inter += h && c, uni += h || c;
   }
   ASSERT_GT(hardware, size_t(W) * H / 50) << "the crowd is missing from the image";
-  EXPECT_GE(double(inter) / double(uni), 0.99) << "hardware " << hardware << " px, union " << uni << ", intersection " << inter;
+  EXPECT_GE(double(inter) / double(uni), 0.99)
+      << "hardware " << hardware << " px, union " << uni << ", intersection " << inter;
 }
 }  // namespace
 
@@ -307,8 +319,10 @@ TEST(Viewer, PoseChangesMoveTheRightVertices) {
   double maxMoved = 0;
   for (uint32_t v = 0; v < m.vertexCount; ++v) {
     double influence = 0;
-    for (uint32_t j = 0; j < m.jointCount; ++j) if (moving[j]) influence += m.weights[v * m.jointCount + j];
-    double d = std::hypot(after[v * 3] - before[v * 3], after[v * 3 + 1] - before[v * 3 + 1], after[v * 3 + 2] - before[v * 3 + 2]);
+    for (uint32_t j = 0; j < m.jointCount; ++j)
+      if (moving[j]) influence += m.weights[v * m.jointCount + j];
+    double d = std::hypot(after[v * 3] - before[v * 3], after[v * 3 + 1] - before[v * 3 + 1],
+                          after[v * 3 + 2] - before[v * 3 + 2]);
     // Pose correctives let a vertex with no weight on the arm move by the elbow's corrective only: the synthetic
     // avatar's correctives live where the elbow's weight blends, so the rest stays put.
     if (influence == 0) {
@@ -336,8 +350,8 @@ TEST(Viewer, ProfileAndScreenshotAreWritten) {
   o.model = defaultModelPath();
   ASSERT_EQ(runHeadless(o), 0);
   auto tracks = checkTrace(o.profile, o.frames);
-  EXPECT_EQ(tracks[1], std::set<std::string>{});                          // no host stage without the overlay
-  EXPECT_EQ(tracks[2], (std::set<std::string>{"skinning", "draw"}));      // the Vulkan queue
+  EXPECT_EQ(tracks[1], std::set<std::string>{});                      // no host stage without the overlay
+  EXPECT_EQ(tracks[2], (std::set<std::string>{"skinning", "draw"}));  // the Vulkan queue
   EXPECT_TRUE(std::filesystem::file_size(o.screenshot) > 100);
   EXPECT_TRUE(std::filesystem::exists(dir / "profile.csv"));
   std::filesystem::remove_all(dir);
@@ -398,7 +412,8 @@ TEST(Viewer, SoakResidentMemoryStaysFlat) {
   ASSERT_EQ(runHeadless(o), 0);
   peak = std::max(peak, residentBytes());
   std::printf("resident memory: %.1f MiB after %llu frames, peak %.1f MiB up to frame %d (+%.0f KiB)\n",
-              base / 1048576.0, (unsigned long long)kWarmUp, peak / 1048576.0, o.frames, (double(peak) - double(base)) / 1024);
+              base / 1048576.0, (unsigned long long)kWarmUp, peak / 1048576.0, o.frames,
+              (double(peak) - double(base)) / 1024);
   EXPECT_LE(peak, base + 512 * 1024);
   EXPECT_GT(traceBytesMidway, 100'000u) << "the trace is not streamed while the viewer runs";
   checkTrace(o.profile, o.frames);

@@ -14,11 +14,11 @@ namespace armature::cuda::detail {
 }
 }  // namespace armature::cuda::detail
 
-#define CUDA_CHECK(expr)                                                                        \
-  do {                                                                                          \
-    cudaError_t cudaCheckError_ = (expr);                                                       \
-    if (cudaCheckError_ != cudaSuccess)                                                         \
-      ::armature::cuda::detail::throwCuda(cudaCheckError_, #expr, __FILE__, __LINE__);          \
+#define CUDA_CHECK(expr)                                                               \
+  do {                                                                                 \
+    cudaError_t cudaCheckError_ = (expr);                                              \
+    if (cudaCheckError_ != cudaSuccess)                                                \
+      ::armature::cuda::detail::throwCuda(cudaCheckError_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 // After every launch: configuration errors surface here, not at the next unrelated call.

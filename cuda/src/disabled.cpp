@@ -8,7 +8,9 @@ namespace {
 [[noreturn]] void notBuilt() { throw Error("this build has no CUDA backend (configured with ARMATURE_CUDA=OFF)"); }
 }  // namespace
 bool compiled() { return false; }
-std::optional<std::string> unavailableReason() { return std::string("this build has no CUDA backend (ARMATURE_CUDA=OFF)"); }
+std::optional<std::string> unavailableReason() {
+  return std::string("this build has no CUDA backend (ARMATURE_CUDA=OFF)");
+}
 RuntimeInfo queryRuntime() { return RuntimeInfo{0, 0, {}, "this build has no CUDA backend (ARMATURE_CUDA=OFF)"}; }
 void setDevice(int) { notBuilt(); }
 std::pair<size_t, size_t> memoryInfo() { notBuilt(); }
@@ -60,14 +62,24 @@ void emptyKernel(const Stream&) { notBuilt(); }
 #include "armature/cuda/raster.h"
 namespace armature::cuda {
 void rasterize(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const float*, void*, int32_t*,
-               float*, const Stream&, const int32_t*) { notBuilt(); }
-void rasterizeBackward(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const int32_t*, const float*,
-                       float*, const Stream&) { notBuilt(); }
-void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t, float*,
-                 const Stream&, uint32_t) { notBuilt(); }
-void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
-                         const float*, float*, float*, const Stream&, uint32_t) { notBuilt(); }
-void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) { notBuilt(); }
+               float*, const Stream&, const int32_t*) {
+  notBuilt();
+}
+void rasterizeBackward(const RasterDesc&, const float*, uint32_t, const int32_t*, uint32_t, const int32_t*,
+                       const float*, float*, const Stream&) {
+  notBuilt();
+}
+void interpolate(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*, uint32_t,
+                 float*, const Stream&, uint32_t) {
+  notBuilt();
+}
+void interpolateBackward(uint32_t, uint32_t, uint32_t, const float*, const int32_t*, const float*, const int32_t*,
+                         uint32_t, const float*, float*, float*, const Stream&, uint32_t) {
+  notBuilt();
+}
+void transformToClip(const float*, uint32_t, const float*, float*, uint32_t, uint32_t, uint32_t*, const Stream&) {
+  notBuilt();
+}
 void rasterSetupProbe(uint32_t, uint32_t, const float*, uint32_t, void*, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 

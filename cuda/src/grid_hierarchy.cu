@@ -112,8 +112,10 @@ __device__ int32_t findCell(const int64_t* sortedKeys, const int32_t* sortedSeqs
   int32_t lo = 0, hi = count;
   while (lo < hi) {
     int32_t mid = (lo + hi) / 2;
-    if (sortedKeys[mid] < key) lo = mid + 1;
-    else hi = mid;
+    if (sortedKeys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < count && sortedKeys[lo] == key ? sortedSeqs[lo] : -1;
 }
@@ -126,14 +128,16 @@ struct Level {
 };
 
 // The 3×3 neighbours of cell `seq` at `pos` read in the view facing its normal `dim` (grid_cells.h).
-__device__ void neighborsOf(const Views& views, const int32_t* pixelSeq, const int64_t* keys, int resolution, int stride,
-                            int seq, const float* pos, int dim, int boundary, int32_t* out) {
+__device__ void neighborsOf(const Views& views, const int32_t* pixelSeq, const int64_t* keys, int resolution,
+                            int stride, int seq, const float* pos, int dim, int boundary, int32_t* out) {
   const ViewShape v = views.v[dim];
-  scanNeighbors(v.height, v.width, pos, dim, stride, seq, [&](int ni, int nj) {
-    return pickLayer(v.layers, boundary, dim, pos[(dim + 2) % 3], keys, resolution, [&](int l) {
-      return pixelSeq[v.offset + (l * v.height + ni) * v.width + nj];
-    });
-  }, out);
+  scanNeighbors(
+      v.height, v.width, pos, dim, stride, seq,
+      [&](int ni, int nj) {
+        return pickLayer(v.layers, boundary, dim, pos[(dim + 2) % 3], keys, resolution,
+                         [&](int l) { return pixelSeq[v.offset + (l * v.height + ni) * v.width + nj]; });
+      },
+      out);
 }
 
 // The pixel's view, layer, row and column.
@@ -190,8 +194,7 @@ void link(const Views& views, int32_t pixels, Level& g) {
     if (order == UINT_MAX || order != visit[seqs[gi]]) return;
     const ViewShape v = views.v[p.view];
     int seq = seqs[gi], layers = v.layers;
-    bool edge = p.view == normal[seq] &&
-                (p.l == 0 || p.l == layers - 1 || seqs[gi + size_t(v.height) * v.width] == -1);
+    bool edge = p.view == normal[seq] && (p.l == 0 || p.l == layers - 1 || seqs[gi + size_t(v.height) * v.width] == -1);
     bound[seq] = edge ? (p.l == 0 ? -1 : 1) : 0;
   });
   g.neighbor.assign(size_t(n) * 9, -1);
@@ -284,7 +287,8 @@ void pad(const Views& views, Level& src, const Level& tar) {
   int64_t* keys = ptr(src.keys);
   int32_t *normal = ptr(src.normal), *downs = ptr(src.downsample), *neighbor = ptr(src.neighbor);
   even = ptr(src.even), odd = ptr(src.odd);
-  const int32_t *seqOf = ptr(n.seqOf), *first = ptr(n.firstItem), *tarNormal = ptr(tar.normal), *seqs = ptr(src.pixelSeq);
+  const int32_t *seqOf = ptr(n.seqOf), *first = ptr(n.firstItem), *tarNormal = ptr(tar.normal),
+                *seqs = ptr(src.pixelSeq);
   each(size_t(coarse), [=] __device__(size_t i) {
     if (seqOf[i] < 0) return;
     int32_t seq = fine + seqOf[i];

@@ -29,7 +29,8 @@ __device__ float3 transposedTimes(const float4* m, float4 g) {
   return make_float3(r[0], r[1], r[2]);
 }
 
-__global__ void projectBackwardKernel(ProjectPush p, const float4* gradClip, const float4* matrices, float* gradPoints) {
+__global__ void projectBackwardKernel(ProjectPush p, const float4* gradClip, const float4* matrices,
+                                      float* gradPoints) {
   const uint32_t outputs = p.pointsPerView ? p.views * p.points : p.points;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < outputs; i += gridDim.x * blockDim.x) {
     float3 g = make_float3(0, 0, 0);
@@ -46,7 +47,8 @@ __global__ void projectBackwardKernel(ProjectPush p, const float4* gradClip, con
 }
 
 // As shaders/project_matrix_grad.comp: each thread sums its points in order, then a tree in shared memory.
-__global__ void projectMatrixGradKernel(ProjectPush p, const float* points, const float4* gradClip, float* gradMatrices) {
+__global__ void projectMatrixGradKernel(ProjectPush p, const float* points, const float4* gradClip,
+                                        float* gradMatrices) {
   __shared__ float partial[16][PROJECT_MATRIX_GROUP];
   const uint32_t view = blockIdx.x, lane = threadIdx.x;
   float sum[16] = {};
@@ -55,7 +57,8 @@ __global__ void projectMatrixGradKernel(ProjectPush p, const float* points, cons
     const float4 g = gradClip[size_t(view) * p.points + n];
     const float ph[4] = {points[src * 3], points[src * 3 + 1], points[src * 3 + 2], 1.0f};
     for (int c = 0; c < 4; ++c)  // column c, rows x y z w
-      sum[c * 4] += g.x * ph[c], sum[c * 4 + 1] += g.y * ph[c], sum[c * 4 + 2] += g.z * ph[c], sum[c * 4 + 3] += g.w * ph[c];
+      sum[c * 4] += g.x * ph[c], sum[c * 4 + 1] += g.y * ph[c], sum[c * 4 + 2] += g.z * ph[c],
+          sum[c * 4 + 3] += g.w * ph[c];
   }
   for (int e = 0; e < 16; ++e) partial[e][lane] = sum[e];
   __syncthreads();
@@ -74,8 +77,7 @@ unsigned blocksFor(size_t n) { return unsigned(std::min<size_t>((n + PROJECT_GRO
 void project(const ProjectDesc& d, const float* points, const float* matrices, float* clip, const Stream& stream) {
   checkProjectDesc(d);
   ARM_CHECK(points && matrices && clip, "cuda::project: null pointer");
-  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(clip, 16),
-            "cuda::project: matrices and clip must be 16-byte aligned");
+  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(clip, 16), "cuda::project: matrices and clip must be 16-byte aligned");
   if (!d.points) return;
   projectKernel<<<blocksFor(d.clipFloats() / 4), PROJECT_GROUP, 0, raw(stream)>>>(
       projectPush(d), points, reinterpret_cast<const float4*>(matrices), reinterpret_cast<float4*>(clip));
@@ -99,8 +101,8 @@ void projectMatrixGrad(const ProjectDesc& d, const float* points, const float* g
   checkProjectDesc(d);
   ARM_CHECK(points && gradClip && gradMatrices, "cuda::projectMatrixGrad: null pointer");
   ARM_CHECK(alignedTo(gradClip, 16), "cuda::projectMatrixGrad: gradClip must be 16-byte aligned");
-  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(projectPush(d), points,
-                                                                             reinterpret_cast<const float4*>(gradClip), gradMatrices);
+  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(
+      projectPush(d), points, reinterpret_cast<const float4*>(gradClip), gradMatrices);
   CUDA_CHECK_LAUNCH();
 }
 

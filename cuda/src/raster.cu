@@ -43,7 +43,8 @@ struct Params {
 // bits each, as the band spans 2^18 steps), the level less its minimum (27 bits), bit 63 set for an invalid vertex.
 // H100, 1M triangles at 2048^2: the triangle stage 68.5 -> 57.4 us, the clear 12.1 -> 14.2 us, the call 0.129 ->
 // 0.1245 ms. They live in the barycentrics' buffer, which only the resolve writes, after the triangle stages.
-static_assert(RASTER_GUARD_HI - RASTER_GUARD_LO == 1 << 18 && RASTER_DEPTH_LEVEL_MAX - RASTER_DEPTH_LEVEL_MIN < 1 << 27);
+static_assert(RASTER_GUARD_HI - RASTER_GUARD_LO == 1 << 18 &&
+              RASTER_DEPTH_LEVEL_MAX - RASTER_DEPTH_LEVEL_MIN < 1 << 27);
 __device__ __forceinline__ unsigned long long packVertex(RasterVertex v) {
   if (!v.valid) return ~0ull;
   return (unsigned long long)(v.x - RASTER_GUARD_LO) | (unsigned long long)(v.y - RASTER_GUARD_LO) << 18 |
@@ -106,7 +107,8 @@ __device__ void walkBox(const Params& a, const RasterTri& t, uint32_t f, uint32_
 // A small box's covered pixels, from rasterSmallMask, for a narrow triangle too large for a plane (a big triangle
 // clipped to a small box): depth and the atomic only where a fragment is. Small triangles go to walkTogether.
 __device__ void walkMask(const Params& a, const RasterTri& t, uint32_t f, uint32_t image, RasterMask m) {
-  const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1), rowMagic = 65536u / boxWidth + 1u;  // exact q / width, q < 64
+  const uint32_t boxWidth = uint32_t(t.maxX - t.minX + 1),
+                 rowMagic = 65536u / boxWidth + 1u;  // exact q / width, q < 64
   for (uint32_t word = 0; word < 2; ++word)
     for (uint32_t bits = word ? m.hi : m.lo; bits; bits &= bits - 1) {
       uint32_t q = uint32_t(__ffs(int(bits)) - 1) + 32 * word, row = (q * rowMagic) >> 16, column = q - row * boxWidth;
@@ -132,8 +134,8 @@ struct FragmentWalk {
 };
 
 // Called by every thread of the block (barriers inside); mask empty for threads with nothing to add.
-__device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& t, const RasterPlane& plane, RasterMask m,
-                             uint32_t f, uint32_t image) {
+__device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& t, const RasterPlane& plane,
+                             RasterMask m, uint32_t f, uint32_t image) {
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, count = __popc(m.lo) + __popc(m.hi);
   uint32_t inclusive = count;  // prefix sum over the warp, then over the block's two warps
   for (uint32_t d = 1; d < 32; d *= 2) {
@@ -156,7 +158,8 @@ __device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& 
     const uint32_t entry = w.list[k], q = entry & 63u;
     const SharedPlane& o = w.owners[entry >> 6];
     const uint32_t row = (q * o.rowMagic) >> 16, column = q - row * o.boxWidth;
-    fragmentAt(a, o.face, image, o.minX + int(column), o.minY + int(row), rasterPlaneDepth(o.plane, int(column), int(row)));
+    fragmentAt(a, o.face, image, o.minX + int(column), o.minY + int(row),
+               rasterPlaneDepth(o.plane, int(column), int(row)));
   }
   __syncthreads();  // the list is rewritten by the next round
 }
@@ -223,8 +226,10 @@ __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
     } else if (box && t.narrow) {
       const RasterMask covered = rasterSmallMask(t);
       plane = rasterPlane(t);
-      if (plane.valid) shared = covered;
-      else walkMask(a, t, f, image, covered);  // a clipped big triangle: no plane, rare
+      if (plane.valid)
+        shared = covered;
+      else
+        walkMask(a, t, f, image, covered);  // a clipped big triangle: no plane, rare
     } else if (box) {
       walkBox(a, t, f, image, 0, box, 1);  // a wide triangle clipped to a small box
     }
@@ -261,9 +266,9 @@ __host__ __device__ size_t resolveTilesPerImage(uint32_t width, uint32_t height)
 // inlined: its doubles would make the resolve spill on every pixel, not only here.
 __device__ __noinline__ RasterFloatWeights exactWeights(const float (&nx)[3], const float (&ny)[3], const float (&w)[3],
                                                         uint32_t x, uint32_t y, uint32_t W, uint32_t H) {
-  const RasterWeights d = rasterPerspectiveWeights(rasterScreen(nx[0], W), rasterScreen(ny[0], H), rasterScreen(nx[1], W),
-                                                   rasterScreen(ny[1], H), rasterScreen(nx[2], W), rasterScreen(ny[2], H), w[0],
-                                                   w[1], w[2], double(x) + 0.5, double(y) + 0.5);
+  const RasterWeights d = rasterPerspectiveWeights(
+      rasterScreen(nx[0], W), rasterScreen(ny[0], H), rasterScreen(nx[1], W), rasterScreen(ny[1], H),
+      rasterScreen(nx[2], W), rasterScreen(ny[2], H), w[0], w[1], w[2], double(x) + 0.5, double(y) + 0.5);
   return RasterFloatWeights{float(d.b0), float(d.b1), float(d.b2), true};
 }
 
@@ -298,7 +303,8 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
       float4 v = a.positions[base + a.faces[(face1 - 1) * 3 + k]];
       nx[k] = rasterDivide(v.x, v.w), ny[k] = rasterDivide(v.y, v.w), w[k] = v.w;
     }
-    RasterFloatWeights b = rasterPerspectiveWeightsFloat(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], x, y, W, H);
+    RasterFloatWeights b =
+        rasterPerspectiveWeightsFloat(nx[0], ny[0], w[0], nx[1], ny[1], w[1], nx[2], ny[2], w[2], x, y, W, H);
     if (!b.accurate) b = exactWeights(nx, ny, w, x, y, W, H);  // ill-conditioned here: in double, as the reference
     bary[pix * 3] = b.b0, bary[pix * 3 + 1] = b.b1, bary[pix * 3 + 2] = b.b2;
   }
@@ -307,15 +313,16 @@ __global__ void __launch_bounds__(256, 8) resolveKernel(Params a, int32_t* findi
 // The z-buffer (from firstPiece: past it where it is already clear) and the queue's counts to ~0 (the empty token,
 // above every fragment; empty counts), and the vertices' setup where there is room for it. A kernel rather than a
 // memset, so that the triangle stage can launch while it drains.
-__global__ void clearScratchKernel(uint4* scratch, size_t firstPiece, size_t pieces, const float4* positions, uint32_t rows,
-                                   uint32_t width, uint32_t height, unsigned long long* vertices) {
+__global__ void clearScratchKernel(uint4* scratch, size_t firstPiece, size_t pieces, const float4* positions,
+                                   uint32_t rows, uint32_t width, uint32_t height, unsigned long long* vertices) {
   releaseNext();
   if (vertices)
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
       const float4 p = positions[i];
       vertices[i] = packVertex(rasterVertex(p.x, p.y, p.z, p.w, width, height));
     }
-  for (size_t i = firstPiece + blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces; i += size_t(gridDim.x) * blockDim.x)
+  for (size_t i = firstPiece + blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < pieces;
+       i += size_t(gridDim.x) * blockDim.x)
     scratch[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
 // What a call's launches depend on about the current device: whether it runs programmatic dependent launches
@@ -344,7 +351,8 @@ DeviceTraits deviceTraits() {
 // Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote: with
 // `dependent`, as a programmatic dependent of that work; else as an ordinary launch.
 template <typename... Params, typename... Args>
-void launchAfterPrevious(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+void launchAfterPrevious(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
+                         Args... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -355,7 +363,8 @@ void launchAfterPrevious(bool dependent, void (*kernel)(Params...), dim3 grid, d
 unsigned grid(size_t n) { return unsigned(std::min<size_t>((n + 255) / 256, 65535 * 4)); }
 
 // The vertex of corner k of pixel pix's face, or -1 for background or invalid ids (never read out of bounds).
-__device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t faceCount, uint32_t vertexCount, size_t pix, int k) {
+__device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t faceCount, uint32_t vertexCount,
+                            size_t pix, int k) {
   int id = ids[pix];
   if (id <= 0 || uint32_t(id) > faceCount) return -1;
   int v = faces[(id - 1) * 3 + k];
@@ -369,9 +378,11 @@ __device__ size_t attrBase(size_t pix, uint32_t imagePixels, uint32_t N, uint32_
 
 // One thread per pixel: its face's corners and weights are read once for all channels.
 __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
-                                  const float* bary, const int32_t* faces, uint32_t M, float* out, uint32_t imagePixels) {
+                                  const float* bary, const int32_t* faces, uint32_t M, float* out,
+                                  uint32_t imagePixels) {
   waitForPrevious();  // the visibility buffer (launched as a dependent of the resolve)
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels;
+       pix += size_t(gridDim.x) * blockDim.x) {
     const float* image = attr + attrBase(pix, imagePixels, N, C);
     int corner[3];
     float weight[3];
@@ -388,11 +399,13 @@ __global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const
   }
 }
 
-__global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
-                                          const float* bary, const int32_t* faces, uint32_t M, const float* gradOut,
-                                          float* gradAttr, float* gradBary, uint32_t imagePixels) {
+__global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr,
+                                          const int32_t* ids, const float* bary, const int32_t* faces, uint32_t M,
+                                          const float* gradOut, float* gradAttr, float* gradBary,
+                                          uint32_t imagePixels) {
   waitForPrevious();
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels; pix += size_t(gridDim.x) * blockDim.x) {
+  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels;
+       pix += size_t(gridDim.x) * blockDim.x) {
     const size_t base = attrBase(pix, imagePixels, N, C);
     for (int k = 0; k < 3; ++k) {
       int vi = cornerVertex(ids, faces, M, N, pix, k);
@@ -414,8 +427,8 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
 // warp) and its last lane issues the atomics: a big triangle's pixels otherwise send hundreds of atomics to the same
 // nine addresses, which serialise. (Grouping lanes by face wherever they are in the warp cost more than it saved
 // where small triangles put ~6 faces in a warp: H100, 1M triangles at 2048^2, 0.28 -> 0.31 ms.)
-__global__ void __launch_bounds__(256) rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary,
-                                                            float* gradPositions) {
+__global__ void __launch_bounds__(256)
+    rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary, float* gradPositions) {
   const RasterPush& p = a.p;
   // Pixel arithmetic in 32 bits, as the resolve's (pixels <= 2^28, checkRasterDesc).
   const uint32_t imagePixels = p.width * p.height, pixels = imagePixels * p.images;
@@ -465,8 +478,8 @@ struct Matrix {
   float m[16];
 };
 // As shaders/clip_transform.comp: the transform, and the pixel bounds reduced per block, then four global atomics.
-__global__ void clipKernel(const float* positions, uint32_t count, Matrix a, float4* clip, uint32_t width, uint32_t height,
-                           uint32_t* bounds) {
+__global__ void clipKernel(const float* positions, uint32_t count, Matrix a, float4* clip, uint32_t width,
+                           uint32_t height, uint32_t* bounds) {
   __shared__ uint32_t block[4];
   if (threadIdx.x == 0) block[0] = block[1] = ~0u, block[2] = block[3] = 0;
   __syncthreads();
@@ -487,10 +500,12 @@ __global__ void clipKernel(const float* positions, uint32_t count, Matrix a, flo
   atomicMin(&block[0], lo[0]), atomicMin(&block[1], lo[1]), atomicMax(&block[2], hi[0]), atomicMax(&block[3], hi[1]);
   __syncthreads();
   if (threadIdx.x == 0)
-    atomicMin(&bounds[0], block[0]), atomicMin(&bounds[1], block[1]), atomicMax(&bounds[2], block[2]), atomicMax(&bounds[3], block[3]);
+    atomicMin(&bounds[0], block[0]), atomicMin(&bounds[1], block[1]), atomicMax(&bounds[2], block[2]),
+        atomicMax(&bounds[3], block[3]);
 }
 
-__global__ void setupProbeKernel(uint32_t width, uint32_t height, const float4* corners, uint32_t triangles, RasterTri* setups) {
+__global__ void setupProbeKernel(uint32_t width, uint32_t height, const float4* corners, uint32_t triangles,
+                                 RasterTri* setups) {
   const uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= triangles) return;
   const float4 a = corners[f * 3], b = corners[f * 3 + 1], c = corners[f * 3 + 2];
@@ -503,28 +518,30 @@ void rasterSetupProbe(uint32_t width, uint32_t height, const float* corners, uin
                       const Stream& stream) {
   ARM_CHECK(corners && setups, "cuda::rasterSetupProbe: null pointer");
   if (!triangles) return;
-  setupProbeKernel<<<(triangles + 255) / 256, 256, 0, raw(stream)>>>(width, height, reinterpret_cast<const float4*>(corners),
-                                                                    triangles, static_cast<RasterTri*>(setups));
+  setupProbeKernel<<<(triangles + 255) / 256, 256, 0, raw(stream)>>>(
+      width, height, reinterpret_cast<const float4*>(corners), triangles, static_cast<RasterTri*>(setups));
   CUDA_CHECK_LAUNCH();
 }
 
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
                      uint32_t height, uint32_t* bounds, const Stream& stream) {
-  ARM_CHECK(positions && viewProj && clip && bounds && width && height, "cuda::transformToClip: null pointer or empty image");
+  ARM_CHECK(positions && viewProj && clip && bounds && width && height,
+            "cuda::transformToClip: null pointer or empty image");
   cudaStream_t s = raw(stream);
-  CUDA_CHECK(cudaMemsetAsync(bounds, 0xff, 8, s));  // min x, y
+  CUDA_CHECK(cudaMemsetAsync(bounds, 0xff, 8, s));   // min x, y
   CUDA_CHECK(cudaMemsetAsync(bounds + 2, 0, 8, s));  // max x, y
   if (!count) return;
   Matrix a;
   for (int i = 0; i < 16; ++i) a.m[i] = viewProj[i];
   unsigned blocks = unsigned(std::min<size_t>((count + CLIP_BOUNDS_GROUP - 1) / CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS));
-  clipKernel<<<blocks, CLIP_BOUNDS_GROUP, 0, s>>>(positions, count, a, reinterpret_cast<float4*>(clip), width, height, bounds);
+  clipKernel<<<blocks, CLIP_BOUNDS_GROUP, 0, s>>>(positions, count, a, reinterpret_cast<float4*>(clip), width, height,
+                                                  bounds);
   CUDA_CHECK_LAUNCH();
 }
 
-void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces, uint32_t faceCount,
-               const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics, const Stream& stream,
-               const int32_t* ranges) {
+void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces,
+               uint32_t faceCount, const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics,
+               const Stream& stream, const int32_t* ranges) {
   RasterScratchLayout layout = rasterScratchLayout(d);
   ARM_CHECK(positions && faces && scratch && findices && barycentrics, "cuda::rasterize: null pointer");
   ARM_CHECK(alignedTo(scratch, 16), "cuda::rasterize: scratch must be 16-byte aligned");
@@ -538,9 +555,15 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   unsigned long long* vertices = rows * 8 <= d.pixels() * 12 && alignedTo(barycentrics, 8)
                                      ? reinterpret_cast<unsigned long long*>(barycentrics)
                                      : nullptr;
-  Params a{rasterPush(d, vertexCount, faceCount), reinterpret_cast<const float4*>(positions), faces, depthPrior, ranges,
-           reinterpret_cast<unsigned long long*>(bytes), reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
-           reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset), vertices};
+  Params a{rasterPush(d, vertexCount, faceCount),
+           reinterpret_cast<const float4*>(positions),
+           faces,
+           depthPrior,
+           ranges,
+           reinterpret_cast<unsigned long long*>(bytes),
+           reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
+           reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset),
+           vertices};
   static_assert(RASTER_QUEUE_HEADER * 4 == 16, "the clear covers the z-buffer and the queue's 16-byte header");
   const size_t pieces = (layout.queueOffset + 16) / 16;  // queueOffset is a multiple of 256
   const DeviceTraits device = deviceTraits();
@@ -558,13 +581,15 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
     // most four rounds of the 16 resident blocks per SM, each block looping over its groups: a block's start-up is
     // then paid once per ~2 groups on big scenes (H100, 1M triangles at 2048^2: 0.1229 -> 0.1215 ms; one round of
     // blocks measured 0.129, its slowest blocks alone at the end).
-    const unsigned triangleBlocks = unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, size_t(device.multiprocessors) * 64));
+    const unsigned triangleBlocks =
+        unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, size_t(device.multiprocessors) * 64));
     launchAfterPrevious(dependent, trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);
-    launchAfterPrevious(dependent, chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)), dim3(RASTER_GROUP), s, a);
+    launchAfterPrevious(dependent, chunksKernel, dim3(std::min<uint32_t>(layout.queueCapacity, RASTER_CHUNK_GROUPS)),
+                        dim3(RASTER_GROUP), s, a);
   }
   // A block of 256 threads per 32 × 8 tile.
-  launchAfterPrevious(dependent, resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)), dim3(256), s, a,
-                      findices, barycentrics);
+  launchAfterPrevious(dependent, resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)),
+                      dim3(256), s, a, findices, barycentrics);
 }
 
 void rasterizeBackward(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces,
@@ -574,8 +599,15 @@ void rasterizeBackward(const RasterDesc& d, const float* positions, uint32_t ver
   ARM_CHECK(positions && faces && findices && gradBary && gradPositions, "cuda::rasterizeBackward: null pointer");
   cudaStream_t s = raw(stream);
   CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, rasterPositionRows(d, vertexCount) * 16, s));  // sums from zero
-  Params a{rasterPush(d, vertexCount, faceCount), reinterpret_cast<const float4*>(positions), faces, nullptr, nullptr,
-           nullptr, nullptr, nullptr, nullptr};
+  Params a{rasterPush(d, vertexCount, faceCount),
+           reinterpret_cast<const float4*>(positions),
+           faces,
+           nullptr,
+           nullptr,
+           nullptr,
+           nullptr,
+           nullptr,
+           nullptr};
   rasterBackwardKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, gradBary, gradPositions);  // after the memset
   CUDA_CHECK_LAUNCH();
 }
@@ -585,19 +617,19 @@ void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, con
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
   interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
-  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
-                      faces, M, out, imagePixels);
+  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream),
+                      pixels, C, N, attr, ids, bary, faces, M, out, imagePixels);
 }
 
-void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
-                         const int32_t* faces, uint32_t M, const float* gradOut, float* gradAttr, float* gradBary,
-                         const Stream& stream, uint32_t imagePixels) {
+void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
+                         const float* bary, const int32_t* faces, uint32_t M, const float* gradOut, float* gradAttr,
+                         float* gradBary, const Stream& stream, uint32_t imagePixels) {
   ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
             "cuda::interpolateBackward: channels must be >= 1 and pointers set");
   interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
   if (!pixels) return;
-  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateBackwardKernel, dim3(grid(pixels)), dim3(256), raw(stream), pixels, C, N, attr, ids, bary,
-                      faces, M, gradOut, gradAttr, gradBary, imagePixels);
+  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateBackwardKernel, dim3(grid(pixels)), dim3(256),
+                      raw(stream), pixels, C, N, attr, ids, bary, faces, M, gradOut, gradAttr, gradBary, imagePixels);
 }
 
 }  // namespace armature::cuda

@@ -82,7 +82,9 @@ struct VirtualMemoryApi {
   decltype(&cuMemMap) map = nullptr;
   decltype(&cuMemUnmap) unmap = nullptr;
   decltype(&cuMemSetAccess) setAccess = nullptr;
-  bool complete() const { return granularity && create && properties && release && reserve && addressFree && map && unmap && setAccess; }
+  bool complete() const {
+    return granularity && create && properties && release && reserve && addressFree && map && unmap && setAccess;
+  }
 };
 const VirtualMemoryApi& virtualMemoryApi() {
   static const VirtualMemoryApi api = [] {
@@ -127,7 +129,8 @@ DeviceMemory::DeviceMemory(size_t bytes, MemoryKind kind) : m_bytes(bytes) {
 bool DeviceMemory::allocateCompressible(size_t bytes) {
   int device = 0, supported = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDeviceAttr(CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED), device));
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&supported, cudaDeviceAttr(CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED), device));
   const VirtualMemoryApi& api = virtualMemoryApi();
   if (!supported || !api.complete()) return false;
   CUmemAllocationProp prop{};
@@ -136,7 +139,8 @@ bool DeviceMemory::allocateCompressible(size_t bytes) {
   prop.location.id = device;
   prop.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
   size_t granularity = 0;
-  if (api.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS || !granularity) return false;
+  if (api.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS || !granularity)
+    return false;
   const size_t size = (bytes + granularity - 1) / granularity * granularity;
   CUmemGenericAllocationHandle handle{};
   if (api.create(&handle, size, &prop, 0) != CUDA_SUCCESS) return false;
@@ -174,7 +178,8 @@ void DeviceMemory::reset() {
       // process exit: the driver releases the mapping with the context
     } else if (e != cudaSuccess || api.unmap(address, m_mappedBytes) != CUDA_SUCCESS ||
                api.addressFree(address, m_mappedBytes) != CUDA_SUCCESS) {
-      std::cerr << "freeing compressible CUDA memory failed" << (e != cudaSuccess ? std::string(": ") + cudaGetErrorString(e) : "") << "\n";
+      std::cerr << "freeing compressible CUDA memory failed"
+                << (e != cudaSuccess ? std::string(": ") + cudaGetErrorString(e) : "") << "\n";
     }
   } else if (m_ptr) {
     cudaError_t e = cudaFree(m_ptr);
@@ -185,7 +190,8 @@ void DeviceMemory::reset() {
   m_mappedBytes = 0;
 }
 void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
-  ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
+  ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset,
+            m_bytes);
   if (!bytes) return;
   CUDA_CHECK(cudaMemcpy(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice));
   // A pageable H2D cudaMemcpy may return before its DMA lands, and our streams are non-blocking (they do not
@@ -193,14 +199,16 @@ void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 void DeviceMemory::uploadAsync(const void* src, size_t bytes, const Stream& stream, size_t offset) {
-  ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
+  ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset,
+            m_bytes);
   if (bytes)
     CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice,
                                static_cast<cudaStream_t>(stream.handle())));
 }
 
 void DeviceMemory::download(void* dst, size_t bytes, size_t offset) const {
-  ARM_CHECK(offset + bytes <= m_bytes, "download of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset, m_bytes);
+  ARM_CHECK(offset + bytes <= m_bytes, "download of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset,
+            m_bytes);
   if (bytes) CUDA_CHECK(cudaMemcpy(dst, static_cast<const char*>(m_ptr) + offset, bytes, cudaMemcpyDeviceToHost));
 }
 
@@ -249,11 +257,14 @@ Graph::~Graph() {
   if (m_graph) cudaGraphDestroy(static_cast<cudaGraph_t>(m_graph));
 }
 
-void Graph::launch(const Stream& stream) { CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(m_exec), raw(stream))); }
+void Graph::launch(const Stream& stream) {
+  CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(m_exec), raw(stream)));
+}
 
 namespace {
 int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 // One per process and device: an event recorded on an idle stream of its own runs between the host's record call
 // and the moment a spinning query first sees it done. Of a few such events the one with the tightest interval is

@@ -43,8 +43,9 @@ struct Tables {
   const float *vTemplate, *blend, *jointTemplate, *jointDirs, *weightValue, *jointWeight;
   const uint32_t *weightStart, *weightJoint, *jointVertex;
   const int32_t* parents;  // the chain runs one tree level at a time: no topological order needed
-  const uint32_t *chunkRange, *jointFirstChunk;  // chunk c: CSC entries [2c, 2c+1); joint j: chunks [first[j], first[j+1])
-  const GroupWeights* groupWeights;               // per vertex group of the blend matrix (buildGroupWeights)
+  const uint32_t *chunkRange,
+      *jointFirstChunk;              // chunk c: CSC entries [2c, 2c+1); joint j: chunks [first[j], first[j+1])
+  const GroupWeights* groupWeights;  // per vertex group of the blend matrix (buildGroupWeights)
 };
 
 constexpr int kChunkEntries = 256, kTranslChunkVertices = 1024, kChunkThreads = 128;
@@ -54,7 +55,9 @@ constexpr int kSaved = 21;  // per joint: R (9), G (9), rest joint (3)
 // The blend matrix's columns (and v_posed's) come in groups of 64: 21 whole vertices (63 columns) and one zero
 // column. Every 64- or 128-column tile of the product then holds whole vertices and can skin them itself.
 constexpr int kGroupVertices = 21, kGroupColumns = 64;
-__host__ __device__ inline int posedColumn(int v) { return v / kGroupVertices * kGroupColumns + v % kGroupVertices * 3; }
+__host__ __device__ inline int posedColumn(int v) {
+  return v / kGroupVertices * kGroupColumns + v % kGroupVertices * 3;
+}
 // The blend matrix (rows: features, columns: vertex groups) is stored group by group: a group's 64 columns of
 // all rows are one contiguous range, so a block streaming a group reads DRAM sequentially.
 __host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
@@ -67,8 +70,8 @@ __host__ __device__ inline size_t blendIndex(int row, int col, int rows) {
 // at the end of a launch and nothing per call lives on the host: a captured CUDA graph replays safely.
 struct ForwardOut {
   float *transforms, *saved, *joints, *vPosed, *vertices;
-  unsigned* chainReady;          // null: no flags (separate kernels or launches, ordered by the stream)
-  unsigned* tickets;             // the launch's ticket counter (takeRole); null: roles from blockIdx
+  unsigned* chainReady;  // null: no flags (separate kernels or launches, ordered by the stream)
+  unsigned* tickets;     // the launch's ticket counter (takeRole); null: roles from blockIdx
 };
 
 __device__ unsigned loadAcquire(const unsigned* p) {
@@ -125,8 +128,8 @@ constexpr size_t chainSharedBytes() {
 // (1b) Item b's joints, by a whole block of SKIN_MAX_JOINTS × 1, 2 or 4 threads (thread j: joint j % 64, slice
 // j / 64): rotations, rest joints, the chain one tree level at a time, then transforms, posed joints and what the
 // backward needs. smem: chainSharedBytes().
-__device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem, const ForwardOut& o,
-                          unsigned epoch = 0) {
+__device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& in, int b, float* smem,
+                          const ForwardOut& o, unsigned epoch = 0) {
   float *sR = smem, *sG = sR + SKIN_MAX_JOINTS * 9, *sJ = sG + SKIN_MAX_JOINTS * 9, *sT = sJ + SKIN_MAX_JOINTS * 3;
   float* sPart = sT + SKIN_MAX_JOINTS * 3;  // [slice][joint][3]: the regression's partial sums
   int* sParent = reinterpret_cast<int*>(sPart + kChainSlices * SKIN_MAX_JOINTS * 3);
@@ -191,7 +194,8 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
         const float *Gp = sG + par * 9, *Tp = sT + par * 3;
         float rel[3] = {sJ[q * 3] - sJ[par * 3], sJ[q * 3 + 1] - sJ[par * 3 + 1], sJ[q * 3 + 2] - sJ[par * 3 + 2]};
         for (int r = 0; r < 3; ++r) {
-          for (int c = 0; c < 3; ++c) G[r * 3 + c] = Gp[r * 3] * R[c] + Gp[r * 3 + 1] * R[3 + c] + Gp[r * 3 + 2] * R[6 + c];
+          for (int c = 0; c < 3; ++c)
+            G[r * 3 + c] = Gp[r * 3] * R[c] + Gp[r * 3 + 1] * R[3 + c] + Gp[r * 3 + 2] * R[6 + c];
           T[r] = Tp[r] + Gp[r * 3] * rel[0] + Gp[r * 3 + 1] * rel[1] + Gp[r * 3 + 2] * rel[2];
         }
       }
@@ -220,7 +224,8 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
 }
 
 // (1b, many items) One block per item on the chain stream, beside the features and the product.
-__global__ void __launch_bounds__(SKIN_MAX_JOINTS) jointsForwardKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o) {
+__global__ void __launch_bounds__(SKIN_MAX_JOINTS)
+    jointsForwardKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o) {
   extern __shared__ float chainShared[];
   chainItem(d, t, in, blockIdx.x, chainShared, o);
 }
@@ -243,8 +248,9 @@ __device__ void blendTransforms(const float* A, uint32_t begin, uint32_t end, En
   }
 }
 __device__ void blendTransforms(const Tables& t, const float* A, int v, float T[12]) {
-  blendTransforms(A, t.weightStart[v], t.weightStart[v + 1],
-                  [&](uint32_t e, int& j, float& w) { j = int(t.weightJoint[e]), w = t.weightValue[e]; }, T);
+  blendTransforms(
+      A, t.weightStart[v], t.weightStart[v + 1],
+      [&](uint32_t e, int& j, float& w) { j = int(t.weightJoint[e]), w = t.weightValue[e]; }, T);
 }
 
 // Applies T (row-major 3×4) to posed position p, plus the translation.
@@ -262,9 +268,9 @@ __device__ void applyTransform(const float T[12], const float* p, const float* t
 // adds the slices in order, so the result stays deterministic.
 constexpr int kTile = 128, kTileK = 8;
 template <bool TransB>
-__global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                     const float* __restrict__ Bm, float* __restrict__ C, int ldc,
-                                                     const float* __restrict__ bias, int kChunk) {
+__global__ void __launch_bounds__(256, 2)
+    gemmKernel(int M, int N, int K, const float* __restrict__ A, int lda, const float* __restrict__ Bm,
+               float* __restrict__ C, int ldc, const float* __restrict__ bias, int kChunk) {
   __shared__ __align__(16) float As[2][kTileK][kTile], Bs[2][kTileK][kTile];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   // The forward's blocks run row tiles fastest (grid x): the blocks resident together share a few column groups
@@ -281,7 +287,8 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
   auto loadTiles = [&](int k0) {
     int m = m0 + aRow, k = k0 + aK;
     if (aVec) {
-      aReg = (m < M && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(A + size_t(m) * lda + k)) : make_float4(0, 0, 0, 0);
+      aReg = (m < M && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(A + size_t(m) * lda + k))
+                                 : make_float4(0, 0, 0, 0);
     } else {
       const float* a = A + size_t(m) * lda;
       bool row = m < M;
@@ -292,16 +299,20 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
     }
     if (TransB) {
       int n = n0 + aRow;
-      bReg = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N))) : make_float4(0, 0, 0, 0);
+      bReg = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N)))
+                                 : make_float4(0, 0, 0, 0);
     } else {
       int kb = k0 + tid / 32, n = n0 + (tid % 32) * 4;
-      bReg = (kb < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(kb, n, K))) : make_float4(0, 0, 0, 0);
+      bReg = (kb < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(kb, n, K)))
+                                  : make_float4(0, 0, 0, 0);
     }
   };
   auto storeTiles = [&](int buf) {
-    As[buf][aK][aRow] = aReg.x, As[buf][aK + 1][aRow] = aReg.y, As[buf][aK + 2][aRow] = aReg.z, As[buf][aK + 3][aRow] = aReg.w;
+    As[buf][aK][aRow] = aReg.x, As[buf][aK + 1][aRow] = aReg.y, As[buf][aK + 2][aRow] = aReg.z,
+    As[buf][aK + 3][aRow] = aReg.w;
     if (TransB) {
-      Bs[buf][aK][aRow] = bReg.x, Bs[buf][aK + 1][aRow] = bReg.y, Bs[buf][aK + 2][aRow] = bReg.z, Bs[buf][aK + 3][aRow] = bReg.w;
+      Bs[buf][aK][aRow] = bReg.x, Bs[buf][aK + 1][aRow] = bReg.y, Bs[buf][aK + 2][aRow] = bReg.z,
+      Bs[buf][aK + 3][aRow] = bReg.w;
     } else {
       *reinterpret_cast<float4*>(&Bs[buf][tid / 32][(tid % 32) * 4]) = bReg;
     }
@@ -360,12 +371,13 @@ __global__ void __launch_bounds__(256, 2) gemmKernel(int M, int N, int K, const 
 // gemmKernel's.
 constexpr int kMidRows = 32, kMidCols = 128, kMidK = 32, kMidThreads = 128;
 template <bool TransB>
-__global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                             const float* __restrict__ Bm, float* __restrict__ C, int ldc,
-                                                             const float* __restrict__ bias, int kChunk) {
+__global__ void __launch_bounds__(kMidThreads)
+    gemmMidKernel(int M, int N, int K, const float* __restrict__ A, int lda, const float* __restrict__ Bm,
+                  float* __restrict__ C, int ldc, const float* __restrict__ bias, int kChunk) {
   __shared__ __align__(16) float As[2][kMidK][kMidRows], Bs[2][kMidK][kMidCols];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int m0 = (TransB ? blockIdx.y : blockIdx.x) * kMidRows, n0 = (TransB ? blockIdx.x : blockIdx.y) * kMidCols;  // as gemmKernel
+  const int m0 = (TransB ? blockIdx.y : blockIdx.x) * kMidRows,
+            n0 = (TransB ? blockIdx.x : blockIdx.y) * kMidCols;  // as gemmKernel
   const int kLimit = TransB ? (K + 3) / 4 * 4 : K;
   const int kBegin = blockIdx.z * kChunk, kEnd = min(kLimit, kBegin + kChunk);
   C += size_t(blockIdx.z) * M * ldc;
@@ -382,10 +394,12 @@ __global__ void __launch_bounds__(kMidThreads) gemmMidKernel(int M, int N, int K
     for (int i = 0; i < 8; ++i) {
       if (TransB) {
         int n = n0 + tid, k = k0 + 4 * i;
-        bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N))) : make_float4(0, 0, 0, 0);
+        bReg[i] = (n < N && k < kEnd) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(n, k, N)))
+                                      : make_float4(0, 0, 0, 0);
       } else {
         int k = k0 + tid / 32 + 4 * i, n = n0 + (tid % 32) * 4;
-        bReg[i] = (k < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(k, n, K))) : make_float4(0, 0, 0, 0);
+        bReg[i] = (k < kEnd && n < N) ? __ldg(reinterpret_cast<const float4*>(Bm + blendIndex(k, n, K)))
+                                      : make_float4(0, 0, 0, 0);
       }
     }
   };
@@ -462,7 +476,7 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
 // B's stage: [k][n] (row stride kTcStrideB) for op(B) = B, [n][k] (kTcStrideA) for Bᵀ (B's rows are then k-contiguous).
 constexpr int kTcRows = 64, kTcCols = 128, kTcK = 32, kTcStages = 3, kTcThreads = kTcRows * 4;
 constexpr int kTcStrideA = kTcK + 4, kTcStrideB = kTcCols + 8;  // pads: conflict-free fragment loads
-constexpr int kTcStageB = kTcCols * kTcStrideA > kTcK * kTcStrideB ? kTcCols * kTcStrideA : kTcK * kTcStrideB;
+constexpr int kTcStageB = kTcCols * kTcStrideA > kTcK* kTcStrideB ? kTcCols* kTcStrideA : kTcK* kTcStrideB;
 constexpr size_t tensorSharedBytes() { return size_t(kTcStages) * (kTcRows * kTcStrideA + kTcStageB) * sizeof(float); }
 __device__ inline void copyAsync16(float* smem, const float* gmem, bool valid) {
   unsigned s = unsigned(__cvta_generic_to_shared(smem));
@@ -478,17 +492,18 @@ __device__ inline void splitTf32(float x, unsigned& hi, unsigned& lo) {
 }
 __device__ inline void mmaTf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
 #if __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   __trap();  // the host launches this kernel only on compute capability ≥ 8.0
 #endif
 }
 template <bool TransB>
-__global__ void __launch_bounds__(kTcThreads) gemmTensorKernel(int M, int N, int K, const float* __restrict__ A, int lda,
-                                                               const float* __restrict__ Bm, float* __restrict__ C, int ldc,
-                                                               const float* __restrict__ bias, int kChunk) {
+__global__ void __launch_bounds__(kTcThreads)
+    gemmTensorKernel(int M, int N, int K, const float* __restrict__ A, int lda, const float* __restrict__ Bm,
+                     float* __restrict__ C, int ldc, const float* __restrict__ bias, int kChunk) {
   constexpr int Rows = kTcRows, kThreads = kTcThreads;
   extern __shared__ float4 tensorShared4[];
   float* As = reinterpret_cast<float*>(tensorShared4);  // [stage][Rows][kTcStrideA]
@@ -636,7 +651,8 @@ std::vector<GroupWeights> buildGroupWeights(const SkinningTables& h, int groups)
 __device__ void fetchGroupWeights(const Tables& t, int g, GroupWeights& w) {
   constexpr int kChunks = sizeof(GroupWeights) / 16;
   const float* src = reinterpret_cast<const float*>(t.groupWeights + g);
-  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) copyAsync16(reinterpret_cast<float*>(&w) + 4 * i, src + 4 * i, true);
+  for (int i = threadIdx.x; i < kChunks; i += blockDim.x)
+    copyAsync16(reinterpret_cast<float*>(&w) + 4 * i, src + 4 * i, true);
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
@@ -660,12 +676,14 @@ __device__ void skinGroup(const Dims& d, const Tables& t, const ForwardOut& o, c
     float T[12];
     if (slots) {
       uint32_t base = w.start[0];
-      blendTransforms(staged + r * perItem, w.start[local] - base, w.start[local + 1] - base,
-                      [&](uint32_t e, int& j, float& wt) { j = w.slot[e], wt = w.weight[e]; }, T);
+      blendTransforms(
+          staged + r * perItem, w.start[local] - base, w.start[local + 1] - base,
+          [&](uint32_t e, int& j, float& wt) { j = w.slot[e], wt = w.weight[e]; }, T);
     } else {
       blendTransforms(t, o.transforms + size_t(r) * d.TS, v, T);
     }
-    applyTransform(T, posed + r * kGroupColumns + posedColumn(local), transl + r * 4, o.vertices + (size_t(r) * d.V + v) * 3);
+    applyTransform(T, posed + r * kGroupColumns + posedColumn(local), transl + r * 4,
+                   o.vertices + (size_t(r) * d.V + v) * 3);
   }
 }
 
@@ -694,21 +712,22 @@ __device__ Role takeRole(const ForwardOut& o) {
 // than waiting for a chain block to publish them, 0.052 -> 0.047 ms at 8 items on the H100), stream the product
 // (features · blend + template) one 64-column group (21 vertices) at a time and skin the group's vertices
 // themselves. A product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4
-// columns per thread (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of 16 threads
-// split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two launches:
-// chain blocks only, then product blocks only (chainBlocks = 0), ordered by the stream.
+// columns per thread (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of
+// 16 threads split K and add their partial sums in a fixed order (deterministic). Without the chain overlap, two
+// launches: chain blocks only, then product blocks only (chainBlocks = 0), ordered by the stream.
 constexpr int kSkinnyThreadsPerSlice = 16, kSkinnyCols = 4 * kSkinnyThreadsPerSlice, kSkinnySlices = 16, kInFlight = 4;
 static_assert(kSkinnyCols == kGroupColumns, "a skinny block's columns are one vertex group");
 template <int Rows>
 size_t fewSharedBytes(int F) {  // enough for the chain blocks too
-  return std::max(chainSharedBytes(),
-                  (size_t(Rows) * F + (kSkinnySlices + Rows + 1) * kSkinnyCols + Rows * (kStagedJoints * 12 + 4)) * sizeof(float) +
-                      sizeof(GroupWeights));
+  return std::max(
+      chainSharedBytes(),
+      (size_t(Rows) * F + (kSkinnySlices + Rows + 1) * kSkinnyCols + Rows * (kStagedJoints * 12 + 4)) * sizeof(float) +
+          sizeof(GroupWeights));
 }
 // 4 rows: ≤ 64 registers, so 4 blocks per SM hold all 500 groups of an SMPL-X-sized model at once.
 template <int Rows>
-__global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o, int chainBlocks,
-                                                        int ldb) {
+__global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3)
+    forwardFewKernel(Dims d, Tables t, SkinningInputs in, ForwardOut o, int chainBlocks, int ldb) {
   extern __shared__ float4 shared4[];
   float* smem = reinterpret_cast<float*>(shared4);
   const Role role = takeRole(o);
@@ -718,10 +737,10 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
     return;
   }
   const int M = d.B, K = d.F(), groups = ldb / kGroupColumns;
-  float* aT = smem;                                  // K × Rows (A transposed, zero rows beyond M)
-  float* part = aT + K * Rows;                       // [slice][kSkinnyCols] partial sums
-  float* posed = part + kSkinnySlices * kSkinnyCols;  // [Rows][kSkinnyCols]
-  float* staged = posed + Rows * kSkinnyCols;         // the epilogue's transforms: kStagedJoints per item
+  float* aT = smem;                                    // K × Rows (A transposed, zero rows beyond M)
+  float* part = aT + K * Rows;                         // [slice][kSkinnyCols] partial sums
+  float* posed = part + kSkinnySlices * kSkinnyCols;   // [Rows][kSkinnyCols]
+  float* staged = posed + Rows * kSkinnyCols;          // the epilogue's transforms: kStagedJoints per item
   float* transl = staged + Rows * kStagedJoints * 12;  // [Rows][4]: the items' translations
   float* bias = transl + Rows * 4;                     // the group's template columns
   GroupWeights& weights = *reinterpret_cast<GroupWeights*>(bias + kSkinnyCols);
@@ -738,7 +757,8 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
     }
     // Everything the epilogue reads from global memory but the transforms is on its way before the stream, so that
     // no round trip follows it: the group's weights record and template columns, the items' translations.
-    if (threadIdx.x < kSkinnyCols / 4) copyAsync16(bias + 4 * threadIdx.x, t.vTemplate + g * kSkinnyCols + 4 * threadIdx.x, true);
+    if (threadIdx.x < kSkinnyCols / 4)
+      copyAsync16(bias + 4 * threadIdx.x, t.vTemplate + g * kSkinnyCols + 4 * threadIdx.x, true);
     fetchGroupWeights(t, g, weights);
     if (!haveA) {  // the first group's loads are in flight while the block builds the items' features
       for (int i = threadIdx.x; i < M * 3; i += blockDim.x) transl[i / 3 * 4 + i % 3] = __ldg(in.transl + i);
@@ -774,7 +794,7 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
         }
       }
     }
-    const int n = g * kSkinnyCols + 4 * tx;  // this thread's first column
+    const int n = g * kSkinnyCols + 4 * tx;           // this thread's first column
     asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's part of the bias and the record (long done)
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
@@ -798,8 +818,8 @@ __global__ void __launch_bounds__(256, Rows == 4 ? 4 : 3) forwardFewKernel(Dims 
 }
 
 // (2ᵀ, few items) C (M×N) = A·Bᵀ for M ≤ Rows, A (M×K, row stride lda, zero-padded to a multiple of 4) and B the
-// blend matrix (N rows of K, blendIndex). A block owns two output columns (B rows): 16-byte loads, 4 in flight per thread,
-// each A load serving both; warp shuffles then the 8 warps in order: a fixed-order sum (deterministic).
+// blend matrix (N rows of K, blendIndex). A block owns two output columns (B rows): 16-byte loads, 4 in flight per
+// thread, each A load serving both; warp shuffles then the 8 warps in order: a fixed-order sum (deterministic).
 template <int Rows>
 __global__ void __launch_bounds__(256) skinnyGemmTransKernel(int M, int N, int K, const float* __restrict__ A, int lda,
                                                              const float* __restrict__ Bm, float* __restrict__ C) {
@@ -869,9 +889,9 @@ __global__ void skinBackwardVertexKernel(Dims d, Tables t, const float* __restri
 // Backward (2): per (chunk, item) block: a chunk's share of dL/dA_j = Σ_v w_vj g_v [p_v; 1]ᵀ over up to 256 of
 // the joint's vertices (CSC), or (the last chunks) of Σ_v dL/dv for the translation; partial sums per chunk, summed
 // per joint in chunk order by chainBackwardKernel: a fixed order, and enough blocks for the big joints at batch 1.
-__global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed,
-                                                                          int stride, const float* __restrict__ gradV,
-                                                                          float* __restrict__ parts) {
+__global__ void __launch_bounds__(kChunkThreads)
+    skinBackwardJointKernel(Dims d, Tables t, const float* __restrict__ vPosed, int stride,
+                            const float* __restrict__ gradV, float* __restrict__ parts) {
   __shared__ float red[12][kChunkThreads / 32];
   int chunk = blockIdx.x, b = blockIdx.y;
   float acc[12] = {};
@@ -914,9 +934,9 @@ __global__ void __launch_bounds__(kChunkThreads) skinBackwardJointKernel(Dims d,
 // level deeper) in a fixed order, then adds its own rotation and rest-joint gradients. Out: per joint, the chain's
 // share of dL/dR (9) and dL/drest-joint (3) in chainGrads; the translation's gradient.
 constexpr int kJointsBackwardThreads = 9 * SKIN_MAX_JOINTS;
-__global__ void __launch_bounds__(kJointsBackwardThreads, 2) chainBackwardKernel(Dims d, Tables t, const float* saved,
-                                                                                 const float* parts, const float* gradJoints,
-                                                                                 float* chainGrads, float* gradTransl) {
+__global__ void __launch_bounds__(kJointsBackwardThreads, 2)
+    chainBackwardKernel(Dims d, Tables t, const float* saved, const float* parts, const float* gradJoints,
+                        float* chainGrads, float* gradTransl) {
   __shared__ float sv[SKIN_MAX_JOINTS * kSaved];  // per joint: R (9), G (9), rest joint (3)
   __shared__ float wk[SKIN_MAX_JOINTS * 24];      // per joint: gG (9), gT (3), gJrest (3), gR (9)
   __shared__ int sParent[SKIN_MAX_JOINTS], sDepth[SKIN_MAX_JOINTS], sMaxDepth;
@@ -1011,9 +1031,9 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) chainBackwardKernel
 // Backward (4): one block per item, after the blend product's backward: the Rodrigues backward per joint (the
 // chain's share of dL/dR plus dL/dfeatures) and the shape/expression gradients, each coefficient a fixed-order sum
 // over 16 lanes (the loads in flight together, not one after another).
-__global__ void __launch_bounds__(kJointsBackwardThreads, 2) paramsBackwardKernel(Dims d, Tables t, SkinningInputs in,
-                                                                                  const float* chainGrads,
-                                                                                  const float* gradFeatures, SkinningGrads out) {
+__global__ void __launch_bounds__(kJointsBackwardThreads, 2)
+    paramsBackwardKernel(Dims d, Tables t, SkinningInputs in, const float* chainGrads, const float* gradFeatures,
+                         SkinningGrads out) {
   __shared__ float gJrest[SKIN_MAX_JOINTS * 3];
   const int b = blockIdx.x, tid = threadIdx.x;
   if (tid < d.J) {
@@ -1032,7 +1052,8 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) paramsBackwardKerne
     for (int i0 = lane16; i0 < terms; i0 += 4 * 16) {  // 4 loads in flight, summed in the same order
       float dir[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) dir[u] = k < d.K && i0 + 16 * u < terms ? __ldg(t.jointDirs + size_t(k) * terms + i0 + 16 * u) : 0.f;
+      for (int u = 0; u < 4; ++u)
+        dir[u] = k < d.K && i0 + 16 * u < terms ? __ldg(t.jointDirs + size_t(k) * terms + i0 + 16 * u) : 0.f;
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         int i = i0 + 16 * u;
@@ -1042,8 +1063,10 @@ __global__ void __launch_bounds__(kJointsBackwardThreads, 2) paramsBackwardKerne
     for (int o = 8; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o, 16);
     if (k < d.K && lane16 == 0) {
       acc += gradFeatures[size_t(b) * d.F() + d.P + k];
-      if (k < d.S) out.betas[b * d.S + k] = acc;
-      else out.expression[b * E + (k - d.S)] = acc;
+      if (k < d.S)
+        out.betas[b * d.S + k] = acc;
+      else
+        out.expression[b * E + (k - d.S)] = acc;
     }
   }
 }
@@ -1070,7 +1093,8 @@ struct FusedLaunch {
   static FusedLaunch of(Kernel kernel, unsigned threads, size_t shared, int smCount, int sharedLimit) {
     if (shared > size_t(sharedLimit)) return {};  // unusable (capacity 0): forward() takes another kernel
     if (shared > 48 * 1024)
-      CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+      CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     int perSm = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), shared));
     return {threads, shared, perSm * smCount};
@@ -1079,13 +1103,14 @@ struct FusedLaunch {
 
 struct Skinning::Impl {
   SkinningDims sizes;
-  Stream chainStream;            // the joint chain runs here, beside the blend product (setChainOverlap)
+  Stream chainStream;  // the joint chain runs here, beside the blend product (setChainOverlap)
   bool chainOverlap = true;
   SyncEvent chainFork, chainJoin;
   size_t tableBytes = 0;
   Dims dims{};
   uint32_t maxBatch;
-  DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointVertex, jointWeight, parents, chunkRange, jointFirstChunk, groupWeights;
+  DeviceMemory vTemplate, blend, jointTemplate, jointDirs, weightStart, weightJoint, weightValue, jointVertex,
+      jointWeight, parents, chunkRange, jointFirstChunk, groupWeights;
   DeviceMemory features, transforms, saved, vPosed, chunkParts, chainGrads, gradVPosed, gradFeatures, splitParts;
   static constexpr int kSplitRows = 8192;  // split-K partial sums: slices × items ≤ this
   int smCount = 132;
@@ -1112,7 +1137,8 @@ struct Skinning::Impl {
   // A kernel that reads the blend matrix for a call of `items` items, launched with the residency window when it is
   // on (the same window for a call's forward and backward).
   template <typename... Params, typename... Args>
-  void launchBlend(int items, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s, Args... args) {
+  void launchBlend(int items, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t s,
+                   Args... args) {
     cudaLaunchAttribute window{};
     window.id = cudaLaunchAttributeAccessPolicyWindow;
     window.val.accessPolicyWindow = items <= kSpreadItems ? spreadResidency : residency;
@@ -1120,24 +1146,27 @@ struct Skinning::Impl {
     CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
   }
   Tables tables() const {
-    return {vTemplate.as<float>(), blend.as<float>(), jointTemplate.as<float>(), jointDirs.as<float>(),
-            weightValue.as<float>(), jointWeight.as<float>(), weightStart.as<uint32_t>(), weightJoint.as<uint32_t>(),
-            jointVertex.as<uint32_t>(), parents.as<int32_t>(),
-            chunkRange.as<uint32_t>(), jointFirstChunk.as<uint32_t>(), groupWeights.as<GroupWeights>()};
+    return {vTemplate.as<float>(),          blend.as<float>(),          jointTemplate.as<float>(),
+            jointDirs.as<float>(),          weightValue.as<float>(),    jointWeight.as<float>(),
+            weightStart.as<uint32_t>(),     weightJoint.as<uint32_t>(), jointVertex.as<uint32_t>(),
+            parents.as<int32_t>(),          chunkRange.as<uint32_t>(),  jointFirstChunk.as<uint32_t>(),
+            groupWeights.as<GroupWeights>()};
   }
   // out (M × blendStride) = A (M × F) · blend + vTemplate, for more items than the fused forward serves (> 8).
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     const int N = blendStride, K = dims.F();
     if (M <= 64) {  // (the tensor-core kernel measured slower here: 0.063 -> 0.075 ms at 32 items, issue-bound)
       dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
-      launchBlend(M, gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(M, gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N,
+                  vTemplate.as<float>(), K);
     } else if (tensorCores) {
       dim3 grid(blocks(size_t(M), kTcRows), blocks(size_t(N), kTcCols));  // row tiles fastest
-      launchBlend(M, gemmTensorKernel<false>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K, blend.as<float>(), out, N,
-                  vTemplate.as<float>(), K);
+      launchBlend(M, gemmTensorKernel<false>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, A, K,
+                  blend.as<float>(), out, N, vTemplate.as<float>(), K);
     } else {
       dim3 grid(blocks(size_t(M), kTile), blocks(size_t(N), kTile));  // row tiles fastest
-      launchBlend(M, gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N, vTemplate.as<float>(), K);
+      launchBlend(M, gemmKernel<false>, grid, 256, 0, s, M, N, K, A, K, blend.as<float>(), out, N,
+                  vTemplate.as<float>(), K);
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -1165,14 +1194,20 @@ struct Skinning::Impl {
   void blendBackward(int M, const float* G, float* out, cudaStream_t s) {
     int N = dims.F(), K = blendStride;
     if (M <= 4) {
-      launchBlend(M, skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), out);
+      launchBlend(M, skinnyGemmTransKernel<4>, blocks(size_t(N), 2), 256, 0, s, M, N, K, G, blendStride,
+                  blend.as<float>(), out);
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
       // Tensor cores from 1,024 items: at 512 the split-K slices of 64-row tiles measured slower (H100 forward+
       // backward 1.43-1.46 -> 1.50-1.51 ms) while 4,096 gained (11.58-11.84 -> 11.02-11.21 ms).
       const bool mid = M <= 64, tensor = M >= 1024 && tensorCores;
-      const int rowsPerTile = mid ? kMidRows : tensor ? kTcRows : kTile, colsPerTile = mid ? kMidCols : tensor ? kTcCols : kTile;
+      const int rowsPerTile = mid      ? kMidRows
+                              : tensor ? kTcRows
+                                       : kTile,
+                colsPerTile = mid      ? kMidCols
+                              : tensor ? kTcCols
+                                       : kTile;
       const int step = mid ? kMidK : tensor ? kTcK : kTileK;
       dim3 grid(blocks(size_t(N), colsPerTile), blocks(size_t(M), rowsPerTile), 1);
       int tiles = int(grid.x * grid.y), Kp = (K + 3) / 4 * 4, perSm = mid ? 4 : 2;
@@ -1182,14 +1217,14 @@ struct Skinning::Impl {
       grid.z = unsigned(slices);
       float* target = slices > 1 ? splitParts.as<float>() : out;
       if (mid)
-        launchBlend(M, gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
-                    nullptr, kChunk);
+        launchBlend(M, gemmMidKernel<true>, grid, kMidThreads, 0, s, M, N, K, G, blendStride, blend.as<float>(), target,
+                    N, nullptr, kChunk);
       else if (tensor)
         launchBlend(M, gemmTensorKernel<true>, grid, kTcThreads, tensorSharedBytes(), s, M, N, K, G, blendStride,
                     blend.as<float>(), target, N, nullptr, kChunk);
       else
-        launchBlend(M, gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N, nullptr,
-                    kChunk);
+        launchBlend(M, gemmKernel<true>, grid, 256, 0, s, M, N, K, G, blendStride, blend.as<float>(), target, N,
+                    nullptr, kChunk);
       if (slices > 1) {
         CUDA_CHECK_LAUNCH();
         size_t count = size_t(M) * N;
@@ -1216,7 +1251,8 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   m->tableBytes += m->groupWeights.bytes();
   size_t B = maxBatch, J = h.jointCount, F = h.featureCount + h.coefCount(), stride = size_t(m->blendStride);
   size_t chunksPerItem = h.jointVertex.size() / kChunkEntries + J + size_t(h.vertexCount) / kTranslChunkVertices + 1;
-  size_t need = h.deviceBytes() + F * stride * 4 + B * (F * 2 + J * (12 + kSaved) + m->dims.TS + stride * 2 + chunksPerItem * 12 + 2) * 4 +
+  size_t need = h.deviceBytes() + F * stride * 4 +
+                B * (F * 2 + J * (12 + kSaved) + m->dims.TS + stride * 2 + chunksPerItem * 12 + 2) * 4 +
                 size_t(Impl::kSplitRows) * F * 4;
   size_t freeBytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&freeBytes, &total));
@@ -1281,10 +1317,13 @@ Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxB
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   cudaFuncAttributes tensorKernel{};  // compiled for ≥ sm_80 too (a build for older GPUs JIT-run here traps instead)
   CUDA_CHECK(cudaFuncGetAttributes(&tensorKernel, gemmTensorKernel<false>));
-  m->tensorCapable = major >= 8 && tensorKernel.ptxVersion >= 80 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32
+  m->tensorCapable =
+      major >= 8 && tensorKernel.ptxVersion >= 80 && size_t(sharedLimit) >= tensorSharedBytes();  // mma.sync TF32
   if (m->tensorCapable) {
-    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
-    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(tensorSharedBytes())));
+    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(tensorSharedBytes())));
+    CUDA_CHECK(cudaFuncSetAttribute(gemmTensorKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(tensorSharedBytes())));
   }
   setTensorCores(true);
   m->chainReady = DeviceMemory(Impl::kFusedItems * Impl::kFusedItems * sizeof(unsigned));
@@ -1311,7 +1350,8 @@ bool Skinning::setL2Residency(bool on) {
   if (maxPersisting <= 0 || maxWindow <= 0) return false;  // no persisting L2 on this device (or under MIG/MPS)
   size_t limit = 0;
   CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
-  if (limit < size_t(maxPersisting) && cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(maxPersisting)) != cudaSuccess) {
+  if (limit < size_t(maxPersisting) &&
+      cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(maxPersisting)) != cudaSuccess) {
     cudaGetLastError();  // not sticky: residency stays off
     return false;
   }
@@ -1336,7 +1376,8 @@ uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
 size_t Skinning::deviceBytes() const { return m->tableBytes; }
 
 void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream) {
-  ARM_CHECK(batch >= 1 && batch <= m->maxBatch, "cuda::Skinning::forward: batch %u outside [1, %u]", batch, m->maxBatch);
+  ARM_CHECK(batch >= 1 && batch <= m->maxBatch, "cuda::Skinning::forward: batch %u outside [1, %u]", batch,
+            m->maxBatch);
   ARM_CHECK(in.pose && in.transl && vertices && joints && (in.betas || m->dims.S == 0) &&
                 (in.expression || m->dims.K == m->dims.S),
             "cuda::Skinning::forward: null input or output pointer");
@@ -1344,7 +1385,8 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
   d.B = int(batch);
   cudaStream_t s = raw(stream);
   Tables t = m->tables();
-  ForwardOut o{m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr, nullptr};
+  ForwardOut o{
+      m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr, nullptr};
   // Few items: one fused kernel (chain blocks beside product blocks that skin their own vertex groups).
   auto usable = [&](const FusedLaunch& l) { return l.capacity > d.B; };
   const int fused = batch <= 4 && usable(m->few4) ? 4 : batch <= Impl::kFusedItems && usable(m->few8) ? 8 : 0;
@@ -1404,14 +1446,13 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
         d, t, m->vPosed.as<float>(), m->blendStride, gradVertices, m->chunkParts.as<float>());
     CUDA_CHECK_LAUNCH();
   }
-  chainBackwardKernel<<<batch, kJointsBackwardThreads, 0, chain>>>(d, t, m->saved.as<float>(), m->chunkParts.as<float>(),
-                                                                   gradJoints, m->chainGrads.as<float>(), out.transl);
+  chainBackwardKernel<<<batch, kJointsBackwardThreads, 0, chain>>>(
+      d, t, m->saved.as<float>(), m->chunkParts.as<float>(), gradJoints, m->chainGrads.as<float>(), out.transl);
   CUDA_CHECK_LAUNCH();
   if (m->chainOverlap) CUDA_CHECK(cudaEventRecord(m->chainJoin.handle, chain));
   if (gradVertices) {
-    skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(d, t, m->transforms.as<float>(),
-                                                                                         gradVertices, m->gradVPosed.as<float>(),
-                                                                                         m->blendStride);
+    skinBackwardVertexKernel<<<blocks(n, SKIN_VERTEX_GROUP), SKIN_VERTEX_GROUP, 0, s>>>(
+        d, t, m->transforms.as<float>(), gradVertices, m->gradVPosed.as<float>(), m->blendStride);
     CUDA_CHECK_LAUNCH();
     m->blendBackward(d.B, m->gradVPosed.as<float>(), m->gradFeatures.as<float>(), s);
   }

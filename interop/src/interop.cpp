@@ -23,7 +23,8 @@ void check(cudaError_t e, const char* what) {
 }
 // Destructors must not throw: report and go on.
 void report(cudaError_t e, const char* what) {
-  if (e != cudaSuccess && e != cudaErrorCudartUnloading) std::cerr << "interop: " << what << ": " << cudaGetErrorString(e) << "\n";
+  if (e != cudaSuccess && e != cudaErrorCudartUnloading)
+    std::cerr << "interop: " << what << ": " << cudaGetErrorString(e) << "\n";
 }
 
 Support computeSupport(const vk::Context& ctx) {
@@ -92,7 +93,8 @@ Support probe(const vk::Context& ctx) {
 }
 
 std::string describe(const Support& s) {
-  if (s.zeroCopy) return "zero-copy (CUDA device " + std::to_string(s.cudaDevice) + " shares the Vulkan device's memory)";
+  if (s.zeroCopy)
+    return "zero-copy (CUDA device " + std::to_string(s.cudaDevice) + " shares the Vulkan device's memory)";
   return "staging copies through pinned host memory: " + s.reason;
 }
 
@@ -180,7 +182,8 @@ void SharedBuffer::release() noexcept {
   // CUDA's order: no work in flight, the mapped pointer freed, the imported memory destroyed; then Vulkan's objects.
   if (m_cudaPtr || m_extMemory || m_pinned) report(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   if (m_cudaPtr) report(cudaFree(m_cudaPtr), "cudaFree");
-  if (m_extMemory) report(cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(m_extMemory)), "cudaDestroyExternalMemory");
+  if (m_extMemory)
+    report(cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(m_extMemory)), "cudaDestroyExternalMemory");
   if (m_pinned) report(cudaFreeHost(m_pinned), "cudaFreeHost");
   if (m_buffer) vkDestroyBuffer(m_ctx->device(), m_buffer, nullptr);
   if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, nullptr);
@@ -239,7 +242,9 @@ SharedTimeline::SharedTimeline(vk::Context& ctx, Path path) : m_ctx(ctx) {
 }
 
 SharedTimeline::~SharedTimeline() {
-  if (m_extSemaphore) report(cudaDestroyExternalSemaphore(static_cast<cudaExternalSemaphore_t>(m_extSemaphore)), "cudaDestroyExternalSemaphore");
+  if (m_extSemaphore)
+    report(cudaDestroyExternalSemaphore(static_cast<cudaExternalSemaphore_t>(m_extSemaphore)),
+           "cudaDestroyExternalSemaphore");
   vkDestroySemaphore(m_ctx.device(), m_semaphore, nullptr);
 }
 
@@ -248,7 +253,8 @@ void SharedTimeline::cudaWait(uint64_t value, const cuda::Stream& stream) {
   cudaExternalSemaphoreWaitParams p{};
   p.params.fence.value = value;
   auto sem = static_cast<cudaExternalSemaphore_t>(m_extSemaphore);
-  check(cudaWaitExternalSemaphoresAsync(&sem, &p, 1, static_cast<cudaStream_t>(stream.handle())), "cudaWaitExternalSemaphoresAsync");
+  check(cudaWaitExternalSemaphoresAsync(&sem, &p, 1, static_cast<cudaStream_t>(stream.handle())),
+        "cudaWaitExternalSemaphoresAsync");
 }
 
 void SharedTimeline::cudaSignal(uint64_t value, const cuda::Stream& stream) {
@@ -280,8 +286,8 @@ void SharedTimeline::hostWait(uint64_t value, uint64_t timeoutNs) const {
   wi.pValues = &value;
   VkResult r = vkWaitSemaphores(m_ctx.device(), &wi, timeoutNs);
   if (r == VK_TIMEOUT)
-    throw Error("interop: timeline did not reach " + std::to_string(value) + " within " + std::to_string(timeoutNs / 1000000) +
-                " ms (it is at " + std::to_string(this->value()) + ")");
+    throw Error("interop: timeline did not reach " + std::to_string(value) + " within " +
+                std::to_string(timeoutNs / 1000000) + " ms (it is at " + std::to_string(this->value()) + ")");
   VK_CHECK(r);
 }
 

@@ -13,7 +13,8 @@ namespace armature::test {
 // A random forest-free tree over J joints (parents[0] = -1, every other parent an earlier joint unless
 // `shuffled`, which permutes the labels so parents may come after children), random regressor and weights
 // (each vertex on up to 4 joints, summing to 1), random directions of realistic size.
-inline BodyModel randomBodyModel(uint32_t V, uint32_t J, uint32_t S, uint32_t E, std::mt19937_64& rng, bool shuffled = false) {
+inline BodyModel randomBodyModel(uint32_t V, uint32_t J, uint32_t S, uint32_t E, std::mt19937_64& rng,
+                                 bool shuffled = false) {
   std::uniform_real_distribution<double> u(-1, 1), pos(0, 1);
   BodyModel m;
   m.source = "random";

@@ -25,7 +25,8 @@ inline double barycentricLoss(const std::vector<double>& pos, const std::vector<
     }
     const double cx = double(inImage % d.width) + 0.5, cy = double(inImage / d.width) + 0.5;
     for (int k = 0; k < 3; ++k)
-      loss += g[pix * 3 + size_t(k)] * rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k);
+      loss +=
+          g[pix * 3 + size_t(k)] * rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k);
   }
   return loss;
 }

@@ -15,15 +15,16 @@ bool vulkanRequired();
 }  // namespace armature::test
 
 // Skips the test with the reason when there is no Vulkan device; otherwise binds `ctx`.
-#define ARM_REQUIRE_VULKAN(ctx)                                  \
-  std::string vkWhy_;                                            \
+#define ARM_REQUIRE_VULKAN(ctx)                                                  \
+  std::string vkWhy_;                                                            \
   ::armature::vk::Context* ctx##_ptr = ::armature::test::vulkanContext(&vkWhy_); \
-  if (!ctx##_ptr && ::armature::test::vulkanRequired()) FAIL() << "Vulkan required (ARMATURE_REQUIRE_VULKAN): " << vkWhy_; \
-  if (!ctx##_ptr) GTEST_SKIP() << "no Vulkan device: " << vkWhy_; \
+  if (!ctx##_ptr && ::armature::test::vulkanRequired())                          \
+    FAIL() << "Vulkan required (ARMATURE_REQUIRE_VULKAN): " << vkWhy_;           \
+  if (!ctx##_ptr) GTEST_SKIP() << "no Vulkan device: " << vkWhy_;                \
   ::armature::vk::Context& ctx = *ctx##_ptr
 
 // Skips the test with the reason when CUDA cannot run here (no driver, no device, or not built).
-#define ARM_REQUIRE_CUDA()                                                                \
-  do {                                                                                    \
+#define ARM_REQUIRE_CUDA()                                                                  \
+  do {                                                                                      \
     if (auto why = ::armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA: " << *why; \
   } while (0)

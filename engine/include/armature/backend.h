@@ -9,9 +9,12 @@ enum class Backend { Cpu, Vulkan, Cuda };
 
 inline const char* backendName(Backend b) {
   switch (b) {
-    case Backend::Cpu: return "cpu";
-    case Backend::Vulkan: return "vulkan";
-    case Backend::Cuda: return "cuda";
+    case Backend::Cpu:
+      return "cpu";
+    case Backend::Vulkan:
+      return "vulkan";
+    case Backend::Cuda:
+      return "cuda";
   }
   return "?";
 }

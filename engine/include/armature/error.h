@@ -29,7 +29,7 @@ std::string format(const char* fmt, Args&&... args) {
 }  // namespace armature
 
 // Checks user input at an API boundary: ARM_CHECK(n > 0, "batch must be > 0, got %d", n).
-#define ARM_CHECK(cond, ...)                                                        \
-  do {                                                                              \
+#define ARM_CHECK(cond, ...)                                                       \
+  do {                                                                             \
     if (!(cond)) throw ::armature::Error(::armature::detail::format(__VA_ARGS__)); \
   } while (0)

@@ -8,11 +8,11 @@ namespace armature {
 
 const std::vector<std::string>& smplxJointNames() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"pelvis", "left_hip", "right_hip", "spine1", "left_knee", "right_knee", "spine2",
-                                  "left_ankle", "right_ankle", "spine3", "left_foot", "right_foot", "neck",
-                                  "left_collar", "right_collar", "head", "left_shoulder", "right_shoulder",
-                                  "left_elbow", "right_elbow", "left_wrist", "right_wrist", "jaw", "left_eye_smplhf",
-                                  "right_eye_smplhf"};
+    std::vector<std::string> n = {
+        "pelvis",       "left_hip",    "right_hip",       "spine1",          "left_knee",  "right_knee",  "spine2",
+        "left_ankle",   "right_ankle", "spine3",          "left_foot",       "right_foot", "neck",        "left_collar",
+        "right_collar", "head",        "left_shoulder",   "right_shoulder",  "left_elbow", "right_elbow", "left_wrist",
+        "right_wrist",  "jaw",         "left_eye_smplhf", "right_eye_smplhf"};
     for (const char* side : {"left", "right"})
       for (const char* finger : {"index", "middle", "pinky", "ring", "thumb"})
         for (int k = 1; k <= 3; ++k) n.push_back(std::string(side) + "_" + finger + std::to_string(k));
@@ -80,14 +80,17 @@ struct Reader {
     for (size_t i = 0; ok && i < want.size(); ++i) ok = want[i] == 0 || want[i] == a.shape[i];
     if (!ok) {
       std::string w = "(";
-      for (size_t i = 0; i < want.size(); ++i) w += (i ? ", " : "") + (want[i] ? std::to_string(want[i]) : std::string("*"));
+      for (size_t i = 0; i < want.size(); ++i)
+        w += (i ? ", " : "") + (want[i] ? std::to_string(want[i]) : std::string("*"));
       fail(key, "expected shape " + w + (want.size() == 1 ? ",)" : ")") + ", found " + a.shapeString());
     }
   }
   std::vector<double> floats(const std::string& key, const NpyArray& a) const {
     if (a.dtype[1] != 'f') fail(key, "expected a float dtype (<f4 or <f8), found " + a.dtype);
     for (size_t i = 0; i < a.values.size(); ++i)
-      if (!std::isfinite(a.values[i])) fail(key, "expected finite values, found " + std::to_string(a.values[i]) + " at flat index " + std::to_string(i));
+      if (!std::isfinite(a.values[i]))
+        fail(key,
+             "expected finite values, found " + std::to_string(a.values[i]) + " at flat index " + std::to_string(i));
     return a.values;
   }
   std::vector<int32_t> ints(const std::string& key, const NpyArray& a, double lo, double hi) const {
@@ -96,8 +99,8 @@ struct Reader {
     for (size_t i = 0; i < a.values.size(); ++i) {
       double v = a.values[i];
       if (v < lo || v >= hi)
-        fail(key, "expected values in [" + std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) + "), found " +
-                      std::to_string(int64_t(v)) + " at flat index " + std::to_string(i));
+        fail(key, "expected values in [" + std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) +
+                      "), found " + std::to_string(int64_t(v)) + " at flat index " + std::to_string(i));
       out[i] = int32_t(v);
     }
     return out;
@@ -122,20 +125,25 @@ BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name) {
   m.jointCount = uint32_t(kin.shape[1]);
   size_t J = m.jointCount;
   if (J == 0) r.fail("kintree_table", "expected at least one joint, found 0");
-  if (kin.dtype[1] != 'i' && kin.dtype[1] != 'u') r.fail("kintree_table", "expected an integer dtype, found " + kin.dtype);
+  if (kin.dtype[1] != 'i' && kin.dtype[1] != 'u')
+    r.fail("kintree_table", "expected an integer dtype, found " + kin.dtype);
   m.parents.resize(J);
   for (size_t j = 0; j < J; ++j) {
     double p = kin.values[j], id = kin.values[J + j];
-    if (id != double(j)) r.fail("kintree_table", "expected row 1 to list joints 0..J-1 in order, found " + std::to_string(int64_t(id)) + " at column " + std::to_string(j));
+    if (id != double(j))
+      r.fail("kintree_table", "expected row 1 to list joints 0..J-1 in order, found " + std::to_string(int64_t(id)) +
+                                  " at column " + std::to_string(j));
     // The root's parent is stored as -1 (signed) or as the all-ones pattern (unsigned).
     bool root = p < 0 || p == 4294967295.0 || p == 18446744073709551615.0;
     if (!root && (p >= double(J) || p == double(j)))
-      r.fail("kintree_table", "parent of joint " + std::to_string(j) + " is " + std::to_string(int64_t(p)) + ", expected -1 or a joint in [0, " + std::to_string(J) + ") other than itself");
+      r.fail("kintree_table", "parent of joint " + std::to_string(j) + " is " + std::to_string(int64_t(p)) +
+                                  ", expected -1 or a joint in [0, " + std::to_string(J) + ") other than itself");
     m.parents[j] = root ? -1 : int32_t(p);
   }
   int roots = 0;
   for (auto p : m.parents) roots += p < 0;
-  if (roots != 1) r.fail("kintree_table", "expected a tree with exactly one root, found " + std::to_string(roots) + " roots");
+  if (roots != 1)
+    r.fail("kintree_table", "expected a tree with exactly one root, found " + std::to_string(roots) + " roots");
   if (m.topologicalOrder().size() != J) r.fail("kintree_table", "expected a tree, found a cycle among the parents");
 
   const auto& f = r.need("f");
@@ -149,8 +157,10 @@ BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name) {
   auto shapedirs = r.floats("shapedirs", sd);
   // SMPL-X stores expression directions after the shape ones: 300+100 (v1.1) or 10+10 (v1.0), as smplx reads them.
   size_t shapeCols = S, exprStart = S;
-  if (J == 55 && S >= 400) shapeCols = 300, exprStart = 300;
-  else if (J == 55 && S == 20) shapeCols = 10, exprStart = 10;
+  if (J == 55 && S >= 400)
+    shapeCols = 300, exprStart = 300;
+  else if (J == 55 && S == 20)
+    shapeCols = 10, exprStart = 10;
   m.shapeCount = uint32_t(shapeCols);
   m.exprCount = uint32_t(S - exprStart);
   m.shapeDirs.resize(V * 3 * m.shapeCount);
@@ -241,7 +251,8 @@ std::map<std::string, NpyWrite> bodyModelToNpz(const BodyModel& m) {
     out["hands_meanr"] = {{45}, NpyType::F32, m.handsMeanR};
   }
   if (!m.lmkFacesIdx.empty()) {
-    out["lmk_faces_idx"] = {{m.lmkFacesIdx.size()}, NpyType::I64, std::vector<double>(m.lmkFacesIdx.begin(), m.lmkFacesIdx.end())};
+    out["lmk_faces_idx"] = {
+        {m.lmkFacesIdx.size()}, NpyType::I64, std::vector<double>(m.lmkFacesIdx.begin(), m.lmkFacesIdx.end())};
     out["lmk_bary_coords"] = {{m.lmkFacesIdx.size(), 3}, NpyType::F32, m.lmkBaryCoords};
   }
   if (!m.vt.empty()) {

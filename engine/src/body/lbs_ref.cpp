@@ -163,7 +163,8 @@ void validateBodyParams(const BodyModel& m, const BodyParams& p) {
   ARM_CHECK(p.exprComponents <= m.exprCount, "body params: %u expression components requested, the model has %u",
             p.exprComponents, m.exprCount);
   auto check = [&](const std::vector<double>& v, size_t want, const char* name) {
-    ARM_CHECK(v.size() == want, "body params: %s has %zu values, expected %zu for batch %u", name, v.size(), want, p.batch);
+    ARM_CHECK(v.size() == want, "body params: %s has %zu values, expected %zu for batch %u", name, v.size(), want,
+              p.batch);
     for (size_t i = 0; i < v.size(); ++i)
       ARM_CHECK(std::isfinite(v[i]), "body params: %s[%zu] is %g; parameters must be finite", name, i, v[i]);
   };
@@ -189,7 +190,8 @@ BodyOutput bodyForwardRef(const BodyModel& m, const BodyParams& p) {
       auto T = blendedTransform(m, s, v);
       const double* x = &s.vPosed[v * 3];
       for (int r = 0; r < 3; ++r)
-        out.vertices[(b * V + v) * 3 + r] = T[r * 4] * x[0] + T[r * 4 + 1] * x[1] + T[r * 4 + 2] * x[2] + T[r * 4 + 3] + tr[r];
+        out.vertices[(b * V + v) * 3 + r] =
+            T[r * 4] * x[0] + T[r * 4 + 1] * x[1] + T[r * 4 + 2] * x[2] + T[r * 4 + 3] + tr[r];
     }
   }
   return out;
@@ -263,8 +265,8 @@ BodyGrads bodyBackwardRef(const BodyModel& m, const BodyParams& p, const std::ve
         for (int c = 0; c < 3; ++c) {
           double accR = 0, accGp = 0;
           for (int k = 0; k < 3; ++k) {
-            accR += Gp[k * 3 + r] * gG[j][k * 3 + c];    // (Gp^T gG)_{rc}
-            accGp += gG[j][r * 3 + k] * R[c * 3 + k];    // (gG R^T)_{rc}
+            accR += Gp[k * 3 + r] * gG[j][k * 3 + c];  // (Gp^T gG)_{rc}
+            accGp += gG[j][r * 3 + k] * R[c * 3 + k];  // (gG R^T)_{rc}
           }
           gR[j][r * 3 + c] += accR;
           gG[par][r * 3 + c] += accGp + gT[j * 3 + r] * s.rel[j * 3 + c];
@@ -309,8 +311,10 @@ BodyGrads bodyBackwardRef(const BodyModel& m, const BodyParams& p, const std::ve
     for (size_t vk = 0; vk < V * 3; ++vk) {
       double gv = gVShaped[vk];
       if (gv == 0) continue;
-      for (size_t k = 0; k < p.shapeComponents; ++k) g.betas[b * p.shapeComponents + k] += gv * m.shapeDirs[vk * m.shapeCount + k];
-      for (size_t k = 0; k < p.exprComponents; ++k) g.expression[b * p.exprComponents + k] += gv * m.exprDirs[vk * m.exprCount + k];
+      for (size_t k = 0; k < p.shapeComponents; ++k)
+        g.betas[b * p.shapeComponents + k] += gv * m.shapeDirs[vk * m.shapeCount + k];
+      for (size_t k = 0; k < p.exprComponents; ++k)
+        g.expression[b * p.exprComponents + k] += gv * m.exprDirs[vk * m.exprCount + k];
     }
   }
   return g;
@@ -324,7 +328,8 @@ void checkSmplx(const BodyModel& m, const SmplxPoseOptions& o) {
   ARM_CHECK(m.jointCount == kSmplxJoints, "SMPL-X pose parts need a 55-joint model, this one has %u", m.jointCount);
   ARM_CHECK(!o.usePca || m.hasHandPca(), "usePca needs the model's hand PCA (hands_componentsl/r), which %s lacks",
             m.source.c_str());
-  ARM_CHECK(!o.usePca || (o.numPcaComps >= 1 && o.numPcaComps <= 45), "numPcaComps must be in [1,45], got %u", o.numPcaComps);
+  ARM_CHECK(!o.usePca || (o.numPcaComps >= 1 && o.numPcaComps <= 45), "numPcaComps must be in [1,45], got %u",
+            o.numPcaComps);
   ARM_CHECK(o.flatHandMean || m.hasHandPca(), "flatHandMean=false needs the model's hands_meanl/r, which %s lacks",
             m.source.c_str());
 }
@@ -334,17 +339,23 @@ std::vector<double> smplxFullPose(const BodyModel& m, const SmplxPose& p, const 
   checkSmplx(m, o);
   uint32_t handDims = o.usePca ? o.numPcaComps : 45;
   auto need = [&](const std::vector<double>& v, size_t per, const char* name) {
-    ARM_CHECK(v.size() == size_t(B) * per, "SMPL-X pose: %s has %zu values, expected %zu", name, v.size(), size_t(B) * per);
+    ARM_CHECK(v.size() == size_t(B) * per, "SMPL-X pose: %s has %zu values, expected %zu", name, v.size(),
+              size_t(B) * per);
   };
-  need(p.globalOrient, 3, "global_orient"); need(p.bodyPose, 63, "body_pose"); need(p.jaw, 3, "jaw_pose");
-  need(p.leye, 3, "leye_pose"); need(p.reye, 3, "reye_pose");
-  need(p.leftHand, handDims, "left_hand_pose"); need(p.rightHand, handDims, "right_hand_pose");
+  need(p.globalOrient, 3, "global_orient");
+  need(p.bodyPose, 63, "body_pose");
+  need(p.jaw, 3, "jaw_pose");
+  need(p.leye, 3, "leye_pose");
+  need(p.reye, 3, "reye_pose");
+  need(p.leftHand, handDims, "left_hand_pose");
+  need(p.rightHand, handDims, "right_hand_pose");
   std::vector<double> full(size_t(B) * kSmplxJoints * 3, 0);
   for (uint32_t b = 0; b < B; ++b) {
     double* f = &full[size_t(b) * kSmplxJoints * 3];
     for (int k = 0; k < 3; ++k) f[k] = p.globalOrient[b * 3 + k];
     for (int k = 0; k < 63; ++k) f[3 + k] = p.bodyPose[b * 63 + k];
-    for (int k = 0; k < 3; ++k) f[66 + k] = p.jaw[b * 3 + k], f[69 + k] = p.leye[b * 3 + k], f[72 + k] = p.reye[b * 3 + k];
+    for (int k = 0; k < 3; ++k)
+      f[66 + k] = p.jaw[b * 3 + k], f[69 + k] = p.leye[b * 3 + k], f[72 + k] = p.reye[b * 3 + k];
     for (int side = 0; side < 2; ++side) {
       const auto& hand = side ? p.rightHand : p.leftHand;
       const auto& comps = side ? m.handsComponentsR : m.handsComponentsL;
@@ -363,19 +374,26 @@ std::vector<double> smplxFullPose(const BodyModel& m, const SmplxPose& p, const 
   return full;
 }
 
-SmplxPose smplxFullPoseBackward(const BodyModel& m, const std::vector<double>& g, const SmplxPoseOptions& o, uint32_t B) {
+SmplxPose smplxFullPoseBackward(const BodyModel& m, const std::vector<double>& g, const SmplxPoseOptions& o,
+                                uint32_t B) {
   checkSmplx(m, o);
   ARM_CHECK(g.size() == size_t(B) * kSmplxJoints * 3, "SMPL-X pose backward: gradient has %zu values, expected %zu",
             g.size(), size_t(B) * kSmplxJoints * 3);
   uint32_t handDims = o.usePca ? o.numPcaComps : 45;
   SmplxPose out;
-  out.globalOrient.resize(B * 3); out.bodyPose.resize(B * 63); out.jaw.resize(B * 3); out.leye.resize(B * 3);
-  out.reye.resize(B * 3); out.leftHand.assign(B * handDims, 0); out.rightHand.assign(B * handDims, 0);
+  out.globalOrient.resize(B * 3);
+  out.bodyPose.resize(B * 63);
+  out.jaw.resize(B * 3);
+  out.leye.resize(B * 3);
+  out.reye.resize(B * 3);
+  out.leftHand.assign(B * handDims, 0);
+  out.rightHand.assign(B * handDims, 0);
   for (uint32_t b = 0; b < B; ++b) {
     const double* f = &g[size_t(b) * kSmplxJoints * 3];
     for (int k = 0; k < 3; ++k) out.globalOrient[b * 3 + k] = f[k];
     for (int k = 0; k < 63; ++k) out.bodyPose[b * 63 + k] = f[3 + k];
-    for (int k = 0; k < 3; ++k) out.jaw[b * 3 + k] = f[66 + k], out.leye[b * 3 + k] = f[69 + k], out.reye[b * 3 + k] = f[72 + k];
+    for (int k = 0; k < 3; ++k)
+      out.jaw[b * 3 + k] = f[66 + k], out.leye[b * 3 + k] = f[69 + k], out.reye[b * 3 + k] = f[72 + k];
     for (int side = 0; side < 2; ++side) {
       auto& hand = side ? out.rightHand : out.leftHand;
       const auto& comps = side ? m.handsComponentsR : m.handsComponentsL;

@@ -37,17 +37,35 @@ double readValue(const uint8_t* p, const std::string& d) {
   char kind = d[1];
   size_t n = itemSize(d);
   if (kind == 'f') {
-    if (n == 4) { float v; std::memcpy(&v, p, 4); return v; }
-    double v; std::memcpy(&v, p, 8); return v;
+    if (n == 4) {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
   }
   if (kind == 'i') {
     if (n == 1) return double(int8_t(*p));
-    if (n == 4) { int32_t v; std::memcpy(&v, p, 4); return v; }
-    int64_t v; std::memcpy(&v, p, 8); return double(v);
+    if (n == 4) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return double(v);
   }
   if (n == 1) return double(*p);  // u1, b1
-  if (n == 4) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-  uint64_t v; std::memcpy(&v, p, 8); return double(v);
+  if (n == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return double(v);
 }
 
 }  // namespace
@@ -85,7 +103,10 @@ NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
   if (shapeStr.empty() || shapeStr[0] != '(') throw Error(where + ": malformed shape in " + header);
   size_t count = 1;
   for (size_t i = 1; i < shapeStr.size() && shapeStr[i] != ')';) {
-    if (shapeStr[i] == ' ' || shapeStr[i] == ',') { ++i; continue; }
+    if (shapeStr[i] == ' ' || shapeStr[i] == ',') {
+      ++i;
+      continue;
+    }
     if (!std::isdigit(static_cast<unsigned char>(shapeStr[i]))) throw Error(where + ": malformed shape in " + header);
     size_t end = i;
     unsigned long long dim = 0;
@@ -173,8 +194,10 @@ NpzArchive readNpz(const std::string& path) {
   bool pickle = (bytes.size() > 2 && uint8_t(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5) ||
                 (path.size() > 4 && path.compare(path.size() - 4, 4, ".pkl") == 0);
   if (pickle)
-    throw Error(path + ": this is a Python pickle (.pkl), which Armature does not execute. Convert it once with: "
-                "python -c \"import pickle,numpy as np,scipy.sparse as sp; d=pickle.load(open('" + path +
+    throw Error(path +
+                ": this is a Python pickle (.pkl), which Armature does not execute. Convert it once with: "
+                "python -c \"import pickle,numpy as np,scipy.sparse as sp; d=pickle.load(open('" +
+                path +
                 "','rb'),encoding='latin1'); np.savez('model.npz', **{k:(v.toarray() if sp.issparse(v) else "
                 "np.asarray(v)) for k,v in d.items() if not isinstance(v,str)})\" (needs chumpy installed for old SMPL "
                 "files)");
@@ -185,16 +208,32 @@ std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
   const char* descr = "<f4";
   size_t item = 4;
   switch (a.type) {
-    case NpyType::F32: descr = "<f4"; item = 4; break;
-    case NpyType::F64: descr = "<f8"; item = 8; break;
-    case NpyType::I32: descr = "<i4"; item = 4; break;
-    case NpyType::I64: descr = "<i8"; item = 8; break;
-    case NpyType::U32: descr = "<u4"; item = 4; break;
+    case NpyType::F32:
+      descr = "<f4";
+      item = 4;
+      break;
+    case NpyType::F64:
+      descr = "<f8";
+      item = 8;
+      break;
+    case NpyType::I32:
+      descr = "<i4";
+      item = 4;
+      break;
+    case NpyType::I64:
+      descr = "<i8";
+      item = 8;
+      break;
+    case NpyType::U32:
+      descr = "<u4";
+      item = 4;
+      break;
   }
   size_t count = std::accumulate(a.shape.begin(), a.shape.end(), size_t(1), std::multiplies<>());
   ARM_CHECK(count == a.values.size(), "encodeNpy: shape holds %zu values, given %zu", count, a.values.size());
   std::string shape = "(";
-  for (size_t i = 0; i < a.shape.size(); ++i) shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
                        ", 'shape': " + shape + ", }";
@@ -223,11 +262,29 @@ std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
     double v = a.values[i];
     uint8_t* q = dst + pos * item;
     switch (a.type) {
-      case NpyType::F32: { float x = float(v); std::memcpy(q, &x, 4); break; }
-      case NpyType::F64: std::memcpy(q, &v, 8); break;
-      case NpyType::I32: { int32_t x = int32_t(v); std::memcpy(q, &x, 4); break; }
-      case NpyType::I64: { int64_t x = int64_t(v); std::memcpy(q, &x, 8); break; }
-      case NpyType::U32: { uint32_t x = uint32_t(v); std::memcpy(q, &x, 4); break; }
+      case NpyType::F32: {
+        float x = float(v);
+        std::memcpy(q, &x, 4);
+        break;
+      }
+      case NpyType::F64:
+        std::memcpy(q, &v, 8);
+        break;
+      case NpyType::I32: {
+        int32_t x = int32_t(v);
+        std::memcpy(q, &x, 4);
+        break;
+      }
+      case NpyType::I64: {
+        int64_t x = int64_t(v);
+        std::memcpy(q, &x, 8);
+        break;
+      }
+      case NpyType::U32: {
+        uint32_t x = uint32_t(v);
+        std::memcpy(q, &x, 4);
+        break;
+      }
     }
   }
   return out;

@@ -24,9 +24,14 @@ struct Vec3 {
   double& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
 };
 double dot(const Vec3& a, const Vec3& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-Vec3 cross(const Vec3& a, const Vec3& b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
+Vec3 cross(const Vec3& a, const Vec3& b) {
+  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
 double length(const Vec3& a) { return std::sqrt(dot(a, a)); }
-Vec3 normalize(const Vec3& a) { double l = length(a); return l > 0 ? a * (1 / l) : Vec3{0, 1, 0}; }
+Vec3 normalize(const Vec3& a) {
+  double l = length(a);
+  return l > 0 ? a * (1 / l) : Vec3{0, 1, 0};
+}
 double smoothstep(double e0, double e1, double x) {
   double t = std::clamp((x - e0) / (e1 - e0), 0.0, 1.0);
   return t * t * (3 - 2 * t);
@@ -41,8 +46,13 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  double uniform(double lo = 0, double hi = 1) { return lo + (hi - lo) * double(next() >> 11) * (1.0 / 9007199254740992.0); }
-  double normal() { double u = uniform(1e-12, 1), v = uniform(); return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v); }
+  double uniform(double lo = 0, double hi = 1) {
+    return lo + (hi - lo) * double(next() >> 11) * (1.0 / 9007199254740992.0);
+  }
+  double normal() {
+    double u = uniform(1e-12, 1), v = uniform();
+    return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
   Vec3 direction() { return normalize({normal(), normal(), normal()}); }
 };
 
@@ -50,7 +60,10 @@ struct Rng {
 
 std::vector<Vec3> restJoints() {
   std::vector<Vec3> j(55);
-  auto both = [&](int left, int right, Vec3 p) { j[size_t(left)] = p; j[size_t(right)] = {-p.x, p.y, p.z}; };
+  auto both = [&](int left, int right, Vec3 p) {
+    j[size_t(left)] = p;
+    j[size_t(right)] = {-p.x, p.y, p.z};
+  };
   j[0] = {0, 0, 0};
   both(1, 2, {0.085, -0.07, 0.0});
   j[3] = {0, 0.11, -0.01};
@@ -68,7 +81,10 @@ std::vector<Vec3> restJoints() {
   j[22] = {0, 0.585, 0.025};
   both(23, 24, {0.032, 0.655, 0.088});
   // Fingers in SMPL-X order: index, middle, pinky, ring, thumb; three joints each, palm down, fingers along +x.
-  struct Finger { Vec3 base, dir; double len[3]; };
+  struct Finger {
+    Vec3 base, dir;
+    double len[3];
+  };
   const Finger fingers[5] = {
       {{0.775, 0.44, 0.026}, {1, 0, 0.08}, {0.040, 0.025, 0.022}},
       {{0.780, 0.44, 0.003}, {1, 0, 0}, {0.045, 0.030, 0.024}},
@@ -94,10 +110,10 @@ Vec3 fingerTip(const std::vector<Vec3>& j, int distal) {
 
 struct Primitive {
   enum Kind { Capsule, Ellipsoid } kind;
-  Vec3 a, b;          // capsule end points, or ellipsoid centre (a) and radii (b)
-  double ra, rb;      // capsule radii at a and b
-  double blend;       // smooth-union radius
-  int joint;          // the joint this part follows (skinning)
+  Vec3 a, b;      // capsule end points, or ellipsoid centre (a) and radii (b)
+  double ra, rb;  // capsule radii at a and b
+  double blend;   // smooth-union radius
+  int joint;      // the joint this part follows (skinning)
   double eval(const Vec3& p) const {
     if (kind == Ellipsoid) {
       // Scaled-sphere distance bound: exact on the axes, smooth everywhere.
@@ -119,7 +135,9 @@ struct Primitive {
 
 std::vector<Primitive> humanoid(const std::vector<Vec3>& j) {
   std::vector<Primitive> p;
-  auto ell = [&](Vec3 c, Vec3 r, int joint, double blend = 0.03) { p.push_back({Primitive::Ellipsoid, c, r, 0, 0, blend, joint}); };
+  auto ell = [&](Vec3 c, Vec3 r, int joint, double blend = 0.03) {
+    p.push_back({Primitive::Ellipsoid, c, r, 0, 0, blend, joint});
+  };
   auto cap = [&](Vec3 a, Vec3 b, double ra, double rb, int joint, double blend = 0.025) {
     p.push_back({Primitive::Capsule, a, b, ra, rb, blend, joint});
   };
@@ -129,8 +147,8 @@ std::vector<Primitive> humanoid(const std::vector<Vec3>& j) {
   ell({0, 0.36, -0.01}, {0.165, 0.10, 0.095}, 9);
   cap({0, 0.43, -0.015}, {0, 0.60, 0.0}, 0.052, 0.048, 12, 0.03);
   ell({0, 0.675, 0.012}, {0.078, 0.102, 0.092}, 15, 0.03);
-  ell({0, 0.606, 0.045}, {0.052, 0.038, 0.05}, 22, 0.025);   // jaw and chin
-  ell({0, 0.652, 0.097}, {0.013, 0.022, 0.02}, 15, 0.01);    // nose
+  ell({0, 0.606, 0.045}, {0.052, 0.038, 0.05}, 22, 0.025);  // jaw and chin
+  ell({0, 0.652, 0.097}, {0.013, 0.022, 0.02}, 15, 0.01);   // nose
   for (int side = 0; side < 2; ++side) {
     double sx = side ? -1 : 1;
     int o = side;  // right-side joints are the left ones + 1 (body) or + 15 (hands)
@@ -258,7 +276,8 @@ Mesh polygonise(const std::vector<Primitive>& prims, double h) {
           if (ni == 1 || no == 1) {
             int lone = ni == 1 ? inside[0] : outside[0];
             int others[3], n = 0;
-            for (int v = 0; v < 4; ++v) if (v != lone) others[n++] = v;
+            for (int v = 0; v < 4; ++v)
+              if (v != lone) others[n++] = v;
             int e[3];
             for (int q = 0; q < 3; ++q) e[q] = vertexOn(g[lone], g[others[q]], p[lone], p[others[q]]);
             emit(e[0], e[1], e[2], ni == 1 ? lone : others[0], ni == 1 ? others[0] : lone);
@@ -279,8 +298,14 @@ Mesh polygonise(const std::vector<Primitive>& prims, double h) {
 void keepLargestComponent(Mesh& m) {
   std::vector<int> parent(m.pos.size());
   for (size_t i = 0; i < parent.size(); ++i) parent[i] = int(i);
-  auto find = [&](int x) { while (parent[size_t(x)] != x) x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])]; return x; };
-  for (auto& t : m.tris) { parent[size_t(find(t[1]))] = find(t[0]); parent[size_t(find(t[2]))] = find(t[0]); }
+  auto find = [&](int x) {
+    while (parent[size_t(x)] != x) x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])];
+    return x;
+  };
+  for (auto& t : m.tris) {
+    parent[size_t(find(t[1]))] = find(t[0]);
+    parent[size_t(find(t[2]))] = find(t[0]);
+  }
   std::unordered_map<int, int> count;
   for (auto& t : m.tris) count[find(t[0])]++;
   int best = std::max_element(count.begin(), count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
@@ -291,7 +316,10 @@ void keepLargestComponent(Mesh& m) {
     std::array<int, 3> nt;
     for (int c = 0; c < 3; ++c) {
       int& r = remap[size_t(t[c])];
-      if (r < 0) { r = int(out.pos.size()); out.pos.push_back(m.pos[size_t(t[c])]); }
+      if (r < 0) {
+        r = int(out.pos.size());
+        out.pos.push_back(m.pos[size_t(t[c])]);
+      }
       nt[c] = r;
     }
     out.tris.push_back(nt);
@@ -304,8 +332,13 @@ void keepLargestComponent(Mesh& m) {
 class Reducer {
  public:
   Reducer(Mesh& m, const std::vector<Primitive>& prims, const std::vector<Vec3>& joints)
-      : m_mesh(m), m_prims(prims), m_joints(joints), m_alive(m.tris.size(), true), m_vtris(m.pos.size()),
-        m_stamp(m.pos.size(), 0), m_vertexAlive(m.pos.size(), true) {
+      : m_mesh(m),
+        m_prims(prims),
+        m_joints(joints),
+        m_alive(m.tris.size(), true),
+        m_vtris(m.pos.size()),
+        m_stamp(m.pos.size(), 0),
+        m_vertexAlive(m.pos.size(), true) {
     for (size_t t = 0; t < m.tris.size(); ++t)
       for (int v : m.tris[t]) m_vtris[size_t(v)].push_back(int(t));
     for (int i = 0; i < int(prims.size()); ++i) m_all.push_back(i);
@@ -316,10 +349,13 @@ class Reducer {
     for (size_t t = 0; t < m_mesh.tris.size(); ++t)
       for (int c = 0; c < 3; ++c) push(m_mesh.tris[t][c], m_mesh.tris[t][(c + 1) % 3]);
     while (alive > targetVertices) {
-      if (m_queue.empty()) throw Error("synthetic avatar: edge collapse ran out of legal edges at " + std::to_string(alive) + " vertices");
+      if (m_queue.empty())
+        throw Error("synthetic avatar: edge collapse ran out of legal edges at " + std::to_string(alive) + " vertices");
       Entry e = m_queue.top();
       m_queue.pop();
-      if (!m_vertexAlive[size_t(e.a)] || !m_vertexAlive[size_t(e.b)] || m_stamp[size_t(e.a)] != e.sa || m_stamp[size_t(e.b)] != e.sb) continue;
+      if (!m_vertexAlive[size_t(e.a)] || !m_vertexAlive[size_t(e.b)] || m_stamp[size_t(e.a)] != e.sa ||
+          m_stamp[size_t(e.b)] != e.sb)
+        continue;
       if (collapse(e.a, e.b)) --alive;
     }
     compact();
@@ -352,7 +388,8 @@ class Reducer {
   std::vector<int> neighbours(int v) const {
     std::vector<int> n;
     for (int t : m_vtris[size_t(v)])
-      for (int u : m_mesh.tris[size_t(t)]) if (u != v) n.push_back(u);
+      for (int u : m_mesh.tris[size_t(t)])
+        if (u != v) n.push_back(u);
     std::sort(n.begin(), n.end());
     n.erase(std::unique(n.begin(), n.end()), n.end());
     return n;
@@ -374,7 +411,8 @@ class Reducer {
   // (a triangle that was already a sliver, as marching tetrahedra leaves some, may stay one but not get worse).
   bool sound(int a, int b, const std::vector<int>& shared, const Vec3& target) {
     auto quality = [](const Vec3* x, double twiceArea) {
-      double e2 = std::max({dot(x[1] - x[0], x[1] - x[0]), dot(x[2] - x[1], x[2] - x[1]), dot(x[0] - x[2], x[0] - x[2])});
+      double e2 =
+          std::max({dot(x[1] - x[0], x[1] - x[0]), dot(x[2] - x[1], x[2] - x[1]), dot(x[0] - x[2], x[0] - x[2])});
       return e2 > 0 ? twiceArea / e2 : 0.0;
     };
     for (int v : {a, b})
@@ -413,7 +451,11 @@ class Reducer {
     Vec3 target;
     bool found = false;
     for (const Vec3& c : candidates)
-      if (sound(a, b, shared, c)) { target = c; found = true; break; }
+      if (sound(a, b, shared, c)) {
+        target = c;
+        found = true;
+        break;
+      }
     if (!found) return false;
     for (int t : shared) {
       m_alive[size_t(t)] = false;
@@ -423,7 +465,8 @@ class Reducer {
       }
     }
     for (int t : m_vtris[size_t(b)]) {
-      for (int& v : m_mesh.tris[size_t(t)]) if (v == b) v = a;
+      for (int& v : m_mesh.tris[size_t(t)])
+        if (v == b) v = a;
       m_vtris[size_t(a)].push_back(t);
     }
     m_vtris[size_t(b)].clear();
@@ -441,9 +484,14 @@ class Reducer {
     std::vector<int> remap(m_mesh.pos.size(), -1);
     Mesh out;
     for (size_t v = 0; v < m_mesh.pos.size(); ++v)
-      if (m_vertexAlive[v] && !m_vtris[v].empty()) { remap[v] = int(out.pos.size()); out.pos.push_back(m_mesh.pos[v]); }
+      if (m_vertexAlive[v] && !m_vtris[v].empty()) {
+        remap[v] = int(out.pos.size());
+        out.pos.push_back(m_mesh.pos[v]);
+      }
     for (size_t t = 0; t < m_mesh.tris.size(); ++t)
-      if (m_alive[t]) out.tris.push_back({remap[size_t(m_mesh.tris[t][0])], remap[size_t(m_mesh.tris[t][1])], remap[size_t(m_mesh.tris[t][2])]});
+      if (m_alive[t])
+        out.tris.push_back(
+            {remap[size_t(m_mesh.tris[t][0])], remap[size_t(m_mesh.tris[t][1])], remap[size_t(m_mesh.tris[t][2])]});
     m_mesh = std::move(out);
   }
 
@@ -465,9 +513,9 @@ Mesh icosphere() {
   for (Vec3 v : {Vec3{-1, t, 0}, Vec3{1, t, 0}, Vec3{-1, -t, 0}, Vec3{1, -t, 0}, Vec3{0, -1, t}, Vec3{0, 1, t},
                  Vec3{0, -1, -t}, Vec3{0, 1, -t}, Vec3{t, 0, -1}, Vec3{t, 0, 1}, Vec3{-t, 0, -1}, Vec3{-t, 0, 1}})
     m.pos.push_back(normalize(v));
-  m.tris = {{0, 11, 5}, {0, 5, 1}, {0, 1, 7}, {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4}, {11, 10, 2}, {10, 7, 6},
-            {7, 1, 8}, {3, 9, 4}, {3, 4, 2}, {3, 2, 6}, {3, 6, 8}, {3, 8, 9}, {4, 9, 5}, {2, 4, 11}, {6, 2, 10},
-            {8, 6, 7}, {9, 8, 1}};
+  m.tris = {{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
+            {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
+            {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
   for (int level = 0; level < 2; ++level) {
     std::unordered_map<uint64_t, int> mid;
     auto midpoint = [&](int a, int b) {
@@ -523,7 +571,9 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   {
     // Euler characteristic 2: one closed surface of genus 0, which edge collapses preserve (so F = 2V - 4).
     long chi = long(body.pos.size()) - long(body.tris.size()) * 3 / 2 + long(body.tris.size());
-    if (chi != 2) throw Error("synthetic avatar: the polygonised body has Euler characteristic " + std::to_string(chi) + ", expected 2");
+    if (chi != 2)
+      throw Error("synthetic avatar: the polygonised body has Euler characteristic " + std::to_string(chi) +
+                  ", expected 2");
   }
   if (body.pos.size() < bodyVerts) throw Error("synthetic avatar: polygonisation too coarse; lower gridStep");
   Reducer(body, prims, joints).reduceTo(bodyVerts);
@@ -554,7 +604,8 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
     owner[pos.size() - 1] = j;
   }
   if (pos.size() != kSynthVertices || faces.size() != size_t(kSynthFaces) * 3)
-    throw Error("synthetic avatar: built " + std::to_string(pos.size()) + " vertices and " + std::to_string(faces.size() / 3) + " faces");
+    throw Error("synthetic avatar: built " + std::to_string(pos.size()) + " vertices and " +
+                std::to_string(faces.size() / 3) + " faces");
   m.faceCount = kSynthFaces;
   m.faces = faces;
   const size_t V = kSynthVertices;
@@ -570,7 +621,10 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   // at most 4 joints per vertex.
   std::vector<double> W(V * J, 0);
   for (size_t v = 0; v < V; ++v) {
-    if (owner[v] >= 0) { W[v * J + size_t(owner[v])] = 1; continue; }
+    if (owner[v] >= 0) {
+      W[v * J + size_t(owner[v])] = 1;
+      continue;
+    }
     double dmin = 1e9;
     std::vector<double> d(prims.size());
     for (size_t i = 0; i < prims.size(); ++i) dmin = std::min(dmin, d[i] = prims[i].eval(pos[v]));
@@ -581,7 +635,8 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   }
   auto topFour = [&](size_t v) {
     std::vector<std::pair<double, int>> w;
-    for (uint32_t j = 0; j < J; ++j) if (W[v * J + j] > 0) w.push_back({W[v * J + j], int(j)});
+    for (uint32_t j = 0; j < J; ++j)
+      if (W[v * J + j] > 0) w.push_back({W[v * J + j], int(j)});
     std::sort(w.rbegin(), w.rend());
     double sum = 0;
     for (size_t i = 0; i < w.size() && i < 4; ++i) sum += w[i].first;
@@ -610,7 +665,8 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   for (uint32_t j = 0; j < J; ++j) {
     std::vector<size_t> idx;
     if (j == 23 || j == 24) {
-      for (size_t v = 0; v < V; ++v) if (owner[v] == int(j) && v < bodyVerts + 2 * eyeVerts) idx.push_back(v);
+      for (size_t v = 0; v < V; ++v)
+        if (owner[v] == int(j) && v < bodyVerts + 2 * eyeVerts) idx.push_back(v);
     } else {
       std::vector<std::pair<double, size_t>> byDist;
       for (size_t v = 0; v < bodyVerts; ++v) byDist.push_back({length(pos[v] - joints[j]), v});
@@ -621,7 +677,9 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
     // Solve min |w - 1/K|² s.t. A w = c, A = [1; x; y; z] rows: w = 1/K + Aᵀ (A Aᵀ)⁻¹ (c - A/K).
     size_t K = idx.size();
     double AAt[4][4] = {}, r[4] = {1, joints[j].x, joints[j].y, joints[j].z};
-    auto row = [&](size_t i, int q) { return q == 0 ? 1.0 : q == 1 ? pos[idx[i]].x : q == 2 ? pos[idx[i]].y : pos[idx[i]].z; };
+    auto row = [&](size_t i, int q) {
+      return q == 0 ? 1.0 : q == 1 ? pos[idx[i]].x : q == 2 ? pos[idx[i]].y : pos[idx[i]].z;
+    };
     for (size_t i = 0; i < K; ++i)
       for (int a = 0; a < 4; ++a) {
         r[a] -= row(i, a) / double(K);
@@ -629,10 +687,14 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
       }
     // Gaussian elimination with partial pivoting (4x4).
     double M[4][5];
-    for (int a = 0; a < 4; ++a) { for (int b = 0; b < 4; ++b) M[a][b] = AAt[a][b]; M[a][4] = r[a]; }
+    for (int a = 0; a < 4; ++a) {
+      for (int b = 0; b < 4; ++b) M[a][b] = AAt[a][b];
+      M[a][4] = r[a];
+    }
     for (int c = 0; c < 4; ++c) {
       int piv = c;
-      for (int a = c + 1; a < 4; ++a) if (std::abs(M[a][c]) > std::abs(M[piv][c])) piv = a;
+      for (int a = c + 1; a < 4; ++a)
+        if (std::abs(M[a][c]) > std::abs(M[piv][c])) piv = a;
       std::swap(M[c], M[piv]);
       for (int a = 0; a < 4; ++a) {
         if (a == c || M[c][c] == 0) continue;
@@ -655,31 +717,37 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   m.exprCount = E;
   m.shapeDirs.assign(V * 3 * S, 0);
   m.exprDirs.assign(V * 3 * E, 0);
-  auto setShape = [&](uint32_t s, size_t v, Vec3 d) { for (int k = 0; k < 3; ++k) m.shapeDirs[(v * 3 + size_t(k)) * S + s] = d[k]; };
+  auto setShape = [&](uint32_t s, size_t v, Vec3 d) {
+    for (int k = 0; k < 3; ++k) m.shapeDirs[(v * 3 + size_t(k)) * S + s] = d[k];
+  };
   const double floorY = -0.95;
   Vec3 headCentre{0, 0.66, 0.01};
   for (size_t v = 0; v < V; ++v) {
     Vec3 p = pos[v], n = normals[v];
     bool surface = v < bodyVerts;
     double sx = p.x >= 0 ? 1 : -1;
-    double torso = (1 - smoothstep(0.16, 0.3, std::abs(p.x))) * smoothstep(-0.2, -0.05, p.y) * (1 - smoothstep(0.42, 0.52, p.y));
+    double torso =
+        (1 - smoothstep(0.16, 0.3, std::abs(p.x))) * smoothstep(-0.2, -0.05, p.y) * (1 - smoothstep(0.42, 0.52, p.y));
     double arm = smoothstep(0.16, 0.24, std::abs(p.x)) * smoothstep(0.3, 0.36, p.y);
     double head = 1 - smoothstep(0.09, 0.14, length(p - headCentre));
-    setShape(0, v, {0, (p.y - floorY) * 0.04, 0});                                                   // height
-    setShape(1, v, surface ? n * (0.004 + 0.012 * torso) : Vec3{});                                 // weight
-    setShape(2, v, {sx * std::max(0.0, std::abs(p.x) - 0.17) * 0.06 * arm, 0, 0});                 // arm length
-    setShape(3, v, {0, (p.y < -0.07 ? (p.y + 0.07) * 0.06 : 0.0), 0});                              // leg length
-    setShape(4, v, {sx * 0.015 * smoothstep(0.04, 0.2, std::abs(p.x)) * smoothstep(0.28, 0.4, p.y) * (1 - head), 0, 0});  // shoulders
-    setShape(5, v, (p - headCentre) * (0.07 * head));                                               // head size
+    setShape(0, v, {0, (p.y - floorY) * 0.04, 0});                                  // height
+    setShape(1, v, surface ? n * (0.004 + 0.012 * torso) : Vec3{});                 // weight
+    setShape(2, v, {sx * std::max(0.0, std::abs(p.x) - 0.17) * 0.06 * arm, 0, 0});  // arm length
+    setShape(3, v, {0, (p.y < -0.07 ? (p.y + 0.07) * 0.06 : 0.0), 0});              // leg length
+    setShape(4, v,
+             {sx * 0.015 * smoothstep(0.04, 0.2, std::abs(p.x)) * smoothstep(0.28, 0.4, p.y) * (1 - head), 0,
+              0});                                     // shoulders
+    setShape(5, v, (p - headCentre) * (0.07 * head));  // head size
     double belly = std::exp(-dot(p - Vec3{0, 0.08, 0.08}, p - Vec3{0, 0.08, 0.08}) / (0.09 * 0.09));
-    setShape(6, v, surface ? n * (0.02 * belly) : Vec3{});                                          // belly
-    setShape(7, v, {p.x * 0.08 * std::exp(-std::pow((p.y + 0.05) / 0.12, 2)), 0, 0});              // hips
+    setShape(6, v, surface ? n * (0.02 * belly) : Vec3{});                             // belly
+    setShape(7, v, {p.x * 0.08 * std::exp(-std::pow((p.y + 0.05) / 0.12, 2)), 0, 0});  // hips
     double chest = std::exp(-dot(p - Vec3{0, 0.3, 0.07}, p - Vec3{0, 0.3, 0.07}) / (0.1 * 0.1));
-    setShape(8, v, surface ? n * (0.014 * chest) : Vec3{});                                         // chest
-    setShape(9, v, {0, 0.02 * smoothstep(0.44, 0.56, p.y) * (1 - arm), 0});                        // neck length
+    setShape(8, v, surface ? n * (0.014 * chest) : Vec3{});                  // chest
+    setShape(9, v, {0, 0.02 * smoothstep(0.44, 0.56, p.y) * (1 - arm), 0});  // neck length
   }
   auto randomFields = [&](std::vector<double>& dirs, uint32_t count, uint32_t first, uint32_t first0, double amp0,
-                          double sigmaLo, double sigmaHi, const std::function<double(size_t)>& mask, Vec3 region, double regionR) {
+                          double sigmaLo, double sigmaHi, const std::function<double(size_t)>& mask, Vec3 region,
+                          double regionR) {
     for (uint32_t s = first; s < count; ++s) {
       double amp = amp0 / (1 + double(s - first0) / 15);
       for (int bump = 0; bump < 3; ++bump) {
@@ -719,12 +787,12 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
       }
     }
   };
-  setExpr(0, {0, 0.595, 0.085}, 0.02, {0, -0.008, 0}, false);            // lower lip and chin down
-  setExpr(1, {0.026, 0.615, 0.095}, 0.014, {0.004, 0.005, -0.001}, true); // smile
-  setExpr(2, {0.03, 0.695, 0.09}, 0.018, {0, 0.005, 0.001}, true);       // brows up
-  setExpr(3, {0.045, 0.63, 0.08}, 0.018, {0.004, 0, 0.004}, true);       // cheeks puff
-  setExpr(4, {0, 0.614, 0.1}, 0.013, {0, 0, 0.006}, false);              // lips pucker
-  setExpr(5, {0.018, 0.69, 0.095}, 0.012, {-0.003, -0.004, 0}, true);    // frown
+  setExpr(0, {0, 0.595, 0.085}, 0.02, {0, -0.008, 0}, false);              // lower lip and chin down
+  setExpr(1, {0.026, 0.615, 0.095}, 0.014, {0.004, 0.005, -0.001}, true);  // smile
+  setExpr(2, {0.03, 0.695, 0.09}, 0.018, {0, 0.005, 0.001}, true);         // brows up
+  setExpr(3, {0.045, 0.63, 0.08}, 0.018, {0.004, 0, 0.004}, true);         // cheeks puff
+  setExpr(4, {0, 0.614, 0.1}, 0.013, {0, 0, 0.006}, false);                // lips pucker
+  setExpr(5, {0.018, 0.69, 0.095}, 0.012, {-0.003, -0.004, 0}, true);      // frown
   randomFields(m.exprDirs, E, 6, 6, 0.004, 0.01, 0.03, faceMask, {0, 0.64, 0.08}, 0.05);
 
   // Pose correctives: small smooth offsets where a joint's influence blends with its neighbours'.
@@ -786,7 +854,8 @@ BodyModel synthesizeBodyModel(const SynthOptions& options) {
   lap("attributes");
 
   m.vTemplate.resize(V * 3);
-  for (size_t v = 0; v < V; ++v) for (int k = 0; k < 3; ++k) m.vTemplate[v * 3 + size_t(k)] = pos[v][k];
+  for (size_t v = 0; v < V; ++v)
+    for (int k = 0; k < 3; ++k) m.vTemplate[v * 3 + size_t(k)] = pos[v][k];
   // The file stores float32: round now, so a saved and reloaded model is identical to this one.
   for (auto* a : {&m.vTemplate, &m.shapeDirs, &m.exprDirs, &m.poseDirs, &m.jRegressor, &m.weights, &m.handsComponentsL,
                   &m.handsComponentsR, &m.handsMeanL, &m.handsMeanR, &m.lmkBaryCoords, &m.vt})

@@ -13,13 +13,20 @@ namespace fs = std::filesystem;
 namespace {
 const char* kindName(fs::file_type t) {
   switch (t) {
-    case fs::file_type::directory: return "a directory";
-    case fs::file_type::fifo: return "a FIFO";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    case fs::file_type::symlink: return "a dangling symbolic link";
-    default: return "not a regular file";
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::symlink:
+      return "a dangling symbolic link";
+    default:
+      return "not a regular file";
   }
 }
 }  // namespace
@@ -28,8 +35,7 @@ void checkRegularFile(const std::string& path, const std::string& what, uint64_t
   ARM_CHECK(!path.empty(), "%s: empty path", what.c_str());
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);  // follows symbolic links: a link to a regular file is fine
-  if (ec || st.type() == fs::file_type::not_found)
-    throw Error(what + " '" + path + "': no such file");
+  if (ec || st.type() == fs::file_type::not_found) throw Error(what + " '" + path + "': no such file");
   if (st.type() != fs::file_type::regular)
     throw Error(what + " '" + path + "' is " + kindName(st.type()) + ", not a regular file");
   uint64_t bytes = fs::file_size(path, ec);

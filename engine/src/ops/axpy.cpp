@@ -15,8 +15,9 @@ void axpyVk(vk::Context& ctx, VkCommandBuffer cmd, float a, const vk::Buffer& x,
             "axpy: buffers hold %llu and %llu bytes, %u floats need %llu", (unsigned long long)x.size(),
             (unsigned long long)y.size(), count, (unsigned long long)count * sizeof(float));
   const VkDeviceSize bytes = VkDeviceSize(count) * sizeof(float);
-  ARM_CHECK(bytes <= ctx.info().maxStorageBufferRange, "axpy: %u floats exceed the device's storage buffer range (%llu bytes)",
-            count, (unsigned long long)ctx.info().maxStorageBufferRange);
+  ARM_CHECK(bytes <= ctx.info().maxStorageBufferRange,
+            "axpy: %u floats exceed the device's storage buffer range (%llu bytes)", count,
+            (unsigned long long)ctx.info().maxStorageBufferRange);
   if (count == 0) return;
   const auto& program = ctx.program(shaders::axpy, 2, sizeof(AxpyPush));
   AxpyPush push{a, count};

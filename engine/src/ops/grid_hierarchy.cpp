@@ -96,10 +96,13 @@ struct Builder {
 
   void neighbors(const Level& g, int seq, const float* pos, int dim, int boundary, int32_t* out) const {
     const GridView& v = views[size_t(dim)];
-    scanNeighbors(int(v.height), int(v.width), pos, dim, g.stride, seq, [&](int ni, int nj) {
-      return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
-                       [&](int l) { return seqAt(g, dim, l, ni, nj); });
-    }, out);
+    scanNeighbors(
+        int(v.height), int(v.width), pos, dim, g.stride, seq,
+        [&](int ni, int nj) {
+          return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
+                           [&](int l) { return seqAt(g, dim, l, ni, nj); });
+        },
+        out);
   }
 
   // Corner flags from every reachable occurrence (layers before the first hole), and each cell's boundary kind
@@ -173,7 +176,11 @@ struct Builder {
       if (src.even[i]) evenMapped[size_t(src.downsample[i])] = 1;
       if (src.odd[i]) oddMapped[size_t(src.downsample[i])] = 1;
     }
-    struct NewCell { int seq; float p[3]; int dim; };
+    struct NewCell {
+      int seq;
+      float p[3];
+      int dim;
+    };
     std::vector<NewCell> added;
     for (size_t i = 0; i < tar.keys.size(); ++i) {
       if (evenMapped[i] && oddMapped[i]) continue;
@@ -259,8 +266,11 @@ GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels,
 
 // ---- generated input ------------------------------------------------------------------------------------------
 
-std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t channels, double holeFraction, uint32_t seed) {
-  struct Sphere { double c[3], r; };
+std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t channels, double holeFraction,
+                                    uint32_t seed) {
+  struct Sphere {
+    double c[3], r;
+  };
   const Sphere spheres[3] = {{{-0.2, -0.1, 0.05}, 0.55}, {{0.3, 0.2, -0.1}, 0.4}, {{0.05, 0.35, 0.3}, 0.3}};
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   auto random01 = [&] {
@@ -279,9 +289,12 @@ std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t cha
     for (uint32_t i = 0; i < v.height; ++i)
       for (uint32_t j = 0; j < v.width; ++j) {
         double a = ((i + 0.5) / v.height - 0.5) * 2, b = ((j + 0.5) / v.width - 0.5) * 2, o[3] = {0, 0, 0};
-        if (dim == 0) o[1] = a, o[0] = b;
-        else if (dim == 1) o[1] = a, o[2] = b;
-        else o[2] = -a, o[0] = b;
+        if (dim == 0)
+          o[1] = a, o[0] = b;
+        else if (dim == 1)
+          o[1] = a, o[2] = b;
+        else
+          o[2] = -a, o[0] = b;
         std::vector<std::pair<double, int>> hits;  // depth, sphere
         for (int s = 0; s < 3; ++s) {
           double d2 = 0;

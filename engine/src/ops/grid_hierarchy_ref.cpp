@@ -13,31 +13,35 @@ namespace grid {
 uint32_t validateGridInput(const std::vector<GridView>& views, int levels, int resolution) {
   ARM_CHECK(views.size() == 3, "grid hierarchy: exactly 3 axis views are needed, got %zu", views.size());
   ARM_CHECK(levels >= 1 && levels <= 20, "grid hierarchy: levels must be 1..20, got %d", levels);
-  ARM_CHECK(resolution >= 1 && resolution <= (1 << 20), "grid hierarchy: resolution must be 1..2^20, got %d", resolution);
-  ARM_CHECK(resolution % (1 << (levels - 1)) == 0, "grid hierarchy: resolution %d is not divisible by 2^(levels-1) = %d",
-            resolution, 1 << (levels - 1));
+  ARM_CHECK(resolution >= 1 && resolution <= (1 << 20), "grid hierarchy: resolution must be 1..2^20, got %d",
+            resolution);
+  ARM_CHECK(resolution % (1 << (levels - 1)) == 0,
+            "grid hierarchy: resolution %d is not divisible by 2^(levels-1) = %d", resolution, 1 << (levels - 1));
   size_t channels = 0;
   for (size_t v = 0; v < 3; ++v) {
     const GridView& g = views[v];
     size_t pixels = size_t(g.layers) * g.height * g.width;
-    ARM_CHECK(g.layers >= 1 && g.height >= 1 && g.width >= 1, "grid hierarchy: view %zu is empty (%ux%ux%u)", v, g.layers,
-              g.height, g.width);
-    ARM_CHECK(g.positions.size() == pixels * 4, "grid hierarchy: view %zu positions must be (L,H,W,4) = %zu floats, got %zu", v,
-              pixels * 4, g.positions.size());
-    ARM_CHECK(g.normals.size() == pixels * 3, "grid hierarchy: view %zu normals must be (L,H,W,3) = %zu floats, got %zu", v,
-              pixels * 3, g.normals.size());
+    ARM_CHECK(g.layers >= 1 && g.height >= 1 && g.width >= 1, "grid hierarchy: view %zu is empty (%ux%ux%u)", v,
+              g.layers, g.height, g.width);
+    ARM_CHECK(g.positions.size() == pixels * 4,
+              "grid hierarchy: view %zu positions must be (L,H,W,4) = %zu floats, got %zu", v, pixels * 4,
+              g.positions.size());
+    ARM_CHECK(g.normals.size() == pixels * 3,
+              "grid hierarchy: view %zu normals must be (L,H,W,3) = %zu floats, got %zu", v, pixels * 3,
+              g.normals.size());
     ARM_CHECK(g.features.size() % pixels == 0, "grid hierarchy: view %zu features must be (L,H,W,C), got %zu floats", v,
               g.features.size());
     size_t c = g.features.size() / pixels;
-    ARM_CHECK(v == 0 || c == channels, "grid hierarchy: view %zu has %zu feature channels, view 0 has %zu", v, c, channels);
+    ARM_CHECK(v == 0 || c == channels, "grid hierarchy: view %zu has %zu feature channels, view 0 has %zu", v, c,
+              channels);
     channels = c;
     for (size_t i = 0; i < pixels; ++i) {
       const float* p = &g.positions[i * 4];
       if (p[3] == 0) continue;
       for (int k = 0; k < 3; ++k)
         ARM_CHECK(std::isfinite(p[k]) && p[k] >= -1 && p[k] <= 1 && std::isfinite(g.normals[i * 3 + size_t(k)]),
-                  "grid hierarchy: view %zu pixel %zu: position (%g, %g, %g) outside [-1, 1] or a non-finite normal", v, i,
-                  double(p[0]), double(p[1]), double(p[2]));
+                  "grid hierarchy: view %zu pixel %zu: position (%g, %g, %g) outside [-1, 1] or a non-finite normal", v,
+                  i, double(p[0]), double(p[1]), double(p[2]));
     }
   }
   return uint32_t(channels);
@@ -49,10 +53,10 @@ namespace {
 using namespace grid;
 
 struct RefGrid {
-  std::vector<int64_t> keys;              // seq -> cell key
-  std::vector<int> normal;                // seq -> axis code
-  std::vector<int> neighbor;              // seq -> 9 seqs
-  std::unordered_map<int64_t, int> seqOf; // cell key -> seq
+  std::vector<int64_t> keys;               // seq -> cell key
+  std::vector<int> normal;                 // seq -> axis code
+  std::vector<int> neighbor;               // seq -> 9 seqs
+  std::unordered_map<int64_t, int> seqOf;  // cell key -> seq
   std::vector<int> downsample;
   std::vector<int8_t> even, odd;
   int originSeqs = 0, resolution = 0, stride = 1;
@@ -71,13 +75,16 @@ int fetch(const RefGrid& g, const GridView& v, int l, int i, int j) {
 }
 
 // boundary: -1 read the first layer, 1 the last non-empty one, 0 the layer nearest in depth.
-void fetchNeighbors(const RefGrid& g, int seq, const float* pos, int dim, int boundary, const std::vector<GridView>& views,
-                    int* out) {
+void fetchNeighbors(const RefGrid& g, int seq, const float* pos, int dim, int boundary,
+                    const std::vector<GridView>& views, int* out) {
   const GridView& v = views[size_t(dim)];
-  scanNeighbors(int(v.height), int(v.width), pos, dim, g.stride, seq, [&](int ni, int nj) {
-    return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
-                     [&](int l) { return fetch(g, v, l, ni, nj); });
-  }, out);
+  scanNeighbors(
+      int(v.height), int(v.width), pos, dim, g.stride, seq,
+      [&](int ni, int nj) {
+        return pickLayer(int(v.layers), boundary, dim, pos[(dim + 2) % 3], g.keys.data(), g.resolution,
+                         [&](int l) { return fetch(g, v, l, ni, nj); });
+      },
+      out);
 }
 
 void downsampleGrid(RefGrid& src, RefGrid& tar) {

@@ -19,13 +19,16 @@ void checkMatrices(const ProjectDesc& d, size_t floats) {
   ARM_CHECK(floats == size_t(d.views) * 16, "project: %zu matrix floats for %u views (16 each)", floats, d.views);
 }
 // Element (row, column) of view b's column-major matrix.
-double entry(const std::vector<float>& m, uint32_t view, int row, int column) { return m[view * 16 + column * 4 + row]; }
+double entry(const std::vector<float>& m, uint32_t view, int row, int column) {
+  return m[view * 16 + column * 4 + row];
+}
 }  // namespace
 
 std::vector<double> projectRef(const ProjectDesc& d, const std::vector<double>& points, const std::vector<float>& m) {
   checkProjectDesc(d);
   checkMatrices(d, m.size());
-  ARM_CHECK(points.size() == d.pointFloats(), "project: %zu point floats, expected %zu", points.size(), d.pointFloats());
+  ARM_CHECK(points.size() == d.pointFloats(), "project: %zu point floats, expected %zu", points.size(),
+            d.pointFloats());
   std::vector<double> clip(d.clipFloats());
   for (uint32_t b = 0; b < d.views; ++b)
     for (uint32_t n = 0; n < d.points; ++n) {
@@ -37,10 +40,12 @@ std::vector<double> projectRef(const ProjectDesc& d, const std::vector<double>& 
   return clip;
 }
 
-std::vector<double> projectBackwardRef(const ProjectDesc& d, const std::vector<double>& gradClip, const std::vector<float>& m) {
+std::vector<double> projectBackwardRef(const ProjectDesc& d, const std::vector<double>& gradClip,
+                                       const std::vector<float>& m) {
   checkProjectDesc(d);
   checkMatrices(d, m.size());
-  ARM_CHECK(gradClip.size() == d.clipFloats(), "project backward: %zu gradient floats, expected %zu", gradClip.size(), d.clipFloats());
+  ARM_CHECK(gradClip.size() == d.clipFloats(), "project backward: %zu gradient floats, expected %zu", gradClip.size(),
+            d.clipFloats());
   std::vector<double> grad(d.pointFloats(), 0.0);
   for (uint32_t b = 0; b < d.views; ++b)
     for (uint32_t n = 0; n < d.points; ++n) {
@@ -55,9 +60,10 @@ std::vector<double> projectBackwardRef(const ProjectDesc& d, const std::vector<d
 std::vector<double> projectMatrixGradRef(const ProjectDesc& d, const std::vector<double>& points,
                                          const std::vector<double>& gradClip) {
   checkProjectDesc(d);
-  ARM_CHECK(points.size() == d.pointFloats(), "project matrix gradient: %zu point floats, expected %zu", points.size(), d.pointFloats());
-  ARM_CHECK(gradClip.size() == d.clipFloats(), "project matrix gradient: %zu gradient floats, expected %zu", gradClip.size(),
-            d.clipFloats());
+  ARM_CHECK(points.size() == d.pointFloats(), "project matrix gradient: %zu point floats, expected %zu", points.size(),
+            d.pointFloats());
+  ARM_CHECK(gradClip.size() == d.clipFloats(), "project matrix gradient: %zu gradient floats, expected %zu",
+            gradClip.size(), d.clipFloats());
   std::vector<double> grad(size_t(d.views) * 16, 0.0);
   for (uint32_t b = 0; b < d.views; ++b)
     for (uint32_t n = 0; n < d.points; ++n) {
@@ -72,12 +78,14 @@ std::vector<double> projectMatrixGradRef(const ProjectDesc& d, const std::vector
 void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& points,
                const vk::Buffer& matrices, vk::Buffer& clip) {
   checkProjectDesc(d);
-  ARM_CHECK(points.size() >= d.pointFloats() * 4 && matrices.size() >= size_t(d.views) * 64 && clip.size() >= d.clipFloats() * 4,
+  ARM_CHECK(points.size() >= d.pointFloats() * 4 && matrices.size() >= size_t(d.views) * 64 &&
+                clip.size() >= d.clipFloats() * 4,
             "project: a buffer is smaller than its shape");
   if (!d.points) return;
   const ProjectPush push = projectPush(d);
   const auto& program = ctx.program(shaders::project_forward, 3, sizeof push);
-  vk::dispatch(cmd, program, vk::groupCount(d.clipFloats() / 4, PROJECT_GROUP), {points.view(), matrices.view(), clip.view()}, push);
+  vk::dispatch(cmd, program, vk::groupCount(d.clipFloats() / 4, PROJECT_GROUP),
+               {points.view(), matrices.view(), clip.view()}, push);
 }
 
 void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& gradClip,

@@ -14,7 +14,8 @@ void checkRasterDesc(const RasterDesc& d) {
   ARM_CHECK(d.width >= 1 && d.height >= 1 && d.width <= 8192 && d.height <= 8192,
             "rasterize: image size %ux%u outside 1..8192", d.width, d.height);
   ARM_CHECK(d.images >= 1 && d.images <= 65535, "rasterize: %u images outside 1..65535", d.images);
-  ARM_CHECK(d.pixels() <= (size_t(1) << 28), "rasterize: %u images of %ux%u exceed 2^28 pixels", d.images, d.width, d.height);
+  ARM_CHECK(d.pixels() <= (size_t(1) << 28), "rasterize: %u images of %ux%u exceed 2^28 pixels", d.images, d.width,
+            d.height);
 }
 
 namespace {
@@ -50,12 +51,14 @@ RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
   return l;
 }
 
-std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d,
-                                         const std::vector<int32_t>& ids, const std::vector<double>& gradBary) {
+std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const std::vector<int32_t>& faces,
+                                         const RasterDesc& d, const std::vector<int32_t>& ids,
+                                         const std::vector<double>& gradBary) {
   const size_t N = validateMesh(pos.size(), faces, d), M = faces.size() / 3;
   const bool instanced = d.batch == RasterBatch::Instanced;
   ARM_CHECK(ids.size() == d.pixels() && gradBary.size() == d.pixels() * 3,
-            "rasterize backward: findices (B,H,W) and gradBarycentrics (B,H,W,3) for %u images of %ux%u", d.images, d.width, d.height);
+            "rasterize backward: findices (B,H,W) and gradBarycentrics (B,H,W,3) for %u images of %ux%u", d.images,
+            d.width, d.height);
   std::vector<double> grad(pos.size(), 0.0);
   for (size_t pix = 0; pix < ids.size(); ++pix) {
     if (ids[pix] <= 0 || size_t(ids[pix]) > M) continue;
@@ -67,18 +70,29 @@ std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const st
       c[k][0] = pos[v[k]], c[k][1] = pos[v[k] + 1], c[k][2] = pos[v[k] + 3];
     }
     const double* g = &gradBary[pix * 3];
-    RasterCornerGrads r = rasterPerspectiveWeightsBackward(c[0][0], c[0][1], c[0][2], c[1][0], c[1][1], c[1][2], c[2][0],
-                                                           c[2][1], c[2][2], d.width, d.height, double(inImage % d.width) + 0.5,
-                                                           double(inImage / d.width) + 0.5, g[0], g[1], g[2]);
+    RasterCornerGrads r = rasterPerspectiveWeightsBackward(
+        c[0][0], c[0][1], c[0][2], c[1][0], c[1][1], c[1][2], c[2][0], c[2][1], c[2][2], d.width, d.height,
+        double(inImage % d.width) + 0.5, double(inImage / d.width) + 0.5, g[0], g[1], g[2]);
     const double corner[3][3] = {{r.x0, r.y0, r.w0}, {r.x1, r.y1, r.w1}, {r.x2, r.y2, r.w2}};
-    for (int k = 0; k < 3; ++k) grad[v[k]] += corner[k][0], grad[v[k] + 1] += corner[k][1], grad[v[k] + 3] += corner[k][2];
+    for (int k = 0; k < 3; ++k)
+      grad[v[k]] += corner[k][0], grad[v[k] + 1] += corner[k][1], grad[v[k] + 3] += corner[k][2];
   }
   return grad;
 }
 
 RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount) {
-  return {d.width, d.height, vertexCount, faceCount, d.useDepthPrior ? 1u : 0u, d.occlusionTruncation, 1, d.images,
-          d.batch == RasterBatch::Instanced ? 1u : 0u, rasterSmallPixels(d, faceCount), rasterScratchLayout(d).queueCapacity, 0,
+  return {d.width,
+          d.height,
+          vertexCount,
+          faceCount,
+          d.useDepthPrior ? 1u : 0u,
+          d.occlusionTruncation,
+          1,
+          d.images,
+          d.batch == RasterBatch::Instanced ? 1u : 0u,
+          rasterSmallPixels(d, faceCount),
+          rasterScratchLayout(d).queueCapacity,
+          0,
           rasterTokenTag(d)};
 }
 
@@ -103,10 +117,12 @@ uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>&
   const size_t n = validateMesh(positionFloats, faces, d), m = faces.size() / 3;
   const bool instanced = d.batch == RasterBatch::Instanced;
   ARM_CHECK(!d.useDepthPrior || priorFloats == d.pixels(),
-            "rasterize: depth prior must be (B,H,W) = %u x %u x %u, got %zu values", d.images, d.height, d.width, priorFloats);
+            "rasterize: depth prior must be (B,H,W) = %u x %u x %u, got %zu values", d.images, d.height, d.width,
+            priorFloats);
   if (!instanced) {
-    ARM_CHECK(ranges && ranges->size() == size_t(d.images) * 2, "rasterize: Ranges mode needs ranges (B,2) = %u x 2, got %zu",
-              d.images, ranges ? ranges->size() : size_t(0));
+    ARM_CHECK(ranges && ranges->size() == size_t(d.images) * 2,
+              "rasterize: Ranges mode needs ranges (B,2) = %u x 2, got %zu", d.images,
+              ranges ? ranges->size() : size_t(0));
     for (size_t b = 0; b < d.images; ++b) {
       int64_t first = (*ranges)[b * 2], count = (*ranges)[b * 2 + 1];
       ARM_CHECK(first >= 0 && count >= 0 && first + count <= int64_t(m),
@@ -138,15 +154,16 @@ struct ImageWork {
   const float* pos;
   size_t first, end;
 };
-ImageWork imageWork(const std::vector<float>& pos, size_t vertices, const std::vector<int32_t>& faces, const RasterDesc& d,
-                    const std::vector<int32_t>& ranges, size_t image) {
+ImageWork imageWork(const std::vector<float>& pos, size_t vertices, const std::vector<int32_t>& faces,
+                    const RasterDesc& d, const std::vector<int32_t>& ranges, size_t image) {
   if (d.batch == RasterBatch::Instanced) return {pos.data() + image * vertices * 4, 0, faces.size() / 3};
   size_t first = size_t(ranges[image * 2]);
   return {pos.data(), first, first + size_t(ranges[image * 2 + 1])};
 }
 }  // namespace
 
-std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& pos, const std::vector<int32_t>& faces, const RasterDesc& d) {
+std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& pos, const std::vector<int32_t>& faces,
+                                        const RasterDesc& d) {
   ARM_CHECK(d.images == 1, "rasterCoverageRef: one image");
   validateRasterInputs(pos.size(), faces, d, 0);
   std::vector<uint32_t> count(d.imagePixels(), 0);
@@ -214,19 +231,21 @@ size_t checkInterpolate(size_t attrSize, uint32_t C, const std::vector<int32_t>&
   for (size_t i = 0; i < ids.size(); ++i)
     ARM_CHECK(ids[i] >= 0 && size_t(ids[i]) <= M, "interpolate: findices[%zu] = %d outside [0, %zu]", i, ids[i], M);
   for (size_t i = 0; i < faces.size(); ++i)
-    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < N, "interpolate: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3, faces[i], N);
+    ARM_CHECK(faces[i] >= 0 && size_t(faces[i]) < N, "interpolate: faces[%zu][%zu] = %d outside [0, %zu)", i / 3, i % 3,
+              faces[i], N);
   return N;
 }
 }  // namespace
 
 size_t interpolateAttrCount(size_t pixels, uint32_t C, uint32_t vertexCount, uint32_t imagePixels) {
-  ARM_CHECK(imagePixels == 0 || pixels % imagePixels == 0, "interpolate: %zu pixels are not a whole number of %u-pixel images",
-            pixels, imagePixels);
+  ARM_CHECK(imagePixels == 0 || pixels % imagePixels == 0,
+            "interpolate: %zu pixels are not a whole number of %u-pixel images", pixels, imagePixels);
   return (imagePixels ? pixels / imagePixels : 1) * vertexCount * C;
 }
 
 std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t C, const std::vector<int32_t>& ids,
-                                   const std::vector<double>& bary, const std::vector<int32_t>& faces, uint32_t imagePixels) {
+                                   const std::vector<double>& bary, const std::vector<int32_t>& faces,
+                                   uint32_t imagePixels) {
   const size_t N = checkInterpolate(attr.size(), C, ids, bary.size(), faces, imagePixels);
   std::vector<double> out(ids.size() * C, 0.0);
   for (size_t p = 0; p < ids.size(); ++p) {
@@ -241,8 +260,8 @@ std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t C, 
 
 void interpolateBackwardRef(const std::vector<double>& attr, uint32_t C, const std::vector<int32_t>& ids,
                             const std::vector<double>& bary, const std::vector<int32_t>& faces,
-                            const std::vector<double>& gradOut, std::vector<double>& gradAttr, std::vector<double>& gradBary,
-                            uint32_t imagePixels) {
+                            const std::vector<double>& gradOut, std::vector<double>& gradAttr,
+                            std::vector<double>& gradBary, uint32_t imagePixels) {
   const size_t N = checkInterpolate(attr.size(), C, ids, bary.size(), faces, imagePixels);
   ARM_CHECK(gradOut.size() == ids.size() * C, "interpolate backward: gradOut must be (H,W,C)");
   gradAttr.assign(attr.size(), 0.0);

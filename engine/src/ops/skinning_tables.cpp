@@ -8,19 +8,24 @@ namespace armature {
 
 size_t SkinningTables::deviceBytes() const {
   return (vTemplate.size() + blendMatrix.size() + jointTemplate.size() + jointDirs.size() + weightValue.size() +
-          jointWeight.size()) * 4 +
+          jointWeight.size()) *
+             4 +
          (weightStart.size() + weightJoint.size() + jointStart.size() + jointVertex.size() + parents.size() +
-          order.size()) * 4;
+          order.size()) *
+             4;
 }
 
 SkinningTables buildSkinningTables(const BodyModel& m, uint32_t S, uint32_t E) {
-  ARM_CHECK(m.jointCount >= 1 && m.jointCount <= SKIN_MAX_JOINTS,
-            "GPU skinning supports up to %d joints; %s has %u", SKIN_MAX_JOINTS, m.source.c_str(), m.jointCount);
-  ARM_CHECK(S <= m.shapeCount && E <= m.exprCount, "GPU skinning: %u shape / %u expression components requested, "
-            "the model has %u / %u", S, E, m.shapeCount, m.exprCount);
+  ARM_CHECK(m.jointCount >= 1 && m.jointCount <= SKIN_MAX_JOINTS, "GPU skinning supports up to %d joints; %s has %u",
+            SKIN_MAX_JOINTS, m.source.c_str(), m.jointCount);
+  ARM_CHECK(S <= m.shapeCount && E <= m.exprCount,
+            "GPU skinning: %u shape / %u expression components requested, "
+            "the model has %u / %u",
+            S, E, m.shapeCount, m.exprCount);
   SkinningTables t;
   size_t V = m.vertexCount, J = m.jointCount, P = m.poseFeatureCount(), K = S + E, V3 = V * 3;
-  t.vertexCount = uint32_t(V), t.jointCount = uint32_t(J), t.featureCount = uint32_t(P), t.shapeCount = S, t.exprCount = E;
+  t.vertexCount = uint32_t(V), t.jointCount = uint32_t(J), t.featureCount = uint32_t(P), t.shapeCount = S,
+  t.exprCount = E;
   t.vTemplate.assign(m.vTemplate.begin(), m.vTemplate.end());
   t.blendMatrix.resize((P + K) * V3);
   for (size_t vk = 0; vk < V3; ++vk) {

@@ -39,8 +39,9 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
   ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "SkinningVk: maxBatch must be in [1, 65535] (one workgroup per item)");
   const SkinningTables t = buildSkinningTables(model, S, E);
   m_dims = t;
-  ARM_CHECK(t.coefCount() <= SKIN_MAX_COEFS, "SkinningVk: %u shape + expression components; the Vulkan path holds at most %d",
-            t.coefCount(), SKIN_MAX_COEFS);
+  ARM_CHECK(t.coefCount() <= SKIN_MAX_COEFS,
+            "SkinningVk: %u shape + expression components; the Vulkan path holds at most %d", t.coefCount(),
+            SKIN_MAX_COEFS);
   size_t F = t.featureCount + t.coefCount();
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
   // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
@@ -88,8 +89,8 @@ struct StageZones {
 }  // namespace
 
 void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
-                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
-                         vk::GpuTimer* stages) {
+                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices,
+                         vk::Buffer& joints, vk::GpuTimer* stages) {
   const SkinningDims& t = m_dims;
   const char* call = "SkinningVk::forward";
   ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "%s: batch %u outside [1, %u]", call, batch, m_maxBatch);
@@ -123,13 +124,15 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   const size_t columns = size_t(t.vertexCount) * 3;
   if (batch == 1) {
     vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 6, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
-                 {pose.view(), betas.view(), expression.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
+                 {pose.view(), betas.view(), expression.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()},
+                 push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
     const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
     vk::dispatch(cmd, m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
                  vk::groupCount(columns, SKIN_TILE_COLUMNS),
-                 {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push, (batch + rows - 1) / rows);
+                 {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push,
+                 (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
   zones.next("skin: vertices");
@@ -162,8 +165,9 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
     for (uint32_t b = 1; b <= m_maxBatch; ++b)
       partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
     ARM_CHECK(partials * 4 <= m_ctx.info().maxStorageBufferRange,
-              "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call, m_maxBatch,
-              partials * 4 / 1048576.0, m_ctx.info().name.c_str(), m_ctx.info().maxStorageBufferRange / 1048576.0);
+              "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call,
+              m_maxBatch, partials * 4 / 1048576.0, m_ctx.info().name.c_str(),
+              m_ctx.info().maxStorageBufferRange / 1048576.0);
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
     // The most parts × items: the largest batch, or the largest that still splits joints into parts.
     size_t parts = 0;
@@ -175,8 +179,8 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   }
   const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, uint32_t(F), columns);
   const uint32_t sumItems = skinJointSumItems(batch);
-  SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, gradJoints ? 1u : 0u,
-                    slices, sumItems};
+  SkinningPush push{batch,        t.vertexCount,        t.jointCount, t.featureCount, t.coefCount(),
+                    t.shapeCount, gradJoints ? 1u : 0u, slices,       sumItems};
   const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_saved.view();  // unread without them
   const SumParts& parts = sumParts(batch);
   StageZones zones{stages, cmd};
@@ -184,8 +188,8 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   zones.next("skin backward: vertices");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, 6, sizeof push),
                vk::groupCount(B * t.vertexCount, SKIN_VERTEX_GROUP),
-               {gradVertices.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
-                m_gradVPosed.view()},
+               {gradVertices.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(),
+                m_weightValue.view(), m_gradVPosed.view()},
                push);
   // The per-joint sums read dL/dv and v_posed only: no barrier before them.
   zones.next("skin backward: joint sums");
@@ -196,12 +200,15 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   vk::computeBarrier(cmd);
   zones.next("skin backward: chain, features");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 7, sizeof push), batch,
-               {m_saved.view(), m_gradParts.view(), parts.jointStart.view(), jointGrads, m_parents.view(), m_chainGrads.view(),
-                out.transl.view()},
+               {m_saved.view(), m_gradParts.view(), parts.jointStart.view(), jointGrads, m_parents.view(),
+                m_chainGrads.view(), out.transl.view()},
                push);
-  const auto& features = batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
-  vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push), uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
-               {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push, uint32_t((B + tileItems - 1) / tileItems));
+  const auto& features =
+      batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
+  vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push),
+               uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
+               {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push,
+               uint32_t((B + tileItems - 1) / tileItems));
   vk::computeBarrier(cmd);
   zones.next("skin backward: parameters");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,

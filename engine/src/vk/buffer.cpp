@@ -13,11 +13,11 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, VkBufferUsageFlags usage, Memory
   vkGetBufferMemoryRequirements(ctx.device(), m_buffer, &req);
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
-  ai.memoryTypeIndex =
-      kind == MemoryKind::HostVisible
-          ? ctx.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-          : ctx.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  ai.memoryTypeIndex = kind == MemoryKind::HostVisible
+                           ? ctx.memoryType(req.memoryTypeBits,
+                                            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                            VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                           : ctx.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   VkResult r = vkAllocateMemory(ctx.device(), &ai, nullptr, &m_memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(ctx.device(), m_buffer, nullptr);

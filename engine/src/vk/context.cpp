@@ -18,27 +18,36 @@ namespace armature::vk {
 
 std::string resultName(VkResult r) {
   switch (r) {
-#define ARM_CASE(x) case x: return #x;
-    ARM_CASE(VK_SUCCESS) ARM_CASE(VK_NOT_READY) ARM_CASE(VK_TIMEOUT) ARM_CASE(VK_INCOMPLETE)
-    ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY) ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-    ARM_CASE(VK_ERROR_INITIALIZATION_FAILED) ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED)
-    ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT) ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
-    ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT) ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
-    ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS) ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
-    ARM_CASE(VK_ERROR_SURFACE_LOST_KHR) ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR) ARM_CASE(VK_SUBOPTIMAL_KHR)
-    ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+#define ARM_CASE(x) \
+  case x:           \
+    return #x;
+    ARM_CASE(VK_SUCCESS)
+        ARM_CASE(VK_NOT_READY) ARM_CASE(VK_TIMEOUT) ARM_CASE(VK_INCOMPLETE) ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+            ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY) ARM_CASE(VK_ERROR_INITIALIZATION_FAILED)
+                ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED) ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+                    ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT) ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+                        ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER) ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+                            ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED) ARM_CASE(VK_ERROR_SURFACE_LOST_KHR)
+                                ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR) ARM_CASE(VK_SUBOPTIMAL_KHR)
+                                    ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
 #undef ARM_CASE
-    default: return "VkResult(" + std::to_string(int(r)) + ")";
+                                        default : return "VkResult(" +
+                                                  std::to_string(int(r)) + ")";
   }
 }
 
 const char* deviceTypeName(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU (software)";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU (software)";
+    default:
+      return "other";
   }
 }
 
@@ -54,8 +63,9 @@ void loadVulkan() {
   static VkResult result = VK_SUCCESS;
   std::call_once(once, [] { result = volkInitialize(); });
   if (result != VK_SUCCESS)
-    throw Error("no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver "
-                "(mesa-vulkan-drivers gives the CPU driver lavapipe)");
+    throw Error(
+        "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver "
+        "(mesa-vulkan-drivers gives the CPU driver lavapipe)");
 }
 
 bool hasExtension(const std::vector<VkExtensionProperties>& exts, const char* name) {
@@ -114,7 +124,8 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.externalSemaphoreFd = hasExtension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
   d.pushDescriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   d.memoryBudget = hasExtension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-  if (hasExtension(exts, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) && vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) {
+  if (hasExtension(exts, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) &&
+      vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) {
     uint32_t n = 0;
     vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, nullptr);
     std::vector<VkTimeDomainEXT> domains(n);
@@ -128,7 +139,8 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   std::vector<VkQueueFamilyProperties> qs(qn);
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, qs.data());
   for (auto& q : qs)
-    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) d.timestampValidBits = std::max(d.timestampValidBits, q.timestampValidBits);
+    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT)
+      d.timestampValidBits = std::max(d.timestampValidBits, q.timestampValidBits);
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
@@ -149,11 +161,16 @@ std::vector<PhysicalDeviceInfo> listDevices(VkInstance instance) {
 
 int typeRank(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-    default: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
   }
 }
 
@@ -168,8 +185,8 @@ VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severit
                                   const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   auto* ctx = static_cast<Context*>(user);
   ctx->m_messageCount++;
-  auto sev = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error
-                                                                         : MessageSeverity::Warning;
+  auto sev =
+      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error : MessageSeverity::Warning;
   if (ctx->m_onMessage)
     ctx->m_onMessage(sev, data->pMessage);
   else
@@ -247,8 +264,10 @@ void Context::createInstance(const ContextOptions& options) {
     vkEnumerateInstanceLayerProperties(&n, props.data());
     bool found = std::any_of(props.begin(), props.end(),
                              [](auto& l) { return std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0; });
-    if (!found) throw Error("validation requested but VK_LAYER_KHRONOS_validation is not installed "
-                            "(apt-get install vulkan-validationlayers)");
+    if (!found)
+      throw Error(
+          "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+          "(apt-get install vulkan-validationlayers)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
     exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   }
@@ -270,7 +289,8 @@ void Context::createInstance(const ContextOptions& options) {
 
   if (validation) {
     VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mi.messageSeverity =
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
     mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT |
                      VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
     mi.pfnUserCallback = debugCallback;
@@ -303,8 +323,10 @@ void Context::pickDevice() {
     }
     if (!m_info.handle) throw Error("ARMATURE_VK_DEVICE=" + s + " matches no device (see `armature info`)");
   } else {
-    if (usable.empty()) throw Error("no Vulkan device supports Vulkan 1.2 with VK_KHR_push_descriptor and timeline semaphores");
-    std::stable_sort(usable.begin(), usable.end(), [](auto& a, auto& b) { return typeRank(a.type) < typeRank(b.type); });
+    if (usable.empty())
+      throw Error("no Vulkan device supports Vulkan 1.2 with VK_KHR_push_descriptor and timeline semaphores");
+    std::stable_sort(usable.begin(), usable.end(),
+                     [](auto& a, auto& b) { return typeRank(a.type) < typeRank(b.type); });
     m_info = usable.front();
   }
   vkGetPhysicalDeviceMemoryProperties(m_info.handle, &m_memory);
@@ -352,7 +374,8 @@ void Context::createDevice(const ContextOptions& options) {
   f12.storageBuffer8BitAccess = s12.storageBuffer8BitAccess;
   f12.scalarBlockLayout = s12.scalarBlockLayout;
   // Float atomics for scatter-adds in backward passes, when the device has them.
-  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   if (m_info.float32AtomicAdd) {
     exts.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
     atomicFloat.shaderBufferFloat32AtomicAdd = VK_TRUE;
@@ -493,7 +516,9 @@ void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, 
   VkCommandBuffer cmd;
   VK_CHECK(vkAllocateCommandBuffers(m_device, &ai, &cmd));
   struct Free {
-    VkDevice d; VkCommandPool p; VkCommandBuffer c;
+    VkDevice d;
+    VkCommandPool p;
+    VkCommandBuffer c;
     ~Free() { vkFreeCommandBuffers(d, p, 1, &c); }
   } freeLater{m_device, m_oneShotPool, cmd};
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -535,11 +560,12 @@ uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap) {
 void computeBarrier(VkCommandBuffer cmd) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                    VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                       0, 1, &b, 0, nullptr, 0, nullptr);
+  b.dstAccessMask =
+      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(
+      cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0,
+      nullptr, 0, nullptr);
 }
 
 }  // namespace armature::vk

@@ -16,7 +16,8 @@ VkShaderModule shaderModule(VkDevice device, const shaders::SpirvBlob& blob) {
 }  // namespace
 
 VkPipeline createGraphicsPipeline(Context& ctx, const GraphicsPipelineDesc& d) {
-  ARM_CHECK(d.vertex && d.fragment && d.layout && d.renderPass, "createGraphicsPipeline: shaders, layout and render pass are required");
+  ARM_CHECK(d.vertex && d.fragment && d.layout && d.renderPass,
+            "createGraphicsPipeline: shaders, layout and render pass are required");
   VkDevice dev = ctx.device();
   VkPipelineShaderStageCreateInfo stages[2] = {{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO},
                                                {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO}};

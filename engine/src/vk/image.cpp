@@ -6,7 +6,8 @@ namespace armature::vk {
 
 Image::Image(Context& ctx, VkExtent2D extent, VkFormat format, VkImageUsageFlags usage, VkImageAspectFlags aspect)
     : m_ctx(&ctx), m_extent(extent), m_format(format) {
-  ARM_CHECK(extent.width > 0 && extent.height > 0, "image extent must be positive, got %ux%u", extent.width, extent.height);
+  ARM_CHECK(extent.width > 0 && extent.height > 0, "image extent must be positive, got %ux%u", extent.width,
+            extent.height);
   VkImageCreateInfo ci{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
   ci.imageType = VK_IMAGE_TYPE_2D;
   ci.format = format;
@@ -26,7 +27,8 @@ Image::Image(Context& ctx, VkExtent2D extent, VkFormat format, VkImageUsageFlags
   VkResult r = vkAllocateMemory(ctx.device(), &ai, nullptr, &m_memory);
   if (r != VK_SUCCESS) {
     reset();
-    throw Error("cannot allocate a " + std::to_string(extent.width) + "x" + std::to_string(extent.height) + " image: " + resultName(r));
+    throw Error("cannot allocate a " + std::to_string(extent.width) + "x" + std::to_string(extent.height) +
+                " image: " + resultName(r));
   }
   VK_CHECK(vkBindImageMemory(ctx.device(), m_image, m_memory, 0));
   VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};

@@ -7,7 +7,8 @@ namespace armature::vk {
 
 namespace {
 int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 }  // namespace
 
@@ -37,16 +38,17 @@ GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
     });
     m_anchorHostNs = steadyNowNs();
-    VkResult r = vkGetQueryPoolResults(ctx.device(), pool, 0, 1, sizeof m_anchorTicks, &m_anchorTicks, sizeof m_anchorTicks,
-                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    VkResult r = vkGetQueryPoolResults(ctx.device(), pool, 0, 1, sizeof m_anchorTicks, &m_anchorTicks,
+                                       sizeof m_anchorTicks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     vkDestroyQueryPool(ctx.device(), pool, nullptr);
     VK_CHECK(r);
   }
 }
 
 void GpuTimer::calibrate() {
-  VkCalibratedTimestampInfoEXT infos[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
-                                           {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+  VkCalibratedTimestampInfoEXT infos[2] = {
+      {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_DEVICE_EXT},
+      {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, nullptr, VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
   uint64_t values[2], deviation = 0;
   VK_CHECK(vkGetCalibratedTimestampsEXT(m_ctx.device(), 2, infos, values, &deviation));
   m_anchorTicks = values[0];
@@ -55,7 +57,8 @@ void GpuTimer::calibrate() {
 
 int64_t GpuTimer::ticksToHostNs(uint64_t ticks) const {
   uint64_t delta = (ticks - m_anchorTicks) & m_validMask;
-  int64_t signedDelta = delta > (m_validMask >> 1) ? -int64_t((m_validMask - delta) + 1) : int64_t(delta);  // before the anchor
+  int64_t signedDelta =
+      delta > (m_validMask >> 1) ? -int64_t((m_validMask - delta) + 1) : int64_t(delta);  // before the anchor
   return m_anchorHostNs + int64_t(std::llround(double(signedDelta) * m_periodNs));
 }
 
@@ -98,7 +101,8 @@ std::optional<std::vector<ZoneTime>> GpuTimer::read(uint32_t slot, bool wait) {
   std::vector<ZoneTime> out;
   if (n == 0) return out;
   std::vector<uint64_t> data(n * 2 * 2);  // (value, availability) per query
-  VkQueryResultFlags flags = VK_QUERY_RESULT_64_BIT | (wait ? VK_QUERY_RESULT_WAIT_BIT : VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+  VkQueryResultFlags flags =
+      VK_QUERY_RESULT_64_BIT | (wait ? VK_QUERY_RESULT_WAIT_BIT : VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
   VkDeviceSize stride = wait ? sizeof(uint64_t) : 2 * sizeof(uint64_t);
   VkResult r = vkGetQueryPoolResults(m_ctx.device(), m_pool, slot * m_zones * 2, n * 2, data.size() * sizeof(uint64_t),
                                      data.data(), stride, flags);

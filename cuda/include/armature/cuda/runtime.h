@@ -27,10 +27,10 @@ struct DeviceInfo {
 };
 
 struct RuntimeInfo {
-  int driverVersion = 0;   // e.g. 13000 for 13.0; 0 when there is no driver
+  int driverVersion = 0;  // e.g. 13000 for 13.0; 0 when there is no driver
   int runtimeVersion = 0;
   std::vector<DeviceInfo> devices;
-  std::string error;       // set when the devices could not be listed
+  std::string error;  // set when the devices could not be listed
 };
 RuntimeInfo queryRuntime();
 
@@ -83,7 +83,9 @@ class DeviceMemory {
 
   void* data() const { return m_ptr; }
   template <typename T>
-  T* as() const { return static_cast<T*>(m_ptr); }
+  T* as() const {
+    return static_cast<T*>(m_ptr);
+  }
   size_t bytes() const { return m_bytes; }
   bool compressed() const { return m_mappedBytes != 0; }  // granted compressible memory
   // Synchronous copies (set-up and tests, not hot paths): they return when the bytes have landed and order

@@ -13,18 +13,18 @@ namespace armature {
 
 // Row-major arrays, in the file's layouts (V vertices, F faces, J joints).
 struct BodyModel {
-  std::string source;                 // file path or "synthetic(seed)"
+  std::string source;  // file path or "synthetic(seed)"
   uint32_t vertexCount = 0, faceCount = 0, jointCount = 0;
-  uint32_t shapeCount = 0;            // shape directions available (SMPL-X v1.1: 300)
-  uint32_t exprCount = 0;             // expression directions available (SMPL-X v1.1: 100; SMPL/SMPL+H: 0)
-  std::vector<double> vTemplate;      // (V,3)
-  std::vector<int32_t> faces;         // (F,3)
-  std::vector<double> shapeDirs;      // (V,3,shapeCount)
-  std::vector<double> exprDirs;       // (V,3,exprCount)
-  std::vector<double> poseDirs;       // (V,3,P), P = (J-1)*9
-  std::vector<double> jRegressor;     // (J,V)
-  std::vector<double> weights;        // (V,J)
-  std::vector<int32_t> parents;       // (J); -1 for the root
+  uint32_t shapeCount = 0;         // shape directions available (SMPL-X v1.1: 300)
+  uint32_t exprCount = 0;          // expression directions available (SMPL-X v1.1: 100; SMPL/SMPL+H: 0)
+  std::vector<double> vTemplate;   // (V,3)
+  std::vector<int32_t> faces;      // (F,3)
+  std::vector<double> shapeDirs;   // (V,3,shapeCount)
+  std::vector<double> exprDirs;    // (V,3,exprCount)
+  std::vector<double> poseDirs;    // (V,3,P), P = (J-1)*9
+  std::vector<double> jRegressor;  // (J,V)
+  std::vector<double> weights;     // (V,J)
+  std::vector<int32_t> parents;    // (J); -1 for the root
   std::vector<std::string> jointNames;
   // Optional parts (empty when the file lacks them).
   std::vector<double> handsComponentsL, handsComponentsR;  // (45,45): rows are PCA components
@@ -92,9 +92,9 @@ std::array<double, 3> rodriguesBackward(const double r[3], const double gradR[9]
 
 // ---- SMPL-X parameterisation (SMPLX.forward's options) --------------------------------------------------
 struct SmplxPoseOptions {
-  bool usePca = true;        // hand poses as PCA coefficients (needs the model's hand PCA)
+  bool usePca = true;  // hand poses as PCA coefficients (needs the model's hand PCA)
   uint32_t numPcaComps = 6;
-  bool flatHandMean = false; // false: add the model's mean hand pose
+  bool flatHandMean = false;  // false: add the model's mean hand pose
 };
 struct SmplxPose {
   std::vector<double> globalOrient, bodyPose, jaw, leye, reye;  // (B,3) (B,63) (B,3) (B,3) (B,3)
@@ -102,7 +102,7 @@ struct SmplxPose {
 };
 // Full (B,55,3) pose from the SMPL-X parts, as SMPLX.forward builds it; and the backward of that map.
 std::vector<double> smplxFullPose(const BodyModel& m, const SmplxPose& p, const SmplxPoseOptions& o, uint32_t batch);
-SmplxPose smplxFullPoseBackward(const BodyModel& m, const std::vector<double>& gradFullPose,
-                                const SmplxPoseOptions& o, uint32_t batch);
+SmplxPose smplxFullPoseBackward(const BodyModel& m, const std::vector<double>& gradFullPose, const SmplxPoseOptions& o,
+                                uint32_t batch);
 
 }  // namespace armature

@@ -59,7 +59,8 @@ GRID_FN int majority(const int* counts) {
 // The 3×3 neighbours of a cell at `pos` in the view facing `dim` (rows top to bottom, `stride` pixels apart):
 // the cell itself in the middle, -1 outside the image, read(row, column) elsewhere.
 template <typename Read>
-GRID_FN void scanNeighbors(int height, int width, const float* pos, int dim, int stride, int seq, Read read, int32_t* out) {
+GRID_FN void scanNeighbors(int height, int width, const float* pos, int dim, int stride, int seq, Read read,
+                           int32_t* out) {
   int ci, cj, k = 0;
   projectToView(pos, dim, height, width, ci, cj);
   for (int ni = ci + stride; ni >= ci - stride; ni -= stride)

@@ -48,6 +48,7 @@ GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels,
 
 // Test and benchmark input: analytic spheres seen from the three axes, up to `layers` hits per pixel front to
 // back, with about `holeFraction` of the deeper layer entries knocked out (the original stops at the first hole).
-std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t channels, double holeFraction, uint32_t seed);
+std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t channels, double holeFraction,
+                                    uint32_t seed);
 
 }  // namespace armature

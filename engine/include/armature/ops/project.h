@@ -31,7 +31,8 @@ void checkProjectDesc(const ProjectDesc& desc);
 ProjectPush projectPush(const ProjectDesc& desc);
 
 // CPU reference in double (the matrices as the GPU reads them: float).
-std::vector<double> projectRef(const ProjectDesc& desc, const std::vector<double>& points, const std::vector<float>& matrices);
+std::vector<double> projectRef(const ProjectDesc& desc, const std::vector<double>& points,
+                               const std::vector<float>& matrices);
 std::vector<double> projectBackwardRef(const ProjectDesc& desc, const std::vector<double>& gradClip,
                                        const std::vector<float>& matrices);
 std::vector<double> projectMatrixGradRef(const ProjectDesc& desc, const std::vector<double>& points,

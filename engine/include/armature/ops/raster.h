@@ -22,12 +22,12 @@ struct RasterDesc {
   bool useDepthPrior = false;         // keep only fragments at or behind the prior + truncation (depth peeling)
   float occlusionTruncation = 1e-6f;  // the original wrapper's value
   bool noInt64Atomics = false;        // Vulkan: use the two-pass 32-bit path even where 64-bit atomics exist (tests)
-  bool noSubgroupSums = false;        // Vulkan backward: an atomic per pixel even where a subgroup can sum first (tests)
-  bool noFloat64 = false;             // Vulkan: the float-only shaders of devices without doubles, even where they exist (tests)
-  uint32_t images = 1;                // B
+  bool noSubgroupSums = false;  // Vulkan backward: an atomic per pixel even where a subgroup can sum first (tests)
+  bool noFloat64 = false;  // Vulkan: the float-only shaders of devices without doubles, even where they exist (tests)
+  uint32_t images = 1;     // B
   RasterBatch batch = RasterBatch::Instanced;
-  uint32_t queueCapacity = 0;         // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
-  uint32_t smallTrianglePixels = 0;   // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
+  uint32_t queueCapacity = 0;        // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
+  uint32_t smallTrianglePixels = 0;  // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
   // GPU: this call's place in the scratch's history, so that it need not clear the z-buffer (B·H·W·8 bytes of
   // stores). 0: unknown, the call clears it. n > 0: the previous call on this scratch — finished, or earlier in
   // stream order, of at least as many pixels, with the same noInt64Atomics (a device uses one z-buffer path) — had
@@ -56,14 +56,15 @@ class RasterScratchState {
 };
 
 struct RasterResult {
-  std::vector<int32_t> findices;   // (B,H,W): face + 1, 0 = background; row 0 is NDC y = -1
-  std::vector<float> barycentrics; // (B,H,W,3): for the face's vertices in F's order; 0 for background
+  std::vector<int32_t> findices;    // (B,H,W): face + 1, 0 = background; row 0 is NDC y = -1
+  std::vector<float> barycentrics;  // (B,H,W,3): for the face's vertices in F's order; 0 for background
 };
 
 // positions (B,N,4) or (N,4) clip space; faces (M,3); depthPrior (B,H,W) in NDC z when useDepthPrior; ranges (B,2)
 // in Ranges mode. Throws armature::Error for wrong sizes, out-of-range face indices or ranges, sizes beyond 8192.
-RasterResult rasterizeRef(const std::vector<float>& positions, const std::vector<int32_t>& faces, const RasterDesc& desc,
-                          const std::vector<float>& depthPrior = {}, const std::vector<int32_t>& ranges = {});
+RasterResult rasterizeRef(const std::vector<float>& positions, const std::vector<int32_t>& faces,
+                          const RasterDesc& desc, const std::vector<float>& depthPrior = {},
+                          const std::vector<int32_t>& ranges = {});
 // The rasteriser's backward (as nvdiffrast's rasterize gradient, without its derivative outputs): dL/dpositions from
 // dL/dbarycentrics (B,H,W,3) at the faces `findices` holds (from a rasterize of the same inputs). Which face is
 // visible is piecewise constant, so only the barycentrics carry gradient: through x, y and w of each covered
@@ -85,9 +86,9 @@ uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>&
 // ranges of one vertex buffer). imagePixels = H·W: attr (B,N,C), each image its own (nvdiffrast's instanced
 // attributes: per-view normals, lighting). Backward: gradAttr (N,C) or (B,N,C) += Σ_pixels bary[k] · gradOut,
 // gradBary (B,H,W,3) = attr[face[k]] · gradOut.
-std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
-                                   const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
-                                   uint32_t imagePixels = 0);
+std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels,
+                                   const std::vector<int32_t>& findices, const std::vector<double>& barycentrics,
+                                   const std::vector<int32_t>& faces, uint32_t imagePixels = 0);
 void interpolateBackwardRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
                             const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
                             const std::vector<double>& gradOut, std::vector<double>& gradAttr,
@@ -136,7 +137,8 @@ bool rasterClearsZBuffer(const RasterDesc& desc);
 // device has them, else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
 void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
                  uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
-                 vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics, const vk::Buffer* ranges = nullptr);
+                 vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics,
+                 const vk::Buffer* ranges = nullptr);
 // The backward (rasterizeBackwardRef) on Vulkan: writes gradPositions (the size of positions) from gradBarycentrics
 // (B,H,W,3) at the faces of findices. Needs float32 buffer atomic add (VK_EXT_shader_atomic_float): the sums over
 // pixels are not bitwise reproducible. On devices without doubles each pixel's chain runs in float: good to ~1e-4

@@ -24,13 +24,13 @@ struct SkinningDims {
 // Host-side tables shared by every GPU backend (see shaders/shared/skinning_io.h for the layouts); built for the
 // upload and dropped after it (the blend matrix alone is 64 MB for SMPL-X).
 struct SkinningTables : SkinningDims {
-  std::vector<float> vTemplate;      // (V,3)
-  std::vector<float> blendMatrix;    // (P+K, V*3)
-  std::vector<float> jointTemplate;  // (J,3)
-  std::vector<float> jointDirs;      // (K,J,3)
-  std::vector<uint32_t> weightStart; // (V+1)
-  std::vector<uint32_t> weightJoint; // (nnz)
-  std::vector<float> weightValue;    // (nnz)
+  std::vector<float> vTemplate;       // (V,3)
+  std::vector<float> blendMatrix;     // (P+K, V*3)
+  std::vector<float> jointTemplate;   // (J,3)
+  std::vector<float> jointDirs;       // (K,J,3)
+  std::vector<uint32_t> weightStart;  // (V+1)
+  std::vector<uint32_t> weightJoint;  // (nnz)
+  std::vector<float> weightValue;     // (nnz)
   // CSC of the weights, for the backward's per-joint reductions: joint j uses jointStart[j]..jointStart[j+1).
   std::vector<uint32_t> jointStart, jointVertex;
   std::vector<float> jointWeight;
@@ -80,8 +80,8 @@ class SkinningVk {
   vk::Context& m_ctx;
   SkinningDims m_dims;
   uint32_t m_maxBatch;
-  vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue,
-      m_parents, m_jointVertex, m_jointWeight;
+  vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue, m_parents,
+      m_jointVertex, m_jointWeight;
   // The backward's per-joint sums by parts (layouts: shared/skinning_io.h): a part per joint, or for fewer than
   // SKIN_SUM_PART_BELOW items parts of at most SKIN_SUM_PART entries.
   struct SumParts {
@@ -93,7 +93,7 @@ class SkinningVk {
   SumParts m_wholeParts, m_splitParts;
   vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
   vk::Buffer m_gradVPosed, m_gradParts, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
-  uint32_t m_lastBatch = 0;                                        // the last forward's batch (0: none yet)
+  uint32_t m_lastBatch = 0;                                            // the last forward's batch (0: none yet)
 };
 
 }  // namespace armature

@@ -26,7 +26,9 @@ class Buffer {
   VkBuffer handle() const { return m_buffer; }
   VkDeviceSize size() const { return m_size; }
   void* mapped() const { return m_mapped; }  // null unless host-visible
-  BufferView view(VkDeviceSize offset = 0, VkDeviceSize range = VK_WHOLE_SIZE) const { return {m_buffer, offset, range}; }
+  BufferView view(VkDeviceSize offset = 0, VkDeviceSize range = VK_WHOLE_SIZE) const {
+    return {m_buffer, offset, range};
+  }
   explicit operator bool() const { return m_buffer != VK_NULL_HANDLE; }
 
   // Copies bytes in/out, through the mapping when there is one, else through a staging buffer (waits).
@@ -36,7 +38,9 @@ class Buffer {
   void fill(uint32_t pattern);
 
   template <typename T>
-  void upload(std::span<const T> data) { upload(data.data(), data.size_bytes()); }
+  void upload(std::span<const T> data) {
+    upload(data.data(), data.size_bytes());
+  }
   template <typename T>
   std::vector<T> download(size_t count) const {
     std::vector<T> out(count);

@@ -28,8 +28,8 @@ std::string resultName(VkResult r);
   do {                                                                                              \
     VkResult vkCheckResult_ = (expr);                                                               \
     if (vkCheckResult_ != VK_SUCCESS)                                                               \
-      throw ::armature::Error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr \
-                              " failed: " + ::armature::vk::resultName(vkCheckResult_));          \
+      throw ::armature::Error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +              \
+                              ": " #expr " failed: " + ::armature::vk::resultName(vkCheckResult_)); \
   } while (0)
 
 namespace armature::vk {
@@ -44,12 +44,12 @@ struct PhysicalDeviceInfo {
   std::string driverName, driverInfo;
   VkDriverId driverId = VkDriverId(0);
   uint32_t subgroupSize = 0;
-  bool int64Atomics = false;         // shaderBufferInt64Atomics
-  bool subgroupSums = false;         // compute shaders have subgroup ballot and relative shuffles (segmented sums)
-  bool float64 = false;              // shaderFloat64
-  bool int64 = false;                // shaderInt64
-  bool float32AtomicAdd = false;     // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
-  bool memoryBudget = false;         // VK_EXT_memory_budget
+  bool int64Atomics = false;      // shaderBufferInt64Atomics
+  bool subgroupSums = false;      // compute shaders have subgroup ballot and relative shuffles (segmented sums)
+  bool float64 = false;           // shaderFloat64
+  bool int64 = false;             // shaderInt64
+  bool float32AtomicAdd = false;  // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
+  bool memoryBudget = false;      // VK_EXT_memory_budget
   bool timelineSemaphore = false;
   bool externalMemoryFd = false;     // VK_KHR_external_memory_fd
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd
@@ -161,8 +161,7 @@ class Context {
   VkFence m_oneShotFence = VK_NULL_HANDLE;
   std::unordered_map<const void*, ComputeProgram> m_programs;
 
-  friend VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT,
-                                           VkDebugUtilsMessageTypeFlagsEXT,
+  friend VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
                                            const VkDebugUtilsMessengerCallbackDataEXT*, void*);
 };
 

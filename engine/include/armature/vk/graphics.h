@@ -16,7 +16,7 @@ struct GraphicsPipelineDesc {
   VkPolygonMode polygonMode = VK_POLYGON_MODE_FILL;
   bool depthTest = true;  // and depth writes
   VkCompareOp depthCompare = VK_COMPARE_OP_LESS_OR_EQUAL;
-  float depthBias = 0;    // constant and slope factor (lines over the surface they lie on: negative)
+  float depthBias = 0;  // constant and slope factor (lines over the surface they lie on: negative)
   uint32_t colorAttachments = 1;
   bool fixedViewport = false;  // false: viewport and scissor are dynamic state; true: these
   VkViewport viewport{};

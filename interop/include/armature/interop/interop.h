@@ -25,9 +25,9 @@
 namespace armature::interop {
 
 struct Support {
-  bool zeroCopy = false;   // exportable memory + semaphores, and a CUDA device with the same UUID
-  int cudaDevice = -1;     // the matching CUDA device (or the first CUDA device, for the fallback); -1 = none
-  std::string reason;      // why zero-copy is unavailable (empty when it is available)
+  bool zeroCopy = false;  // exportable memory + semaphores, and a CUDA device with the same UUID
+  int cudaDevice = -1;    // the matching CUDA device (or the first CUDA device, for the fallback); -1 = none
+  std::string reason;     // why zero-copy is unavailable (empty when it is available)
 };
 // What this context and machine allow; cached per context.
 Support probe(const vk::Context& ctx);
@@ -64,10 +64,10 @@ class SharedBuffer {
   bool m_zeroCopy = false;
   VkBuffer m_buffer = VK_NULL_HANDLE;
   VkDeviceMemory m_memory = VK_NULL_HANDLE;
-  void* m_mapped = nullptr;       // staging: the Vulkan buffer's host mapping
+  void* m_mapped = nullptr;  // staging: the Vulkan buffer's host mapping
   void* m_cudaPtr = nullptr;
-  void* m_extMemory = nullptr;    // cudaExternalMemory_t
-  void* m_pinned = nullptr;       // staging: pinned host memory
+  void* m_extMemory = nullptr;  // cudaExternalMemory_t
+  void* m_pinned = nullptr;     // staging: pinned host memory
 };
 
 // A timeline semaphore shared by a VkQueue and CUDA streams. Zero-copy: exported and imported, waits and
@@ -84,7 +84,7 @@ class SharedTimeline {
   bool zeroCopy() const { return m_zeroCopy; }
   void cudaWait(uint64_t value, const cuda::Stream& stream);
   void cudaSignal(uint64_t value, const cuda::Stream& stream);
-  uint64_t value() const;                                     // the current value (host query)
+  uint64_t value() const;                                                       // the current value (host query)
   void hostWait(uint64_t value, uint64_t timeoutNs = 10'000'000'000ull) const;  // throws on timeout
 
  private:
