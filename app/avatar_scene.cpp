@@ -113,8 +113,8 @@ void AvatarScene::setBackend(Backend b) {
     if (!m_cuda) {
       auto c = std::make_unique<CudaPath>();
       size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = m_maxAvatars;
-      // A frame shares L2 with the rasteriser and the renderer: with the blend matrix resident, the H100 frame's
-      // CUDA raster went 0.066 -> 0.100 ms and skinning 0.04 -> 0.05 ms (1 avatar, 1080p), so the viewer streams it.
+      // A frame shares L2 with the rasteriser and the renderer: a resident blend matrix would push their data out
+      // to DRAM and slow the whole frame, so the viewer streams the matrix instead.
       c->skin = std::make_unique<cuda::Skinning>(m_model, m_shape, m_expr, m_maxAvatars, /*l2Residency=*/false);
       c->pose = cuda::DeviceMemory(B * J * 12);
       c->betas = cuda::DeviceMemory(std::max<size_t>(B * m_shape, 1) * 4);

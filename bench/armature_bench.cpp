@@ -40,8 +40,8 @@ std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)
 
 // Times `record` with timestamp queries around each call; zones `record` opens on the timer it is given become the
 // row's stages (medians). The calls are recorded back to back into one submission, a full barrier between them
-// (each call's latency, on a busy GPU): with one submit-and-wait per call, NVIDIA's driver kept the H200 in a
-// low-power state in which the 64 MB blend stream ran at a quarter of its bandwidth.
+// (each call's latency, on a busy GPU): with one submit-and-wait per call, NVIDIA's driver keeps the GPU in a
+// low-power state in which memory-bound calls run far below their bandwidth.
 std::pair<double, double> timeVulkan(vk::Context& ctx,
                                      const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record, int iters,
                                      std::vector<std::pair<std::string, double>>* stages = nullptr) {

@@ -80,9 +80,8 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             0};
       std::vector<double> ms;
       if (backend == Backend::Cuda) {
-        // Without the blend matrix's L2 residency: its 30.7 MB of persisting lines would stay in L2 through the
-        // rasteriser's passes, which then run from DRAM (H100, 8 views: rasterize 0.111 -> 0.058 ms, fit step 0.364 ->
-        // 0.287 ms with it off; 1 view: fit step 0.147 -> 0.135-0.140).
+        // Without the blend matrix's L2 residency: its persisting lines would stay in L2 through the rasteriser's
+        // passes, which would then run from DRAM (Skinning::setL2Residency).
         cuda::Skinning skin(model, S, E, 1, /*l2Residency=*/false);
         auto dPose = cuda::DeviceMemory::from(pose), dBetas = cuda::DeviceMemory::from(betas),
              dExpr = cuda::DeviceMemory::from(expr), dTransl = cuda::DeviceMemory::from(transl),

@@ -4,8 +4,8 @@
 // SKIN_BLEND_SLICES groups of invocations split the F terms and add their partial sums in a fixed order
 // (deterministic), so one item still spreads the matrix over the whole GPU. Each workgroup computes the item's F
 // features itself (skin_feature.glsl) rather than reading them from a dispatch before it: one dispatch and barrier
-// fewer on the path of one item. (With a running sum per item for up to 8 items it was slower than the
-// register-tiled GEMM from two items on: H100, bench/RESULTS.md.)
+// fewer on the path of one item. (A running sum per item for up to 8 items is slower than the register-tiled GEMM
+// from two items on.)
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 

@@ -13,8 +13,8 @@ namespace {
 
 // Programmatic dependent launch (compute capability 9.0+, launchAfterPrevious): a kernel's blocks start while the
 // previous kernel of the call drains and wait here for its completion and its writes before touching them; each
-// kernel lets the next one launch as soon as all of its own blocks are running. H100, three processes each, ms:
-// (a) 0.054-0.058 -> 0.051-0.053, (b) 0.030-0.031 -> 0.026-0.030, (c) 0.137-0.139 -> 0.133-0.135.
+// kernel lets the next one launch as soon as all of its own blocks are running, so launch latency stays off the
+// call's critical path.
 __device__ __forceinline__ void waitForPrevious() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -41,8 +41,8 @@ struct Params {
 // Each vertex's grid position and depth level, computed once (by the clear kernel) instead of once per triangle
 // corner (a closed mesh shares a vertex among ~6 triangles): 8 bytes, x and y less the guard band's low end (18
 // bits each, as the band spans 2^18 steps), the level less its minimum (27 bits), bit 63 set for an invalid vertex.
-// H100, 1M triangles at 2048^2: the triangle stage 68.5 -> 57.4 us, the clear 12.1 -> 14.2 us, the call 0.129 ->
-// 0.1245 ms. They live in the barycentrics' buffer, which only the resolve writes, after the triangle stages.
+// The clear kernel's extra work is smaller than what the triangle stage saves. They live in the barycentrics'
+// buffer, which only the resolve writes, after the triangle stages.
 static_assert(RASTER_GUARD_HI - RASTER_GUARD_LO == 1 << 18 &&
               RASTER_DEPTH_LEVEL_MAX - RASTER_DEPTH_LEVEL_MIN < 1 << 27);
 __device__ __forceinline__ unsigned long long packVertex(RasterVertex v) {
@@ -118,8 +118,8 @@ __device__ void walkMask(const Params& a, const RasterTri& t, uint32_t f, uint32
 }
 
 // The block's shared walk of its small triangles' covered pixels. Each thread walking its own mask kept a warp busy
-// as long as its most-covered triangle, with about 19 of 32 lanes active (H100, 1M triangles at 2048^2: 5.6
-// fragments per triangle, 15 box pixels). Instead every thread lists its fragments (box pixel and owner) in shared
+// as long as its most-covered triangle, with many lanes idle (small triangles cover a few of their box's pixels).
+// Instead every thread lists its fragments (box pixel and owner) in shared
 // memory, a cheap loop, and the block then takes the list 64 at a time: each thread one fragment, with its owner's
 // plane from shared memory. The depth and the atomic, the costly part, run on every lane.
 struct SharedPlane {
@@ -167,8 +167,7 @@ __device__ void walkTogether(const Params& a, FragmentWalk& w, const RasterTri& 
 // Stage 0: one thread per (triangle, image); small triangles walked here, big ones queued in chunks. The block
 // reserves its queue entries and records with one global atomic each (as many threads contending for one address
 // serialise in L2), so the loop runs uniformly over the block: every thread reaches the barriers. At most 64
-// registers (16 blocks of 64): half occupancy measured ~2% faster than 78 registers' 40%, and with walkTogether
-// 0.137 ms against 0.143 for 12 blocks of 76 registers (H100, 1M triangles at 2048^2).
+// registers (16 blocks of 64): half occupancy beat fewer blocks with more registers (bench/RESULTS.md's scenes).
 __global__ void __launch_bounds__(RASTER_GROUP, 16) trianglesKernel(Params a) {
   __shared__ uint32_t groupChunks, groupRecords, chunkBase, recordBase;
   __shared__ FragmentWalk together;
@@ -256,8 +255,7 @@ __global__ void chunksKernel(Params a) {
 
 // 8 blocks of 256 (32 registers): full occupancy hides the chain of dependent loads (token, face, vertices). A block
 // resolves tiles of 32 × 8 pixels (a warp per row): neighbouring rows share faces, so more of the face and vertex
-// gathers hit L1 than in a strip of 256 pixels of one row (H100, 1M triangles at 2048^2: L1 hits 52 -> 57%, L2
-// traffic 239 -> 224 MB, 50.3 -> 47.7 us).
+// gathers hit L1 than in a strip of 256 pixels of one row, and less traffic reaches L2.
 constexpr uint32_t kResolveTileW = 32, kResolveTileH = 256 / kResolveTileW;
 __host__ __device__ size_t resolveTilesPerImage(uint32_t width, uint32_t height) {
   return size_t((width + kResolveTileW - 1) / kResolveTileW) * ((height + kResolveTileH - 1) / kResolveTileH);
@@ -425,8 +423,8 @@ __global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t 
 // (rasterPerspectiveWeightsBackward, as shaders/raster_backward.glsl) into gradPositions, cleared before. A run of
 // consecutive lanes on the same face (of the same image) sums its nine values first (a segmented scan over the
 // warp) and its last lane issues the atomics: a big triangle's pixels otherwise send hundreds of atomics to the same
-// nine addresses, which serialise. (Grouping lanes by face wherever they are in the warp cost more than it saved
-// where small triangles put ~6 faces in a warp: H100, 1M triangles at 2048^2, 0.28 -> 0.31 ms.)
+// nine addresses, which serialise. (Grouping lanes by face wherever they are in the warp costs more than it saves
+// where small triangles put several faces in a warp.)
 __global__ void __launch_bounds__(256)
     rasterBackwardKernel(Params a, const int32_t* ids, const float* gradBary, float* gradPositions) {
   const RasterPush& p = a.p;
@@ -567,8 +565,8 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   static_assert(RASTER_QUEUE_HEADER * 4 == 16, "the clear covers the z-buffer and the queue's 16-byte header");
   const size_t pieces = (layout.queueOffset + 16) / 16;  // queueOffset is a multiple of 256
   const DeviceTraits device = deviceTraits();
-  // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear no longer waits on DRAM,
-  // and 8,193 one-store blocks cost ~1 us more (H100, 1M triangles at 2048^2).
+  // At most 16 blocks per SM, looping: with the z-buffer in compressible memory the clear does not wait on DRAM,
+  // and thousands of one-store blocks would cost more in block start-up than they store.
   const size_t firstPiece = rasterClearsZBuffer(d) ? 0 : pieces - 1;  // the queue's header is always cleared
   const unsigned clearBlocks =
       std::min(grid(std::max(pieces - firstPiece, vertices ? rows : 0)), unsigned(device.multiprocessors) * 16u);
@@ -579,8 +577,7 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   if (faceCount) {
     // Small blocks: a scene of a few thousand triangles still spreads over every SM (each thread walks a box). At
     // most four rounds of the 16 resident blocks per SM, each block looping over its groups: a block's start-up is
-    // then paid once per ~2 groups on big scenes (H100, 1M triangles at 2048^2: 0.1229 -> 0.1215 ms; one round of
-    // blocks measured 0.129, its slowest blocks alone at the end).
+    // then paid once per ~2 groups on big scenes (one round of blocks leaves its slowest blocks alone at the end).
     const unsigned triangleBlocks =
         unsigned(std::min<size_t>((faceCount + RASTER_GROUP - 1) / RASTER_GROUP, size_t(device.multiprocessors) * 64));
     launchAfterPrevious(dependent, trianglesKernel, dim3(triangleBlocks, d.images), dim3(RASTER_GROUP), s, a);

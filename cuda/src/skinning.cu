@@ -138,8 +138,8 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
             slices = blockDim.x / SKIN_MAX_JOINTS, E = d.K - d.S;
   const bool lead = slice == 0 && j < d.J;  // the joint's own thread
   // Every global load of the prologue is issued before anything waits: in the fused forward each round trip costs
-  // microseconds under the product stream's memory load (H100, one item: four dependent round trips had made the
-  // chain, ending at 20 µs of the kernel's 25, its critical path; now the stream is).
+  // microseconds under the product stream's memory load, and dependent round trips would make the chain, not the
+  // stream, the kernel's critical path.
   float rest[3] = {};
   if (lead)
     for (int c = 0; c < 3; ++c) rest[c] = __ldg(t.jointTemplate + j * 3 + c);
@@ -471,8 +471,8 @@ __global__ void sumSlicesKernel(int slices, size_t count, const float* __restric
 // x = hi + lo with |x − hi − lo| ≤ 2⁻²²|x|, and three products lo·hi + hi·lo + hi·hi (lo·lo, ≤ 2⁻²²|ab|, is
 // dropped) accumulate in fp32: the error of fp32 accumulation (measured in the CUDA test). Tiles 64 × 128, 32 k
 // per stage, kTcStages stages in flight (cp.async, zero-filled past the edges); 8 warps of 32 × 32 outputs
-// (mma.sync m16n8k8). Each output sums in a fixed order: deterministic. H100, forward at 4,096 items: 3.49 ms
-// against the fp32-FMA gemmKernel's ~3.9 ms; at 32 items it was slower than gemmMidKernel (issue-bound).
+// (mma.sync m16n8k8). Each output sums in a fixed order: deterministic. It beats the fp32-FMA gemmKernel on large
+// batches; on small ones it is issue-bound and gemmMidKernel is faster.
 // B's stage: [k][n] (row stride kTcStrideB) for op(B) = B, [n][k] (kTcStrideA) for Bᵀ (B's rows are then k-contiguous).
 constexpr int kTcRows = 64, kTcCols = 128, kTcK = 32, kTcStages = 3, kTcThreads = kTcRows * 4;
 constexpr int kTcStrideA = kTcK + 4, kTcStrideB = kTcCols + 8;  // pads: conflict-free fragment loads
@@ -612,8 +612,8 @@ __global__ void __launch_bounds__(kTcThreads)
 // few), built once per model (buildGroupWeights). The fused forward copies a group's record into shared memory with
 // cp.async beside its product stream, and its epilogue loads those joints' transforms for its items into shared
 // memory in one pass, then skins from shared memory alone. A group with more entries or joints than fit reads them
-// from global memory instead. (Staging the record on the device before the stream took 4.6 µs of each block's
-// 25 µs at batch 1 on the H100: three dependent round trips and three barriers.)
+// from global memory instead. (Staging the record on the device before the stream would put three dependent round
+// trips and three barriers on each block's critical path.)
 constexpr int kGroupEntries = 8 * kGroupVertices, kStagedJoints = 16;
 struct alignas(16) GroupWeights {
   uint32_t start[kGroupVertices + 1];  // weightStart of the group's vertices
@@ -693,8 +693,8 @@ __device__ void skinGroup(const Dims& d, const Tables& t, const ForwardOut& o, c
 // (no cooperative launch needed, any grid size). Every launch on one counter has the same grid (one counter per
 // item count), and the counter cycles through a whole number of grids, so launch n takes tickets [n·grid,
 // (n+1)·grid): the ticket gives the role and the launch's epoch, n + 1 (≥ 1, never the previous launch's), and
-// nothing is reset when a launch ends. (The launch's last block used to reset a counter and the flags, after a
-// fence and an atomic on every block's critical path.)
+// nothing is reset when a launch ends (a reset by the launch's last block would need a fence and an atomic on
+// every block's critical path).
 struct Role {
   int index;
   unsigned epoch;  // what this launch's chain blocks publish
@@ -709,7 +709,7 @@ __device__ Role takeRole(const ForwardOut& o) {
 
 // (1–3 fused, ≤ 8 items) One kernel, bandwidth-bound on the 64 MB blend matrix: chainBlocks blocks run the items'
 // chains (chainItem) and publish the transforms; the others build the items' features (54 rotations each: cheaper
-// than waiting for a chain block to publish them, 0.052 -> 0.047 ms at 8 items on the H100), stream the product
+// than waiting for a chain block to publish them), stream the product
 // (features · blend + template) one 64-column group (21 vertices) at a time and skin the group's vertices
 // themselves. A product block holds all of A (transposed in shared memory: one 16-byte load gives 4 rows), 4
 // columns per thread (16-byte loads of the group's contiguous range, kInFlight per thread in flight); its 16 slices of
@@ -1127,9 +1127,8 @@ struct Skinning::Impl {
   // leading part (the large GEMMs' tiles stream it in order). For up to kSpreadItems the persisting lines are spread
   // over the whole matrix (a fraction of every group's lines), so that all of the blocks streaming it
   // (the fused forward's, the 32-row GEMM's column tiles), not half of them, draw on DRAM at once and none idles
-  // early. H100: one item 0.0281-0.0283 -> 0.0271-0.0277 ms, 32 items 0.058-0.064 -> 0.056-0.057 ms; 512 items
-  // measured 1% slower with it. A call's forward and backward use the same window: alternating windows would
-  // re-mark the lines on every launch.
+  // early; for large batches the leading part serves better. A call's forward and backward use the same window:
+  // alternating windows would re-mark the lines on every launch.
   static constexpr int kSpreadItems = 64;
   cudaAccessPolicyWindow residency{}, spreadResidency{};
   bool residencyOn = false;
@@ -1155,7 +1154,7 @@ struct Skinning::Impl {
   // out (M × blendStride) = A (M × F) · blend + vTemplate, for more items than the fused forward serves (> 8).
   void blendForward(int M, const float* A, float* out, cudaStream_t s) {
     const int N = blendStride, K = dims.F();
-    if (M <= 64) {  // (the tensor-core kernel measured slower here: 0.063 -> 0.075 ms at 32 items, issue-bound)
+    if (M <= 64) {  // (the tensor-core kernel is issue-bound and slower here)
       dim3 grid(blocks(size_t(M), kMidRows), blocks(size_t(N), kMidCols));  // row tiles fastest
       launchBlend(M, gemmMidKernel<false>, grid, kMidThreads, 0, s, M, N, K, A, K, blend.as<float>(), out, N,
                   vTemplate.as<float>(), K);
@@ -1199,8 +1198,7 @@ struct Skinning::Impl {
     } else {
       // Few output tiles and a long K (V·3): split K so the whole GPU works (a few blocks per SM), then add the
       // slices in order.
-      // Tensor cores from 1,024 items: at 512 the split-K slices of 64-row tiles measured slower (H100 forward+
-      // backward 1.43-1.46 -> 1.50-1.51 ms) while 4,096 gained (11.58-11.84 -> 11.02-11.21 ms).
+      // Tensor cores from 1,024 items: below that the split-K slices of 64-row tiles are too few to gain.
       const bool mid = M <= 64, tensor = M >= 1024 && tensorCores;
       const int rowsPerTile = mid      ? kMidRows
                               : tensor ? kTcRows
@@ -1364,7 +1362,7 @@ bool Skinning::setL2Residency(bool on) {
   m->residency.missProp = cudaAccessPropertyStreaming;
   // Spread: the whole matrix, each line persisting with probability hitRatio (chosen by address, the same lines
   // on every call). 3/4 of the set-aside part: persisting lines then rarely evict one another where the pick
-  // fills a cache set unevenly (0.6 and 0.9 measured the same as 0.75).
+  // fills a cache set unevenly (nearby fractions perform the same).
   m->spreadResidency = m->residency;
   m->spreadResidency.num_bytes = std::min(m->blend.bytes(), size_t(maxWindow));
   m->spreadResidency.hitRatio = float(std::min(1.0, 0.75 * maxPersisting / double(m->spreadResidency.num_bytes)));

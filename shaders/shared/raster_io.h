@@ -24,7 +24,7 @@
 #define RASTER_GUARD_LO (-65536)
 #define RASTER_GUARD_HI 196608
 #define RASTER_GROUP 64
-#define RASTER_RESOLVE_GROUP 128  // the Vulkan resolve's workgroup: H100, (c) 0.1641-0.1644 ms with 64, 0.1627-0.1628
+#define RASTER_RESOLVE_GROUP 128  // the Vulkan resolve's workgroup (the fastest of 32-256 on the benchmark's scenes)
 // Binning by size: one invocation walks a triangle whose pixel box has at most RasterPush::smallPixels pixels
 // (RASTER_SMALL_PIXELS for scenes that fill the GPU, fewer for small ones: rasterSmallPixels); larger ones go to a
 // queue of chunks of at least RASTER_CHUNK_PIXELS box pixels, one workgroup per chunk, so a big triangle is spread
@@ -37,9 +37,8 @@
 #define RASTER_NO_RECORD 0xffffffffu  // an entry whose triangle's record did not fit: stage 1 skips it
 #define RASTER_CHUNK_GROUPS 4096      // stage 1's workgroups: enough to drain any queue; idle ones exit at once
 // Vulkan stage 0's workgroups at most, each looping over its groups of triangles: a 1M-triangle mesh then runs as ~2
-// groups per workgroup, as CUDA's cap of four rounds of resident blocks (8,448 on an H100) does. H100, 1M triangles
-// at 2048^2, ms: no cap (15,625 groups) 0.1631-0.1636, 6,144 0.1615-0.1623, 8,192 0.1572-0.1581, 10,240
-// 0.1602-0.1603, 12,288 0.1565-0.1568.
+// groups per workgroup, as CUDA's cap of four rounds of resident blocks does, so a workgroup's start-up is paid once
+// per ~2 groups (8,192 was the fastest cap measured; the curve is not monotonic).
 #define RASTER_TRIANGLE_GROUPS 8192
 // Z-buffer tokens carry the call's tag above their depth level (rasterToken), so a call need not clear what earlier
 // calls left: their tags are higher, any fragment replaces their tokens, and the resolve reads them as background.
@@ -123,7 +122,7 @@ ARM_FN RasterWeights rasterPerspectiveWeights(RasterReal sx0, RasterReal sy0, Ra
 
 #if defined(__cplusplus) || defined(__CUDACC__)
 // The same weights in float, for the CUDA resolve (half the registers of the double form, which spilled at full
-// occupancy: H100, 1M triangles at 2048^2, 0.1335 -> 0.130 ms). Inputs are the corners' float NDC (x/w, y/w, the
+// occupancy). Inputs are the corners' float NDC (x/w, y/w, the
 // reference's) and w, and the pixel (px, py). Accurate only where the triangle is well conditioned at the pixel, so
 // it says where: a caller falls back to rasterPerspectiveWeights elsewhere.
 //  * Corner minus pixel centre, ndc·(size−1)/2 + size/2 − (p + 0.5), is one fused multiply-add of exact terms:
@@ -762,8 +761,8 @@ ARM_FN RasterPlane rasterPlane(RasterTri t) {
 #if RASTER_EXACT
   // With the origin's edge values under 2^23 (any box of a small triangle; not a big one clipped to a small box),
   // every product below is under 2^50 (levels are under 2^27, steps under 2^18) and every sum under 2^52: the
-  // numerators are exact in double, and so their quotients are, without 64-bit integer arithmetic (H100, 1M
-  // triangles at 2048^2: this set-up was 18% of the triangle stage in int64).
+  // numerators are exact in double, and so their quotients are, without 64-bit integer arithmetic (emulated, and a
+  // large part of the triangle stage, on GPUs).
   if (abs(e0) < 8388608 && abs(e1) < 8388608 && abs(e2) < 8388608) {
     const double d0 = double(t.d0), d1 = double(t.d1), d2 = double(t.d2);
     ARM_PRECISE double num0 = double(e0) * d0 + double(e1) * d1 + double(e2) * d2;

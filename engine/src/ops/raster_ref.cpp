@@ -100,13 +100,11 @@ uint32_t rasterTokenTag(const RasterDesc& d) { return RASTER_TOKEN_TAGS - 1 - d.
 bool rasterClearsZBuffer(const RasterDesc& d) { return rasterTokenTag(d) == RASTER_TOKEN_TAGS - 1; }
 
 uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
-  // 2^18 invocations fill a large GPU (132 SMs x 2048 on an H100). Well below that the walk of one invocation is
-  // latency on an idle machine: H100, 10k triangles at 1024^2, CUDA, boxes up to 64 / 16 / 8 pixels per invocation:
-  // 0.072 / 0.055 / 0.055 ms; 5k at 512^2: 0.050 / 0.034 / 0.031. Above it throughput counts: 1M triangles at
-  // 2048^2, 64 / 32 / 16: 0.183 / 0.243 / 0.271 ms. In between, the default avatar (21k triangles, a few pixels
-  // each) at 512^2 in 1 / 8 views, 8 -> 32 pixels: CUDA 0.028 -> 0.025, 0.114 -> 0.058 ms; Vulkan 0.033 -> 0.030,
-  // 0.106 -> 0.066: with 8, most of its triangles went to the queue, a 512-pixel chunk (64 invocations) for a box
-  // of ~10 pixels.
+  // 2^18 invocations fill a large GPU (132 SMs x 2048 threads). Well below that, the walk of one invocation is
+  // latency on an idle machine, so small scenes send more triangles to the chunk queue, which spreads them; above
+  // it, throughput counts and boxes of up to 64 pixels stay with one invocation. In between (the default avatar:
+  // 21k triangles of a few pixels each), boxes of up to 32 pixels stay: with 8, most of its triangles would go to
+  // the queue, a 512-pixel chunk (64 invocations) for a box of ~10 pixels.
   if (d.smallTrianglePixels) return std::min<uint32_t>(d.smallTrianglePixels, RASTER_SMALL_PIXELS);
   const size_t triangles = size_t(faceCount) * d.images;
   return triangles >= (size_t(1) << 18) ? RASTER_SMALL_PIXELS : triangles >= (size_t(1) << 14) ? 32u : 8u;

@@ -56,10 +56,10 @@ class Stream {
 };
 
 // Where a DeviceMemory's bytes live. Compressible asks for the device's compute data compression (cuMemCreate with
-// CU_MEM_ALLOCATION_COMP_GENERIC: A100, H100 and later): L2 then moves runs of equal values, such as a cleared
-// z-buffer or background pixels, to and from DRAM compressed. The rasteriser's scratch and outputs gain from it (H100,
-// 1M triangles at 2048^2: 0.121 -> 0.110 ms). Where the device has no compression, or does not grant it for this
-// allocation, the memory is plain (DeviceMemory::compressed says which).
+// CU_MEM_ALLOCATION_COMP_GENERIC: compute capability 8.0 and later): L2 then moves runs of equal values, such as a
+// cleared z-buffer or background pixels, to and from DRAM compressed, which the rasteriser's scratch and outputs gain
+// from. Where the device has no compression, or does not grant it for this allocation, the memory is plain
+// (DeviceMemory::compressed says which).
 enum class MemoryKind { Plain, Compressible };
 
 // Owner of a device allocation (move-only).

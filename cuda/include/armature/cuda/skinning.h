@@ -48,22 +48,21 @@ class Skinning {
   // publish their results (device-side flags) while the others stream the blend product and skin their own vertex
   // groups; for more items, and in backward(), the chain runs on a second stream beside the blend product (event
   // fork/join, no host wait). Off: the same kernels one after another on the caller's stream (the same bits). The
-  // second stream's fork costs ~0.3 ms per frame when the caller's stream waits on external semaphores
-  // (interop::FrameRing) — the few-item forward has no fork, so it is unaffected.
+  // second stream's fork is expensive when the caller's stream waits on external semaphores (interop::FrameRing:
+  // the fork waits behind the semaphore) — the few-item forward has no fork, so it is unaffected.
   void setChainOverlap(bool on);
   // On (the default, where the device supports it): the launches that stream the blend matrix mark part of it as
-  // persisting in L2 — as much as the device sets aside, 30.7 of the matrix's 63.6 MB on the H100: the leading part
+  // persisting in L2 — as much as the device sets aside (about half of the default avatar's matrix): the leading part
   // for more than 64 items, 3/4 of that spread over the whole matrix for up to 64 — so across
   // calls (frames, optimisation steps) that part comes from L2 instead of DRAM. This raises the process's
   // persisting-L2 limit (cudaLimitPersistingL2CacheSize) to the device's maximum; other work still uses that part
   // of L2 while no persisting line holds it. Off: every call streams the whole matrix from DRAM, and lines earlier
   // calls marked persisting go back to normal (cudaCtxResetPersistingL2Cache: every persisting line of the
   // context, as the destructor does). The results are the same bits either way. Returns whether residency is on.
-  // The trade: back-to-back calls (an optimisation loop, the benchmark) gain (H100, B=1: forward 0.038 -> 0.032 ms,
-  // forward+backward 0.085 -> 0.068 ms), but work that runs between them gets less L2: in the viewer's frame the
-  // CUDA rasteriser slowed by half, so the viewer builds it off. Turn it off too when fitting to images (skinning,
-  // project, rasterize and the backward chain in a loop): with it on, the rasteriser's passes ran from DRAM (H100,
-  // 8 views of 512^2: rasterize 0.111 -> 0.058 ms, the whole fit step 0.364 -> 0.287 ms with it off).
+  // The trade: back-to-back skinning calls (an optimisation loop, the benchmark) gain, but work that runs between
+  // them gets less L2: the viewer's CUDA rasteriser runs from DRAM then, so the viewer builds it off. Turn it off
+  // too when fitting to images (skinning, project, rasterize and the backward chain in a loop), for the same reason
+  // (bench/RESULTS.md has both ways).
   bool setL2Residency(bool on);
   // On (the default, on compute capability ≥ 8.0): the blend products of forward() for more than 64 items and of
   // backward() from 1,024 items run on the tensor cores at fp32 accuracy: each operand is split into two TF32 parts

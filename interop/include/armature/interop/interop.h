@@ -12,7 +12,7 @@
 //     Vulkan: submit(wait ready >= f + 1; read/draw the slot; signal consumed = f + 1)      [GPU-side wait]
 //     host:   waits only when it runs more than 2K frames ahead of the GPU (backpressure), never per hop.
 // Two timelines instead of one: with one, frame f+1's signals could not precede frame f's (values must
-// increase), so every frame's two ~160 µs cross-API hops would serialise; with two, frame f+1's CUDA work
+// increase), so every frame's two slow cross-API hops would serialise; with two, frame f+1's CUDA work
 // overlaps frame f's hop back to Vulkan.
 #include <cstddef>
 #include <cstdint>
