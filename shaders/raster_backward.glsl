@@ -1,5 +1,6 @@
 // The rasteriser's backward: at each covered pixel, dL/dbarycentrics through x, y and w of its face's three corners
-// into dL/dpositions (rasterPerspectiveWeightsBackward; float atomics into a buffer the host cleared). With
+// into dL/dpositions (rasterPerspectiveWeightsBackward; float atomics into a buffer the host cleared). Variants
+// (shaders/CMakeLists.txt): RASTER_FP64 (double arithmetic, on devices with shaderFloat64, or float). With
 // RASTER_SUBGROUP_SUMS a run of consecutive invocations on the same face sums its nine values first (a segmented
 // scan over the subgroup) and its last invocation issues the atomics: a big triangle's pixels otherwise send
 // hundreds of atomics to the same addresses. (A loop over the subgroup's faces, wherever their invocations are, cost

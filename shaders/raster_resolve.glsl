@@ -1,5 +1,6 @@
 // Pass 2: per pixel, the winning face (index + 1, 0 = background) and its perspective-correct barycentrics at
-// the pixel centre.
+// the pixel centre. Variants (shaders/CMakeLists.txt): RASTER_FP64 (the divide and barycentrics in double, on
+// devices with shaderFloat64, or float).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #if RASTER_FP64

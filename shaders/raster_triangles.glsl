@@ -4,6 +4,8 @@
 // queue (records), not set up again. Each covered pixel keeps the nearest
 // fragment: with 64-bit atomics one atomicMin on the (depth level, face + 1) token; without them two passes over
 // 32-bit words (p.pass 1: min level, p.pass 2: min face at that level). Ties go to the lower face either way.
+// Variants (shaders/CMakeLists.txt): RASTER_ATOMIC64 (64-bit atomics or the two 32-bit passes), RASTER_FP64 (the
+// divide and barycentrics in double, on devices with shaderFloat64, or float).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #if RASTER_ATOMIC64

@@ -4,7 +4,7 @@
 // group g items g·SKIN_GRAD_ROWS.. (one broadcast shared read per 4 items, one conflict-free vec4 per lane). Each step
 // takes SKIN_GRAD_STEP columns through shared memory; the next step's share is loaded into registers meanwhile. Out:
 // the slice's partial sums, partials (slices, B, F); skin_backward_params adds them in slice order, so every output
-// is summed in a fixed order (the same bits on every run). The including file defines SKIN_GRAD_ROWS (SKIN_GRAD_ROWS_FEW or _MANY).
+// is summed in a fixed order (the same bits on every run). The variants (shaders/CMakeLists.txt) define SKIN_GRAD_ROWS (SKIN_GRAD_ROWS_FEW or _MANY).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 

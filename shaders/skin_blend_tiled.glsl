@@ -3,7 +3,8 @@
 // with 256 invocations: a subgroup of 32 shares SKIN_TILE_ROWS/8 consecutive rows (broadcast shared reads), each
 // invocation 4 of the columns. SKIN_TILE_K terms per step; the next step's tiles are read into registers while this
 // one is computed (double-buffered shared memory). Every output is summed in a fixed order: deterministic.
-// The including file defines SKIN_TILE_ROWS (a multiple of 32) and SKIN_TILE_K.
+// The variants (shaders/CMakeLists.txt) define SKIN_TILE_ROWS (a multiple of 32) and SKIN_TILE_K: _MID (32 rows,
+// 16 terms) for a few dozen items, _MANY (128 rows, 8 terms) for many.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"
 
