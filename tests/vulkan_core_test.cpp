@@ -2,6 +2,8 @@
 #include <cstdlib>
 
 #include "armature/ops/axpy.h"
+#include "armature/shaders.h"
+#include "shared/axpy_io.h"
 #include "armature/vk/timer.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
@@ -81,4 +83,24 @@ TEST(VulkanCore, GpuTimerMeasuresWithoutStalling) {
   auto last = timer.waitFrame(6);
   EXPECT_GT(last[1].milliseconds, 0);
   EXPECT_THROW(timer.waitFrame(2), Error);  // no longer in the ring
+}
+
+// A program's binding count and push-constant size are checked against the shader's own SPIR-V: a caller that
+// disagrees gets an error naming the shader instead of a layout the validation layer or the GPU trips over.
+TEST(VulkanCore, ProgramsMustMatchTheirShadersInterface) {
+  ARM_REQUIRE_VULKAN(ctx);
+  EXPECT_NO_THROW(ctx.program(shaders::axpy, 2, sizeof(AxpyPush)));
+  auto expectRefused = [&](uint32_t bindings, uint32_t push, const char* what) {
+    try {
+      ctx.program(shaders::axpy, bindings, push);
+      ADD_FAILURE() << "accepted " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("shader axpy"), std::string::npos) << e.what();
+    }
+  };
+  expectRefused(3, sizeof(AxpyPush), "a binding the shader lacks");
+  expectRefused(1, sizeof(AxpyPush), "a binding too few");
+  expectRefused(2, sizeof(AxpyPush) - 4, "a push struct shorter than the block");
+  expectRefused(2, sizeof(AxpyPush) + 16, "a push struct of another layout");
+  EXPECT_NO_THROW(ctx.program(shaders::axpy, 2, sizeof(AxpyPush)));  // the cached program is still served
 }

@@ -9,7 +9,9 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 
 #include "armature/shaders.h"
@@ -23,17 +25,18 @@ std::string resultName(VkResult r) {
     return #x;
     ARM_CASE(VK_SUCCESS)
     ARM_CASE(VK_NOT_READY)
-        ARM_CASE(VK_TIMEOUT) ARM_CASE(VK_INCOMPLETE) ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
-            ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY) ARM_CASE(VK_ERROR_INITIALIZATION_FAILED)
-                ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED) ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT)
-                    ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT) ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
-                        ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER) ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS)
-                            ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED) ARM_CASE(VK_ERROR_SURFACE_LOST_KHR)
-                                ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR) ARM_CASE(VK_SUBOPTIMAL_KHR)
-                                    ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    ARM_CASE(VK_TIMEOUT)
+    ARM_CASE(VK_INCOMPLETE)
+        ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY) ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+            ARM_CASE(VK_ERROR_INITIALIZATION_FAILED) ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+                ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT) ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+                    ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT) ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+                        ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS) ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+                            ARM_CASE(VK_ERROR_SURFACE_LOST_KHR) ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR)
+                                ARM_CASE(VK_SUBOPTIMAL_KHR) ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
 #undef ARM_CASE
-                                        default : return "VkResult(" +
-                                                  std::to_string(int(r)) + ")";
+                                    default : return "VkResult(" +
+                                              std::to_string(int(r)) + ")";
   }
 }
 
@@ -444,12 +447,91 @@ uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, 
   throw Error("no Vulkan memory type with the required properties on '" + m_info.name + "'");
 }
 
+namespace {
+// What a compute shader's SPIR-V declares: one past its highest binding of descriptor set 0, and the bytes its push
+// constant block spans (the end of its last member). Read from the decorations and types, so the counts and sizes
+// the C++ side states are checked against the shader itself instead of by hand.
+struct ShaderInterface {
+  uint32_t bindingCount = 0;
+  uint32_t pushBytes = 0;
+};
+ShaderInterface reflect(const shaders::SpirvBlob& spirv) {
+  enum : uint32_t {
+    TypeInt = 21,
+    TypeFloat = 22,
+    TypeVector = 23,
+    TypeMatrix = 24,
+    TypeArray = 28,
+    TypeStruct = 30,
+    TypePointer = 32,
+    Constant = 43,
+    Variable = 59,
+    Decorate = 71,
+    MemberDecorate = 72
+  };
+  enum : uint32_t { ArrayStride = 6, Binding = 33, Offset = 35, PushConstant = 9 };
+  std::map<uint32_t, std::vector<uint32_t>> types;  // id -> the instruction's words from its opcode on
+  std::map<uint32_t, uint32_t> constants, arrayStride;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> memberOffset;
+  ShaderInterface out;
+  uint32_t pushType = 0;
+  for (size_t i = 5; i < spirv.wordCount;) {
+    const uint32_t* w = spirv.words + i;
+    const uint32_t op = w[0] & 0xffff, count = w[0] >> 16;
+    if (count == 0 || i + count > spirv.wordCount) throw Error(std::string(spirv.name) + ": malformed SPIR-V");
+    if (op == TypeInt || op == TypeFloat || op == TypeVector || op == TypeMatrix || op == TypeArray ||
+        op == TypeStruct || op == TypePointer)
+      types[w[1]].assign(w, w + count);
+    else if (op == Constant && count >= 4)
+      constants[w[2]] = w[3];
+    else if (op == Decorate && count >= 4 && w[2] == Binding)
+      out.bindingCount = std::max(out.bindingCount, w[3] + 1);
+    else if (op == Decorate && count >= 4 && w[2] == ArrayStride)
+      arrayStride[w[1]] = w[3];
+    else if (op == MemberDecorate && count >= 5 && w[3] == Offset)
+      memberOffset[{w[1], w[2]}] = w[4];
+    else if (op == Variable && count >= 4 && w[3] == PushConstant)
+      pushType = w[1];
+    i += count;
+  }
+  std::function<uint32_t(uint32_t)> size = [&](uint32_t id) -> uint32_t {
+    const auto& t = types.at(id);
+    switch (t[0] & 0xffff) {
+      case TypeInt:
+      case TypeFloat:
+        return t[2] / 8;
+      case TypeVector:
+        return size(t[2]) * t[3];
+      case TypeMatrix:
+        return size(t[2]) * t[3];  // columns of vec4 (the matrices our push blocks hold)
+      case TypeArray:
+        return arrayStride.at(id) * constants.at(t[3]);
+      case TypeStruct: {
+        uint32_t end = 0;
+        for (uint32_t m = 0; m + 2 < t.size(); ++m) end = std::max(end, memberOffset.at({id, m}) + size(t[2 + m]));
+        return end;
+      }
+    }
+    throw Error(std::string(spirv.name) + ": unsupported push constant member type");
+  };
+  if (pushType) out.pushBytes = size(types.at(pushType).at(3));  // the pointer's pointee: the block's struct
+  return out;
+}
+}  // namespace
+
 const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize) {
   auto it = m_programs.find(spirv.words);
-  if (it != m_programs.end()) {
-    assert(it->second.bindingCount == bindingCount && it->second.pushSize == pushSize);
+  if (it != m_programs.end() && it->second.bindingCount == bindingCount && it->second.pushSize == pushSize)
     return it->second;
-  }
+  // The C++ side's binding count and push struct must match what the shader declares (a push struct may carry up to
+  // 15 bytes of trailing padding that GLSL's block does not).
+  const ShaderInterface declared = reflect(spirv);
+  if (declared.bindingCount != bindingCount)
+    throw Error(detail::format("shader %s declares %u buffer bindings, the caller binds %u", spirv.name,
+                               declared.bindingCount, bindingCount));
+  if (pushSize < declared.pushBytes || pushSize >= declared.pushBytes + 16)
+    throw Error(detail::format("shader %s's push constants span %u bytes, the caller's struct has %u", spirv.name,
+                               declared.pushBytes, pushSize));
   ComputeProgram p;
   p.bindingCount = bindingCount;
   p.pushSize = pushSize;
