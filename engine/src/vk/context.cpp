@@ -27,13 +27,14 @@ std::string resultName(VkResult r) {
     ARM_CASE(VK_NOT_READY)
     ARM_CASE(VK_TIMEOUT)
     ARM_CASE(VK_INCOMPLETE)
-        ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY) ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-            ARM_CASE(VK_ERROR_INITIALIZATION_FAILED) ARM_CASE(VK_ERROR_DEVICE_LOST) ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED)
-                ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT) ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
-                    ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT) ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
-                        ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS) ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
-                            ARM_CASE(VK_ERROR_SURFACE_LOST_KHR) ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR)
-                                ARM_CASE(VK_SUBOPTIMAL_KHR) ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    ARM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+        ARM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY) ARM_CASE(VK_ERROR_INITIALIZATION_FAILED) ARM_CASE(VK_ERROR_DEVICE_LOST)
+            ARM_CASE(VK_ERROR_MEMORY_MAP_FAILED) ARM_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+                ARM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT) ARM_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+                    ARM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER) ARM_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+                        ARM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED) ARM_CASE(VK_ERROR_SURFACE_LOST_KHR)
+                            ARM_CASE(VK_ERROR_OUT_OF_DATE_KHR) ARM_CASE(VK_SUBOPTIMAL_KHR)
+                                ARM_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
 #undef ARM_CASE
                                     default : return "VkResult(" +
                                               std::to_string(int(r)) + ")";
@@ -448,9 +449,10 @@ uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, 
 }
 
 namespace {
-// What a compute shader's SPIR-V declares: one past its highest binding of descriptor set 0, and the bytes its push
-// constant block spans (the end of its last member). Read from the decorations and types, so the counts and sizes
-// the C++ side states are checked against the shader itself instead of by hand.
+// What a compute shader's SPIR-V uses: one past its highest binding of descriptor set 0 (bindings the compiler
+// dropped as unused do not count), and the bytes its push constant block spans (the end of its last member). Read from
+// the decorations and types, so the counts and sizes the C++ side states are checked against the shader itself instead
+// of by hand.
 struct ShaderInterface {
   uint32_t bindingCount = 0;
   uint32_t pushBytes = 0;
@@ -520,14 +522,13 @@ ShaderInterface reflect(const shaders::SpirvBlob& spirv) {
 }  // namespace
 
 const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize) {
-  auto it = m_programs.find(spirv.words);
-  if (it != m_programs.end() && it->second.bindingCount == bindingCount && it->second.pushSize == pushSize)
-    return it->second;
-  // The C++ side's binding count and push struct must match what the shader declares (a push struct may carry up to
-  // 15 bytes of trailing padding that GLSL's block does not).
+  const auto key = std::make_tuple(static_cast<const void*>(spirv.words), bindingCount, pushSize);
+  if (auto it = m_programs.find(key); it != m_programs.end()) return it->second;
+  // The caller's bindings must cover every binding the shader uses (it may bind more: the compiler drops unused
+  // ones), and its push struct must hold the shader's block (with up to 15 bytes of trailing padding GLSL lacks).
   const ShaderInterface declared = reflect(spirv);
-  if (declared.bindingCount != bindingCount)
-    throw Error(detail::format("shader %s declares %u buffer bindings, the caller binds %u", spirv.name,
+  if (declared.bindingCount > bindingCount)
+    throw Error(detail::format("shader %s uses %u buffer bindings, the caller binds %u", spirv.name,
                                declared.bindingCount, bindingCount));
   if (pushSize < declared.pushBytes || pushSize >= declared.pushBytes + 16)
     throw Error(detail::format("shader %s's push constants span %u bytes, the caller's struct has %u", spirv.name,
@@ -564,7 +565,7 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   VkResult r = vkCreateComputePipelines(m_device, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(m_device, module, nullptr);
   VK_CHECK(r);
-  return m_programs.emplace(spirv.words, p).first->second;
+  return m_programs.emplace(key, p).first->second;
 }
 
 void Context::submit(VkCommandBuffer cmd, const std::vector<TimelineValue>& waits,

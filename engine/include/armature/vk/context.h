@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -159,7 +161,8 @@ class Context {
   VkQueue m_queue = VK_NULL_HANDLE;
   VkCommandPool m_oneShotPool = VK_NULL_HANDLE;
   VkFence m_oneShotFence = VK_NULL_HANDLE;
-  std::unordered_map<const void*, ComputeProgram> m_programs;
+  // One program per shader and interface (a caller may bind more buffers than the shader uses).
+  std::map<std::tuple<const void*, uint32_t, uint32_t>, ComputeProgram> m_programs;
 
   friend VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
                                            const VkDebugUtilsMessengerCallbackDataEXT*, void*);
