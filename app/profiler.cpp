@@ -9,11 +9,6 @@
 
 namespace armature::app {
 
-int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 std::vector<Span> vulkanSpans(const std::vector<vk::ZoneTime>& zones) {
   std::vector<Span> out;
   out.reserve(zones.size());
@@ -26,15 +21,8 @@ namespace {
 constexpr uint64_t kSettleFrames = 8;
 
 const char* trackName(Track t) {
-  switch (t) {
-    case Track::Cpu:
-      return "CPU";
-    case Track::VulkanQueue:
-      return "Vulkan queue";
-    case Track::CudaStream:
-      return "CUDA stream";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"CPU", "Vulkan queue", "CUDA stream"};  // in Track's order
+  return kNames[int(t)];
 }
 int trackId(Track t) { return int(t) + 1; }
 }  // namespace

@@ -7,7 +7,6 @@
 // Every span sits on the host's steady clock: GPU zones at their device timestamps mapped onto it (vk::GpuTimer,
 // cuda::EventTimer::startHostNs), one trace track per queue or stream, so overlap between CUDA and Vulkan work and
 // the gaps between frames show where they happened.
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "armature/clock.h"
 #include "armature/vk/timer.h"
 
 namespace armature::app {
@@ -47,8 +47,6 @@ struct StageStats {
   size_t count = 0;
 };
 
-int64_t steadyNowNs();
-
 class Profiler {
  public:
   static constexpr size_t kDefaultWindow = 1024;
@@ -66,7 +64,6 @@ class Profiler {
   // GPU zones that arrive later than their frame (timer ring): appended to frame `index` if still in the window.
   void attachGpu(uint64_t index, std::vector<Span> zones);
   const std::deque<FrameRecord>& frames() const { return m_frames; }  // the window, oldest first
-  size_t window() const { return m_window; }
   // Statistics over the last `last` frames of the window for each stage ("cpu frame" and every GPU stage, plus
   // "gpu total").
   std::map<std::string, StageStats> stats(size_t last = 300) const;

@@ -1,16 +1,10 @@
 #include "armature/vk/timer.h"
 
-#include <chrono>
 #include <cmath>
 
-namespace armature::vk {
+#include "armature/clock.h"
 
-namespace {
-int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
+namespace armature::vk {
 
 GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame)
     : m_ctx(ctx), m_frames(framesInFlight), m_zones(zonesPerFrame), m_periodNs(ctx.info().timestampPeriodNs) {
@@ -65,7 +59,8 @@ int64_t GpuTimer::ticksToHostNs(uint64_t ticks) const {
 GpuTimer::~GpuTimer() { vkDestroyQueryPool(m_ctx.device(), m_pool, nullptr); }
 
 std::optional<std::vector<ZoneTime>> GpuTimer::beginFrame(VkCommandBuffer cmd, uint64_t frameIndex) {
-  if (m_calibrated) calibrate();  // the two clocks drift apart slowly: a fresh pair each frame keeps zones exact
+  // The two clocks drift apart by parts per million: a fresh pair every second keeps zones within a µs or so.
+  if (m_calibrated && steadyNowNs() - m_anchorHostNs > kRecalibrateNs) calibrate();
   m_current = uint32_t(frameIndex % m_frames);
   std::optional<std::vector<ZoneTime>> previous;
   if (m_slots[m_current].frame != UINT64_MAX) previous = read(m_current, false);

@@ -4,7 +4,7 @@
 // made them available (VK_QUERY_RESULT_WITH_AVAILABILITY_BIT), so the frame never stalls on the timer.
 // Zones are also placed on the host's clock (std::chrono::steady_clock, CLOCK_MONOTONIC on Linux), so profiles show
 // device work where it happened: through VK_EXT_calibrated_timestamps where the device has it (recalibrated every
-// frame), else from one timestamp whose submission the host waited for (late by at most that wait).
+// second), else from one timestamp whose submission the host waited for (late by at most that wait).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,12 +39,12 @@ class GpuTimer {
   double ticksToMs(uint64_t ticks) const { return double(ticks) * m_periodNs * 1e-6; }
   // A device timestamp on the host's steady clock (ns), from the latest calibration.
   int64_t ticksToHostNs(uint64_t ticks) const;
-  bool calibrated() const { return m_calibrated; }  // through VK_EXT_calibrated_timestamps (else approximate)
 
  private:
   std::optional<std::vector<ZoneTime>> read(uint32_t slot, bool wait);
   void calibrate();
-  bool m_calibrated = false;
+  static constexpr int64_t kRecalibrateNs = 1'000'000'000;
+  bool m_calibrated = false;   // through VK_EXT_calibrated_timestamps (else the one waited-for timestamp)
   uint64_t m_anchorTicks = 0;  // a device timestamp ...
   int64_t m_anchorHostNs = 0;  // ... and the host time it corresponds to
   Context& m_ctx;
