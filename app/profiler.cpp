@@ -115,8 +115,10 @@ void Profiler::add(FrameRecord frame) {
 }
 
 void Profiler::streamSettled(bool all) {
-  for (const FrameRecord& f : m_frames) {
-    if (f.index < m_streamed) continue;
+  // Frames are streamed before the window drops them (add), so the first one not yet streamed is in the window.
+  const uint64_t first = m_frames.empty() ? 0 : m_frames.front().index;
+  for (size_t i = size_t(std::max(m_streamed, first) - first); i < m_frames.size(); ++i) {
+    const FrameRecord& f = m_frames[i];
     if (!all && f.index + kSettleFrames >= m_nextIndex) break;
     m_stream->frame(f);
     m_streamed = f.index + 1;
