@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   skin->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")
       ->check(cli::regularFile());
-  auto* axpy = app.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
-  axpy->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  auto* axpyCmd = app.add_subcommand("axpy", "y = a x + y over 2^26 floats: the measured bandwidth");
+  axpyCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   auto* interopCmd = app.add_subcommand("interop", "Vulkan<->CUDA hops, buffer delivery, frames in flight");
   auto* rasterCmd = app.add_subcommand("raster", "visibility-buffer rasteriser on three scenes");
   rasterCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
-  for (auto* c : {skin, axpy, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
+  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -165,22 +165,15 @@ int main(int argc, char** argv) {
     if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
 
-    if (*axpy) {
+    if (*axpyCmd) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache
       if (ctx) n = std::min<size_t>(n, ctx->info().maxStorageBufferRange / sizeof(float));  // lavapipe: 128 MiB
       Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
-      std::vector<float> x(n, 1.0f), y(n, 2.0f);
-      if (backend == Backend::Cuda) {
-        auto dx = cuda::DeviceMemory::from(x), dy = cuda::DeviceMemory::from(y);
-        std::tie(r.medianMs, r.minMs) =
-            timeCuda([&](const cuda::Stream& s) { cuda::axpy(0.5f, dx.as<float>(), dy.as<float>(), n, s); }, iters);
-      } else if (backend == Backend::Vulkan) {
-        auto bx = vk::makeStorageBuffer<float>(*ctx, x), by = vk::makeStorageBuffer<float>(*ctx, y);
-        std::tie(r.medianMs, r.minMs) = timeVulkan(
-            *ctx, [&](VkCommandBuffer cmd, vk::GpuTimer*) { axpyVk(*ctx, cmd, 0.5f, bx, by, uint32_t(n)); }, iters);
-      } else {
-        throw Error("axpy benchmark: cuda or vulkan");
-      }
+      Device gpu(ctx.get());
+      auto x = gpu.upload(std::vector<float>(n, 1.0f)), y = gpu.upload(std::vector<float>(n, 2.0f));
+      const auto times = gpu.time(backend, [&](const Exec& exec) { axpy(exec, {0.5f, x, y}); }, iters).ms;
+      r.medianMs = median(times);
+      r.minMs = bench::minOf(times);
       rows.push_back(r);
     }
 

@@ -1,6 +1,6 @@
+// axpy on every GPU backend from one body: the pattern every op's tests follow (docs/adding_an_op.md).
 #include <iostream>
 
-#include "armature/cuda/runtime.h"
 #include "armature/ops/axpy.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
@@ -27,9 +27,24 @@ Case makeCase(size_t n) {
   axpyRef(c.a, c.x, c.want);
   return c;
 }
+
+// y in `y` (poisoned past n: it must stay NaN), updated on the backend, against the reference.
+void expectAxpy(Device& device, Backend backend, const Case& c, DeviceBuffer& y) {
+  const size_t n = c.x.size();
+  auto x = device.upload(cast<float>(c.x));
+  y.fill(nanBits());
+  y.upload(std::span<const float>(cast<float>(c.y)));
+  device.run(backend, [&](const Exec& exec) { axpy(exec, {float(c.a), x, y}); });
+  auto got = y.download<float>();
+  EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol)) << "n=" << n;
+  for (size_t i = n; i < got.size(); ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
+}
+
+class AxpyOp : public OnBackend {};
+ARM_ON_GPU_BACKENDS(AxpyOp);
 }  // namespace
 
-TEST(Axpy, ReferenceIsExact) {
+TEST(AxpyReference, IsExact) {
   std::vector<double> x{1, 2, 3}, y{10, 20, 30};
   axpyRef(2, x, y);
   EXPECT_EQ(y, (std::vector<double>{12, 24, 36}));
@@ -37,56 +52,40 @@ TEST(Axpy, ReferenceIsExact) {
   EXPECT_THROW(axpyRef(1, x, shorter), Error);
 }
 
-TEST(Axpy, VulkanMatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
+TEST_P(AxpyOp, MatchesReference) {
+  for (size_t n : {size_t(0), size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
     Case c = makeCase(n);
-    auto x = vk::makeStorageBuffer<float>(ctx, cast<float>(c.x));
-    auto y = vk::makeStorageBuffer<float>(ctx, cast<float>(c.y));
-    vk::Buffer out(ctx, (n + 7) * 4, vk::kStorageUsage);  // poisoned past the end too: must stay NaN
-    out.fill(nanBits());
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      VkBufferCopy copy{0, 0, n * 4};
-      vkCmdCopyBuffer(cmd, y.handle(), out.handle(), 1, &copy);
-      vk::computeBarrier(cmd);
-      axpyVk(ctx, cmd, float(c.a), x, out, uint32_t(n));
-      vk::computeBarrier(cmd);
-    });
-    auto got = out.download<float>(n + 7);
-    EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol))
-        << "n=" << n;
-    for (size_t i = n; i < n + 7; ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
+    DeviceBuffer y = device().allocate(ElementType::Float32, n + 7);
+    expectAxpy(device(), backend(), c, y);
   }
 }
 
-TEST(Axpy, VulkanRejectsShortBuffers) {
-  ARM_REQUIRE_VULKAN(ctx);
-  vk::Buffer x(ctx, 16, vk::kStorageUsage), y(ctx, 16, vk::kStorageUsage);
-  EXPECT_THROW(ctx.submitAndWait([&](VkCommandBuffer cmd) { axpyVk(ctx, cmd, 1, x, y, 5); }), Error);
+// The CUDA compressible memory the rasteriser's scratch uses (mapped with the driver's virtual-memory calls where the
+// device grants it, else plain): the same results, nothing past the end, the mapping released.
+TEST(AxpyCuda, CompressibleMemory) {
+  std::string why;
+  Device* device = testDevice(Backend::Cuda, &why);
+  if (!device) GTEST_SKIP() << "cuda: " << why;
+  for (size_t n : {size_t(1), size_t(257), size_t(1'000'003)}) {
+    Case c = makeCase(n);
+    DeviceBuffer y = device->allocateCompressible(ElementType::Float32, n + 7);
+    if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
+    expectAxpy(*device, Backend::Cuda, c, y);
+  }
 }
 
-// In plain and in compressible memory (mapped with the driver's virtual-memory calls where the device grants it, a
-// cudaMalloc otherwise): the same results, nothing written past the end, and the mapping released.
-TEST(Axpy, CudaMatchesReference) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
-    for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1'000'003)}) {
-      SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
-      Case c = makeCase(n);
-      auto x = cuda::DeviceMemory::from(cast<float>(c.x));
-      cuda::DeviceMemory y((n + 7) * 4, kind);
-      if (kind == cuda::MemoryKind::Plain) {
-        EXPECT_FALSE(y.compressed());
-      }
-      if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
-      y.fill32(nanBits());
-      y.upload(cast<float>(c.y).data(), n * 4);
-      cuda::axpy(float(c.a), x.as<float>(), y.as<float>(), n, stream);
-      stream.synchronize();
-      auto got = y.download<float>(n + 7);
-      EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol))
-          << "n=" << n;
-      for (size_t i = n; i < n + 7; ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
+TEST_P(AxpyOp, RejectsBadArguments) {
+  DeviceBuffer x = device().allocate(ElementType::Float32, 5), y = device().allocate(ElementType::Float32, 4);
+  DeviceBuffer ints = device().allocate(ElementType::Int32, 8);
+  auto expectError = [&](const AxpyArgs& args, const char* message) {
+    try {
+      run([&](const Exec& exec) { axpy(exec, args); });
+      ADD_FAILURE() << "no error; expected '" << message << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
+  };
+  expectError({1, x, y}, "axpy: y holds 4 elements, its shape needs 5");
+  expectError({1, y, ints}, "axpy: y holds int32, expected float32");
+  expectError({1, {}, y}, "axpy: x is missing");
 }

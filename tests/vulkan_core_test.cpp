@@ -74,7 +74,7 @@ TEST(VulkanCore, GpuTimerMeasuresWithoutStalling) {
       }
       uint32_t outer = timer.beginZone(cmd, "outer");
       uint32_t inner = timer.beginZone(cmd, "axpy");
-      axpyVk(ctx, cmd, 0.5f, x, y, uint32_t(n));
+      axpy(Exec::vulkan(ctx, cmd), {0.5f, DeviceView::of(x, ElementType::Float32), DeviceView::of(y, ElementType::Float32)});
       timer.endZone(cmd, inner);
       timer.endZone(cmd, outer);
     });
@@ -90,7 +90,7 @@ TEST(VulkanCore, GpuTimerMeasuresWithoutStalling) {
 // a layout the validation layer or the GPU trips over.
 TEST(VulkanCore, ProgramsMustMatchTheirShadersInterface) {
   ARM_REQUIRE_VULKAN(ctx);
-  EXPECT_NO_THROW(ctx.program(shaders::axpy, 2, sizeof(AxpyPush)));
+  EXPECT_NO_THROW(ctx.program(shaders::axpy, AXPY_BINDINGS, sizeof(AxpyPush)));
   auto expectRefused = [&](uint32_t bindings, uint32_t push, const char* what) {
     try {
       ctx.program(shaders::axpy, bindings, push);
@@ -103,5 +103,5 @@ TEST(VulkanCore, ProgramsMustMatchTheirShadersInterface) {
   EXPECT_NO_THROW(ctx.program(shaders::axpy, 3, sizeof(AxpyPush)));  // more is allowed: a layout may cover unused ones
   expectRefused(2, sizeof(AxpyPush) - 4, "a push struct shorter than the block");
   expectRefused(2, sizeof(AxpyPush) + 16, "a push struct of another layout");
-  EXPECT_NO_THROW(ctx.program(shaders::axpy, 2, sizeof(AxpyPush)));  // the cached program is still served
+  EXPECT_NO_THROW(ctx.program(shaders::axpy, AXPY_BINDINGS, sizeof(AxpyPush)));  // the cached program is still served
 }

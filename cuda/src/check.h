@@ -25,8 +25,10 @@ namespace armature::cuda::detail {
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #include "armature/cuda/runtime.h"
+#include "armature/device.h"
 namespace armature::cuda {
 inline cudaStream_t raw(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+inline cudaStream_t stream(const Exec& exec) { return static_cast<cudaStream_t>(exec.stream()); }
 // Whether a device pointer is aligned for loads of `bytes` (float4: 16).
 inline bool alignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 }  // namespace armature::cuda

@@ -32,7 +32,6 @@ void EventTimer::start(const Stream&) { notBuilt(); }
 void EventTimer::stop(const Stream&) { notBuilt(); }
 float EventTimer::milliseconds() { notBuilt(); }
 int64_t EventTimer::startHostNs() { notBuilt(); }
-void axpy(float, const float*, float*, size_t, const Stream&) { notBuilt(); }
 }  // namespace armature::cuda
 
 #include "armature/cuda/skinning.h"

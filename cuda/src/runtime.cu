@@ -216,20 +216,10 @@ namespace {
 __global__ void fill32Kernel(uint32_t* p, size_t n, uint32_t v) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = v;
 }
-__global__ void axpyKernel(float a, const float* __restrict__ x, float* __restrict__ y, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    y[i] = a * x[i] + y[i];
-}
 unsigned gridFor(size_t n, unsigned block) { return unsigned(std::min<size_t>((n + block - 1) / block, 65535 * 8)); }
 }  // namespace
 
-void DeviceMemory::fill32(uint32_t pattern) {
-  size_t n = m_bytes / 4;
-  if (!n) return;
-  fill32Kernel<<<gridFor(n, 256), 256>>>(static_cast<uint32_t*>(m_ptr), n, pattern);
-  CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaDeviceSynchronize());
-}
+void DeviceMemory::fill32(uint32_t pattern) { cuda::fill32(m_ptr, m_bytes / 4, pattern); }
 
 Graph::Graph(const Stream& stream, const std::function<void(const Stream&)>& record) {
   cudaStream_t s = raw(stream);
@@ -349,11 +339,23 @@ int64_t EventTimer::startHostNs() {
   return ns;
 }
 
-void axpy(float a, const float* x, float* y, size_t n, const Stream& stream) {
-  if (n == 0) return;
-  ARM_CHECK(x && y, "axpy: null device pointer");
-  axpyKernel<<<gridFor(n, 256), 256, 0, static_cast<cudaStream_t>(stream.handle())>>>(a, x, y, n);
+void copyToDevice(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // as DeviceMemory::upload: pageable copies may return before landing
+}
+
+void copyToHost(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  CUDA_CHECK(cudaDeviceSynchronize());  // after work on every stream, not only the legacy one
+  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void fill32(void* dst, size_t words, uint32_t pattern) {
+  if (!words) return;
+  fill32Kernel<<<gridFor(words, 256), 256>>>(static_cast<uint32_t*>(dst), words, pattern);
   CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 }  // namespace armature::cuda

@@ -6,6 +6,7 @@
 #define AXPY_WORKGROUP_SIZE 256  // a multiple of every subgroup size we meet (8 lavapipe, 32 NVIDIA, 64 AMD)
 #define AXPY_BINDING_X 0
 #define AXPY_BINDING_Y 1
+#define AXPY_BINDINGS 2
 
 ARM_SHARED_STRUCT(AxpyPush) {
   float a;    // scale

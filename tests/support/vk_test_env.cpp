@@ -14,11 +14,16 @@ namespace {
 std::unique_ptr<vk::Context> ctx;
 std::string error;
 bool tried = false;
+std::unique_ptr<Device> vulkanDevice, cudaOnlyDevice;
 
-// Destroys the shared context when the tests end, before static destruction: NVIDIA's driver crashes if the
-// device is destroyed after its own exit handlers have run.
+// Destroys the shared context (and the devices on it) when the tests end, before static destruction: NVIDIA's
+// driver crashes if the device is destroyed after its own exit handlers have run.
 struct ReleaseContext : ::testing::Environment {
-  void TearDown() override { ctx.reset(); }
+  void TearDown() override {
+    vulkanDevice.reset();
+    cudaOnlyDevice.reset();
+    ctx.reset();
+  }
 };
 [[maybe_unused]] ::testing::Environment* const kRelease = ::testing::AddGlobalTestEnvironment(new ReleaseContext);
 }  // namespace
@@ -41,5 +46,30 @@ vk::Context* vulkanContext(std::string* why) {
   if (!ctx && why) *why = error;
   return ctx.get();
 }
+
+Device* testDevice(Backend backend, std::string* why) {
+  if (vk::Context* vulkan = vulkanContext(why)) {
+    if (!vulkanDevice) vulkanDevice = std::make_unique<Device>(vulkan);
+    if (vulkanDevice->has(backend)) return vulkanDevice.get();
+  }
+  if (backend == Backend::Vulkan) return nullptr;
+  // CUDA on a GPU that the Vulkan device is not (lavapipe beside a CUDA device, or no Vulkan at all).
+  if (!cudaOnlyDevice) cudaOnlyDevice = std::make_unique<Device>(nullptr);
+  if (auto reason = cudaOnlyDevice->unavailable(backend)) {
+    if (why) *why = *reason;
+    return nullptr;
+  }
+  return cudaOnlyDevice.get();
+}
+
+void OnBackend::SetUp() {
+  std::string why;
+  m_device = testDevice(GetParam(), &why);
+  if (!m_device && GetParam() == Backend::Vulkan && vulkanRequired())
+    FAIL() << "Vulkan required (ARMATURE_REQUIRE_VULKAN): " << why;
+  if (!m_device) GTEST_SKIP() << backendName(GetParam()) << ": " << why;
+}
+
+std::string backendParamName(const ::testing::TestParamInfo<Backend>& info) { return backendName(info.param); }
 
 }  // namespace armature::test

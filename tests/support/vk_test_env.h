@@ -1,7 +1,9 @@
 #pragma once
-// The Vulkan context the tests share: validation layer on, and any validation message fails the running test.
+// The Vulkan context and devices the tests share (validation layer on: any validation message fails the running
+// test), and the fixture that runs one test body on every GPU backend an op has.
 #include <gtest/gtest.h>
 
+#include "armature/device.h"
 #include "armature/vk/buffer.h"
 
 namespace armature::test {
@@ -12,7 +14,31 @@ vk::Context* vulkanContext(std::string* why = nullptr);
 // ARMATURE_REQUIRE_VULKAN=1 (CI, the GPU bundle): no Vulkan device is a failure, not a skip.
 bool vulkanRequired();
 
+// A device that runs `backend`: the shared Vulkan context's (whose allocations CUDA shares where it drives the same
+// GPU), or a CUDA-only one where CUDA drives another GPU. Null, with `why`, when the backend cannot run here.
+Device* testDevice(Backend backend, std::string* why = nullptr);
+
+// A test body for every GPU backend: TEST_P(Suite, Name) on `class Suite : public OnBackend {}`, instantiated with
+// ARM_ON_GPU_BACKENDS(Suite). A backend that cannot run here skips with the reason (Vulkan fails instead under
+// ARMATURE_REQUIRE_VULKAN).
+class OnBackend : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override;
+  Backend backend() const { return GetParam(); }
+  Device& device() { return *m_device; }
+  // Runs `work` on this test's backend to completion.
+  void run(const std::function<void(const Exec&)>& work) { m_device->run(GetParam(), work); }
+
+ private:
+  Device* m_device = nullptr;
+};
+std::string backendParamName(const ::testing::TestParamInfo<Backend>& info);
+
 }  // namespace armature::test
+
+#define ARM_ON_GPU_BACKENDS(Suite)                                                                               \
+  INSTANTIATE_TEST_SUITE_P(Gpu, Suite, ::testing::Values(::armature::Backend::Vulkan, ::armature::Backend::Cuda), \
+                           ::armature::test::backendParamName)
 
 // Skips the test with the reason when there is no Vulkan device; otherwise binds `ctx`.
 #define ARM_REQUIRE_VULKAN(ctx)                                                  \

@@ -115,6 +115,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;
   d.maxStorageBufferRange = props.properties.limits.maxStorageBufferRange;
+  d.minStorageBufferOffsetAlignment = props.properties.limits.minStorageBufferOffsetAlignment;
 
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};

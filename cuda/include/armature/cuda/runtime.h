@@ -154,7 +154,9 @@ class EventTimer {
   void* m_stop = nullptr;
 };
 
-// y ← a·x + y over n floats (device pointers), on `stream`.
-void axpy(float a, const float* x, float* y, size_t n, const Stream& stream);
+// Synchronous copies and a 32-bit fill on raw device memory; they order against work on every stream.
+void copyToDevice(void* dst, const void* src, size_t bytes);
+void copyToHost(void* dst, const void* src, size_t bytes);
+void fill32(void* dst, size_t words, uint32_t pattern);
 
 }  // namespace armature::cuda

@@ -1,16 +1,22 @@
 #pragma once
-// axpy: y ← a·x + y over n floats. The smallest op that exercises every backend's plumbing
-// (buffers, pipelines, push constants, launches, checks); each later op follows the same shape.
+// axpy: y ← a·x + y over n floats. The smallest op that exercises every backend's plumbing (views, programs, push
+// constants, launches, checks); docs/adding_an_op.md walks through its files as the pattern for every op.
 #include <span>
 
-#include "armature/vk/buffer.h"
+#include "armature/device.h"
 
 namespace armature {
 
+struct AxpyArgs {
+  float a = 1;
+  DeviceView x;  // n floats (n = x.count)
+  DeviceView y;  // at least n floats, updated in place
+};
+
+// Records (Vulkan) or enqueues (CUDA) the update; throws armature::Error for a bad argument, before any work.
+void axpy(const Exec& exec, const AxpyArgs& args);
+
 // CPU reference in double.
 void axpyRef(double a, std::span<const double> x, std::span<double> y);
-
-// Vulkan: records the dispatch on `cmd`; x and y hold at least `count` floats.
-void axpyVk(vk::Context& ctx, VkCommandBuffer cmd, float a, const vk::Buffer& x, vk::Buffer& y, uint32_t count);
 
 }  // namespace armature

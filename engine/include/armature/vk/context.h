@@ -63,6 +63,7 @@ struct PhysicalDeviceInfo {
   uint32_t timestampValidBits = 0;
   uint32_t maxComputeSharedMemory = 0;
   uint64_t maxStorageBufferRange = 0;
+  uint64_t minStorageBufferOffsetAlignment = 4;
   uint64_t deviceLocalBytes = 0;
   bool isCpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 };

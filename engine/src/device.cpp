@@ -1,0 +1,345 @@
+#include "armature/device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "armature/vk/timer.h"
+
+#include "armature/error.h"
+
+#if ARMATURE_HAS_CUDA
+#include "armature/cuda/runtime.h"
+#include "armature/interop/interop.h"
+#endif
+
+namespace armature {
+
+namespace {
+constexpr const char* kNoCudaBuild = "this build has no CUDA backend (configured with ARMATURE_CUDA=OFF)";
+// CUDA kernels load float4 from any view: every CUDA view starts 16-byte aligned.
+constexpr size_t kCudaAlignment = 16;
+}  // namespace
+
+size_t elementBytes(ElementType type) { return type == ElementType::Byte ? 1 : 4; }
+
+const char* elementName(ElementType type) {
+  switch (type) {
+    case ElementType::Float32:
+      return "float32";
+    case ElementType::Int32:
+      return "int32";
+    case ElementType::UInt32:
+      return "uint32";
+    case ElementType::Byte:
+      return "bytes";
+  }
+  return "?";
+}
+
+DeviceView DeviceView::slice(size_t first, size_t n) const {
+  ARM_CHECK(first <= count && n <= count - first, "view slice [%zu, %zu) of %zu elements", first, first + n, count);
+  DeviceView v = *this;
+  v.offset += first * elementBytes(type);
+  v.count = n;
+  return v;
+}
+
+DeviceView DeviceView::as(ElementType other) const {
+  ARM_CHECK(bytes() % elementBytes(other) == 0, "a view of %zu bytes is not a whole number of %s", bytes(),
+            elementName(other));
+  DeviceView v = *this;
+  v.type = other;
+  v.count = bytes() / elementBytes(other);
+  return v;
+}
+
+vk::BufferView DeviceView::vulkan() const { return {vkBuffer, offset, std::max<size_t>(bytes(), 4)}; }
+
+DeviceView DeviceView::of(const vk::Buffer& buffer, ElementType type, size_t count) {
+  const size_t whole = buffer.size() / elementBytes(type);
+  ARM_CHECK(count == SIZE_MAX || count <= whole, "a view of %zu %s on a %zu-byte buffer", count, elementName(type),
+            size_t(buffer.size()));
+  return {buffer.handle(), nullptr, 0, count == SIZE_MAX ? whole : count, type};
+}
+
+DeviceView DeviceView::ofCuda(void* pointer, ElementType type, size_t count) {
+  return {VK_NULL_HANDLE, pointer, 0, count, type};
+}
+
+Exec Exec::vulkan(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* stages) {
+  Exec e;
+  e.m_backend = Backend::Vulkan;
+  e.m_ctx = &ctx;
+  e.m_cmd = cmd;
+  e.m_stages = stages;
+  return e;
+}
+
+Exec Exec::cuda(void* stream) {
+  Exec e;
+  e.m_backend = Backend::Cuda;
+  e.m_stream = stream;
+  return e;
+}
+
+vk::Context& Exec::context() const {
+  ARM_CHECK(m_ctx, "a %s exec has no Vulkan context", backendName(m_backend));
+  return *m_ctx;
+}
+
+void throwMissingBackend(const char* op, Backend backend) {
+#if !ARMATURE_HAS_CUDA
+  if (backend == Backend::Cuda) throw Error(std::string(op) + ": " + kNoCudaBuild);
+#endif
+  throw Error(std::string(op) + " has no " + backendName(backend) + " backend" +
+              (backend == Backend::Cpu ? " (its CPU reference is the ...Ref function)" : ""));
+}
+
+void OpChecks::view(const char* name, const DeviceView& v, ElementType type, size_t count) const {
+  ARM_CHECK(!v.empty(), "%s: %s is missing", m_op, name);
+  ARM_CHECK(v.type == type, "%s: %s holds %s, expected %s", m_op, name, elementName(v.type), elementName(type));
+  ARM_CHECK(v.count >= count, "%s: %s holds %zu elements, its shape needs %zu", m_op, name, v.count, count);
+  switch (m_exec.backend()) {
+    case Backend::Vulkan: {
+      const auto& info = m_exec.context().info();
+      ARM_CHECK(v.vkBuffer, "%s: %s is CUDA memory that Vulkan cannot bind (allocate it shared)", m_op, name);
+      ARM_CHECK(v.offset % info.minStorageBufferOffsetAlignment == 0,
+                "%s: %s starts %zu bytes into its buffer, not a multiple of the device's %llu", m_op, name, v.offset,
+                (unsigned long long)info.minStorageBufferOffsetAlignment);
+      ARM_CHECK(v.bytes() <= info.maxStorageBufferRange,
+                "%s: %s spans %zu bytes, beyond the device's storage buffer range (%llu)", m_op, name, v.bytes(),
+                (unsigned long long)info.maxStorageBufferRange);
+      break;
+    }
+    case Backend::Cuda:
+      ARM_CHECK(v.cudaBase, "%s: %s is Vulkan memory that CUDA cannot address (allocate it shared)", m_op, name);
+      ARM_CHECK(reinterpret_cast<uintptr_t>(v.cuda<char>()) % kCudaAlignment == 0,
+                "%s: %s is not %zu-byte aligned for CUDA", m_op, name, kCudaAlignment);
+      break;
+    case Backend::Cpu:
+      break;
+  }
+}
+
+void OpChecks::optionalView(const char* name, const DeviceView& v, ElementType type, size_t count) const {
+  if (!v.empty()) view(name, v, type, count);
+}
+
+// ---- memory -------------------------------------------------------------------------------------------------------
+
+struct DeviceBuffer::Memory {
+  vk::Buffer vulkan;  // Vulkan only
+#if ARMATURE_HAS_CUDA
+  std::optional<interop::SharedBuffer> shared;
+  cuda::DeviceMemory cuda;  // CUDA only
+#endif
+};
+
+DeviceBuffer::DeviceBuffer() = default;
+DeviceBuffer::~DeviceBuffer() = default;
+DeviceBuffer::DeviceBuffer(DeviceBuffer&&) noexcept = default;
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&&) noexcept = default;
+
+bool DeviceBuffer::compressed() const {
+#if ARMATURE_HAS_CUDA
+  return m_memory && m_memory->cuda.compressed();
+#else
+  return false;
+#endif
+}
+
+void DeviceBuffer::upload(const void* data, size_t bytes, size_t offset) {
+  ARM_CHECK(m_memory && offset + bytes <= m_view.bytes(), "upload of %zu bytes at %zu into a %zu-byte buffer", bytes,
+            offset, m_view.bytes());
+  if (!bytes) return;
+  if (m_memory->vulkan) return m_memory->vulkan.upload(data, bytes, offset);
+#if ARMATURE_HAS_CUDA
+  cuda::copyToDevice(m_view.cuda<char>() + offset, data, bytes);
+#endif
+}
+
+void DeviceBuffer::download(void* data, size_t bytes, size_t offset) const {
+  ARM_CHECK(m_memory && offset + bytes <= m_view.bytes(), "download of %zu bytes at %zu from a %zu-byte buffer", bytes,
+            offset, m_view.bytes());
+  if (!bytes) return;
+  if (m_memory->vulkan) return m_memory->vulkan.download(data, bytes, offset);
+#if ARMATURE_HAS_CUDA
+  cuda::copyToHost(data, m_view.cuda<char>() + offset, bytes);
+#endif
+}
+
+void DeviceBuffer::fill(uint32_t pattern) {
+  ARM_CHECK(m_memory, "fill of an empty buffer");
+  if (m_memory->vulkan) return m_memory->vulkan.fill(pattern);
+#if ARMATURE_HAS_CUDA
+  cuda::fill32(m_view.cudaBase, (m_view.bytes() + 3) / 4, pattern);
+#endif
+}
+
+// ---- the device ---------------------------------------------------------------------------------------------------
+
+struct Device::CudaSide {
+#if ARMATURE_HAS_CUDA
+  bool shared = false;  // with the Vulkan context: allocations are exported by Vulkan and imported by CUDA
+  cuda::Stream stream;
+#endif
+};
+
+Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan), m_sharing(sharing) {
+#if ARMATURE_HAS_CUDA
+  if (vulkan && sharing == Sharing::VulkanOnly) {
+    m_cudaMissing = "the device was opened for Vulkan only";
+  } else if (auto why = cuda::unavailableReason()) {
+    m_cudaMissing = *why;
+  } else if (vulkan) {
+    const interop::Support support = interop::probe(*vulkan);
+    if (support.zeroCopy) {
+      cuda::setDevice(support.cudaDevice);
+      m_cuda = std::make_unique<CudaSide>();
+      m_cuda->shared = true;
+    } else {
+      m_cudaMissing = "CUDA cannot share Vulkan device '" + vulkan->info().name + "': " + support.reason;
+    }
+  } else {
+    m_cuda = std::make_unique<CudaSide>();
+  }
+#else
+  m_cudaMissing = kNoCudaBuild;
+#endif
+}
+
+Device::~Device() = default;
+
+std::optional<std::string> Device::unavailable(Backend backend) const {
+  switch (backend) {
+    case Backend::Vulkan:
+      if (!m_vulkan) return std::string("the device has no Vulkan context");
+      return std::nullopt;
+    case Backend::Cuda:
+      if (!m_cuda) return m_cudaMissing;
+      return std::nullopt;
+    case Backend::Cpu:
+      return std::string("device ops run on Vulkan or CUDA; the CPU runs their ...Ref references");
+  }
+  return std::string("unknown backend");
+}
+
+void Device::require(Backend backend) const {
+  if (auto why = unavailable(backend)) throw Error(std::string(backendName(backend)) + ": " + *why);
+}
+
+DeviceBuffer Device::allocateCompressible(ElementType type, size_t count) {
+#if ARMATURE_HAS_CUDA
+  if (m_cuda) {
+    DeviceBuffer b;
+    b.m_memory = std::make_unique<DeviceBuffer::Memory>();
+    b.m_memory->cuda = cuda::DeviceMemory(std::max<size_t>(count * elementBytes(type), 4), cuda::MemoryKind::Compressible);
+    b.m_view = {VK_NULL_HANDLE, b.m_memory->cuda.data(), 0, count, type};
+    return b;
+  }
+#endif
+  return allocate(type, count);
+}
+
+DeviceBuffer Device::allocate(ElementType type, size_t count) {
+  ARM_CHECK(m_vulkan || m_cuda, "a device without Vulkan or CUDA cannot allocate (%s)", m_cudaMissing.c_str());
+  DeviceBuffer b;
+  b.m_memory = std::make_unique<DeviceBuffer::Memory>();
+  const size_t bytes = std::max<size_t>(count * elementBytes(type), 4);
+  b.m_view = {VK_NULL_HANDLE, nullptr, 0, count, type};
+#if ARMATURE_HAS_CUDA
+  if (m_cuda && m_cuda->shared) {
+    b.m_memory->shared.emplace(*m_vulkan, bytes, interop::Path::ZeroCopy);
+    b.m_view.vkBuffer = b.m_memory->shared->buffer();
+    b.m_view.cudaBase = b.m_memory->shared->cudaPointer();
+    return b;
+  }
+  if (!m_vulkan) {
+    b.m_memory->cuda = cuda::DeviceMemory(bytes);
+    b.m_view.cudaBase = b.m_memory->cuda.data();
+    return b;
+  }
+#endif
+  b.m_memory->vulkan = vk::Buffer(*m_vulkan, bytes,
+                                  vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  b.m_view.vkBuffer = b.m_memory->vulkan.handle();
+  return b;
+}
+
+void Device::run(Backend backend, const std::function<void(const Exec&)>& work) {
+  require(backend);
+  if (backend == Backend::Vulkan) {
+    m_vulkan->submitAndWait([&](VkCommandBuffer cmd) { work(Exec::vulkan(*m_vulkan, cmd)); });
+    return;
+  }
+#if ARMATURE_HAS_CUDA
+  work(Exec::cuda(m_cuda->stream.handle()));
+  m_cuda->stream.synchronize();
+#endif
+}
+
+namespace {
+// At least 3 calls and 250 ms of them.
+class WarmUp {
+ public:
+  bool done() {
+    if (m_calls++ < 3) return false;
+    return std::chrono::steady_clock::now() - m_start >= std::chrono::milliseconds(250);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  int m_calls = 0;
+};
+}  // namespace
+
+Device::Timings Device::time(Backend backend, const std::function<void(const Exec&)>& work, int iters) {
+  require(backend);
+  ARM_CHECK(iters >= 1, "time: %d calls", iters);
+  Timings t;
+  if (backend == Backend::Vulkan) {
+    vk::Context& ctx = *m_vulkan;
+    constexpr uint32_t kZonesPerCall = 8;
+    vk::GpuTimer timer(ctx, 1, uint32_t(iters) * kZonesPerCall);
+    auto calls = [&](int n, vk::GpuTimer* zones, VkCommandBuffer cmd) {
+      for (int i = 0; i < n; ++i) {
+        const uint32_t z = zones ? zones->beginZone(cmd, "call") : 0;
+        work(Exec::vulkan(ctx, cmd, zones));
+        if (zones) zones->endZone(cmd, z);
+        vk::computeBarrier(cmd);
+      }
+    };
+    for (WarmUp w; !w.done();) ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      timer.beginFrame(cmd, 0);
+      calls(iters, &timer, cmd);
+    });
+    for (const auto& z : timer.waitFrame(0)) {
+      if (z.name == "call") {
+        t.ms.push_back(z.milliseconds);
+        continue;
+      }
+      auto it = std::find_if(t.stages.begin(), t.stages.end(), [&](const auto& e) { return e.first == z.name; });
+      if (it == t.stages.end()) it = t.stages.insert(t.stages.end(), {z.name, {}});
+      it->second.push_back(z.milliseconds);
+    }
+    return t;
+  }
+#if ARMATURE_HAS_CUDA
+  cuda::Stream stream;
+  cuda::EventTimer timer;
+  const Exec exec = Exec::cuda(stream.handle());
+  auto once = [&] {
+    timer.start(stream);
+    work(exec);
+    timer.stop(stream);
+    return double(timer.milliseconds());
+  };
+  for (WarmUp w; !w.done();) once();
+  for (int k = 0; k < iters; ++k) t.ms.push_back(once());
+#endif
+  return t;
+}
+
+}  // namespace armature
