@@ -6,7 +6,6 @@
 
 #include "app/poses.h"
 #include "armature/cuda/runtime.h"
-#include "armature/cuda/skinning.h"
 #ifdef ARMATURE_HAS_INTEROP
 #include "armature/interop/interop.h"
 #endif
@@ -15,8 +14,9 @@ namespace armature::app {
 
 struct AvatarScene::CudaPath {
 #ifdef ARMATURE_HAS_INTEROP
+  Device device{nullptr};  // CUDA's own; the outputs are shared with Vulkan through interop
   cuda::Stream stream;
-  std::unique_ptr<cuda::Skinning> skin;
+  std::unique_ptr<Skinning> skin;
   cuda::DeviceMemory pose, betas, expression, transl;
   std::vector<float> staging[4];  // float parameters for the stream-ordered uploads, reused every frame
   cuda::EventTimer timer, rasterTimer;
@@ -37,6 +37,7 @@ void put(vk::Buffer& b, const std::vector<T>& v) {
 AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t S, uint32_t E)
     : m_ctx(ctx),
       m_model(std::move(model)),
+      m_vkDevice(&ctx, Sharing::VulkanOnly),
       m_maxAvatars(maxAvatars),
       m_shape(std::min(S, m_model.shapeCount)),
       m_expr(std::min(E, m_model.exprCount)) {
@@ -104,7 +105,7 @@ void AvatarScene::bounds(float lo[3], float hi[3]) const {
 
 void AvatarScene::setBackend(Backend b) {
   if (b == Backend::Vulkan && !m_vkSkin)
-    m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
+    m_vkSkin = std::make_unique<Skinning>(m_vkDevice, Backend::Vulkan, m_model, m_shape, m_expr, m_maxAvatars);
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
   if (b == Backend::Cuda) {
@@ -115,7 +116,8 @@ void AvatarScene::setBackend(Backend b) {
       size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = m_maxAvatars;
       // A frame shares L2 with the rasteriser and the renderer: a resident blend matrix would push their data out
       // to DRAM and slow the whole frame, so the viewer streams the matrix instead.
-      c->skin = std::make_unique<cuda::Skinning>(m_model, m_shape, m_expr, m_maxAvatars, /*l2Residency=*/false);
+      c->skin = std::make_unique<Skinning>(c->device, Backend::Cuda, m_model, m_shape, m_expr, m_maxAvatars,
+                                           SkinningTuning{.l2Residency = false});
       c->pose = cuda::DeviceMemory(B * J * 12);
       c->betas = cuda::DeviceMemory(std::max<size_t>(B * m_shape, 1) * 4);
       c->expression = cuda::DeviceMemory(std::max<size_t>(B * m_expr, 1) * 4);
@@ -199,9 +201,11 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     put(m_betas, m_params.betas);
     put(m_expression, m_params.expression);
     put(m_transl, m_params.transl);
-    if (!m_vkSkin) m_vkSkin = std::make_unique<SkinningVk>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
+    if (!m_vkSkin) setBackend(Backend::Vulkan);
     uint32_t zone = timer ? timer->beginZone(cmd, "skinning") : 0;
-    m_vkSkin->forward(cmd, B, m_pose, m_betas, m_expression, m_transl, m_positions, m_joints);
+    const auto f32 = [](const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); };
+    m_vkSkin->forward(Exec::vulkan(m_ctx, cmd), {B, f32(m_pose), f32(m_betas), f32(m_expression), f32(m_transl),
+                                                 f32(m_positions), f32(m_joints)});
     if (timer) timer->endZone(cmd, zone);
     vk::computeBarrier(cmd);
     return;
@@ -223,9 +227,13 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
       targets[i]->uploadAsync(c.staging[i].data(), c.staging[i].size() * 4, c.stream);
     }
     c.timer.start(c.stream);
-    c.skin->forward(B, {c.pose.as<float>(), c.betas.as<float>(), c.expression.as<float>(), c.transl.as<float>()},
-                    static_cast<float*>(c.positions->cudaPointer()), static_cast<float*>(c.joints->cudaPointer()),
-                    c.stream);
+    const auto f32 = [](void* p, size_t floats) { return DeviceView::ofCuda(p, ElementType::Float32, floats); };
+    const size_t J3 = size_t(B) * m_model.jointCount * 3;
+    c.skin->forward(
+        Exec::cuda(c.stream.handle()),
+        {B, f32(c.pose.data(), J3), f32(c.betas.data(), size_t(B) * m_shape),
+         f32(c.expression.data(), size_t(B) * m_expr), f32(c.transl.data(), size_t(B) * 3),
+         f32(c.positions->cudaPointer(), size_t(B) * m_model.vertexCount * 3), f32(c.joints->cudaPointer(), J3)});
     c.timer.stop(c.stream);
     c.positions->toVulkan(c.stream);
     c.joints->toVulkan(c.stream);

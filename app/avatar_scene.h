@@ -9,6 +9,7 @@
 #include "app/visibility.h"
 #include "armature/backend.h"
 #include "armature/body/body_model.h"
+#include "armature/device.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/timer.h"
 
@@ -65,6 +66,7 @@ class AvatarScene {
   struct CudaPath;
   vk::Context& m_ctx;
   BodyModel m_model;
+  Device m_vkDevice;  // the Vulkan backend's
   uint32_t m_maxAvatars, m_avatars = 1, m_shape, m_expr;
   Backend m_backend = Backend::Vulkan;
   BodyParams m_base, m_params;
@@ -72,7 +74,7 @@ class AvatarScene {
   std::vector<Span> m_ownTimes;
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
-  std::unique_ptr<SkinningVk> m_vkSkin;
+  std::unique_ptr<Skinning> m_vkSkin;
   vk::Buffer m_pose, m_betas, m_expression, m_transl, m_joints;  // host-visible parameter buffers
   vk::Buffer m_positions;                                        // Vulkan/CPU output
   std::unique_ptr<CudaPath> m_cuda;

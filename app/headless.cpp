@@ -12,7 +12,7 @@
 #include "app/viewer.h"
 #include "armature/body/synth.h"
 #include "armature/file_checks.h"
-#include "armature/cuda/runtime.h"
+#include "armature/device.h"
 
 namespace armature::app {
 
@@ -27,7 +27,7 @@ std::string defaultModelPath() {
 namespace {
 Backend chooseBackend(const std::string& name) {
   if (name != "auto") return parseBackend(name);
-  return cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda;
+  return cudaUnavailable() ? Backend::Vulkan : Backend::Cuda;
 }
 }  // namespace
 

@@ -53,9 +53,10 @@ int runInfo() {
   }
 
   std::printf("\nCUDA\n");
-  if (!cuda::compiled()) {
-    std::printf("  not built (configure with ARMATURE_CUDA=ON and nvcc present)\n");
-  } else {
+#if !ARMATURE_HAS_CUDA
+  std::printf("  not built (configure with ARMATURE_CUDA=ON and nvcc present)\n");
+#else
+  {
     auto rt = cuda::queryRuntime();
     auto ver = [](int v) {
       return v ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) : std::string("none");
@@ -66,6 +67,7 @@ int runInfo() {
       std::printf("  [%d] %s, compute %d.%d, %d SMs, %.1f GiB, UUID %s\n", d.index, d.name.c_str(), d.computeMajor,
                   d.computeMinor, d.multiprocessors, d.totalBytes / 1073741824.0, uuidString(d.uuid).c_str());
   }
+#endif
   return status;
 }
 

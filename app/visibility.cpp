@@ -125,8 +125,14 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
   vk::dispatch(cmd, transform, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
                {{positions, 0, VK_WHOLE_SIZE}, m_clip.view(), m_bounds.view()}, push);
   vk::computeBarrier(cmd);
-  rasterizeVk(m_ctx, cmd, m_scratchState.next(RasterDesc{extent.width, extent.height}), m_clip, push.count, m_allFaces,
-              uint32_t(avatars * (m_faces.size() / 3)), nullptr, m_scratch, m_faceIds, m_barycentrics);
+  rasterize(Exec::vulkan(m_ctx, cmd), {.desc = m_scratchState.next(RasterDesc{extent.width, extent.height}),
+                                       .vertexCount = push.count,
+                                       .faceCount = uint32_t(avatars * (m_faces.size() / 3)),
+                                       .positions = DeviceView::of(m_clip, ElementType::Float32),
+                                       .faces = DeviceView::of(m_allFaces, ElementType::Int32),
+                                       .scratch = DeviceView::of(m_scratch, ElementType::Byte),
+                                       .findices = DeviceView::of(m_faceIds, ElementType::Int32),
+                                       .barycentrics = DeviceView::of(m_barycentrics, ElementType::Float32)});
   if (timer) timer->endZone(cmd, zone);
   vk::computeBarrier(cmd);
   return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle(), m_bounds.handle()};
@@ -142,10 +148,17 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   uint32_t count = avatars * m_vertexCount;
   cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
                         static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
-  cuda::rasterize(m_scratchState.next(RasterDesc{extent.width, extent.height}), c.clip.as<float>(), count,
-                  static_cast<const int32_t*>(c.faces->cudaPointer()), uint32_t(avatars * (m_faces.size() / 3)),
-                  nullptr, c.scratch.data(), static_cast<int32_t*>(c.faceIds->cudaPointer()),
-                  static_cast<float*>(c.barycentrics->cudaPointer()), stream);
+  const RasterDesc d = m_scratchState.next(RasterDesc{extent.width, extent.height});
+  const uint32_t faceCount = uint32_t(avatars * (m_faces.size() / 3));
+  rasterize(Exec::cuda(stream.handle()),
+            {.desc = d,
+             .vertexCount = count,
+             .faceCount = faceCount,
+             .positions = DeviceView::ofCuda(c.clip.data(), ElementType::Float32, size_t(count) * 4),
+             .faces = DeviceView::ofCuda(c.faces->cudaPointer(), ElementType::Int32, size_t(faceCount) * 3),
+             .scratch = DeviceView::ofCuda(c.scratch.data(), ElementType::Byte, rasterScratchBytes(d)),
+             .findices = DeviceView::ofCuda(c.faceIds->cudaPointer(), ElementType::Int32, d.pixels()),
+             .barycentrics = DeviceView::ofCuda(c.barycentrics->cudaPointer(), ElementType::Float32, d.pixels() * 3)});
   c.faceIds->toVulkan(stream);
   c.barycentrics->toVulkan(stream);
   c.bounds->toVulkan(stream);

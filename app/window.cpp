@@ -21,7 +21,7 @@
 #include "app/renderer.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
-#include "armature/cuda/runtime.h"
+#include "armature/device.h"
 
 namespace armature::app {
 
@@ -635,8 +635,7 @@ int Viewer::run() {
     m_draw.skeleton = m_options.skeleton;
     m_computeRaster = m_options.raster == "compute";
     std::string backend = m_options.backend;
-    setBackend(backend == "auto" ? (cuda::unavailableReason() ? Backend::Vulkan : Backend::Cuda)
-                                 : parseBackend(backend));
+    setBackend(backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
     createSwapchain();
     m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 8);
     for (auto& f : m_frames) {

@@ -18,7 +18,6 @@
 #include "armature/backend.h"
 #include "armature/body/synth.h"
 #include "armature/cuda/runtime.h"
-#include "armature/cuda/skinning.h"
 #include "armature/ops/axpy.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/timer.h"
@@ -31,50 +30,13 @@ namespace {
 using bench::median;
 using bench::Row;
 
-// Times `call` with CUDA events around each call (after warm-up) on a stream of its own: median and min in ms.
-std::pair<double, double> timeCuda(const std::function<void(const cuda::Stream&)>& call, int iters) {
-  cuda::Stream s;
-  const std::vector<double> ms = bench::timeCudaCalls(s, call, iters);
-  return {median(ms), bench::minOf(ms)};
-}
-
-// Times `record` with timestamp queries around each call; zones `record` opens on the timer it is given become the
-// row's stages (medians). The calls are recorded back to back into one submission, a full barrier between them
-// (each call's latency, on a busy GPU): with one submit-and-wait per call, NVIDIA's driver keeps the GPU in a
-// low-power state in which memory-bound calls run far below their bandwidth.
-std::pair<double, double> timeVulkan(vk::Context& ctx,
-                                     const std::function<void(VkCommandBuffer, vk::GpuTimer*)>& record, int iters,
-                                     std::vector<std::pair<std::string, double>>* stages = nullptr) {
-  constexpr uint32_t kZonesPerCall = 8;
-  vk::GpuTimer timer(ctx, 1, uint32_t(iters) * kZonesPerCall);
-  auto calls = [&](int n, vk::GpuTimer* t, VkCommandBuffer cmd) {
-    for (int i = 0; i < n; ++i) {
-      uint32_t z = t ? t->beginZone(cmd, "op") : 0;
-      record(cmd, t);
-      if (t) t->endZone(cmd, z);
-      vk::computeBarrier(cmd);
-    }
-  };
-  for (bench::WarmUp w; !w.done();)
-    ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    timer.beginFrame(cmd, 0);
-    calls(iters, &timer, cmd);
-  });
-  std::vector<double> ms;
-  std::vector<std::pair<std::string, std::vector<double>>> perStage;
-  for (const auto& z : timer.waitFrame(0)) {
-    if (z.name == "op") {
-      ms.push_back(z.milliseconds);
-      continue;
-    }
-    auto it = std::find_if(perStage.begin(), perStage.end(), [&](const auto& e) { return e.first == z.name; });
-    if (it == perStage.end()) it = perStage.insert(perStage.end(), {z.name, {}});
-    it->second.push_back(z.milliseconds);
-  }
+// GPU times of `call` on `backend` (Device::time): median and min in ms; stage zones' medians into `stages`.
+std::pair<double, double> timeOn(Device& device, Backend backend, const std::function<void(const Exec&)>& call,
+                                 int iters, std::vector<std::pair<std::string, double>>* stages = nullptr) {
+  const Device::Timings t = device.time(backend, call, iters);
   if (stages)
-    for (auto& [name, v] : perStage) stages->push_back({name, median(v)});
-  return {median(ms), bench::minOf(ms)};
+    for (const auto& [name, ms] : t.stages) stages->push_back({name, median(ms)});
+  return {median(t.ms), bench::minOf(t.ms)};
 }
 
 }  // namespace
@@ -142,19 +104,23 @@ int main(int argc, char** argv) {
   if (auto code = cli::parse(app, argc, argv)) return *code;
   const auto parseList = [](const std::string& s) { return cli::parseList(s, 0, UINT32_MAX); };  // checked above
   std::vector<Row> rows;
-  std::string device;  // the GPU the rows were measured on, for the JSON
+  std::string gpuName;  // the GPU the rows were measured on, for the JSON
   try {
     if (*hierarchyCmd) backendName = "cpu";
     Backend backend = parseBackend(backendName);
     if (backend == Backend::Cuda && !*interopCmd)
-      if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
+      if (auto why = cudaUnavailable()) throw Error("CUDA unavailable: " + *why);
     std::unique_ptr<vk::Context> ctx;
     if (backend == Backend::Vulkan && !*interopCmd && !*rasterCmd && !*pipelineCmd)
       ctx = std::make_unique<vk::Context>();
+    // The GPU the rows run on: the Vulkan context's, or CUDA's own (plain device memory, as a CUDA user allocates).
+    std::unique_ptr<Device> device;
+    if (backend != Backend::Cpu && !*interopCmd && !*rasterCmd && !*pipelineCmd)
+      device = std::make_unique<Device>(ctx.get(), Sharing::VulkanOnly);
 
     if (*interopCmd) {
 #ifdef ARMATURE_HAS_INTEROP
-      if (auto why = cuda::unavailableReason()) throw Error("CUDA unavailable: " + *why);
+      if (auto why = cudaUnavailable()) throw Error("CUDA unavailable: " + *why);
       bench::runInterop(rows, iters);
 #else
       throw Error("this build has no interop (configure with ARMATURE_CUDA=ON)");
@@ -169,11 +135,13 @@ int main(int argc, char** argv) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache
       if (ctx) n = std::min<size_t>(n, ctx->info().maxStorageBufferRange / sizeof(float));  // lavapipe: 128 MiB
       Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
-      Device gpu(ctx.get());
-      auto x = gpu.upload(std::vector<float>(n, 1.0f)), y = gpu.upload(std::vector<float>(n, 2.0f));
-      const auto times = gpu.time(backend, [&](const Exec& exec) { axpy(exec, {0.5f, x, y}); }, iters).ms;
-      r.medianMs = median(times);
-      r.minMs = bench::minOf(times);
+      auto x = device->upload(std::vector<float>(n, 1.0f)), y = device->upload(std::vector<float>(n, 2.0f));
+      std::tie(r.medianMs, r.minMs) = timeOn(
+          *device, backend,
+          [&](const Exec& exec) {
+            axpy(exec, {0.5f, x, y});
+          },
+          iters);
       rows.push_back(r);
     }
 
@@ -209,52 +177,30 @@ int main(int argc, char** argv) {
             r.bytes += F * V3 * 4 + B * (V3 + J * 3) * 4 + B * (J * 3 + S + E + 3) * 4;
             r.flops += 2.0 * B * F * V3 + B * (nnz * 48 + model.vertexCount * 18.0);
           }
-          if (backend == Backend::Cuda) {
-            cuda::Skinning gpu(model, S, E, B);
-            if (noResidency) gpu.setL2Residency(false);
-            if (noTensorCores) gpu.setTensorCores(false);
+          if (backend != Backend::Cpu) {
+            Skinning gpu(*device, backend, model, S, E, B,
+                         {.l2Residency = !noResidency, .tensorCores = !noTensorCores});
             if (!std::exchange(residencyReported, true))
               std::fprintf(stderr, "armature-bench: blend matrix %.1f MB, L2-resident %.1f MB\n", F * V3 * 4 / 1e6,
                            gpu.l2ResidentBytes() / 1e6);
-            auto dp = cuda::DeviceMemory::from(pose), db = cuda::DeviceMemory::from(betas),
-                 de = cuda::DeviceMemory::from(expr), dt = cuda::DeviceMemory::from(transl);
-            cuda::DeviceMemory verts(size_t(B) * size_t(V3) * 4), joints(size_t(B) * model.jointCount * 12);
-            std::vector<float> gv(size_t(B) * size_t(V3), 0.01f);
-            auto dgv = cuda::DeviceMemory::from(gv);
-            cuda::DeviceMemory gp(pose.size() * 4), gb(betas.size() * 4), ge(expr.size() * 4), gt(transl.size() * 4);
-            cuda::SkinningInputs in{dp.as<float>(), db.as<float>(), de.as<float>(), dt.as<float>()};
-            cuda::SkinningGrads g{gp.as<float>(), gb.as<float>(), ge.as<float>(), gt.as<float>()};
-            auto call = [&](const cuda::Stream& s) {
-              gpu.forward(B, in, verts.as<float>(), joints.as<float>(), s);
-              if (backward) gpu.backward(B, dgv.as<float>(), nullptr, g, s);
+            DeviceBuffer dp = device->upload(pose), db = device->upload(betas), de = device->upload(expr),
+                         dt = device->upload(transl);
+            auto floats = [&](size_t n) { return device->allocate(ElementType::Float32, n); };
+            DeviceBuffer verts = floats(size_t(B) * size_t(V3)), joints = floats(size_t(B) * model.jointCount * 3);
+            DeviceBuffer dgv = device->upload(std::vector<float>(size_t(B) * size_t(V3), 0.01f));
+            DeviceBuffer gp = floats(pose.size()), gb = floats(betas.size()), ge = floats(expr.size()),
+                         gt = floats(transl.size());
+            auto call = [&](const Exec& exec) {
+              gpu.forward(exec, {B, dp, db, de, dt, verts, joints});
+              if (backward) gpu.backward(exec, {B, dp, dgv, {}, gp, gb, ge, gt});
             };
-            std::tie(r.medianMs, r.minMs) = timeCuda(call, iters);
+            std::tie(r.medianMs, r.minMs) = timeOn(*device, backend, call, iters, &r.stages);
             if (objects > 1 && !noResidency) {
-              gpu.setL2Residency(false);
-              r.stages.push_back({"noL2", timeCuda(call, iters).first});
-              gpu.setL2Residency(true);
-              r.stages.push_back({"again", timeCuda(call, iters).first});
+              gpu.setTuning({.l2Residency = false, .tensorCores = !noTensorCores});
+              r.stages.push_back({"noL2", timeOn(*device, backend, call, iters).first});
+              gpu.setTuning({.l2Residency = true, .tensorCores = !noTensorCores});
+              r.stages.push_back({"again", timeOn(*device, backend, call, iters).first});
             }
-          } else if (backend == Backend::Vulkan) {
-            SkinningVk gpu(*ctx, model, S, E, B);
-            auto bp = vk::makeStorageBuffer<float>(*ctx, pose), bb = vk::makeStorageBuffer<float>(*ctx, betas),
-                 be = vk::makeStorageBuffer<float>(*ctx, expr), bt = vk::makeStorageBuffer<float>(*ctx, transl);
-            vk::Buffer verts(*ctx, size_t(B) * size_t(V3) * 4, vk::kStorageUsage),
-                joints(*ctx, size_t(B) * model.jointCount * 12, vk::kStorageUsage);
-            auto dgv = vk::makeStorageBuffer<float>(*ctx, std::vector<float>(size_t(B) * size_t(V3), 0.01f));
-            auto grad = [&](size_t floats) {
-              return vk::Buffer(*ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage);
-            };
-            vk::Buffer gp = grad(pose.size()), gb = grad(betas.size()), ge = grad(expr.size()),
-                       gt = grad(transl.size());
-            SkinningGradBuffers g{gp, gb, ge, gt};
-            std::tie(r.medianMs, r.minMs) = timeVulkan(
-                *ctx,
-                [&](VkCommandBuffer cmd, vk::GpuTimer* t) {
-                  gpu.forward(cmd, B, bp, bb, be, bt, verts, joints, t);
-                  if (backward) gpu.backward(cmd, B, bp, dgv, nullptr, g, t);
-                },
-                iters, &r.stages);
           } else {
             BodyParams p = BodyParams::zeros(model, B, S, E);
             std::copy(pose.begin(), pose.end(), p.pose.begin());
@@ -274,7 +220,7 @@ int main(int argc, char** argv) {
           rows.push_back(r);
         }
     }
-    device = bench::deviceName(ctx.get());
+    gpuName = bench::deviceName(ctx.get());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature-bench: %s\n", e.what());
     return cli::kFailure;
@@ -306,7 +252,7 @@ int main(int argc, char** argv) {
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    nlohmann::json doc = {{"device", device},        {"date", date},
+    nlohmann::json doc = {{"device", gpuName},       {"date", date},
                           {"command", command},      {"peak_bandwidth_bytes_per_s", peakBandwidth},
                           {"peak_flops", peakFlops}, {"results", results}};
     std::ofstream f(jsonPath);

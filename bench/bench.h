@@ -11,8 +11,7 @@
 
 #include "armature/backend.h"
 #include "armature/body/synth.h"
-#include "armature/cuda/runtime.h"
-#include "armature/vk/timer.h"
+#include "armature/device.h"
 
 namespace armature::bench {
 
@@ -23,71 +22,16 @@ struct Row {
   std::vector<std::pair<std::string, double>> stages;  // median ms of each stage inside the call, where timed
 };
 
-// GPUs lower their clocks when idle: a row is timed only after at least 250 ms of back-to-back calls (and at least
-// 3), so the first rows of a run are not measured on a cold GPU. Use: for (WarmUp w; !w.done();) call();
-class WarmUp {
- public:
-  bool done() {
-    if (m_calls++ < 3) return false;
-    return std::chrono::steady_clock::now() - m_start >= std::chrono::milliseconds(250);
-  }
-
- private:
-  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
-  int m_calls = 0;
-};
-
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
 inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
 
-// `iters` calls of `call` on `stream` after warm-up, each timed by CUDA events around it and waited for: the
-// milliseconds of each.
-inline std::vector<double> timeCudaCalls(const cuda::Stream& stream,
-                                         const std::function<void(const cuda::Stream&)>& call, int iters) {
-  cuda::EventTimer timer;
-  auto once = [&] {
-    timer.start(stream);
-    call(stream);
-    timer.stop(stream);
-    return double(timer.milliseconds());
-  };
-  for (WarmUp w; !w.done();) once();
-  std::vector<double> ms;
-  for (int k = 0; k < iters; ++k) ms.push_back(once());
-  return ms;
-}
-
-// `iters` submissions of `record` after warm-up, each waited for, each timed by one timestamp zone around what
-// `record` records: the milliseconds of each.
-inline std::vector<double> timeVulkanSubmissions(vk::Context& ctx, const std::function<void(VkCommandBuffer)>& record,
-                                                 int iters) {
-  vk::GpuTimer timer(ctx, 2, 1);
-  auto once = [&](uint64_t frame) {
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      timer.beginFrame(cmd, frame);
-      uint32_t zone = timer.beginZone(cmd, "timed");
-      record(cmd);
-      timer.endZone(cmd, zone);
-    });
-    return timer.waitFrame(frame)[0].milliseconds;
-  };
-  uint64_t frame = 0;
-  for (WarmUp w; !w.done();) once(frame++);
-  std::vector<double> ms;
-  for (int k = 0; k < iters; ++k) ms.push_back(once(frame++));
-  return ms;
-}
-
 // The GPU a run measured: `ctx`'s device, else the first CUDA device, else the Vulkan device a context picks.
 inline std::string deviceName(const vk::Context* ctx) {
   if (ctx) return ctx->info().name;
-  if (!cuda::unavailableReason()) {
-    auto runtime = cuda::queryRuntime();
-    if (!runtime.devices.empty()) return runtime.devices[0].name;
-  }
+  if (std::string cuda = cudaDeviceName(); !cuda.empty()) return cuda;
   try {
     return vk::Context().info().name;
   } catch (const std::exception&) {

@@ -7,7 +7,7 @@
 
 #include "armature/cuda/diagnostics.h"
 #include "armature/vk/buffer.h"
-#include "armature/cuda/skinning.h"
+#include "armature/ops/skinning.h"
 #include "armature/interop/interop.h"
 #include "armature/shaders.h"
 #include "bench/bench.h"
@@ -98,7 +98,8 @@ void runInterop(std::vector<Row>& rows, int iters) {
     //    read by a Vulkan dispatch; the host never waits per hop, only when 2K frames ahead.
     {
       BodyModel model = loadDefaultModel("");
-      cuda::Skinning skin(model, 10, 10, 1);
+      Device cudaDevice(nullptr);
+      Skinning skin(cudaDevice, Backend::Cuda, model, 10, 10, 1);
       std::vector<float> zeros(55 * 3, 0.f), coefs(10, 0.f), transl(3, 0.f);
       auto pose = cuda::DeviceMemory::from(zeros), betas = cuda::DeviceMemory::from(coefs),
            expr = cuda::DeviceMemory::from(coefs), tr = cuda::DeviceMemory::from(transl);
@@ -120,8 +121,10 @@ void runInterop(std::vector<Row>& rows, int iters) {
         uint32_t slot = ring.beginFrame();
         auto a0 = Clock::now();
         ring.cudaAcquire(stream);
-        skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), tr.as<float>()},
-                     static_cast<float*>(ring.slot(slot).cudaPointer()), joints.as<float>(), stream);
+        auto f32 = [](void* p, size_t n) { return DeviceView::ofCuda(p, ElementType::Float32, n); };
+        skin.forward(Exec::cuda(stream.handle()),
+                     {1, f32(pose.data(), 55 * 3), f32(betas.data(), 10), f32(expr.data(), 10), f32(tr.data(), 3),
+                      f32(ring.slot(slot).cudaPointer(), size_t(model.vertexCount) * 3), f32(joints.data(), 55 * 3)});
         ring.cudaRelease(stream);
         ctx.submit(consumers[slot]->cmd, {ring.vulkanWait()}, {ring.vulkanSignal()});
         apiMs += ms(Clock::now() - a0);

@@ -7,9 +7,6 @@
 #include <memory>
 #include <numbers>
 
-#include "armature/cuda/project.h"
-#include "armature/cuda/raster.h"
-#include "armature/cuda/skinning.h"
 #include "armature/ops/project.h"
 #include "armature/ops/raster.h"
 #include "armature/ops/skinning.h"
@@ -51,6 +48,7 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
   const double blendBytes = double(tables.featureCount + tables.coefCount()) * N * 3 * 4;
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
+  Device device(ctx.get(), Sharing::VulkanOnly);
   for (uint32_t views : viewCounts)
     for (Step step : {Step::Rasterize, Step::Render, Step::Fit}) {
       const bool fit = step == Step::Fit, chain = step != Step::Rasterize;
@@ -78,99 +76,59 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
             0,
             bytes,
             0};
-      std::vector<double> ms;
-      if (backend == Backend::Cuda) {
-        // Without the blend matrix's L2 residency: its persisting lines would stay in L2 through the rasteriser's
-        // passes, which would then run from DRAM (Skinning::setL2Residency).
-        cuda::Skinning skin(model, S, E, 1, /*l2Residency=*/false);
-        auto dPose = cuda::DeviceMemory::from(pose), dBetas = cuda::DeviceMemory::from(betas),
-             dExpr = cuda::DeviceMemory::from(expr), dTransl = cuda::DeviceMemory::from(transl),
-             dCameras = cuda::DeviceMemory::from(cameras), dFaces = cuda::DeviceMemory::from(model.faces),
-             dColours = cuda::DeviceMemory::from(colours);
-        std::vector<float> gradImage(pixels * C, 0.01f);
-        auto dGradImage = cuda::DeviceMemory::from(gradImage);
-        cuda::DeviceMemory verts(size_t(N) * 12), joints(size_t(model.jointCount) * 12), clip(project.clipFloats() * 4),
-            scratch(rasterScratchBytes(raster), cuda::MemoryKind::Compressible),
-            ids(pixels * 4, cuda::MemoryKind::Compressible), bary(pixels * 12, cuda::MemoryKind::Compressible),
-            image(pixels * C * 4), gradColours(colours.size() * 4), gradBary(pixels * 12),
-            gradClip(project.clipFloats() * 4), gradVerts(size_t(N) * 12), gPose(pose.size() * 4), gBetas(S * 4),
-            gExpr(E * 4), gTransl(12);
-        cuda::Stream s;
-        auto placeBody = [&](const cuda::Stream& on) {  // the body's vertices and their clip positions
-          skin.forward(1, {dPose.as<float>(), dBetas.as<float>(), dExpr.as<float>(), dTransl.as<float>()},
-                       verts.as<float>(), joints.as<float>(), on);
-          cuda::project(project, verts.as<float>(), dCameras.as<float>(), clip.as<float>(), on);
-        };
-        placeBody(s);  // for the rasteriser alone
-        ms = timeCudaCalls(
-            s,
-            [&](const cuda::Stream& on) {
-              if (chain) placeBody(on);
-              cuda::rasterize(scratchState.next(raster), clip.as<float>(), N, dFaces.as<int32_t>(), M, nullptr,
-                              scratch.data(), ids.as<int32_t>(), bary.as<float>(), on);
-              if (chain)
-                cuda::interpolate(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(), bary.as<float>(),
-                                  dFaces.as<int32_t>(), M, image.as<float>(), on);
-              if (fit) {
-                cuda::interpolateBackward(uint32_t(pixels), C, N, dColours.as<float>(), ids.as<int32_t>(),
-                                          bary.as<float>(), dFaces.as<int32_t>(), M, dGradImage.as<float>(),
-                                          gradColours.as<float>(), gradBary.as<float>(), on);
-                cuda::rasterizeBackward(raster, clip.as<float>(), N, dFaces.as<int32_t>(), M, ids.as<int32_t>(),
-                                        gradBary.as<float>(), gradClip.as<float>(), on);
-                cuda::projectBackward(project, gradClip.as<float>(), dCameras.as<float>(), gradVerts.as<float>(), on);
-                skin.backward(1, gradVerts.as<float>(), nullptr,
-                              {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, on);
-              }
-            },
-            iters);
-      } else if (backend == Backend::Vulkan) {
-        SkinningVk skin(*ctx, model, S, E, 1);
-        auto bPose = vk::makeStorageBuffer<float>(*ctx, pose), bBetas = vk::makeStorageBuffer<float>(*ctx, betas),
-             bExpr = vk::makeStorageBuffer<float>(*ctx, expr), bTransl = vk::makeStorageBuffer<float>(*ctx, transl),
-             bCameras = vk::makeStorageBuffer<float>(*ctx, cameras),
-             bFaces = vk::makeStorageBuffer<int32_t>(*ctx, model.faces),
-             bColours = vk::makeStorageBuffer<float>(*ctx, colours);
-        std::vector<float> gradImage(pixels * C, 0.01f);
-        auto bGradImage = vk::makeStorageBuffer<float>(*ctx, gradImage);
-        auto buffer = [&](size_t size) { return vk::Buffer(*ctx, size, vk::kStorageUsage); };
-        vk::Buffer verts = buffer(size_t(N) * 12), joints = buffer(size_t(model.jointCount) * 12),
-                   clip = buffer(project.clipFloats() * 4), scratch = buffer(rasterScratchBytes(raster)),
-                   ids = buffer(pixels * 4), bary = buffer(pixels * 12), image = buffer(pixels * C * 4),
-                   gradColours = buffer(colours.size() * 4), gradBary = buffer(pixels * 12),
-                   gradClip = buffer(project.clipFloats() * 4), gradVerts = buffer(size_t(N) * 12),
-                   gPose = buffer(pose.size() * 4), gBetas = buffer(S * 4), gExpr = buffer(E * 4), gTransl = buffer(12);
-        const SkinningGradBuffers gradParams{gPose, gBetas, gExpr, gTransl};
-        auto placeBody = [&](VkCommandBuffer cmd) {  // the body's vertices and their clip positions
-          skin.forward(cmd, 1, bPose, bBetas, bExpr, bTransl, verts, joints);
-          vk::computeBarrier(cmd);
-          projectVk(*ctx, cmd, project, verts, bCameras, clip);
-          vk::computeBarrier(cmd);
-        };
-        ctx->submitAndWait(placeBody);  // for the rasteriser alone
-        ms = timeVulkanSubmissions(
-            *ctx,
-            [&](VkCommandBuffer cmd) {
-              if (chain) placeBody(cmd);
-              rasterizeVk(*ctx, cmd, scratchState.next(raster), clip, N, bFaces, M, nullptr, scratch, ids, bary);
-              if (chain) {
-                vk::computeBarrier(cmd);
-                interpolateVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, image);
-              }
-              if (fit) {
-                vk::computeBarrier(cmd);
-                interpolateBackwardVk(*ctx, cmd, uint32_t(pixels), C, N, bColours, ids, bary, bFaces, M, bGradImage,
-                                      gradColours, gradBary);
-                vk::computeBarrier(cmd);
-                rasterizeBackwardVk(*ctx, cmd, raster, clip, N, bFaces, M, ids, gradBary, gradClip);
-                vk::computeBarrier(cmd);
-                projectBackwardVk(*ctx, cmd, project, gradClip, bCameras, gradVerts);
-                skin.backward(cmd, 1, bPose, gradVerts, nullptr, gradParams);  // (it begins with its barrier)
-              }
-            },
-            iters);
-      } else {
-        throw Error("pipeline benchmark: cuda or vulkan");
-      }
+      // Without the blend matrix's L2 residency on CUDA: its persisting lines would stay in L2 through the
+      // rasteriser's passes, which would then run from DRAM (SkinningTuning::l2Residency). Scratch and the
+      // visibility buffer in compressible memory where the GPU grants it.
+      Skinning skin(device, backend, model, S, E, 1, {.l2Residency = false});
+      DeviceBuffer dPose = device.upload(pose), dBetas = device.upload(betas), dExpr = device.upload(expr),
+                   dTransl = device.upload(transl), dCameras = device.upload(cameras),
+                   dFaces = device.upload(model.faces), dColours = device.upload(colours),
+                   dGradImage = device.upload(std::vector<float>(pixels * C, 0.01f));
+      auto floats = [&](size_t n) { return device.allocate(ElementType::Float32, n); };
+      DeviceBuffer verts = floats(size_t(N) * 3), joints = floats(size_t(model.jointCount) * 3),
+                   clip = floats(project.clipFloats()),
+                   scratch = device.allocateCompressible(ElementType::Byte, rasterScratchBytes(raster)),
+                   ids = device.allocateCompressible(ElementType::Int32, pixels),
+                   bary = device.allocateCompressible(ElementType::Float32, pixels * 3), image = floats(pixels * C),
+                   gradColours = floats(colours.size()), gradBary = floats(pixels * 3),
+                   gradClip = floats(project.clipFloats()), gradVerts = floats(size_t(N) * 3),
+                   gPose = floats(pose.size()), gBetas = floats(S), gExpr = floats(E), gTransl = floats(3);
+      const InterpolateDesc interp{uint32_t(pixels), C, N, M};
+      auto placeBody = [&](const Exec& exec) {  // the body's vertices and their clip positions
+        skin.forward(exec, {1, dPose, dBetas, dExpr, dTransl, verts, joints});
+        exec.barrier();
+        armature::project(exec, {project, verts, dCameras, clip});
+        exec.barrier();
+      };
+      device.run(backend, placeBody);  // for the rasteriser alone
+      const auto times = device.time(
+          backend,
+          [&](const Exec& exec) {
+            if (chain) placeBody(exec);
+            rasterize(exec, {.desc = scratchState.next(raster),
+                             .vertexCount = N,
+                             .faceCount = M,
+                             .positions = clip,
+                             .faces = dFaces,
+                             .scratch = scratch,
+                             .findices = ids,
+                             .barycentrics = bary});
+            if (chain) {
+              exec.barrier();
+              interpolate(exec, {interp, dColours, ids, bary, dFaces, image});
+            }
+            if (fit) {
+              exec.barrier();
+              interpolateBackward(exec, {interp, dColours, ids, bary, dFaces, dGradImage, gradColours, gradBary});
+              exec.barrier();
+              rasterizeBackward(exec, {raster, N, M, clip, dFaces, ids, gradBary, gradClip});
+              exec.barrier();
+              projectBackward(exec, {project, gradClip, dCameras, gradVerts});
+              skin.backward(exec, {1, dPose, gradVerts, {}, gPose, gBetas, gExpr, gTransl});  // begins with its barrier
+            }
+          },
+          iters, Device::Timing::Submitted);
+      const std::vector<double>& ms = times.ms;
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
     }

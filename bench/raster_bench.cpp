@@ -4,8 +4,7 @@
 #include <cmath>
 #include <memory>
 
-#include "armature/cuda/grid_hierarchy.h"
-#include "armature/cuda/raster.h"
+#include "armature/device.h"
 #include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/raster.h"
 #include "armature/ops/raster_hardware.h"
@@ -39,14 +38,21 @@ void spheres(size_t triangles, std::vector<float>& pos, std::vector<int32_t>& fa
 }
 // The GPU's own rasteriser writing the same visibility buffer through a graphics pipeline (the physical reference):
 // the render pass alone (clears + draw), timed like the compute path.
-Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const std::vector<float>& pos,
+Row hardwareRow(Device& device, const char* scene, const RasterDesc& d, const std::vector<float>& pos,
                 const std::vector<int32_t>& faces, int iters) {
+  vk::Context& ctx = *device.vulkan();
   auto bp = vk::makeStorageBuffer<float>(ctx, pos);
   auto bf = vk::makeStorageBuffer<int32_t>(ctx, faces);
   HardwareRasterVk hw(ctx, d.width, d.height);
-  std::vector<double> ms = timeVulkanSubmissions(
-      ctx, [&](VkCommandBuffer cmd) { hw.record(cmd, bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3)); },
-      iters);
+  const std::vector<double> ms =
+      device
+          .time(
+              Backend::Vulkan,
+              [&](const Exec& exec) {
+                hw.record(exec.commandBuffer(), bp, uint32_t(pos.size() / 4), bf, uint32_t(faces.size() / 3));
+              },
+              iters, Device::Timing::Submitted)
+          .ms;
   // Bytes: the mesh, the depth buffer cleared, tested and written, the two colour targets (4 + 8 bytes) written.
   double bytes = double(pos.size() * 4 + faces.size() * 4 + d.pixels() * (4 * 3 + 12));
   Row r{"raster", "vulkan-hw", std::string(scene) + " hardware", uint32_t(faces.size() / 3), 0, 0, bytes, 0};
@@ -56,7 +62,7 @@ Row hardwareRow(vk::Context& ctx, const char* scene, const RasterDesc& d, const 
 // The rasteriser's backward on the same scene: gradPositions from a gradient on every pixel's barycentrics, at the
 // faces one rasterize found. Bytes: ids and barycentric gradients read, the mesh read, gradPositions cleared and
 // written once (the atomics' traffic stays in L2).
-Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tris, const RasterDesc& d, int iters) {
+Row backwardRow(Device& device, Backend backend, const char* scene, size_t tris, const RasterDesc& d, int iters) {
   std::vector<float> pos;
   std::vector<int32_t> faces;
   spheres(tris, pos, faces);
@@ -66,32 +72,29 @@ Row backwardRow(Backend backend, vk::Context* ctx, const char* scene, size_t tri
   for (size_t i = 0; i < gradBary.size(); ++i) gradBary[i] = float(int(i % 5) - 2) * 0.25f;
   double bytes = double(pixels * 16 + pos.size() * 4 * 3 + faces.size() * 4);
   Row r{"raster", backendName(backend), std::string(scene) + " backward", M, 0, 0, bytes, 0};
-  std::vector<double> ms;
-  if (backend == Backend::Cuda) {
-    auto dp = cuda::DeviceMemory::from(pos);
-    auto df = cuda::DeviceMemory::from(faces);
-    auto dg = cuda::DeviceMemory::from(gradBary);
-    cuda::DeviceMemory z(rasterScratchBytes(d)), ids(pixels * 4), bary(pixels * 12), grad(pos.size() * 4);
-    cuda::Stream s;
-    cuda::rasterize(d, dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(), bary.as<float>(),
-                    s);
-    ms = timeCudaCalls(
-        s,
-        [&](const cuda::Stream& on) {
-          cuda::rasterizeBackward(d, dp.as<float>(), N, df.as<int32_t>(), M, ids.as<int32_t>(), dg.as<float>(),
-                                  grad.as<float>(), on);
-        },
-        iters);
-  } else {
-    auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
-    auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
-    auto bg = vk::makeStorageBuffer<float>(*ctx, gradBary);
-    vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
-        bary(*ctx, pixels * 12, vk::kStorageUsage), grad(*ctx, pos.size() * 4, vk::kStorageUsage);
-    ctx->submitAndWait([&](VkCommandBuffer cmd) { rasterizeVk(*ctx, cmd, d, bp, N, bf, M, nullptr, z, ids, bary); });
-    ms = timeVulkanSubmissions(
-        *ctx, [&](VkCommandBuffer cmd) { rasterizeBackwardVk(*ctx, cmd, d, bp, N, bf, M, ids, bg, grad); }, iters);
-  }
+  DeviceBuffer dp = device.upload(pos), df = device.upload(faces), dg = device.upload(gradBary);
+  DeviceBuffer z = device.allocate(ElementType::Byte, rasterScratchBytes(d)),
+               ids = device.allocate(ElementType::Int32, pixels),
+               bary = device.allocate(ElementType::Float32, pixels * 3),
+               grad = device.allocate(ElementType::Float32, pos.size());
+  device.run(backend, [&](const Exec& exec) {
+    rasterize(exec, {.desc = d,
+                     .vertexCount = N,
+                     .faceCount = M,
+                     .positions = dp,
+                     .faces = df,
+                     .scratch = z,
+                     .findices = ids,
+                     .barycentrics = bary});
+  });
+  const auto ms = device
+                      .time(
+                          backend,
+                          [&](const Exec& exec) {
+                            rasterizeBackward(exec, {d, N, M, dp, df, ids, dg, grad});
+                          },
+                          iters, Device::Timing::Submitted)
+                      .ms;
   r.medianMs = median(ms), r.minMs = minOf(ms);
   return r;
 }
@@ -107,6 +110,8 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
   };
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
+  Device device(ctx.get(), Sharing::VulkanOnly);
+  device.require(backend);
   for (Scene sc : {Scene{"(a) 10k tris 1024^2", 10000, 1024}, Scene{"(b) 5k tris 512^2", 5000, 512},
                    Scene{"(c) 1M tris 2048^2", 1000000, 2048}}) {
     if (scenes.find(sc.name[1]) == std::string::npos) continue;
@@ -136,55 +141,41 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
       // (RasterScratchState); rasterize alone also with the z-buffer cleared on every call, as a row.
       auto callDesc = [&](bool reuse, RasterScratchState& state) { return reuse ? state.next(d) : d; };
       std::vector<double> ms, plainMs, clearingMs;
-      if (backend == Backend::Cuda) {
-        // Scratch and outputs in compressible memory, as raster.h recommends; rasterize alone also in plain cudaMalloc
-        // memory, as a row of its own. The inputs are uploaded once for all.
-        auto dp = cuda::DeviceMemory::from(pos);
-        auto df = cuda::DeviceMemory::from(faces);
-        auto da = cuda::DeviceMemory::from(attr);
-        auto timeIn = [&](cuda::MemoryKind kind, bool reuse) {
-          cuda::DeviceMemory z(rasterScratchBytes(d), kind), ids(pixels * 4, kind), bary(pixels * 12, kind),
-              out(pixels * 12, kind);
-          cuda::Stream s;
-          RasterScratchState state;
-          return timeCudaCalls(
-              s,
-              [&](const cuda::Stream& on) {
-                cuda::rasterize(callDesc(reuse, state), dp.as<float>(), N, df.as<int32_t>(), M, nullptr, z.data(),
-                                ids.as<int32_t>(), bary.as<float>(), on);
-                if (withInterpolate)
-                  cuda::interpolate(uint32_t(pixels), 3, N, da.as<float>(), ids.as<int32_t>(), bary.as<float>(),
-                                    df.as<int32_t>(), M, out.as<float>(), on);
-              },
-              iters);
+      // Scratch and outputs in compressible memory where the GPU grants it (CUDA), as raster.h recommends; rasterize
+      // alone then also in plain memory, as a row of its own. The inputs are uploaded once for all.
+      DeviceBuffer dp = device.upload(pos), df = device.upload(faces), da = device.upload(attr);
+      auto timeIn = [&](bool compressible, bool reuse) {
+        auto allocate = [&](ElementType type, size_t count) {
+          return compressible ? device.allocateCompressible(type, count) : device.allocate(type, count);
         };
-        ms = timeIn(cuda::MemoryKind::Compressible, true);
-        if (!withInterpolate)
-          plainMs = timeIn(cuda::MemoryKind::Plain, true), clearingMs = timeIn(cuda::MemoryKind::Compressible, false);
-      } else if (backend == Backend::Vulkan) {
-        auto bp = vk::makeStorageBuffer<float>(*ctx, pos);
-        auto bf = vk::makeStorageBuffer<int32_t>(*ctx, faces);
-        auto ba = vk::makeStorageBuffer<float>(*ctx, attr);
-        vk::Buffer z(*ctx, rasterScratchBytes(d), vk::kStorageUsage), ids(*ctx, pixels * 4, vk::kStorageUsage),
-            bary(*ctx, pixels * 12, vk::kStorageUsage), out(*ctx, pixels * 12, vk::kStorageUsage);
-        auto timeVk = [&](bool reuse) {
-          RasterScratchState state;
-          return timeVulkanSubmissions(
-              *ctx,
-              [&](VkCommandBuffer cmd) {
-                rasterizeVk(*ctx, cmd, callDesc(reuse, state), bp, N, bf, M, nullptr, z, ids, bary);
-                if (withInterpolate) {
-                  vk::computeBarrier(cmd);
-                  interpolateVk(*ctx, cmd, uint32_t(pixels), 3, N, ba, ids, bary, bf, M, out);
-                }
-              },
-              iters);
-        };
-        ms = timeVk(true);
-        if (!withInterpolate && !floatOnly) clearingMs = timeVk(false);
-      } else {
-        throw Error("raster benchmark: cuda or vulkan");
-      }
+        DeviceBuffer z = allocate(ElementType::Byte, rasterScratchBytes(d)), ids = allocate(ElementType::Int32, pixels),
+                     bary = allocate(ElementType::Float32, pixels * 3),
+                     out = allocate(ElementType::Float32, pixels * 3);
+        RasterScratchState state;
+        return device
+            .time(
+                backend,
+                [&](const Exec& exec) {
+                  rasterize(exec, {.desc = callDesc(reuse, state),
+                                   .vertexCount = N,
+                                   .faceCount = M,
+                                   .positions = dp,
+                                   .faces = df,
+                                   .scratch = z,
+                                   .findices = ids,
+                                   .barycentrics = bary});
+                  if (withInterpolate) {
+                    exec.barrier();
+                    interpolate(exec, {{uint32_t(pixels), 3, N, M}, da, ids, bary, df, out});
+                  }
+                },
+                iters, Device::Timing::Submitted)
+            .ms;
+      };
+      const bool compresses = device.allocateCompressible(ElementType::Byte, 4).compressed();
+      ms = timeIn(compresses, true);
+      if (!withInterpolate && compresses) plainMs = timeIn(false, true);
+      if (!withInterpolate && !floatOnly) clearingMs = timeIn(compresses, false);
       r.medianMs = median(ms), r.minMs = minOf(ms);
       rows.push_back(r);
       for (auto [suffix, times] :
@@ -196,11 +187,11 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
           rows.push_back(p);
         }
       if (backend == Backend::Vulkan && !withInterpolate && !floatOnly)
-        rows.push_back(hardwareRow(*ctx, sc.name, d, pos, faces, iters));
+        rows.push_back(hardwareRow(device, sc.name, d, pos, faces, iters));
     }
     RasterDesc backward{sc.size, sc.size};
     backward.noFloat64 = floatOnly;
-    rows.push_back(backwardRow(backend, ctx.get(), (sc.name + variant).c_str(), sc.tris, backward, iters));
+    rows.push_back(backwardRow(device, backend, (sc.name + variant).c_str(), sc.tris, backward, iters));
   }
 }
 
@@ -216,8 +207,8 @@ void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, in
     for (const GridView& v : views) pixels += size_t(v.layers) * v.height * v.width;
     // The CUDA builder's time includes its uploads and downloads (host views in, host hierarchy out), after one
     // untimed call (context creation, first allocations).
-    const bool withCuda = !cuda::unavailableReason();
-    if (withCuda) cuda::buildGridHierarchy(views, levels, resolution);
+    const bool withCuda = !cudaUnavailable();
+    if (withCuda) buildGridHierarchy(Backend::Cuda, views, levels, resolution);
     for (const char* builder : {"cpu-ref", "cpu", "cuda"}) {
       const bool reference = builder == std::string("cpu-ref"), onCuda = builder == std::string("cuda");
       if (onCuda && !withCuda) continue;
@@ -225,9 +216,9 @@ void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, in
       size_t cells = 0;
       for (int i = 0; i < (reference ? std::min(iters, 3) : std::min(iters, 10)); ++i) {
         auto t0 = std::chrono::steady_clock::now();
-        GridHierarchy h = reference ? buildGridHierarchyRef(views, levels, resolution)
-                          : onCuda  ? cuda::buildGridHierarchy(views, levels, resolution)
-                                    : buildGridHierarchy(views, levels, resolution);
+        GridHierarchy h = reference
+                              ? buildGridHierarchyRef(views, levels, resolution)
+                              : buildGridHierarchy(onCuda ? Backend::Cuda : Backend::Cpu, views, levels, resolution);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         cells = h.isOriginal.size();
       }

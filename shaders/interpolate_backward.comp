@@ -5,13 +5,13 @@
 #extension GL_EXT_shader_atomic_float : require
 #include "shared/interpolate_io.h"
 layout(local_size_x = INTERP_GROUP) in;
-layout(std430, binding = 0) readonly buffer Attr { float attr[]; };
-layout(std430, binding = 1) readonly buffer Ids { int findices[]; };
-layout(std430, binding = 2) readonly buffer Bary { float bary[]; };
-layout(std430, binding = 3) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 4) readonly buffer GradOut { float gradOut[]; };
-layout(std430, binding = 5) buffer GradAttr { float gradAttr[]; };
-layout(std430, binding = 6) writeonly buffer GradBary { float gradBary[]; };
+layout(std430, binding = INTERP_BINDING_ATTR) readonly buffer Attr { float attr[]; };
+layout(std430, binding = INTERP_BINDING_FINDICES) readonly buffer Ids { int findices[]; };
+layout(std430, binding = INTERP_BINDING_BARY) readonly buffer Bary { float bary[]; };
+layout(std430, binding = INTERP_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = INTERP_BINDING_GRAD_OUT) readonly buffer GradOut { float gradOut[]; };
+layout(std430, binding = INTERP_BINDING_GRAD_ATTR) buffer GradAttr { float gradAttr[]; };
+layout(std430, binding = INTERP_BINDING_GRAD_BARY) writeonly buffer GradBary { float gradBary[]; };
 layout(push_constant) uniform Push { InterpolatePush p; };
 
 void main() {

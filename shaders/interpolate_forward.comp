@@ -4,11 +4,11 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/interpolate_io.h"
 layout(local_size_x = INTERP_GROUP) in;
-layout(std430, binding = 0) readonly buffer Attr { float attr[]; };
-layout(std430, binding = 1) readonly buffer Ids { int findices[]; };
-layout(std430, binding = 2) readonly buffer Bary { float bary[]; };
-layout(std430, binding = 3) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 4) writeonly buffer Out { float outValues[]; };
+layout(std430, binding = INTERP_BINDING_ATTR) readonly buffer Attr { float attr[]; };
+layout(std430, binding = INTERP_BINDING_FINDICES) readonly buffer Ids { int findices[]; };
+layout(std430, binding = INTERP_BINDING_BARY) readonly buffer Bary { float bary[]; };
+layout(std430, binding = INTERP_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = INTERP_BINDING_OUT) writeonly buffer Out { float outValues[]; };
 layout(push_constant) uniform Push { InterpolatePush p; };
 
 // One invocation per pixel: its face's corners and weights are read once for all channels.

@@ -4,9 +4,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/project_io.h"
 layout(local_size_x = PROJECT_GROUP) in;
-layout(std430, binding = 0) readonly buffer GradClip { vec4 gradClip[]; };
-layout(std430, binding = 1) readonly buffer Matrices { mat4 matrices[]; };
-layout(std430, binding = 2) writeonly buffer GradPoints { float gradPoints[]; };
+layout(std430, binding = PROJECT_BINDING_IN0) readonly buffer GradClip { vec4 gradClip[]; };
+layout(std430, binding = PROJECT_BINDING_IN1) readonly buffer Matrices { mat4 matrices[]; };
+layout(std430, binding = PROJECT_BINDING_OUT) writeonly buffer GradPoints { float gradPoints[]; };
 layout(push_constant) uniform Push { ProjectPush p; };
 
 void main() {

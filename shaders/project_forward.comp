@@ -3,9 +3,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/project_io.h"
 layout(local_size_x = PROJECT_GROUP) in;
-layout(std430, binding = 0) readonly buffer Points { float points[]; };
-layout(std430, binding = 1) readonly buffer Matrices { mat4 matrices[]; };  // column-major, as glm's and CUDA's
-layout(std430, binding = 2) writeonly buffer Clip { vec4 clip[]; };
+layout(std430, binding = PROJECT_BINDING_IN0) readonly buffer Points { float points[]; };
+layout(std430, binding = PROJECT_BINDING_IN1) readonly buffer Matrices { mat4 matrices[]; };  // column-major, as glm's and CUDA's
+layout(std430, binding = PROJECT_BINDING_OUT) writeonly buffer Clip { vec4 clip[]; };
 layout(push_constant) uniform Push { ProjectPush p; };
 
 void main() {

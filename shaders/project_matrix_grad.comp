@@ -5,9 +5,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/project_io.h"
 layout(local_size_x = PROJECT_MATRIX_GROUP) in;
-layout(std430, binding = 0) readonly buffer Points { float points[]; };
-layout(std430, binding = 1) readonly buffer GradClip { vec4 gradClip[]; };
-layout(std430, binding = 2) writeonly buffer GradMatrices { mat4 gradMatrices[]; };
+layout(std430, binding = PROJECT_BINDING_IN0) readonly buffer Points { float points[]; };
+layout(std430, binding = PROJECT_BINDING_IN1) readonly buffer GradClip { vec4 gradClip[]; };
+layout(std430, binding = PROJECT_BINDING_OUT) writeonly buffer GradMatrices { mat4 gradMatrices[]; };
 layout(push_constant) uniform Push { ProjectPush p; };
 
 shared mat4 partial[PROJECT_MATRIX_GROUP];

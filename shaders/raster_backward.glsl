@@ -19,11 +19,11 @@
 #include "shared/raster_io.h"
 
 layout(local_size_x = RASTER_GROUP) in;
-layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
-layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) readonly buffer FaceIds { int findices[]; };
-layout(std430, binding = 3) readonly buffer GradBary { float gradBary[]; };
-layout(std430, binding = 4) buffer GradPositions { float gradPositions[]; };
+layout(std430, binding = RASTER_BINDING_POSITIONS) readonly buffer Positions { vec4 positions[]; };
+layout(std430, binding = RASTER_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = RASTER_BACKWARD_BINDING_FINDICES) readonly buffer FaceIds { int findices[]; };
+layout(std430, binding = RASTER_BACKWARD_BINDING_GRAD_BARY) readonly buffer GradBary { float gradBary[]; };
+layout(std430, binding = RASTER_BACKWARD_BINDING_GRAD_POSITIONS) buffer GradPositions { float gradPositions[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 void addGrads(uint corner[3], float g[9]) {

@@ -9,11 +9,11 @@
 #include "shared/raster_io.h"
 
 layout(local_size_x = RASTER_RESOLVE_GROUP) in;
-layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
-layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, tag and level]
-layout(std430, binding = 3) writeonly buffer FaceIds { int findices[]; };
-layout(std430, binding = 4) writeonly buffer Bary { float barycentrics[]; };
+layout(std430, binding = RASTER_BINDING_POSITIONS) readonly buffer Positions { vec4 positions[]; };
+layout(std430, binding = RASTER_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = RASTER_RESOLVE_BINDING_ZBUFFER) buffer ZBuffer { uvec2 tokens[]; };  // per pixel: [face + 1, tag and level]
+layout(std430, binding = RASTER_RESOLVE_BINDING_FINDICES) writeonly buffer FaceIds { int findices[]; };
+layout(std430, binding = RASTER_RESOLVE_BINDING_BARY) writeonly buffer Bary { float barycentrics[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 void main() {

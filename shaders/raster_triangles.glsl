@@ -17,17 +17,17 @@
 #include "shared/raster_io.h"
 
 layout(local_size_x = RASTER_GROUP) in;
-layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };
-layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) readonly buffer Prior { float prior[]; };
+layout(std430, binding = RASTER_BINDING_POSITIONS) readonly buffer Positions { vec4 positions[]; };
+layout(std430, binding = RASTER_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = RASTER_BINDING_PRIOR) readonly buffer Prior { float prior[]; };
 #if RASTER_ATOMIC64
-layout(std430, binding = 3) coherent buffer ZBuffer { uint64_t zbuffer[]; };
+layout(std430, binding = RASTER_BINDING_ZBUFFER) coherent buffer ZBuffer { uint64_t zbuffer[]; };
 #else
-layout(std430, binding = 3) coherent buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, tag and level]
+layout(std430, binding = RASTER_BINDING_ZBUFFER) coherent buffer ZBuffer { uint zwords[]; };  // per pixel: [face + 1, tag and level]
 #endif
-layout(std430, binding = 4) readonly buffer Ranges { int ranges[]; };
-layout(std430, binding = 5) coherent buffer Queue { uint queue[]; };
-layout(std430, binding = 6) buffer Records { RasterQueued records[]; };
+layout(std430, binding = RASTER_BINDING_RANGES) readonly buffer Ranges { int ranges[]; };
+layout(std430, binding = RASTER_BINDING_QUEUE) coherent buffer Queue { uint queue[]; };
+layout(std430, binding = RASTER_BINDING_RECORDS) buffer Records { RasterQueued records[]; };
 layout(push_constant) uniform Push { RasterPush p; };
 
 // The triangle's setup, or an invalid one for out-of-range vertex ids (never read out of bounds).

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "armature/cuda/runtime.h"
+#include "armature/device.h"
 
 namespace {
 
@@ -226,7 +226,7 @@ INSTANTIATE_TEST_SUITE_P(All, CliRejects, ::testing::ValuesIn(kBadInputs));
 
 // A CUDA benchmark without CUDA is a failure with the reason, not a success that measured nothing.
 TEST(Cli, CudaBenchmarkWithoutCudaFailsWithTheReason) {
-  if (!armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA is available here: the smoke runs cover it";
+  if (!armature::cudaUnavailable()) GTEST_SKIP() << "CUDA is available here: the smoke runs cover it";
   Result r = run("armature-bench", {"axpy", "--backend", "cuda", "--iters", "2"});
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("CUDA unavailable"), std::string::npos) << r.output;
@@ -259,7 +259,7 @@ class BenchSmoke : public ::testing::TestWithParam<Smoke> {};
 TEST_P(BenchSmoke, RunsCleanUnderValidation) {
   const Smoke& s = GetParam();
   if (s.cuda)
-    if (auto why = armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA: " << *why;
+    if (auto why = armature::cudaUnavailable()) GTEST_SKIP() << "CUDA: " << *why;
   fs::path json = scratch().dir / ("bench_" + s.name + ".json");
   std::vector<std::string> args = s.args;
   args.insert(args.end(), {"--iters", "2", "--json", json.string()});

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "armature/cuda/grid_hierarchy.h"
+#include "armature/device.h"
 #include "armature/error.h"
 #include "armature/ops/grid_hierarchy.h"
 #include "support/vk_test_env.h"
@@ -79,7 +79,7 @@ TEST(GridHierarchy, FastBuilderMatchesReference) {
 }
 
 TEST(GridHierarchy, CudaBuilderMatchesReference) {
-  ARM_REQUIRE_CUDA();
+  if (auto why = cudaUnavailable()) GTEST_SKIP() << "cuda: " << *why;
   struct Case {
     uint32_t size, layers, channels;
     double holes;
@@ -91,7 +91,7 @@ TEST(GridHierarchy, CudaBuilderMatchesReference) {
                  std::to_string(c.resolution));
     auto views = makeGridViews(c.size, c.layers, c.channels, c.holes, c.size + 1);
     GridHierarchy ref = buildGridHierarchyRef(views, c.levels, c.resolution);
-    expectIdentical(cuda::buildGridHierarchy(views, c.levels, c.resolution), ref);
+    expectIdentical(buildGridHierarchy(Backend::Cuda, views, c.levels, c.resolution), ref);
   }
 }
 
@@ -105,11 +105,13 @@ TEST(GridHierarchy, HandWorkedCase) {
   }
   views[0].positions[4 * 4 + 3] = 1;
   views[0].normals[4 * 3 + 2] = 1;
-  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef,
-                                                                                  &buildGridHierarchy};
-  if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
-  for (auto* build : builders) {
-    GridHierarchy h = (*build)(views, 2, 4);
+  using Build = std::function<GridHierarchy(const std::vector<GridView>&, int, int)>;
+  std::vector<Build> builders{&buildGridHierarchyRef,
+                              [](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cpu, v, l, r); }};
+  if (!cudaUnavailable())
+    builders.push_back([](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cuda, v, l, r); });
+  for (const Build& build : builders) {
+    GridHierarchy h = build(views, 2, 4);
     // Level 0: the cell (2,2,2) (seq 0) and a padded corner cell (3,2,3) (seq 1) under the coarse cell, which has
     // neither corner kind. The padded cell reads its neighbours at its corner point (0.75, 0.25, 0.75): row 1,
     // column 2 of view 0, so the original point sits to its left.
@@ -128,24 +130,26 @@ TEST(GridHierarchy, HandWorkedCase) {
 
 TEST(GridHierarchy, BadInputIsAnError) {
   auto views = makeGridViews(8, 2, 2, 0, 1);
-  std::vector<GridHierarchy (*)(const std::vector<GridView>&, int, int)> builders{&buildGridHierarchyRef,
-                                                                                  &buildGridHierarchy};
-  if (!cuda::unavailableReason()) builders.push_back(&cuda::buildGridHierarchy);
-  for (auto* build : builders) {
-    EXPECT_THROW((*build)({views[0], views[1]}, 2, 16), Error);  // two views
-    EXPECT_THROW((*build)(views, 0, 16), Error);                 // no level
-    EXPECT_THROW((*build)(views, 3, 30), Error);                 // 30 not divisible by 4
+  using Build = std::function<GridHierarchy(const std::vector<GridView>&, int, int)>;
+  std::vector<Build> builders{&buildGridHierarchyRef,
+                              [](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cpu, v, l, r); }};
+  if (!cudaUnavailable())
+    builders.push_back([](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cuda, v, l, r); });
+  for (const Build& build : builders) {
+    EXPECT_THROW(build({views[0], views[1]}, 2, 16), Error);  // two views
+    EXPECT_THROW(build(views, 0, 16), Error);                 // no level
+    EXPECT_THROW(build(views, 3, 30), Error);                 // 30 not divisible by 4
     auto bad = views;
     bad[1].positions[4 * 5] = 1.5f, bad[1].positions[4 * 5 + 3] = 1;  // outside [-1, 1]
-    EXPECT_THROW((*build)(bad, 2, 16), Error);
+    EXPECT_THROW(build(bad, 2, 16), Error);
     bad = views;
     bad[2].positions[0] = std::nan(""), bad[2].positions[3] = 1;
-    EXPECT_THROW((*build)(bad, 2, 16), Error);
+    EXPECT_THROW(build(bad, 2, 16), Error);
     bad = views;
     bad[0].normals.pop_back();
-    EXPECT_THROW((*build)(bad, 2, 16), Error);
+    EXPECT_THROW(build(bad, 2, 16), Error);
     bad = views;
     bad[2].features.clear();  // one view without features
-    EXPECT_THROW((*build)(bad, 2, 16), Error);
+    EXPECT_THROW(build(bad, 2, 16), Error);
   }
 }

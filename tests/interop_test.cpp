@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "armature/cuda/diagnostics.h"
-#include "armature/cuda/skinning.h"
+#include "armature/ops/skinning.h"
 #include "support/body_fixtures.h"
 #include "armature/interop/interop.h"
 #include "armature/shaders.h"
@@ -352,7 +352,8 @@ TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {
     for (auto& x : *v) x = double(float(x));
   auto ref = bodyForwardRef(m, p);
   cuda::Stream stream;
-  cuda::Skinning skin(m, 10, 10, B);
+  Device cudaDevice(nullptr);
+  Skinning skin(cudaDevice, Backend::Cuda, m, 10, 10, B);
   auto pose = cuda::DeviceMemory::from(cast<float>(p.pose)), betas = cuda::DeviceMemory::from(cast<float>(p.betas));
   auto expr = cuda::DeviceMemory::from(cast<float>(p.expression)),
        transl = cuda::DeviceMemory::from(cast<float>(p.transl));
@@ -367,8 +368,11 @@ TEST_P(Interop, SkinningWritesStraightIntoASharedVertexBuffer) {
       60'000'000'000ull, {}, {{timeline.semaphore(), 1}});
   timeline.cudaWait(1, stream);
   verts.toCuda(stream);
-  skin.forward(B, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()},
-               static_cast<float*>(verts.cudaPointer()), joints.as<float>(), stream);
+  auto f32 = [](void* pointer, size_t n) { return DeviceView::ofCuda(pointer, ElementType::Float32, n); };
+  skin.forward(Exec::cuda(stream.handle()),
+               {B, f32(pose.data(), p.pose.size()), f32(betas.data(), p.betas.size()),
+                f32(expr.data(), p.expression.size()), f32(transl.data(), p.transl.size()),
+                f32(verts.cudaPointer(), ref.vertices.size()), f32(joints.data(), ref.joints.size())});
   verts.toVulkan(stream);
   timeline.cudaSignal(2, stream);
   vk::Buffer host(*m_ctx, ref.vertices.size() * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);

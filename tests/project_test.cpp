@@ -6,9 +6,6 @@
 #include <numbers>
 #include <tuple>
 
-#include "armature/cuda/project.h"
-#include "armature/cuda/raster.h"
-#include "armature/cuda/skinning.h"
 #include "armature/ops/project.h"
 #include "armature/ops/raster.h"
 #include "armature/ops/skinning.h"
@@ -128,62 +125,51 @@ void expectProject(const ProjectDesc& d, const std::vector<double>& points, cons
       }
 }
 
-TEST(ProjectVulkan, MatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
+class ProjectOp : public OnBackend {};
+ARM_ON_GPU_BACKENDS(ProjectOp);
+
+TEST_P(ProjectOp, MatchesReference) {
   for (const ProjectDesc& d : projectCases()) {
     SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) +
                  (d.pointsPerView ? " points each" : " points"));
     auto m = randomMatrices(d.views);
     auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
-    auto bp = vk::makeStorageBuffer<float>(ctx, cast<float>(points)), bm = vk::makeStorageBuffer<float>(ctx, m);
-    auto bg = vk::makeStorageBuffer<float>(ctx, cast<float>(gradClip));
-    vk::Buffer clip(ctx, std::max<size_t>(d.clipFloats() * 4, 4), vk::kStorageUsage);
-    vk::Buffer gradPoints(ctx, std::max<size_t>(d.pointFloats() * 4, 4), vk::kStorageUsage);
-    vk::Buffer gradMatrices(ctx, size_t(d.views) * 64, vk::kStorageUsage);
-    for (vk::Buffer* b : {&clip, &gradPoints, &gradMatrices}) b->fill(nanBits());
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      projectVk(ctx, cmd, d, bp, bm, clip);
-      projectBackwardVk(ctx, cmd, d, bg, bm, gradPoints);
-      projectMatrixGradVk(ctx, cmd, d, bp, bg, gradMatrices);
+    DeviceBuffer bp = device().upload(cast<float>(points)), bm = device().upload(m);
+    DeviceBuffer bg = device().upload(cast<float>(gradClip));
+    DeviceBuffer clip = device().allocate(ElementType::Float32, d.clipFloats()),
+                 gradPoints = device().allocate(ElementType::Float32, d.pointFloats()),
+                 gradMatrices = device().allocate(ElementType::Float32, size_t(d.views) * 16);
+    for (DeviceBuffer* b : {&clip, &gradPoints, &gradMatrices}) b->fill(nanBits());
+    run([&](const Exec& exec) {
+      project(exec, {d, bp, bm, clip});
+      projectBackward(exec, {d, bg, bm, gradPoints});
+      projectMatrixGrad(exec, {d, bp, bg, gradMatrices});
     });
     expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
                   gradPoints.download<float>(d.pointFloats()), gradMatrices.download<float>(size_t(d.views) * 16));
   }
-  // A buffer smaller than its shape is an error before anything is recorded.
-  ProjectDesc d{2, 10, false};
-  vk::Buffer small(ctx, 16, vk::kStorageUsage), big(ctx, 4096, vk::kStorageUsage);
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    EXPECT_THROW(projectVk(ctx, cmd, d, small, big, big), Error);
-    EXPECT_THROW(projectVk(ctx, cmd, d, big, small, big), Error);
-    EXPECT_THROW(projectBackwardVk(ctx, cmd, d, big, big, small), Error);
-    EXPECT_THROW(projectMatrixGradVk(ctx, cmd, d, big, big, small), Error);
-  });
 }
 
-TEST(ProjectCuda, MatchesReference) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  for (const ProjectDesc& d : projectCases()) {
-    SCOPED_TRACE(std::to_string(d.views) + " views of " + std::to_string(d.points) +
-                 (d.pointsPerView ? " points each" : " points"));
-    auto m = randomMatrices(d.views);
-    auto points = floatValues(d.pointFloats(), -2, 2), gradClip = floatValues(d.clipFloats(), -1, 1);
-    auto bp = cuda::DeviceMemory::from(cast<float>(points)), bm = cuda::DeviceMemory::from(m);
-    auto bg = cuda::DeviceMemory::from(cast<float>(gradClip));
-    cuda::DeviceMemory clip(std::max<size_t>(d.clipFloats() * 4, 4)),
-        gradPoints(std::max<size_t>(d.pointFloats() * 4, 4));
-    cuda::DeviceMemory gradMatrices(size_t(d.views) * 64);
-    for (cuda::DeviceMemory* b : {&clip, &gradPoints, &gradMatrices}) b->fill32(nanBits());
-    cuda::project(d, bp.as<float>(), bm.as<float>(), clip.as<float>(), stream);
-    cuda::projectBackward(d, bg.as<float>(), bm.as<float>(), gradPoints.as<float>(), stream);
-    cuda::projectMatrixGrad(d, bp.as<float>(), bg.as<float>(), gradMatrices.as<float>(), stream);
-    stream.synchronize();
-    expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
-                  gradPoints.download<float>(d.pointFloats()), gradMatrices.download<float>(size_t(d.views) * 16));
-  }
-  cuda::DeviceMemory buffer(1024);
-  EXPECT_THROW(cuda::project({1, 4, false}, nullptr, buffer.as<float>(), buffer.as<float>(), stream), Error);
-  EXPECT_THROW(cuda::project({0, 4, false}, buffer.as<float>(), buffer.as<float>(), buffer.as<float>(), stream), Error);
+// Every argument is checked before anything is recorded or launched.
+TEST_P(ProjectOp, RejectsBadArguments) {
+  ProjectDesc d{2, 10, false};
+  DeviceBuffer small = device().allocate(ElementType::Float32, 4), big = device().allocate(ElementType::Float32, 1024);
+  DeviceBuffer ints = device().allocate(ElementType::Int32, 1024);
+  auto expectError = [&](const std::function<void(const Exec&)>& call, const char* message) {
+    try {
+      run(call);
+      ADD_FAILURE() << "no error; expected '" << message << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expectError([&](const Exec& e) { project(e, {d, small, big, big}); }, "project: points holds 4 elements");
+  expectError([&](const Exec& e) { project(e, {d, big, small, big}); }, "project: matrices holds 4 elements");
+  expectError([&](const Exec& e) { project(e, {d, big, big, ints}); }, "project: clip holds int32");
+  expectError([&](const Exec& e) { project(e, {d, big, {}, big}); }, "project: matrices is missing");
+  expectError([&](const Exec& e) { projectBackward(e, {d, big, big, small}); }, "gradPoints holds 4 elements");
+  expectError([&](const Exec& e) { projectMatrixGrad(e, {d, big, big, small}); }, "gradMatrices holds 4 elements");
+  expectError([&](const Exec& e) { project(e, {{0, 4, false}, big, big, big}); }, "views must be >= 1");
 }
 
 // ---- the differentiable pipeline --------------------------------------------------------------------------------
@@ -416,123 +402,74 @@ void expectChainMatches(const char* backend, const BodyModel& m, const BodyParam
 }
 
 // The chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's backward,
-// project's, and the skinning's backward to the pose, shape, expression and translation (as on CUDA, below).
-TEST(DifferentiablePipeline, VulkanMatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
+// project's, and the skinning's backward to the pose, shape, expression and translation.
+class DifferentiablePipelineOp : public OnBackend {};
+ARM_ON_GPU_BACKENDS(DifferentiablePipelineOp);
+
+TEST_P(DifferentiablePipelineOp, MatchesReference) {
+  if (backend() == Backend::Vulkan) {
+    const auto& info = device().vulkan()->info();
+    if (!info.int64) GTEST_SKIP() << "'" << info.name << "' has no shaderInt64";
+    if (!info.float32AtomicAdd) GTEST_SKIP() << "'" << info.name << "' lacks float32 atomic add";
+  }
   const BodyModel& m = defaultAvatar();
   BodyParams params = bodyInView(m);
   for (auto* v : {&params.pose, &params.betas, &params.expression, &params.transl})
     for (auto& x : *v) x = double(float(x));  // the GPU's inputs exactly
   Pipeline p = makePipeline(m.vertexCount);
-  const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3, V3 = size_t(m.vertexCount) * 3;
-  SkinningVk skin(ctx, m, 10, 10, 1);
-  auto pose = vk::makeStorageBuffer<float>(ctx, cast<float>(params.pose)),
-       betas = vk::makeStorageBuffer<float>(ctx, cast<float>(params.betas));
-  auto expr = vk::makeStorageBuffer<float>(ctx, cast<float>(params.expression));
-  auto transl = vk::makeStorageBuffer<float>(ctx, cast<float>(params.transl));
-  auto matrices = vk::makeStorageBuffer<float>(ctx, p.matrices);
-  auto faces = vk::makeStorageBuffer<int32_t>(ctx, m.faces),
-       colours = vk::makeStorageBuffer<float>(ctx, cast<float>(p.colours));
-  auto gradImage = vk::makeStorageBuffer<float>(ctx, cast<float>(p.gradImage));
-  auto buffer = [&](size_t bytes) { return vk::Buffer(ctx, bytes, vk::kStorageUsage); };
-  vk::Buffer points = buffer(V3 * 4), joints = buffer(size_t(m.jointCount) * 12),
-             clip = buffer(p.project.clipFloats() * 4);
-  vk::Buffer scratch = buffer(rasterScratchBytes(p.raster)), ids = buffer(pixels * 4), bary = buffer(pixels * 12);
-  vk::Buffer gradColours = buffer(p.colours.size() * 4), gradBary = buffer(pixels * 12);
-  vk::Buffer gradClip = buffer(p.project.clipFloats() * 4), gradPoints = buffer(V3 * 4),
-             gradCameras = buffer(p.matrices.size() * 4);
-  vk::Buffer gPose = buffer(params.pose.size() * 4), gBetas = buffer(40), gExpr = buffer(40), gTransl = buffer(12);
-  for (vk::Buffer* b : {&points, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gradCameras, &gPose, &gBetas,
-                        &gExpr, &gTransl})
+  const size_t pixels = p.raster.pixels(), V3 = size_t(m.vertexCount) * 3;
+  const uint32_t M = uint32_t(m.faces.size() / 3);
+  Device& gpu = device();
+  Skinning skin(gpu, backend(), m, 10, 10, 1);
+  DeviceBuffer pose = gpu.upload(cast<float>(params.pose)), betas = gpu.upload(cast<float>(params.betas)),
+               expr = gpu.upload(cast<float>(params.expression)), transl = gpu.upload(cast<float>(params.transl));
+  DeviceBuffer matrices = gpu.upload(p.matrices), faces = gpu.upload(m.faces),
+               colours = gpu.upload(cast<float>(p.colours)), gradImage = gpu.upload(cast<float>(p.gradImage));
+  auto floats = [&](size_t n) { return gpu.allocate(ElementType::Float32, n); };
+  DeviceBuffer points = floats(V3), joints = floats(size_t(m.jointCount) * 3), clip = floats(p.project.clipFloats());
+  DeviceBuffer scratch = gpu.allocate(ElementType::Byte, rasterScratchBytes(p.raster)),
+               ids = gpu.allocate(ElementType::Int32, pixels), bary = floats(pixels * 3);
+  DeviceBuffer gradColours = floats(p.colours.size()), gradBary = floats(pixels * 3);
+  DeviceBuffer gradClip = floats(p.project.clipFloats()), gradPoints = floats(V3), gradCameras = floats(16 * 2);
+  DeviceBuffer gPose = floats(params.pose.size()), gBetas = floats(10), gExpr = floats(10), gTransl = floats(3);
+  for (DeviceBuffer* b : {&points, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gradCameras, &gPose, &gBetas,
+                          &gExpr, &gTransl})
     b->fill(nanBits());
   gradColours.fill(0);
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    skin.forward(cmd, 1, pose, betas, expr, transl, points, joints);
-    vk::computeBarrier(cmd);
-    projectVk(ctx, cmd, p.project, points, matrices, clip);
-    vk::computeBarrier(cmd);
-    rasterizeVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), nullptr, scratch, ids, bary);
-    vk::computeBarrier(cmd);
-    interpolateBackwardVk(ctx, cmd, uint32_t(pixels), 3, m.vertexCount, colours, ids, bary, faces, uint32_t(M),
-                          gradImage, gradColours, gradBary);
-    vk::computeBarrier(cmd);
-    rasterizeBackwardVk(ctx, cmd, p.raster, clip, m.vertexCount, faces, uint32_t(M), ids, gradBary, gradClip);
-    vk::computeBarrier(cmd);
-    projectBackwardVk(ctx, cmd, p.project, gradClip, matrices, gradPoints);
-    projectMatrixGradVk(ctx, cmd, p.project, points, gradClip, gradCameras);
-    SkinningGradBuffers out{gPose, gBetas, gExpr, gTransl};
-    skin.backward(cmd, 1, pose, gradPoints, nullptr, out);
-    vk::computeBarrier(cmd);
+  const InterpolateDesc interp{uint32_t(pixels), 3, m.vertexCount, M};
+  run([&](const Exec& exec) {
+    auto barrier = [&] { exec.barrier(); };  // each op reads the one before it
+    skin.forward(exec, {1, pose, betas, expr, transl, points, joints});
+    barrier();
+    project(exec, {p.project, points, matrices, clip});
+    barrier();
+    rasterize(exec, {.desc = p.raster,
+                     .vertexCount = m.vertexCount,
+                     .faceCount = M,
+                     .positions = clip,
+                     .faces = faces,
+                     .scratch = scratch,
+                     .findices = ids,
+                     .barycentrics = bary});
+    barrier();
+    interpolateBackward(exec, {interp, colours, ids, bary, faces, gradImage, gradColours, gradBary});
+    barrier();
+    rasterizeBackward(exec, {p.raster, m.vertexCount, M, clip, faces, ids, gradBary, gradClip});
+    barrier();
+    projectBackward(exec, {p.project, gradClip, matrices, gradPoints});
+    projectMatrixGrad(exec, {p.project, points, gradClip, gradCameras});
+    skin.backward(exec, {1, pose, gradPoints, {}, gPose, gBetas, gExpr, gTransl});
   });
-  const auto gpuClip = clip.download<float>(p.project.clipFloats());
+  const auto gpuClip = clip.download<float>();
   // The skinning's own tolerance (5e-5 m) through matrices of norm ≤ 3.
   EXPECT_TRUE(allClose(gpuClip, projectRef(p.project, bodyForwardRef(m, params).vertices, p.matrices), Tol{2e-4, 0}));
   ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
-  EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
+  EXPECT_EQ(ids.download<int32_t>(), want.findices);
   ASSERT_GT(coveredPixels(want.findices), pixels / 20);
-  expectChainMatches("Vulkan", m, params, p, want,
-                     {gradPoints.download<float>(V3), points.download<float>(V3),
-                      gradCameras.download<float>(p.matrices.size()), gPose.download<float>(params.pose.size()),
-                      gBetas.download<float>(10), gExpr.download<float>(10), gTransl.download<float>(3)});
-}
-
-// On CUDA the chain starts at the body: skinning forward, project, rasterize, interpolate's and the rasteriser's
-// backward, project's, and the skinning's backward to the pose, shape, expression and translation.
-TEST(DifferentiablePipeline, CudaMatchesReference) {
-  ARM_REQUIRE_CUDA();
-  const BodyModel& m = defaultAvatar();
-  BodyParams params = bodyInView(m);
-  for (auto* v : {&params.pose, &params.betas, &params.expression, &params.transl})
-    for (auto& x : *v) x = double(float(x));  // the GPU's inputs exactly
-  Pipeline p = makePipeline(m.vertexCount);
-  const size_t pixels = p.raster.pixels(), M = m.faces.size() / 3, V3 = size_t(m.vertexCount) * 3;
-  cuda::Stream stream;
-  cuda::Skinning skin(m, 10, 10, 1);
-  auto pose = cuda::DeviceMemory::from(cast<float>(params.pose)),
-       betas = cuda::DeviceMemory::from(cast<float>(params.betas));
-  auto expr = cuda::DeviceMemory::from(cast<float>(params.expression)),
-       transl = cuda::DeviceMemory::from(cast<float>(params.transl));
-  auto matrices = cuda::DeviceMemory::from(p.matrices), faces = cuda::DeviceMemory::from(m.faces);
-  auto colours = cuda::DeviceMemory::from(cast<float>(p.colours)),
-       gradImage = cuda::DeviceMemory::from(cast<float>(p.gradImage));
-  cuda::DeviceMemory vertices(V3 * 4), joints(size_t(m.jointCount) * 12), clip(p.project.clipFloats() * 4);
-  cuda::DeviceMemory scratch(rasterScratchBytes(p.raster)), ids(pixels * 4), bary(pixels * 12),
-      gradColours(p.colours.size() * 4);
-  cuda::DeviceMemory gradBary(pixels * 12), gradClip(p.project.clipFloats() * 4), gradPoints(V3 * 4);
-  cuda::DeviceMemory gPose(params.pose.size() * 4), gBetas(40), gExpr(40), gTransl(12),
-      gradCameras(p.matrices.size() * 4);
-  for (auto* b : {&vertices, &clip, &ids, &bary, &gradBary, &gradClip, &gradPoints, &gPose, &gBetas, &gExpr, &gTransl,
-                  &gradCameras})
-    b->fill32(nanBits());
-  gradColours.fill32(0);
-  skin.forward(1, {pose.as<float>(), betas.as<float>(), expr.as<float>(), transl.as<float>()}, vertices.as<float>(),
-               joints.as<float>(), stream);
-  cuda::project(p.project, vertices.as<float>(), matrices.as<float>(), clip.as<float>(), stream);
-  cuda::rasterize(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M), nullptr, scratch.data(),
-                  ids.as<int32_t>(), bary.as<float>(), stream);
-  cuda::interpolateBackward(uint32_t(pixels), 3, m.vertexCount, colours.as<float>(), ids.as<int32_t>(),
-                            bary.as<float>(), faces.as<int32_t>(), uint32_t(M), gradImage.as<float>(),
-                            gradColours.as<float>(), gradBary.as<float>(), stream);
-  cuda::rasterizeBackward(p.raster, clip.as<float>(), m.vertexCount, faces.as<int32_t>(), uint32_t(M),
-                          ids.as<int32_t>(), gradBary.as<float>(), gradClip.as<float>(), stream);
-  cuda::projectBackward(p.project, gradClip.as<float>(), matrices.as<float>(), gradPoints.as<float>(), stream);
-  cuda::projectMatrixGrad(p.project, vertices.as<float>(), gradClip.as<float>(), gradCameras.as<float>(), stream);
-  skin.backward(1, gradPoints.as<float>(), nullptr,
-                {gPose.as<float>(), gBetas.as<float>(), gExpr.as<float>(), gTransl.as<float>()}, stream);
-  stream.synchronize();
-
-  const auto gpuClip = clip.download<float>(p.project.clipFloats());
-  // The skinning's own tolerance (5e-5 m) through matrices of norm ≤ 3.
-  EXPECT_TRUE(allClose(gpuClip, projectRef(p.project, bodyForwardRef(m, params).vertices, p.matrices), Tol{2e-4, 0}));
-  ChainGrads want = chainBackwardRef(p, gpuClip, m.faces);
-  EXPECT_EQ(ids.download<int32_t>(pixels), want.findices);
-  ASSERT_GT(coveredPixels(want.findices), pixels / 20);
-  expectChainMatches("CUDA", m, params, p, want,
-                     {gradPoints.download<float>(V3), vertices.download<float>(V3),
-                      gradCameras.download<float>(p.matrices.size()), gPose.download<float>(params.pose.size()),
-                      gBetas.download<float>(10), gExpr.download<float>(10), gTransl.download<float>(3)});
+  expectChainMatches(
+      backendName(backend()), m, params, p, want,
+      {gradPoints.download<float>(), points.download<float>(), gradCameras.download<float>(), gPose.download<float>(),
+       gBetas.download<float>(), gExpr.download<float>(), gTransl.download<float>()});
 }
 
 }  // namespace

@@ -32,50 +32,6 @@ namespace {
 // two computations of such an ill-conditioned weight may round to neighbouring floats.
 constexpr Tol kBaryTol{1e-5, 0x1p-23};
 
-struct Scene {
-  std::vector<float> pos;
-  std::vector<int32_t> faces;
-};
-
-// A regular grid of (n+1)² vertices in NDC [-1.2, 1.2]² at depth z, split into 2n² triangles.
-Scene grid(int n, float z, float w = 1.f) {
-  Scene s;
-  for (int j = 0; j <= n; ++j)
-    for (int i = 0; i <= n; ++i)
-      s.pos.insert(s.pos.end(), {(-1.2f + 2.4f * i / n) * w, (-1.2f + 2.4f * j / n) * w, z * w, w});
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < n; ++i) {
-      int a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
-      s.faces.insert(s.faces.end(), {a, b, d, a, d, c});
-    }
-  return s;
-}
-
-// Random triangles, some huge, some degenerate, some behind the eye or off screen.
-Scene randomScene(size_t triangles) {
-  Scene s;
-  auto u = uniform(triangles * 9 * 4, -1.6, 1.6);
-  for (size_t t = 0; t < triangles; ++t) {
-    float cx = float(u[t * 12]), cy = float(u[t * 12 + 1]),
-          size = float(std::pow(std::abs(u[t * 12 + 2]) / 1.6, 3) * 1.5 + 0.01);
-    for (int k = 0; k < 3; ++k) {
-      float w = float(0.5 + std::abs(u[t * 12 + 3 + size_t(k)]));
-      if (t % 17 == 3 && k == 0) w = -0.2f;  // crosses the eye plane: rejected
-      float x = cx + size * float(u[t * 12 + 6 + size_t(k)]), y = cy + size * float(u[t * 12 + 9 + size_t(k) % 3]);
-      if (t % 29 == 7 && k == 1) x *= 3000;  // far outside the guard band: rejected
-      if (t % 31 == 9 && k == 2) y *= 8;     // near the guard band: rejected or drawn, depending on the image size
-      float z = float(u[(t * 12 + 5 + size_t(k)) % u.size()]) * 0.9f;
-      s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
-    }
-    int base = int(t * 3);
-    if (t % 23 == 5)
-      s.faces.insert(s.faces.end(), {base, base, base + 1});  // degenerate
-    else
-      s.faces.insert(s.faces.end(), {base, base + 1, base + 2});
-  }
-  return s;
-}
-
 }  // namespace
 
 TEST(RasterReference, NarrowTrianglesUseExact32BitEdges) {
@@ -619,43 +575,77 @@ uint32_t vertexCountOf(const Case& c) {
 // empty token and the entries' "no record").
 constexpr uint32_t kGarbageScratch = 0xfefefefeu;
 
-struct VkRasterRun {
-  std::vector<int32_t> findices;
-  std::vector<float> barycentrics;
+// A case's inputs on the device and its outputs poisoned with NaN; args() names them for a call on a scratch.
+// Uploads synchronise the device, so a test makes every call's buffers before it queues any.
+struct RasterCall {
+  const RandomCase& c;
+  DeviceBuffer pos, faces, prior, ranges, ids, bary;
+  RasterCall(Device& device, const RandomCase& rc, bool compressible = false)
+      : c(rc),
+        pos(device.upload(c.scene.pos)),
+        faces(device.upload(c.scene.faces)),
+        prior(device.upload(c.prior.empty() ? std::vector<float>{0} : c.prior)),
+        ranges(device.upload(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges)),
+        ids(compressible ? device.allocateCompressible(ElementType::Int32, c.desc.pixels())
+                         : device.allocate(ElementType::Int32, c.desc.pixels())),
+        bary(compressible ? device.allocateCompressible(ElementType::Float32, c.desc.pixels() * 3)
+                          : device.allocate(ElementType::Float32, c.desc.pixels() * 3)) {
+    ids.fill(nanBits());
+    bary.fill(nanBits());
+  }
+  RasterizeArgs args(const RasterDesc& d, DeviceView scratch) const {
+    return {d,
+            vertexCountOf(c),
+            uint32_t(c.scene.faces.size() / 3),
+            pos,
+            faces,
+            d.useDepthPrior ? prior.view() : DeviceView{},
+            d.batch == RasterBatch::Ranges ? ranges.view() : DeviceView{},
+            scratch,
+            ids,
+            bary};
+  }
+  std::vector<int32_t> findices() const { return ids.download<int32_t>(); }
+  void expectReference() const { expectSameAsReference(c, findices(), bary.download<float>()); }
 };
-// On `scratch` where given (RasterDesc::scratchCall tests), else on a fresh one.
-VkRasterRun runVulkan(vk::Context& ctx, const RandomCase& c, const RasterDesc& d, vk::Buffer* scratch = nullptr) {
-  auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
-  auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
-  auto priorBuf = vk::makeStorageBuffer<float>(ctx, c.prior.empty() ? std::vector<float>{0} : c.prior);
-  auto ranges = vk::makeStorageBuffer<int32_t>(ctx, c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges);
-  size_t pixels = d.pixels();
-  vk::Buffer fresh = scratch ? vk::Buffer() : vk::Buffer(ctx, rasterScratchBytes(d), vk::kStorageUsage),
-             ids(ctx, pixels * 4, vk::kStorageUsage), bary(ctx, pixels * 12, vk::kStorageUsage);
-  if (!scratch) fresh.fill(kGarbageScratch);
-  ids.fill(nanBits());
-  bary.fill(nanBits());
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    rasterizeVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3),
-                d.useDepthPrior ? &priorBuf : nullptr, scratch ? *scratch : fresh, ids, bary,
-                d.batch == RasterBatch::Ranges ? &ranges : nullptr);
-    vk::computeBarrier(cmd);
-  });
-  return {ids.download<int32_t>(pixels), bary.download<float>(pixels * 3)};
+
+// A fresh scratch of garbage for `d`, in compressible memory where asked.
+DeviceBuffer garbageScratch(Device& device, const RasterDesc& d, bool compressible = false) {
+  DeviceBuffer z = compressible ? device.allocateCompressible(ElementType::Byte, rasterScratchBytes(d))
+                                : device.allocate(ElementType::Byte, rasterScratchBytes(d));
+  z.fill(kGarbageScratch);
+  return z;
 }
 
-// Every random case on both z-buffer paths (64-bit atomics where the device has them, and two 32-bit passes), with
-// the double shaders or the float-only ones; check(case, result) judges each.
-template <typename Check>
-void forEachVulkanRun(vk::Context& ctx, bool noFloat64, Check check) {
-  for (bool noInt64Atomics : {false, true})
-    for (const RandomCase& c : randomCases()) {
-      SCOPED_TRACE(c.name + (noInt64Atomics ? " 32-bit" : " 64-bit"));
-      RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = noFloat64;
-      check(c, runVulkan(ctx, c, d));
-    }
-}
+// The rasteriser on every GPU backend; Vulkan needs shaderInt64 (the exact edge functions).
+class RasterOp : public OnBackend {
+ protected:
+  void SetUp() override {
+    OnBackend::SetUp();
+    if (IsSkipped() || HasFatalFailure() || backend() != Backend::Vulkan) return;
+    const auto& info = device().vulkan()->info();
+    if (!info.int64) GTEST_SKIP() << "'" << info.name << "' has no shaderInt64";
+  }
+  // The z-buffer paths this backend has: Vulkan's 64-bit atomics where the device has them, and its two 32-bit passes
+  // (RasterDesc::noInt64Atomics); CUDA's one.
+  std::vector<bool> zbufferPaths() {
+    if (backend() == Backend::Vulkan) return {false, true};
+    return {false};
+  }
+  // Plain memory, and compressible memory where the device grants it (CUDA on compute capability 8.0+).
+  std::vector<bool> memoryKinds() {
+    return device().allocateCompressible(ElementType::Byte, 4).compressed() ? std::vector<bool>{false, true}
+                                                                            : std::vector<bool>{false};
+  }
+  // One call on a fresh scratch of garbage, run to completion.
+  RasterCall rasterizeOnce(const RandomCase& c, const RasterDesc& d) {
+    RasterCall call(device(), c);
+    DeviceBuffer z = garbageScratch(device(), d);
+    run([&](const Exec& exec) { rasterize(exec, call.args(d, z)); });
+    return call;
+  }
+};
+ARM_ON_GPU_BACKENDS(RasterOp);
 
 // RasterDesc::scratchCall: calls on one scratch skip its z-buffer's clear. The random cases from the most pixels
 // down, so that each call's scratch was last used by a call of at least as many pixels.
@@ -713,57 +703,104 @@ void expectIdsInsideF(const std::vector<int32_t>& ids, uint32_t faceCount) {
 }
 }  // namespace
 
-TEST(RasterVulkan, MatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  forEachVulkanRun(ctx, false, [](const RandomCase& c, const VkRasterRun& r) {
-    expectSameAsReference(c, r.findices, r.barycentrics);
-  });
+TEST_P(RasterOp, MatchesReference) {
+  for (bool compressible : memoryKinds())
+    for (bool noInt64Atomics : zbufferPaths())
+      for (const RandomCase& c : randomCases()) {
+        SCOPED_TRACE(c.name + (noInt64Atomics ? ", 32-bit z-buffer" : "") +
+                     (compressible ? ", compressible memory" : ""));
+        RasterDesc d = c.desc;
+        d.noInt64Atomics = noInt64Atomics;
+        RasterCall call(device(), c, compressible);
+        DeviceBuffer z = garbageScratch(device(), d, compressible);
+        run([&](const Exec& exec) { rasterize(exec, call.args(d, z)); });
+        call.expectReference();
+      }
 }
 
-// Devices without shaderFloat64 (recent Intel GPUs, Apple's through MoltenVK, most mobile ones) get shaders without
-// doubles: the setup and the resolve in 64-bit integers. They are held to the same bounds as the double shaders:
-// identical face ids, weights within kBaryTol.
-TEST(RasterVulkan, FloatOnlyShadersMatchReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
-  forEachVulkanRun(ctx, true, [](const RandomCase& c, const VkRasterRun& r) {
-    expectSameAsReference(c, r.findices, r.barycentrics);
-  });
+// Devices without shaderFloat64 (recent Intel GPUs, Apple's through MoltenVK, most mobile ones) get Vulkan shaders
+// without doubles: the setup and the resolve in 64-bit integers. They are held to the same bounds as the double
+// shaders: identical face ids, weights within kBaryTol.
+TEST_P(RasterOp, FloatOnlyShadersMatchReference) {
+  if (backend() != Backend::Vulkan) GTEST_SKIP() << "the float-only shaders are Vulkan's";
+  for (bool noInt64Atomics : zbufferPaths())
+    for (const RandomCase& c : randomCases()) {
+      SCOPED_TRACE(c.name + (noInt64Atomics ? ", 32-bit z-buffer" : ""));
+      RasterDesc d = c.desc;
+      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = true;
+      rasterizeOnce(c, d).expectReference();
+    }
 }
 
-// One scratch for every random case, starting as garbage: the first call (scratchCall 0) clears it; the later ones
-// skip the clear, across the tags' wrap, so each finds earlier calls' tokens, and must still equal the reference.
-// Then garbage under a call that claims a history: wrong pixels allowed, ids inside F and no fault; the call after it
-// equals the reference again (the resolve clears tokens no valid history leaves).
-TEST(RasterVulkan, ScratchCallsSkipTheClear) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "'" << ctx.info().name << "' has no shaderInt64";
+// One scratch for every random case, starting as garbage, every call queued without waiting for the last: the first
+// call (scratchCall 0) clears it; the later ones skip the clear, across the tags' wrap, so each finds earlier calls'
+// tokens, and must still equal the reference. Then garbage under a call that claims a history: wrong pixels allowed,
+// ids inside F and no fault; the call after it equals the reference again (the resolve clears tokens no valid history
+// leaves).
+TEST_P(RasterOp, ScratchCallsSkipTheClear) {
   const std::vector<RandomCase> cases = casesMostPixelsFirst();
-  const std::vector<uint32_t> calls = scratchCallsAcrossTheWrap(cases.size());
+  const std::vector<uint32_t> scratchCalls = scratchCallsAcrossTheWrap(cases.size());
   const RandomCase& first = cases.front();
   const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
   const std::vector<uint64_t> garbage =
       garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
-  for (bool noInt64Atomics : {false, true}) {
-    SCOPED_TRACE(noInt64Atomics ? "32-bit" : "64-bit");
-    vk::Buffer z(ctx, rasterScratchBytes(first.desc), vk::kStorageUsage);
-    auto run = [&](const RandomCase& c, uint32_t call) {
-      RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics, d.scratchCall = call;
-      return runVulkan(ctx, c, d, &z);
-    };
-    z.upload(std::span<const uint64_t>(garbage));
-    for (size_t i = 0; i < cases.size(); ++i) {
-      SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(calls[i]));
-      VkRasterRun r = run(cases[i], calls[i]);
-      expectSameAsReference(cases[i], r.findices, r.barycentrics);
+  for (bool compressible : memoryKinds())
+    for (bool noInt64Atomics : zbufferPaths()) {
+      SCOPED_TRACE(std::string(noInt64Atomics ? "32-bit z-buffer" : "") +
+                   (compressible ? ", compressible memory" : ""));
+      DeviceBuffer z = garbageScratch(device(), first.desc, compressible);
+      std::vector<RasterCall> calls;
+      calls.reserve(cases.size());
+      for (const RandomCase& c : cases) calls.emplace_back(device(), c, compressible);
+      const RasterCall wrong(device(), first, compressible), again(device(), first, compressible);
+      auto at = [&](RasterDesc d, uint32_t call) {
+        d.scratchCall = call, d.noInt64Atomics = noInt64Atomics;
+        return d;
+      };
+      z.upload(garbage.data(), garbage.size() * 8);
+      run([&](const Exec& exec) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          rasterize(exec, calls[i].args(at(cases[i].desc, scratchCalls[i]), z));
+          exec.barrier();
+        }
+      });
+      for (size_t i = 0; i < cases.size(); ++i) {
+        SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(scratchCalls[i]));
+        calls[i].expectReference();
+      }
+      z.upload(garbage.data(), garbage.size() * 8);
+      run([&](const Exec& exec) {
+        rasterize(exec, wrong.args(at(first.desc, misstated), z));
+        exec.barrier();
+        rasterize(exec, again.args(at(first.desc, misstated + 1), z));
+      });
+      expectIdsInsideF(wrong.findices(), firstFaces);
+      again.expectReference();
     }
-    z.upload(std::span<const uint64_t>(garbage));
-    expectIdsInsideF(run(first, misstated).findices, firstFaces);
-    VkRasterRun again = run(first, misstated + 1);
-    expectSameAsReference(first, again.findices, again.barycentrics);
-  }
+}
+
+// Every argument is checked before anything is recorded or launched.
+TEST_P(RasterOp, RejectsBadArguments) {
+  const RandomCase c{"bad arguments", randomScene(20), RasterDesc{16, 8}, {}, {}};
+  RasterCall call(device(), c);
+  DeviceBuffer z = garbageScratch(device(), c.desc), floats = device().allocate(ElementType::Float32, 4);
+  auto expectError = [&](const std::function<void(RasterizeArgs&)>& change, const char* message) {
+    RasterizeArgs args = call.args(c.desc, z);
+    change(args);
+    try {
+      run([&](const Exec& exec) { rasterize(exec, args); });
+      ADD_FAILURE() << "no error; expected '" << message << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expectError([&](RasterizeArgs& a) { a.positions = floats; }, "rasterize: positions holds 4 elements");
+  expectError([&](RasterizeArgs& a) { a.faceCount += 1; }, "rasterize: faces holds 60 elements, its shape needs 63");
+  expectError([&](RasterizeArgs& a) { a.scratch = z.view().slice(0, 64); }, "rasterize: scratch holds 64 elements");
+  expectError([&](RasterizeArgs& a) { a.findices = floats; }, "rasterize: findices holds float32");
+  expectError([&](RasterizeArgs& a) { a.desc.useDepthPrior = true; }, "rasterize: depthPrior is missing");
+  expectError([&](RasterizeArgs& a) { a.desc.batch = RasterBatch::Ranges; }, "rasterize: ranges is missing");
+  expectError([&](RasterizeArgs& a) { a.desc.width = 0; }, "");
 }
 
 // The setup (fixed-point vertices, depth levels, box) decides every face id, so the GPU's must equal the CPU's bit
@@ -1014,26 +1051,26 @@ TEST(RasterVulkan, FloatOnlySetupMatchesReferenceBitForBit) {
 
 // The same on CUDA, whose reciprocal estimate differs from the CPU's (rasterReciprocal).
 TEST(RasterCuda, SetupMatchesReferenceBitForBit) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
+  std::string why;
+  Device* device = testDevice(Backend::Cuda, &why);
+  if (!device) GTEST_SKIP() << "cuda: " << why;
+#if ARMATURE_HAS_CUDA
   for (auto [w, h] : kSetupSizes) {
     const std::vector<float> corners = setupCorners(w, h);
     const uint32_t n = uint32_t(corners.size() / 12);
-    auto pos = cuda::DeviceMemory::from(corners);
-    cuda::DeviceMemory out(size_t(n) * sizeof(RasterTri));
-    out.fill32(nanBits());
-    cuda::rasterSetupProbe(w, h, pos.as<float>(), n, out.data(), stream);
-    stream.synchronize();
+    DeviceBuffer pos = device->upload(corners), out = device->allocate(ElementType::Byte, n * sizeof(RasterTri));
+    out.fill(nanBits());
+    device->run(Backend::Cuda, [&](const Exec& exec) {
+      cuda::rasterSetupProbe(w, h, pos.view().cuda<float>(), n, out.view().cuda<void>(), exec.stream());
+    });
     std::vector<RasterTri> gpu(n);
-    std::vector<uint8_t> bytes = out.download<uint8_t>(gpu.size() * sizeof(RasterTri));
-    std::memcpy(gpu.data(), bytes.data(), bytes.size());
+    out.download(gpu.data(), gpu.size() * sizeof(RasterTri));
     expectSetupsMatch(corners, gpu, w, h);
   }
+#endif
 }
 
-TEST(RasterVulkan, BadRangesDrawNothingOutsideTheFaces) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "no shaderInt64";
+TEST_P(RasterOp, BadRangesDrawNothingOutsideTheFaces) {
   // The reference refuses these ranges; on the GPU (whose buffers the host cannot check cheaply) a range is cut at
   // the end of F and a negative start draws nothing — never a read out of bounds (validation and the checks
   // below would see it).
@@ -1042,15 +1079,13 @@ TEST(RasterVulkan, BadRangesDrawNothingOutsideTheFaces) {
   c.desc.images = 2;
   c.desc.batch = RasterBatch::Ranges;
   EXPECT_THROW(rasterizeRef(c.scene.pos, c.scene.faces, c.desc, {}, c.ranges), Error);
-  VkRasterRun r = runVulkan(ctx, c, c.desc);
+  RasterCall r = rasterizeOnce(c, c.desc);
   RandomCase clipped = c;
   clipped.ranges = {0, 0, 120, 80};
-  expectSameAsReference(clipped, r.findices, r.barycentrics);
+  expectSameAsReference(clipped, r.findices(), r.bary.download<float>());
 }
 
-TEST(RasterVulkan, AvatarSceneMatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().int64) GTEST_SKIP() << "no shaderInt64";
+TEST_P(RasterOp, AvatarSceneMatchesReference) {
   const char* asset = std::getenv("ARMATURE_DEFAULT_MODEL");
   BodyModel m = asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
   // A closed mesh in perspective: the front view of the default avatar.
@@ -1061,11 +1096,12 @@ TEST(RasterVulkan, AvatarSceneMatchesReference) {
     double w = -z;  // a pinhole looking down -z
     c.scene.pos.insert(c.scene.pos.end(), {float(x * 2.2), float(-y * 2.2), float((w - 0.1) * 1.02), float(w)});
   }
-  VkRasterRun r = runVulkan(ctx, c, c.desc);
+  RasterCall r = rasterizeOnce(c, c.desc);
+  const auto ids = r.findices();
   size_t covered = 0;
-  for (int32_t f : r.findices) covered += f != 0;
+  for (int32_t f : ids) covered += f != 0;
   EXPECT_GT(covered, 3000u);
-  expectSameAsReference(c, r.findices, r.barycentrics);
+  expectSameAsReference(c, ids, r.bary.download<float>());
 }
 
 // The GPU's own rasteriser (the benchmark's physical reference) draws the same visibility buffer up to edges and
@@ -1108,87 +1144,6 @@ TEST(RasterHardware, AgreesWithTheReferenceOnAClosedMesh) {
   ASSERT_GT(covered, 3000u);
   EXPECT_GE(double(same), 0.98 * double(covered)) << same << " of " << covered << " covered pixels agree";
   EXPECT_GE(double(baryOk), 0.99 * double(same));
-}
-
-namespace {
-// A random case's inputs on the device and its outputs poisoned with NaN; `launch` queues the call on a scratch
-// without synchronising (uploads synchronise the device, so every call's buffers are made before any is queued).
-struct CudaRasterCall {
-  const RandomCase& c;
-  cuda::DeviceMemory pos, faces, prior, ranges, ids, bary;
-  CudaRasterCall(const RandomCase& rc, cuda::MemoryKind kind)
-      : c(rc),
-        pos(cuda::DeviceMemory::from(c.scene.pos)),
-        faces(cuda::DeviceMemory::from(c.scene.faces)),
-        prior(cuda::DeviceMemory::from(c.prior.empty() ? std::vector<float>{0} : c.prior)),
-        ranges(cuda::DeviceMemory::from(c.ranges.empty() ? std::vector<int32_t>{0, 0} : c.ranges)),
-        ids(c.desc.pixels() * 4, kind),
-        bary(c.desc.pixels() * 12, kind) {
-    ids.fill32(nanBits());
-    bary.fill32(nanBits());
-  }
-  void launch(const RasterDesc& d, void* scratch, const cuda::Stream& stream) const {
-    cuda::rasterize(d, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(), uint32_t(c.scene.faces.size() / 3),
-                    d.useDepthPrior ? prior.as<float>() : nullptr, scratch, ids.as<int32_t>(), bary.as<float>(), stream,
-                    d.batch == RasterBatch::Ranges ? ranges.as<int32_t>() : nullptr);
-  }
-  std::vector<int32_t> findices() const { return ids.download<int32_t>(c.desc.pixels()); }
-  void expectReference() const { expectSameAsReference(c, findices(), bary.download<float>(c.desc.pixels() * 3)); }
-};
-}  // namespace
-
-// Scratch and outputs in plain memory, then in compressible memory (as the benchmark runs it).
-TEST(RasterCuda, MatchesReference) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible})
-    for (const RandomCase& c : randomCases()) {
-      SCOPED_TRACE(c.name + (kind == cuda::MemoryKind::Plain ? ", plain memory" : ", compressible memory"));
-      CudaRasterCall call(c, kind);
-      cuda::DeviceMemory z(rasterScratchBytes(c.desc), kind);
-      z.fill32(kGarbageScratch);
-      call.launch(c.desc, z.data(), stream);
-      stream.synchronize();
-      call.expectReference();
-    }
-}
-
-// As RasterVulkan.ScratchCallsSkipTheClear, in both kinds of memory, without synchronising between calls.
-TEST(RasterCuda, ScratchCallsSkipTheClear) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  const std::vector<RandomCase> cases = casesMostPixelsFirst();
-  const std::vector<uint32_t> scratchCalls = scratchCallsAcrossTheWrap(cases.size());
-  const RandomCase& first = cases.front();
-  const uint32_t firstFaces = uint32_t(first.scene.faces.size() / 3), misstated = 5;
-  const std::vector<uint64_t> garbage =
-      garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
-  for (cuda::MemoryKind kind : {cuda::MemoryKind::Plain, cuda::MemoryKind::Compressible}) {
-    SCOPED_TRACE(kind == cuda::MemoryKind::Plain ? "plain memory" : "compressible memory");
-    cuda::DeviceMemory z(rasterScratchBytes(first.desc), kind);
-    std::vector<CudaRasterCall> calls;
-    calls.reserve(cases.size());
-    for (const RandomCase& c : cases) calls.emplace_back(c, kind);
-    const CudaRasterCall wrong(first, kind), again(first, kind);
-    auto at = [](RasterDesc d, uint32_t call) {
-      d.scratchCall = call;
-      return d;
-    };
-    z.upload(garbage.data(), garbage.size() * 8);
-    for (size_t i = 0; i < cases.size(); ++i)
-      calls[i].launch(at(cases[i].desc, scratchCalls[i]), z.data(), stream);  // no sync
-    stream.synchronize();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      SCOPED_TRACE(cases[i].name + ", scratch call " + std::to_string(scratchCalls[i]));
-      calls[i].expectReference();
-    }
-    z.upload(garbage.data(), garbage.size() * 8);
-    wrong.launch(at(first.desc, misstated), z.data(), stream);
-    again.launch(at(first.desc, misstated + 1), z.data(), stream);
-    stream.synchronize();
-    expectIdsInsideF(wrong.findices(), firstFaces);
-    again.expectReference();
-  }
 }
 
 // ---- the rasteriser's backward ------------------------------------------------------------------------------
@@ -1285,13 +1240,16 @@ BackwardCase wellConditioned(const BackwardCase& c, size_t& excluded) {
 }
 }  // namespace
 
-TEST(RasterVulkan, BackwardMatchesReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
-  // Per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only shaders.
-  // The float-only shaders on the pixels where float arithmetic is accurate (wellConditioned).
-  for (bool noFloat64 : {false, true})
-    for (bool noSubgroupSums : {false, true})
+TEST_P(RasterOp, BackwardMatchesReference) {
+  if (backend() == Backend::Vulkan && !device().vulkan()->info().float32AtomicAdd)
+    GTEST_SKIP() << "'" << device().vulkan()->info().name << "' lacks float32 atomic add";
+  // Vulkan: per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only
+  // shaders, the float-only ones on the pixels where float arithmetic is accurate (wellConditioned). CUDA: its one
+  // kernel (the knobs are Vulkan's).
+  const std::vector<bool> vulkanKnobs =
+      backend() == Backend::Vulkan ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  for (bool noFloat64 : vulkanKnobs)
+    for (bool noSubgroupSums : vulkanKnobs)
       for (const BackwardCase& all : backwardCases()) {
         size_t excluded = 0;
         const BackwardCase c = noFloat64 ? wellConditioned(all, excluded) : all;
@@ -1299,224 +1257,14 @@ TEST(RasterVulkan, BackwardMatchesReference) {
         EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
         RasterDesc d = c.desc;
         d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
-        auto pos = vk::makeStorageBuffer<float>(ctx, c.scene.pos);
-        auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
-        auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.findices);
-        auto gradBary = vk::makeStorageBuffer<float>(ctx, cast<float>(c.gradBary));
-        vk::Buffer grad(ctx, c.scene.pos.size() * 4, vk::kStorageUsage);
+        DeviceBuffer pos = device().upload(c.scene.pos), faces = device().upload(c.scene.faces),
+                     ids = device().upload(c.findices), gradBary = device().upload(cast<float>(c.gradBary));
+        DeviceBuffer grad = device().allocate(ElementType::Float32, c.scene.pos.size());
         grad.fill(nanBits());  // the call clears it
-        ctx.submitAndWait([&](VkCommandBuffer cmd) {
-          rasterizeBackwardVk(ctx, cmd, d, pos, vertexCountOf(c), faces, uint32_t(c.scene.faces.size() / 3), ids,
-                              gradBary, grad);
-          vk::computeBarrier(cmd);
+        run([&](const Exec& exec) {
+          rasterizeBackward(exec,
+                            {d, vertexCountOf(c), uint32_t(c.scene.faces.size() / 3), pos, faces, ids, gradBary, grad});
         });
-        expectBackward(c, grad.download<float>(c.scene.pos.size()));
+        expectBackward(c, grad.download<float>());
       }
-}
-
-TEST(RasterCuda, BackwardMatchesReference) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  for (const BackwardCase& c : backwardCases()) {
-    SCOPED_TRACE(c.name);
-    auto pos = cuda::DeviceMemory::from(c.scene.pos);
-    auto faces = cuda::DeviceMemory::from(c.scene.faces);
-    auto ids = cuda::DeviceMemory::from(c.findices);
-    auto gradBary = cuda::DeviceMemory::from(cast<float>(c.gradBary));
-    cuda::DeviceMemory grad(c.scene.pos.size() * 4);
-    grad.fill32(nanBits());  // the call clears it
-    cuda::rasterizeBackward(c.desc, pos.as<float>(), vertexCountOf(c), faces.as<int32_t>(),
-                            uint32_t(c.scene.faces.size() / 3), ids.as<int32_t>(), gradBary.as<float>(),
-                            grad.as<float>(), stream);
-    stream.synchronize();
-    expectBackward(c, grad.download<float>(c.scene.pos.size()));
-  }
-}
-
-// ---- interpolate ----------------------------------------------------------------------------------------------
-
-namespace {
-struct InterpCase {
-  Scene scene;
-  RasterDesc desc;
-  RasterResult raster;
-  uint32_t channels;
-  std::vector<double> attr, gradOut;
-  uint32_t vertexCount = 0, imagePixels = 0;  // per image; imagePixels > 0: attributes (B,N,C)
-  uint32_t pixels() const { return uint32_t(desc.pixels()); }
-};
-// A random scene rasterised by the reference; with images > 1, that many instanced views (the mesh moved and
-// scaled per image), and with perImage each view its own attributes.
-InterpCase interpCase(uint32_t W, uint32_t H, uint32_t C, uint32_t images = 1, bool perImage = false) {
-  InterpCase c{{}, RasterDesc{W, H}, {}, C, {}, {}};
-  Scene base = randomScene(120);
-  c.scene.faces = base.faces;
-  for (uint32_t image = 0; image < images; ++image)
-    for (size_t v = 0; v < base.pos.size(); v += 4) {
-      float w = base.pos[v + 3];
-      c.scene.pos.insert(c.scene.pos.end(), {base.pos[v] * (1 - 0.2f * float(image)) + 0.1f * float(image) * w,
-                                             base.pos[v + 1], base.pos[v + 2], w});
-    }
-  c.desc.images = images;
-  c.vertexCount = uint32_t(base.pos.size() / 4);
-  c.imagePixels = perImage ? W * H : 0;
-  c.raster = rasterizeRef(c.scene.pos, c.scene.faces, c.desc);
-  c.attr = uniform(interpolateAttrCount(c.pixels(), C, c.vertexCount, c.imagePixels), -1, 1);
-  c.gradOut = uniform(size_t(c.pixels()) * C, -1, 1);
-  for (auto* v : {&c.attr, &c.gradOut})
-    for (auto& x : *v) x = double(float(x));  // the GPU sees these floats
-  return c;
-}
-}  // namespace
-
-TEST(InterpolateReference, BackwardMatchesFiniteDifferences) {
-  // One image, then three views with per-image attributes (B,N,C).
-  for (InterpCase c : {interpCase(23, 17, 3), interpCase(19, 13, 3, 3, true)}) {
-    SCOPED_TRACE(c.imagePixels ? "per-image attributes" : "shared attributes");
-    std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-    std::vector<double> gAttr, gBary;
-    interpolateBackwardRef(c.attr, 3, c.raster.findices, bary, c.scene.faces, c.gradOut, gAttr, gBary, c.imagePixels);
-    auto loss = [&](const std::vector<double>& attr, const std::vector<double>& b) {
-      auto out = interpolateRef(attr, 3, c.raster.findices, b, c.scene.faces, c.imagePixels);
-      double l = 0;
-      for (size_t i = 0; i < out.size(); ++i) l += out[i] * c.gradOut[i];
-      return l;
-    };
-    const double h = 1e-6;  // the map is bilinear: central differences are exact up to rounding
-    size_t nonzero = 0;
-    for (size_t i = 0; i < c.attr.size(); i += 7) {
-      auto a = c.attr;
-      a[i] += h;
-      double lp = loss(a, bary);
-      a[i] -= 2 * h;
-      EXPECT_NEAR((lp - loss(a, bary)) / (2 * h), gAttr[i], 1e-6) << "attr " << i;
-      nonzero += gAttr[i] != 0;
-    }
-    EXPECT_GT(nonzero, 3u) << "no attribute reaches a pixel: the check proves nothing";
-    for (size_t i = 0; i < bary.size(); i += 5) {
-      auto b = bary;
-      b[i] += h;
-      double lp = loss(c.attr, b);
-      b[i] -= 2 * h;
-      EXPECT_NEAR((lp - loss(c.attr, b)) / (2 * h), gBary[i], 1e-6) << "bary " << i;
-    }
-    auto badIds = c.raster.findices;
-    badIds[0] = int32_t(c.scene.faces.size() / 3 + 1);
-    EXPECT_THROW(interpolateRef(c.attr, 3, badIds, bary, c.scene.faces, c.imagePixels), Error);
-  }
-  // Per-image attributes need whole images and B·N·C values.
-  InterpCase c = interpCase(19, 13, 2, 3, true);
-  std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-  EXPECT_THROW(interpolateRef(c.attr, 2, c.raster.findices, bary, c.scene.faces, c.imagePixels + 1), Error);
-  auto shortAttr = c.attr;
-  shortAttr.resize(shortAttr.size() - 2);
-  EXPECT_THROW(interpolateRef(shortAttr, 2, c.raster.findices, bary, c.scene.faces, c.imagePixels), Error);
-}
-
-namespace {
-// fp32 against double: sums of 3 products per value (forward) and of up to a few hundred pixels' contributions per
-// attribute (backward, float atomics in any order): 1e-5 absolute and 1e-4 relative with values in [-1, 1].
-constexpr Tol kInterpTol{1e-5, 1e-4};
-void expectInterpolation(const InterpCase& c, const std::vector<float>& out, const std::vector<float>& gAttr,
-                         const std::vector<float>& gBary) {
-  std::vector<double> bary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-  auto want = interpolateRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.imagePixels);
-  std::vector<double> wantAttr, wantBary;
-  interpolateBackwardRef(c.attr, c.channels, c.raster.findices, bary, c.scene.faces, c.gradOut, wantAttr, wantBary,
-                         c.imagePixels);
-  EXPECT_TRUE(allClose(out, want, kInterpTol));
-  EXPECT_TRUE(allClose(gAttr, wantAttr, kInterpTol));
-  EXPECT_TRUE(allClose(gBary, wantBary, kInterpTol));
-}
-}  // namespace
-
-TEST(InterpolateVulkan, ForwardAndBackwardMatchReference) {
-  ARM_REQUIRE_VULKAN(ctx);
-  if (!ctx.info().float32AtomicAdd) GTEST_SKIP() << "'" << ctx.info().name << "' lacks float32 atomic add";
-  // One image; three views sharing the attributes; three views with their own (B,N,C).
-  for (InterpCase c :
-       {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
-    SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
-    uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
-    auto attr = vk::makeStorageBuffer<float>(ctx, cast<float>(c.attr));
-    auto ids = vk::makeStorageBuffer<int32_t>(ctx, c.raster.findices);
-    auto bary = vk::makeStorageBuffer<float>(ctx, c.raster.barycentrics);
-    auto faces = vk::makeStorageBuffer<int32_t>(ctx, c.scene.faces);
-    auto gradOut = vk::makeStorageBuffer<float>(ctx, cast<float>(c.gradOut));
-    vk::Buffer out(ctx, size_t(pixels) * C * 4, vk::kStorageUsage), gAttr(ctx, c.attr.size() * 4, vk::kStorageUsage),
-        gBary(ctx, size_t(pixels) * 12, vk::kStorageUsage);
-    out.fill(nanBits());
-    gBary.fill(nanBits());
-    gAttr.fill(0);
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      interpolateVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, out, c.imagePixels);
-      interpolateBackwardVk(ctx, cmd, pixels, C, N, attr, ids, bary, faces, M, gradOut, gAttr, gBary, c.imagePixels);
-      vk::computeBarrier(cmd);
-    });
-    expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
-                        gBary.download<float>(size_t(pixels) * 3));
-  }
-}
-
-// On compute capability 9.0+ the rasteriser's kernels and interpolate's launch as programmatic dependents of the
-// work before them: back-to-back calls with no synchronisation between them must still see each other's results
-// (the second rasterize clears a z-buffer the first one's resolve read; interpolate reads the resolve's output).
-TEST(RasterCuda, BackToBackCallsWithoutSynchronisation) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  const uint32_t C = 3;
-  InterpCase c = interpCase(97, 61, C);
-  const RasterDesc& d = c.desc;
-  const uint32_t pixels = d.width * d.height, N = uint32_t(c.scene.pos.size() / 4),
-                 M = uint32_t(c.scene.faces.size() / 3);
-  auto pos = cuda::DeviceMemory::from(cast<float>(c.scene.pos));
-  auto faces = cuda::DeviceMemory::from(c.scene.faces);
-  auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
-  cuda::DeviceMemory z(rasterScratchBytes(d)), ids(size_t(pixels) * 4), bary(size_t(pixels) * 12),
-      out(size_t(pixels) * C * 4);
-  std::vector<double> refBary(c.raster.barycentrics.begin(), c.raster.barycentrics.end());
-  const auto want = interpolateRef(c.attr, C, c.raster.findices, refBary, c.scene.faces);
-  for (int call = 0; call < 3; ++call) {
-    SCOPED_TRACE("call " + std::to_string(call));
-    ids.fill32(nanBits());
-    bary.fill32(nanBits());
-    out.fill32(nanBits());
-    cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, z.data(), ids.as<int32_t>(),
-                    bary.as<float>(), stream);
-    cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
-                      out.as<float>(), stream);
-    stream.synchronize();
-    EXPECT_EQ(ids.download<int32_t>(pixels), c.raster.findices);
-    // fp32 barycentrics within 1e-5 of the reference's (MatchesReference), times attributes in [-1, 1].
-    EXPECT_TRUE(allClose(out.download<float>(size_t(pixels) * C), want, Tol{1e-4, 1e-4}));
-  }
-  EXPECT_THROW(cuda::rasterize(d, pos.as<float>(), N, faces.as<int32_t>(), M, nullptr, static_cast<char*>(z.data()) + 4,
-                               ids.as<int32_t>(), bary.as<float>(), stream),
-               Error);  // scratch must be 16-byte aligned
-}
-
-TEST(InterpolateCuda, ForwardAndBackwardMatchReference) {
-  ARM_REQUIRE_CUDA();
-  cuda::Stream stream;
-  for (InterpCase c :
-       {interpCase(1, 1, 1), interpCase(61, 43, 5), interpCase(37, 29, 3, 3), interpCase(37, 29, 3, 3, true)}) {
-    SCOPED_TRACE(std::to_string(c.desc.images) + " images" + (c.imagePixels ? ", per-image attributes" : ""));
-    uint32_t pixels = c.pixels(), C = c.channels, N = c.vertexCount, M = uint32_t(c.scene.faces.size() / 3);
-    auto attr = cuda::DeviceMemory::from(cast<float>(c.attr));
-    auto ids = cuda::DeviceMemory::from(c.raster.findices);
-    auto bary = cuda::DeviceMemory::from(c.raster.barycentrics);
-    auto faces = cuda::DeviceMemory::from(c.scene.faces);
-    auto gradOut = cuda::DeviceMemory::from(cast<float>(c.gradOut));
-    cuda::DeviceMemory out(size_t(pixels) * C * 4), gAttr(c.attr.size() * 4), gBary(size_t(pixels) * 12);
-    out.fill32(nanBits());
-    gBary.fill32(nanBits());
-    gAttr.fill32(0);
-    cuda::interpolate(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(), M,
-                      out.as<float>(), stream, c.imagePixels);
-    cuda::interpolateBackward(pixels, C, N, attr.as<float>(), ids.as<int32_t>(), bary.as<float>(), faces.as<int32_t>(),
-                              M, gradOut.as<float>(), gAttr.as<float>(), gBary.as<float>(), stream, c.imagePixels);
-    stream.synchronize();
-    expectInterpolation(c, out.download<float>(size_t(pixels) * C), gAttr.download<float>(c.attr.size()),
-                        gBary.download<float>(size_t(pixels) * 3));
-  }
 }

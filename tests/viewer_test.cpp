@@ -16,7 +16,7 @@
 #include "app/renderer.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
-#include "armature/cuda/runtime.h"
+#include "armature/device.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
 
@@ -255,7 +255,7 @@ TEST(Viewer, ComputeRasterDrawsEveryAvatarOfACrowd) {
 
 TEST(ViewerCuda, ComputeRasterDrawsEveryAvatarOfACrowd) {
   ARM_REQUIRE_VULKAN(ctx);
-  if (auto why = cuda::unavailableReason()) GTEST_SKIP() << "no CUDA device: " << *why;
+  if (auto why = cudaUnavailable()) GTEST_SKIP() << "no CUDA device: " << *why;
   expectCrowdMatchesTheHardwareRaster(ctx, Backend::Cuda);
 }
 

@@ -74,7 +74,8 @@ TEST(VulkanCore, GpuTimerMeasuresWithoutStalling) {
       }
       uint32_t outer = timer.beginZone(cmd, "outer");
       uint32_t inner = timer.beginZone(cmd, "axpy");
-      axpy(Exec::vulkan(ctx, cmd), {0.5f, DeviceView::of(x, ElementType::Float32), DeviceView::of(y, ElementType::Float32)});
+      axpy(Exec::vulkan(ctx, cmd),
+           {0.5f, DeviceView::of(x, ElementType::Float32), DeviceView::of(y, ElementType::Float32)});
       timer.endZone(cmd, inner);
       timer.endZone(cmd, outer);
     });

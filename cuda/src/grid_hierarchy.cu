@@ -14,7 +14,8 @@
 #include <climits>
 #include <utility>
 
-#include "armature/cuda/grid_hierarchy.h"
+#include "armature/cuda/runtime.h"
+#include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/grid_cells.h"
 #include "check.h"
 

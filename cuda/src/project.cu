@@ -1,5 +1,5 @@
 // project on CUDA: the same arithmetic as shaders/project_forward.comp and project_backward.comp.
-#include "armature/cuda/project.h"
+#include "armature/ops/project.h"
 #include "check.h"
 #include "shared/project_io.h"
 
@@ -74,35 +74,21 @@ unsigned blocksFor(size_t n) { return unsigned(std::min<size_t>((n + PROJECT_GRO
 
 }  // namespace
 
-void project(const ProjectDesc& d, const float* points, const float* matrices, float* clip, const Stream& stream) {
-  checkProjectDesc(d);
-  ARM_CHECK(points && matrices && clip, "cuda::project: null pointer");
-  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(clip, 16), "cuda::project: matrices and clip must be 16-byte aligned");
-  if (!d.points) return;
-  projectKernel<<<blocksFor(d.clipFloats() / 4), PROJECT_GROUP, 0, raw(stream)>>>(
-      projectPush(d), points, reinterpret_cast<const float4*>(matrices), reinterpret_cast<float4*>(clip));
+void project(const Exec& exec, const ProjectArgs& a) {
+  projectKernel<<<blocksFor(a.desc.clipFloats() / 4), PROJECT_GROUP, 0, stream(exec)>>>(
+      projectPush(a.desc), a.points.cuda<float>(), a.matrices.cuda<float4>(), a.clip.cuda<float4>());
   CUDA_CHECK_LAUNCH();
 }
 
-void projectBackward(const ProjectDesc& d, const float* gradClip, const float* matrices, float* gradPoints,
-                     const Stream& stream) {
-  checkProjectDesc(d);
-  ARM_CHECK(gradClip && matrices && gradPoints, "cuda::projectBackward: null pointer");
-  ARM_CHECK(alignedTo(matrices, 16) && alignedTo(gradClip, 16),
-            "cuda::projectBackward: matrices and gradClip must be 16-byte aligned");
-  if (!d.points) return;
-  projectBackwardKernel<<<blocksFor(d.pointFloats() / 3), PROJECT_GROUP, 0, raw(stream)>>>(
-      projectPush(d), reinterpret_cast<const float4*>(gradClip), reinterpret_cast<const float4*>(matrices), gradPoints);
+void projectBackward(const Exec& exec, const ProjectBackwardArgs& a) {
+  projectBackwardKernel<<<blocksFor(a.desc.pointFloats() / 3), PROJECT_GROUP, 0, stream(exec)>>>(
+      projectPush(a.desc), a.gradClip.cuda<float4>(), a.matrices.cuda<float4>(), a.gradPoints.cuda<float>());
   CUDA_CHECK_LAUNCH();
 }
 
-void projectMatrixGrad(const ProjectDesc& d, const float* points, const float* gradClip, float* gradMatrices,
-                       const Stream& stream) {
-  checkProjectDesc(d);
-  ARM_CHECK(points && gradClip && gradMatrices, "cuda::projectMatrixGrad: null pointer");
-  ARM_CHECK(alignedTo(gradClip, 16), "cuda::projectMatrixGrad: gradClip must be 16-byte aligned");
-  projectMatrixGradKernel<<<d.views, PROJECT_MATRIX_GROUP, 0, raw(stream)>>>(
-      projectPush(d), points, reinterpret_cast<const float4*>(gradClip), gradMatrices);
+void projectMatrixGrad(const Exec& exec, const ProjectMatrixGradArgs& a) {
+  projectMatrixGradKernel<<<a.desc.views, PROJECT_MATRIX_GROUP, 0, stream(exec)>>>(
+      projectPush(a.desc), a.points.cuda<float>(), a.gradClip.cuda<float4>(), a.gradMatrices.cuda<float>());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -5,26 +5,13 @@
 
 #include "armature/cuda/raster.h"
 #include "check.h"
+#include "launch.h"
+#include "visibility_buffer.h"
 #include "shared/raster_io.h"
 #include "shared/render_io.h"
 
 namespace armature::cuda {
 namespace {
-
-// Programmatic dependent launch (compute capability 9.0+, launchAfterPrevious): a kernel's blocks start while the
-// previous kernel of the call drains and wait here for its completion and its writes before touching them; each
-// kernel lets the next one launch as soon as all of its own blocks are running, so launch latency stays off the
-// call's critical path.
-__device__ __forceinline__ void waitForPrevious() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void releaseNext() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 struct Params {
   RasterPush p;
@@ -325,100 +312,6 @@ __global__ void clearScratchKernel(uint4* scratch, size_t firstPiece, size_t pie
 }
 // What a call's launches depend on about the current device: whether it runs programmatic dependent launches
 // (compute capability 9.0+), and its multiprocessors. Asked of the driver once per device, not on every call.
-struct DeviceTraits {
-  bool dependentLaunches;
-  int multiprocessors;
-};
-DeviceTraits deviceTraits() {
-  static const std::vector<DeviceTraits> all = [] {
-    int count = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&count));
-    std::vector<DeviceTraits> traits(static_cast<size_t>(count));
-    for (int device = 0; device < count; ++device) {
-      int major = 0, multiprocessors = 0;
-      CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-      CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-      traits[size_t(device)] = {major >= 9, multiprocessors};
-    }
-    return traits;
-  }();
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  return all.at(size_t(device));
-}
-// Launches a kernel that calls waitForPrevious before reading what earlier work in the stream wrote: with
-// `dependent`, as a programmatic dependent of that work; else as an ordinary launch.
-template <typename... Params, typename... Args>
-void launchAfterPrevious(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
-                         Args... args) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{grid, block, 0, s, &attribute, dependent ? 1u : 0u};
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
-}
-
-unsigned grid(size_t n) { return unsigned(std::min<size_t>((n + 255) / 256, 65535 * 4)); }
-
-// The vertex of corner k of pixel pix's face, or -1 for background or invalid ids (never read out of bounds).
-__device__ int cornerVertex(const int32_t* ids, const int32_t* faces, uint32_t faceCount, uint32_t vertexCount,
-                            size_t pix, int k) {
-  int id = ids[pix];
-  if (id <= 0 || uint32_t(id) > faceCount) return -1;
-  int v = faces[(id - 1) * 3 + k];
-  return v >= 0 && uint32_t(v) < vertexCount ? v : -1;
-}
-
-// The first attribute of pixel pix's image: attributes (N,C) shared, or (B,N,C) per image of imagePixels pixels.
-__device__ size_t attrBase(size_t pix, uint32_t imagePixels, uint32_t N, uint32_t C) {
-  return imagePixels ? pix / imagePixels * N * C : 0;
-}
-
-// One thread per pixel: its face's corners and weights are read once for all channels.
-__global__ void interpolateKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
-                                  const float* bary, const int32_t* faces, uint32_t M, float* out,
-                                  uint32_t imagePixels) {
-  waitForPrevious();  // the visibility buffer (launched as a dependent of the resolve)
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels;
-       pix += size_t(gridDim.x) * blockDim.x) {
-    const float* image = attr + attrBase(pix, imagePixels, N, C);
-    int corner[3];
-    float weight[3];
-    for (int k = 0; k < 3; ++k) {
-      corner[k] = cornerVertex(ids, faces, M, N, pix, k);
-      weight[k] = corner[k] >= 0 ? bary[pix * 3 + k] : 0.0f;
-    }
-    for (uint32_t c = 0; c < C; ++c) {
-      float v = 0;
-      for (int k = 0; k < 3; ++k)
-        if (corner[k] >= 0) v += weight[k] * image[size_t(corner[k]) * C + c];
-      out[pix * C + c] = v;
-    }
-  }
-}
-
-__global__ void interpolateBackwardKernel(uint32_t pixels, uint32_t C, uint32_t N, const float* attr,
-                                          const int32_t* ids, const float* bary, const int32_t* faces, uint32_t M,
-                                          const float* gradOut, float* gradAttr, float* gradBary,
-                                          uint32_t imagePixels) {
-  waitForPrevious();
-  for (size_t pix = blockIdx.x * size_t(blockDim.x) + threadIdx.x; pix < pixels;
-       pix += size_t(gridDim.x) * blockDim.x) {
-    const size_t base = attrBase(pix, imagePixels, N, C);
-    for (int k = 0; k < 3; ++k) {
-      int vi = cornerVertex(ids, faces, M, N, pix, k);
-      float gb = 0;
-      if (vi >= 0)
-        for (uint32_t c = 0; c < C; ++c) {
-          float g = gradOut[pix * C + c];
-          gb += attr[base + size_t(vi) * C + c] * g;
-          atomicAdd(gradAttr + base + size_t(vi) * C + c, bary[pix * 3 + k] * g);
-        }
-      gradBary[pix * 3 + k] = gb;
-    }
-  }
-}
-
 // The rasteriser's backward, one thread per pixel: dL/dbarycentrics through x, y and w of the visible face's corners
 // (rasterPerspectiveWeightsBackward, as shaders/raster_backward.glsl) into gradPositions, cleared before. A run of
 // consecutive lanes on the same face (of the same image) sums its nine values first (a segmented scan over the
@@ -513,10 +406,10 @@ __global__ void setupProbeKernel(uint32_t width, uint32_t height, const float4* 
 }  // namespace
 
 void rasterSetupProbe(uint32_t width, uint32_t height, const float* corners, uint32_t triangles, void* setups,
-                      const Stream& stream) {
+                      void* stream) {
   ARM_CHECK(corners && setups, "cuda::rasterSetupProbe: null pointer");
   if (!triangles) return;
-  setupProbeKernel<<<(triangles + 255) / 256, 256, 0, raw(stream)>>>(
+  setupProbeKernel<<<(triangles + 255) / 256, 256, 0, static_cast<cudaStream_t>(stream)>>>(
       width, height, reinterpret_cast<const float4*>(corners), triangles, static_cast<RasterTri*>(setups));
   CUDA_CHECK_LAUNCH();
 }
@@ -537,16 +430,15 @@ void transformToClip(const float* positions, uint32_t count, const float viewPro
   CUDA_CHECK_LAUNCH();
 }
 
-void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces,
-               uint32_t faceCount, const float* depthPrior, void* scratch, int32_t* findices, float* barycentrics,
-               const Stream& stream, const int32_t* ranges) {
+void rasterize(const Exec& exec, const RasterizeArgs& args) {
+  const RasterDesc& d = args.desc;
+  const uint32_t vertexCount = args.vertexCount, faceCount = args.faceCount;
+  const float* positions = args.positions.cuda<float>();
+  float* barycentrics = args.barycentrics.cuda<float>();
+  void* scratch = args.scratch.cuda<void>();
   RasterScratchLayout layout = rasterScratchLayout(d);
-  ARM_CHECK(positions && faces && scratch && findices && barycentrics, "cuda::rasterize: null pointer");
-  ARM_CHECK(alignedTo(scratch, 16), "cuda::rasterize: scratch must be 16-byte aligned");
-  ARM_CHECK(!d.useDepthPrior || depthPrior, "cuda::rasterize: useDepthPrior without a depth prior");
   const bool instanced = d.batch == RasterBatch::Instanced;
-  ARM_CHECK(instanced || ranges, "cuda::rasterize: Ranges mode without ranges");
-  cudaStream_t s = raw(stream);
+  cudaStream_t s = stream(exec);
   auto* bytes = static_cast<unsigned char*>(scratch);
   // Per-vertex setup where the barycentrics' buffer holds it (8 bytes a vertex against 12 a pixel), else per corner.
   const size_t rows = rasterPositionRows(d, vertexCount);
@@ -555,9 +447,9 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
                                      : nullptr;
   Params a{rasterPush(d, vertexCount, faceCount),
            reinterpret_cast<const float4*>(positions),
-           faces,
-           depthPrior,
-           ranges,
+           args.faces.cuda<int32_t>(),
+           d.useDepthPrior ? args.depthPrior.cuda<float>() : nullptr,
+           instanced ? nullptr : args.ranges.cuda<int32_t>(),
            reinterpret_cast<unsigned long long*>(bytes),
            reinterpret_cast<uint32_t*>(bytes + layout.queueOffset),
            reinterpret_cast<RasterQueued*>(bytes + layout.recordsOffset),
@@ -586,47 +478,26 @@ void rasterize(const RasterDesc& d, const float* positions, uint32_t vertexCount
   }
   // A block of 256 threads per 32 × 8 tile.
   launchAfterPrevious(dependent, resolveKernel, dim3(grid(resolveTilesPerImage(d.width, d.height) * d.images * 256)),
-                      dim3(256), s, a, findices, barycentrics);
+                      dim3(256), s, a, args.findices.cuda<int32_t>(), barycentrics);
 }
 
-void rasterizeBackward(const RasterDesc& d, const float* positions, uint32_t vertexCount, const int32_t* faces,
-                       uint32_t faceCount, const int32_t* findices, const float* gradBary, float* gradPositions,
-                       const Stream& stream) {
-  checkRasterDesc(d);
-  ARM_CHECK(positions && faces && findices && gradBary && gradPositions, "cuda::rasterizeBackward: null pointer");
-  cudaStream_t s = raw(stream);
-  CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, rasterPositionRows(d, vertexCount) * 16, s));  // sums from zero
-  Params a{rasterPush(d, vertexCount, faceCount),
-           reinterpret_cast<const float4*>(positions),
-           faces,
+void rasterizeBackward(const Exec& exec, const RasterizeBackwardArgs& args) {
+  const RasterDesc& d = args.desc;
+  cudaStream_t s = stream(exec);
+  float* gradPositions = args.gradPositions.cuda<float>();
+  CUDA_CHECK(cudaMemsetAsync(gradPositions, 0, rasterPositionRows(d, args.vertexCount) * 16, s));  // sums from zero
+  Params a{rasterPush(d, args.vertexCount, args.faceCount),
+           args.positions.cuda<float4>(),
+           args.faces.cuda<int32_t>(),
            nullptr,
            nullptr,
            nullptr,
            nullptr,
            nullptr,
            nullptr};
-  rasterBackwardKernel<<<grid(d.pixels()), 256, 0, s>>>(a, findices, gradBary, gradPositions);  // after the memset
+  rasterBackwardKernel<<<grid(d.pixels()), 256, 0, s>>>(
+      a, args.findices.cuda<int32_t>(), args.gradBarycentrics.cuda<float>(), gradPositions);  // after the memset
   CUDA_CHECK_LAUNCH();
-}
-
-void interpolate(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids, const float* bary,
-                 const int32_t* faces, uint32_t M, float* out, const Stream& stream, uint32_t imagePixels) {
-  ARM_CHECK(C >= 1 && attr && ids && bary && faces && out, "cuda::interpolate: channels must be >= 1 and pointers set");
-  interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
-  if (!pixels) return;
-  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateKernel, dim3(grid(pixels)), dim3(256), raw(stream),
-                      pixels, C, N, attr, ids, bary, faces, M, out, imagePixels);
-}
-
-void interpolateBackward(uint32_t pixels, uint32_t C, uint32_t N, const float* attr, const int32_t* ids,
-                         const float* bary, const int32_t* faces, uint32_t M, const float* gradOut, float* gradAttr,
-                         float* gradBary, const Stream& stream, uint32_t imagePixels) {
-  ARM_CHECK(C >= 1 && attr && ids && bary && faces && gradOut && gradAttr && gradBary,
-            "cuda::interpolateBackward: channels must be >= 1 and pointers set");
-  interpolateAttrCount(pixels, C, N, imagePixels);  // imagePixels divides pixels
-  if (!pixels) return;
-  launchAfterPrevious(deviceTraits().dependentLaunches, interpolateBackwardKernel, dim3(grid(pixels)), dim3(256),
-                      raw(stream), pixels, C, N, attr, ids, bary, faces, M, gradOut, gradAttr, gradBary, imagePixels);
 }
 
 }  // namespace armature::cuda

@@ -5,9 +5,11 @@
 // chain, one block per item, beside (2) a GEMM for the product (register-tiled fp32, or tensor cores at fp32
 // accuracy beyond 64 items), then (3) one thread per vertex skins with the sparse weights. Backward mirrors it with
 // fixed-order reductions.
-#include "armature/cuda/skinning.h"
+#include "skinning.h"
+
 #include "armature/ops/skinning.h"
 #include "check.h"
+#include "ops/skinning_backend.h"
 #include "shared/skinning_io.h"
 
 #include <algorithm>
@@ -1373,7 +1375,7 @@ uint32_t Skinning::vertexCount() const { return m->sizes.vertexCount; }
 uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
 size_t Skinning::deviceBytes() const { return m->tableBytes; }
 
-void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream) {
+void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, cudaStream_t stream) {
   ARM_CHECK(batch >= 1 && batch <= m->maxBatch, "cuda::Skinning::forward: batch %u outside [1, %u]", batch,
             m->maxBatch);
   ARM_CHECK(in.pose && in.transl && vertices && joints && (in.betas || m->dims.S == 0) &&
@@ -1381,7 +1383,7 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
             "cuda::Skinning::forward: null input or output pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  cudaStream_t s = raw(stream);
+  cudaStream_t s = stream;
   Tables t = m->tables();
   ForwardOut o{
       m->transforms.as<float>(), m->saved.as<float>(), joints, m->vPosed.as<float>(), vertices, nullptr, nullptr};
@@ -1418,14 +1420,14 @@ void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices
 }
 
 void Skinning::backward(uint32_t batch, const float* gradVertices, const float* gradJoints, const SkinningGrads& out,
-                        const Stream& stream) {
+                        cudaStream_t stream) {
   ARM_CHECK(batch == m->lastBatch, "cuda::Skinning::backward: batch %u differs from the last forward's %u", batch,
             m->lastBatch);
   ARM_CHECK(out.pose && out.transl && (out.betas || m->dims.S == 0) && (out.expression || m->dims.K == m->dims.S),
             "cuda::Skinning::backward: null gradient pointer");
   Dims d = m->dims;
   d.B = int(batch);
-  cudaStream_t s = raw(stream);
+  cudaStream_t s = stream;
   Tables t = m->tables();
   size_t n = size_t(batch) * d.V;
   // Two lanes: the per-joint sums and the reverse chain (chain stream) beside the per-vertex gradient and the blend
@@ -1458,6 +1460,39 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
   paramsBackwardKernel<<<batch, kJointsBackwardThreads, 0, s>>>(d, t, m->lastInputs, m->chainGrads.as<float>(),
                                                                 m->gradFeatures.as<float>(), out);
   CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+class CudaSkinning : public SkinningBackend {
+ public:
+  CudaSkinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch, const SkinningTuning& tuning)
+      : m_impl(model, S, E, maxBatch, tuning.l2Residency) {}
+  void forward(const Exec& exec, const SkinningForwardArgs& a) override {
+    m_impl.forward(a.batch,
+                   {a.pose.cuda<float>(), a.betas.cuda<float>(), a.expression.cuda<float>(), a.transl.cuda<float>()},
+                   a.vertices.cuda<float>(), a.joints.cuda<float>(), stream(exec));
+  }
+  void backward(const Exec& exec, const SkinningBackwardArgs& a) override {
+    m_impl.backward(a.batch, a.gradVertices.cuda<float>(), a.gradJoints.cuda<float>(),
+                    {a.gradPose.cuda<float>(), a.gradBetas.cuda<float>(), a.gradExpression.cuda<float>(),
+                     a.gradTransl.cuda<float>()},
+                    stream(exec));
+  }
+  SkinningTuning setTuning(const SkinningTuning& t) override {
+    m_impl.setChainOverlap(t.chainOverlap);
+    return {t.chainOverlap, m_impl.setL2Residency(t.l2Residency), m_impl.setTensorCores(t.tensorCores)};
+  }
+  size_t deviceBytes() const override { return m_impl.deviceBytes(); }
+  size_t l2ResidentBytes() const override { return m_impl.l2ResidentBytes(); }
+
+ private:
+  Skinning m_impl;
+};
+}  // namespace
+
+std::unique_ptr<SkinningBackend> makeSkinning(Device&, const BodyModel& model, uint32_t S, uint32_t E,
+                                              uint32_t maxBatch, const SkinningTuning& tuning) {
+  return std::make_unique<CudaSkinning>(model, S, E, maxBatch, tuning);
 }
 
 }  // namespace armature::cuda

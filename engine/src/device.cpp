@@ -83,9 +83,31 @@ Exec Exec::cuda(void* stream) {
   return e;
 }
 
+void Exec::barrier() const {
+  if (m_backend == Backend::Vulkan) vk::computeBarrier(m_cmd);
+}
+
 vk::Context& Exec::context() const {
   ARM_CHECK(m_ctx, "a %s exec has no Vulkan context", backendName(m_backend));
   return *m_ctx;
+}
+
+std::optional<std::string> cudaUnavailable() {
+#if ARMATURE_HAS_CUDA
+  return cuda::unavailableReason();
+#else
+  return std::string(kNoCudaBuild);
+#endif
+}
+
+std::string cudaDeviceName() {
+#if ARMATURE_HAS_CUDA
+  if (!cuda::unavailableReason()) {
+    const cuda::RuntimeInfo runtime = cuda::queryRuntime();
+    if (!runtime.devices.empty()) return runtime.devices[0].name;
+  }
+#endif
+  return {};
 }
 
 void throwMissingBackend(const char* op, Backend backend) {
@@ -107,9 +129,9 @@ void OpChecks::view(const char* name, const DeviceView& v, ElementType type, siz
       ARM_CHECK(v.offset % info.minStorageBufferOffsetAlignment == 0,
                 "%s: %s starts %zu bytes into its buffer, not a multiple of the device's %llu", m_op, name, v.offset,
                 (unsigned long long)info.minStorageBufferOffsetAlignment);
-      ARM_CHECK(v.bytes() <= info.maxStorageBufferRange,
-                "%s: %s spans %zu bytes, beyond the device's storage buffer range (%llu)", m_op, name, v.bytes(),
-                (unsigned long long)info.maxStorageBufferRange);
+      ARM_CHECK(count * elementBytes(type) <= info.maxStorageBufferRange,
+                "%s: %s spans %zu bytes, beyond the device's storage buffer range (%llu)", m_op, name,
+                count * elementBytes(type), (unsigned long long)info.maxStorageBufferRange);
       break;
     }
     case Backend::Cuda:
@@ -234,7 +256,8 @@ DeviceBuffer Device::allocateCompressible(ElementType type, size_t count) {
   if (m_cuda) {
     DeviceBuffer b;
     b.m_memory = std::make_unique<DeviceBuffer::Memory>();
-    b.m_memory->cuda = cuda::DeviceMemory(std::max<size_t>(count * elementBytes(type), 4), cuda::MemoryKind::Compressible);
+    b.m_memory->cuda =
+        cuda::DeviceMemory(std::max<size_t>(count * elementBytes(type), 4), cuda::MemoryKind::Compressible);
     b.m_view = {VK_NULL_HANDLE, b.m_memory->cuda.data(), 0, count, type};
     return b;
   }
@@ -261,8 +284,8 @@ DeviceBuffer Device::allocate(ElementType type, size_t count) {
     return b;
   }
 #endif
-  b.m_memory->vulkan = vk::Buffer(*m_vulkan, bytes,
-                                  vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  b.m_memory->vulkan = vk::Buffer(
+      *m_vulkan, bytes, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
   b.m_view.vkBuffer = b.m_memory->vulkan.handle();
   return b;
 }
@@ -294,10 +317,26 @@ class WarmUp {
 };
 }  // namespace
 
-Device::Timings Device::time(Backend backend, const std::function<void(const Exec&)>& work, int iters) {
+Device::Timings Device::time(Backend backend, const std::function<void(const Exec&)>& work, int iters, Timing timing) {
   require(backend);
   ARM_CHECK(iters >= 1, "time: %d calls", iters);
   Timings t;
+  if (backend == Backend::Vulkan && timing == Timing::Submitted) {
+    vk::GpuTimer timer(*m_vulkan, 2, 1);
+    auto once = [&](uint64_t frame) {
+      m_vulkan->submitAndWait([&](VkCommandBuffer cmd) {
+        timer.beginFrame(cmd, frame);
+        const uint32_t zone = timer.beginZone(cmd, "call");
+        work(Exec::vulkan(*m_vulkan, cmd));
+        timer.endZone(cmd, zone);
+      });
+      return timer.waitFrame(frame)[0].milliseconds;
+    };
+    uint64_t frame = 0;
+    for (WarmUp w; !w.done();) once(frame++);
+    for (int k = 0; k < iters; ++k) t.ms.push_back(once(frame++));
+    return t;
+  }
   if (backend == Backend::Vulkan) {
     vk::Context& ctx = *m_vulkan;
     constexpr uint32_t kZonesPerCall = 8;
@@ -310,7 +349,8 @@ Device::Timings Device::time(Backend backend, const std::function<void(const Exe
         vk::computeBarrier(cmd);
       }
     };
-    for (WarmUp w; !w.done();) ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
+    for (WarmUp w; !w.done();)
+      ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, 0);
       calls(iters, &timer, cmd);

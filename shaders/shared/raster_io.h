@@ -24,6 +24,24 @@
 #define RASTER_GUARD_LO (-65536)
 #define RASTER_GUARD_HI 196608
 #define RASTER_GROUP 64
+// Bindings. Triangles: positions, faces, prior, z-buffer, ranges, queue, records. Resolve: positions, faces, z-buffer,
+// findices, barycentrics. Backward: positions, faces, findices, gradBary, gradPositions.
+#define RASTER_BINDING_POSITIONS 0
+#define RASTER_BINDING_FACES 1
+#define RASTER_BINDING_PRIOR 2
+#define RASTER_BINDING_ZBUFFER 3
+#define RASTER_BINDING_RANGES 4
+#define RASTER_BINDING_QUEUE 5
+#define RASTER_BINDING_RECORDS 6
+#define RASTER_TRIANGLES_BINDINGS 7
+#define RASTER_RESOLVE_BINDING_ZBUFFER 2
+#define RASTER_RESOLVE_BINDING_FINDICES 3
+#define RASTER_RESOLVE_BINDING_BARY 4
+#define RASTER_RESOLVE_BINDINGS 5
+#define RASTER_BACKWARD_BINDING_FINDICES 2
+#define RASTER_BACKWARD_BINDING_GRAD_BARY 3
+#define RASTER_BACKWARD_BINDING_GRAD_POSITIONS 4
+#define RASTER_BACKWARD_BINDINGS 5
 #define RASTER_RESOLVE_GROUP 128  // the Vulkan resolve's workgroup (the fastest of 32-256 on the benchmark's scenes)
 // Binning by size: one invocation walks a triangle whose pixel box has at most RasterPush::smallPixels pixels
 // (RASTER_SMALL_PIXELS for scenes that fill the GPU, fewer for small ones: rasterSmallPixels); larger ones go to a

@@ -4,9 +4,54 @@
 #include <vector>
 
 #include "armature/ops/raster.h"
+#include "support/compare.h"
 #include "shared/raster_io.h"
 
 namespace armature::test {
+
+struct Scene {
+  std::vector<float> pos;
+  std::vector<int32_t> faces;
+};
+
+// A regular grid of (n+1)² vertices in NDC [-1.2, 1.2]² at depth z, split into 2n² triangles.
+inline Scene grid(int n, float z, float w = 1.f) {
+  Scene s;
+  for (int j = 0; j <= n; ++j)
+    for (int i = 0; i <= n; ++i)
+      s.pos.insert(s.pos.end(), {(-1.2f + 2.4f * i / n) * w, (-1.2f + 2.4f * j / n) * w, z * w, w});
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      int a = j * (n + 1) + i, b = a + 1, c = a + n + 1, d = c + 1;
+      s.faces.insert(s.faces.end(), {a, b, d, a, d, c});
+    }
+  return s;
+}
+
+// Random triangles, some huge, some degenerate, some behind the eye or off screen.
+inline Scene randomScene(size_t triangles) {
+  Scene s;
+  auto u = uniform(triangles * 9 * 4, -1.6, 1.6);
+  for (size_t t = 0; t < triangles; ++t) {
+    float cx = float(u[t * 12]), cy = float(u[t * 12 + 1]),
+          size = float(std::pow(std::abs(u[t * 12 + 2]) / 1.6, 3) * 1.5 + 0.01);
+    for (int k = 0; k < 3; ++k) {
+      float w = float(0.5 + std::abs(u[t * 12 + 3 + size_t(k)]));
+      if (t % 17 == 3 && k == 0) w = -0.2f;  // crosses the eye plane: rejected
+      float x = cx + size * float(u[t * 12 + 6 + size_t(k)]), y = cy + size * float(u[t * 12 + 9 + size_t(k) % 3]);
+      if (t % 29 == 7 && k == 1) x *= 3000;  // far outside the guard band: rejected
+      if (t % 31 == 9 && k == 2) y *= 8;     // near the guard band: rejected or drawn, depending on the image size
+      float z = float(u[(t * 12 + 5 + size_t(k)) % u.size()]) * 0.9f;
+      s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
+    }
+    int base = int(t * 3);
+    if (t % 23 == 5)
+      s.faces.insert(s.faces.end(), {base, base, base + 1});  // degenerate
+    else
+      s.faces.insert(s.faces.end(), {base, base + 1, base + 2});
+  }
+  return s;
+}
 
 // L = Σ g · barycentrics with the visible faces held fixed, in double with the continuous divide: what the
 // rasteriser's backward differentiates (the GPU rounds NDC to float first).

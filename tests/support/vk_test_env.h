@@ -36,7 +36,7 @@ std::string backendParamName(const ::testing::TestParamInfo<Backend>& info);
 
 }  // namespace armature::test
 
-#define ARM_ON_GPU_BACKENDS(Suite)                                                                               \
+#define ARM_ON_GPU_BACKENDS(Suite)                                                                                \
   INSTANTIATE_TEST_SUITE_P(Gpu, Suite, ::testing::Values(::armature::Backend::Vulkan, ::armature::Backend::Cuda), \
                            ::armature::test::backendParamName)
 
@@ -50,7 +50,7 @@ std::string backendParamName(const ::testing::TestParamInfo<Backend>& info);
   ::armature::vk::Context& ctx = *ctx##_ptr
 
 // Skips the test with the reason when CUDA cannot run here (no driver, no device, or not built).
-#define ARM_REQUIRE_CUDA()                                                                  \
-  do {                                                                                      \
-    if (auto why = ::armature::cuda::unavailableReason()) GTEST_SKIP() << "CUDA: " << *why; \
+#define ARM_REQUIRE_CUDA()                                                          \
+  do {                                                                              \
+    if (auto why = ::armature::cudaUnavailable()) GTEST_SKIP() << "CUDA: " << *why; \
   } while (0)

@@ -30,13 +30,21 @@ const char* elementName(ElementType type);
 template <typename T>
 constexpr ElementType elementTypeOf();
 template <>
-constexpr ElementType elementTypeOf<float>() { return ElementType::Float32; }
+constexpr ElementType elementTypeOf<float>() {
+  return ElementType::Float32;
+}
 template <>
-constexpr ElementType elementTypeOf<int32_t>() { return ElementType::Int32; }
+constexpr ElementType elementTypeOf<int32_t>() {
+  return ElementType::Int32;
+}
 template <>
-constexpr ElementType elementTypeOf<uint32_t>() { return ElementType::UInt32; }
+constexpr ElementType elementTypeOf<uint32_t>() {
+  return ElementType::UInt32;
+}
 template <>
-constexpr ElementType elementTypeOf<uint8_t>() { return ElementType::Byte; }
+constexpr ElementType elementTypeOf<uint8_t>() {
+  return ElementType::Byte;
+}
 
 // `count` elements of `type` at `offset` bytes into a buffer that Vulkan binds as `vkBuffer`, CUDA addresses as
 // `cudaBase`, or both when the memory is shared. Non-owning: the memory must outlive the work that uses it. An empty
@@ -72,10 +80,13 @@ class Exec {
   static Exec vulkan(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* stages = nullptr);
   static Exec cuda(void* stream);
   Backend backend() const { return m_backend; }
-  vk::Context& context() const;     // Vulkan only
+  vk::Context& context() const;  // Vulkan only
   VkCommandBuffer commandBuffer() const { return m_cmd; }
   vk::GpuTimer* stages() const { return m_stages; }  // Vulkan: zones for an op's stages, when the caller times them
   void* stream() const { return m_stream; }          // CUDA only
+  // Orders the work recorded so far before what follows, for ops that read earlier ops' outputs: a full compute and
+  // transfer barrier on Vulkan; nothing on CUDA, whose stream already runs in order.
+  void barrier() const;
 
  private:
   Backend m_backend = Backend::Vulkan;
@@ -168,15 +179,18 @@ class Device {
   void run(Backend backend, const std::function<void(const Exec&)>& work);
 
   // GPU times of `iters` calls of `work` after a warm-up (at least 3 calls and 250 ms of back-to-back calls: GPUs
-  // clock down when idle). Vulkan: timestamp queries around each call, the calls recorded back to back into one
-  // submission with a full barrier between them (one submit-and-wait per call lets some drivers keep the GPU in a
-  // low-power state); zones the work opens on exec.stages() come back as stages. CUDA: events around each call,
-  // each waited for.
+  // clock down when idle). Vulkan: timestamp queries around each call; BackToBack records the calls into one
+  // submission with a full barrier between them (each call's latency on a busy GPU: one submit-and-wait per call lets
+  // some drivers keep the GPU in a low-power state, in which memory-bound calls run far below their bandwidth), and
+  // zones the work opens on exec.stages() come back as stages; Submitted submits and waits for each call (a frame's
+  // cost, e.g. the rasteriser's). CUDA: events around each call, each waited for, either way.
+  enum class Timing { BackToBack, Submitted };
   struct Timings {
-    std::vector<double> ms;                                              // per call
+    std::vector<double> ms;                                           // per call
     std::vector<std::pair<std::string, std::vector<double>>> stages;  // per stage zone name, per call
   };
-  Timings time(Backend backend, const std::function<void(const Exec&)>& work, int iters);
+  Timings time(Backend backend, const std::function<void(const Exec&)>& work, int iters,
+               Timing timing = Timing::BackToBack);
 
  private:
   struct CudaSide;
@@ -204,5 +218,9 @@ class OpChecks {
 
 // The one error for an op that the exec's backend does not have (or that this build does not contain).
 [[noreturn]] void throwMissingBackend(const char* op, Backend backend);
+// Why CUDA cannot run on this machine (not built, no driver, no device), or nothing when it can.
+std::optional<std::string> cudaUnavailable();
+// The first CUDA device's name, or empty where CUDA cannot run.
+std::string cudaDeviceName();
 
 }  // namespace armature

@@ -8,6 +8,7 @@
 
 #include "armature/error.h"
 #include "armature/ops/grid_cells.h"
+#include "ops/dispatch.h"
 
 namespace armature {
 namespace {
@@ -322,6 +323,19 @@ std::vector<GridView> makeGridViews(uint32_t size, uint32_t layers, uint32_t cha
       }
   }
   return views;
+}
+
+namespace cuda {
+GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels, int resolution);
+}
+
+GridHierarchy buildGridHierarchy(Backend backend, const std::vector<GridView>& views, int levels, int resolution) {
+  using Build = GridHierarchy (*)(const std::vector<GridView>&, int, int);
+  const Build build = backend == Backend::Cpu    ? Build(&buildGridHierarchy)
+                      : backend == Backend::Cuda ? Build(ARM_CUDA_BACKEND(buildGridHierarchy))
+                                                 : nullptr;
+  if (!build) throwMissingBackend("grid hierarchy", backend);
+  return build(views, levels, resolution);
 }
 
 }  // namespace armature

@@ -1,9 +1,19 @@
 #include "armature/ops/project.h"
 
-#include "armature/shaders.h"
+#include "dispatch.h"
 #include "shared/project_io.h"
 
 namespace armature {
+namespace vk {
+void project(const Exec&, const ProjectArgs&);
+void projectBackward(const Exec&, const ProjectBackwardArgs&);
+void projectMatrixGrad(const Exec&, const ProjectMatrixGradArgs&);
+}  // namespace vk
+namespace cuda {
+void project(const Exec&, const ProjectArgs&);
+void projectBackward(const Exec&, const ProjectBackwardArgs&);
+void projectMatrixGrad(const Exec&, const ProjectMatrixGradArgs&);
+}  // namespace cuda
 
 void checkProjectDesc(const ProjectDesc& d) {
   ARM_CHECK(d.views >= 1, "project: views must be >= 1");
@@ -14,103 +24,33 @@ void checkProjectDesc(const ProjectDesc& d) {
 
 ProjectPush projectPush(const ProjectDesc& d) { return {d.views, d.points, d.pointsPerView ? 1u : 0u}; }
 
-namespace {
-void checkMatrices(const ProjectDesc& d, size_t floats) {
-  ARM_CHECK(floats == size_t(d.views) * 16, "project: %zu matrix floats for %u views (16 each)", floats, d.views);
-}
-// Element (row, column) of view b's column-major matrix.
-double entry(const std::vector<float>& m, uint32_t view, int row, int column) {
-  return m[view * 16 + column * 4 + row];
-}
-}  // namespace
-
-std::vector<double> projectRef(const ProjectDesc& d, const std::vector<double>& points, const std::vector<float>& m) {
-  checkProjectDesc(d);
-  checkMatrices(d, m.size());
-  ARM_CHECK(points.size() == d.pointFloats(), "project: %zu point floats, expected %zu", points.size(),
-            d.pointFloats());
-  std::vector<double> clip(d.clipFloats());
-  for (uint32_t b = 0; b < d.views; ++b)
-    for (uint32_t n = 0; n < d.points; ++n) {
-      const double* p = &points[((d.pointsPerView ? size_t(b) * d.points : 0) + n) * 3];
-      for (int r = 0; r < 4; ++r)
-        clip[(size_t(b) * d.points + n) * 4 + r] =
-            entry(m, b, r, 0) * p[0] + entry(m, b, r, 1) * p[1] + entry(m, b, r, 2) * p[2] + entry(m, b, r, 3);
-    }
-  return clip;
+void project(const Exec& exec, const ProjectArgs& a) {
+  checkProjectDesc(a.desc);
+  OpChecks check("project", exec);
+  check.view("points", a.points, ElementType::Float32, a.desc.pointFloats());
+  check.view("matrices", a.matrices, ElementType::Float32, size_t(a.desc.views) * 16);
+  check.view("clip", a.clip, ElementType::Float32, a.desc.clipFloats());
+  if (a.desc.points) dispatch("project", exec, a, &vk::project, ARM_CUDA_BACKEND(project));
 }
 
-std::vector<double> projectBackwardRef(const ProjectDesc& d, const std::vector<double>& gradClip,
-                                       const std::vector<float>& m) {
-  checkProjectDesc(d);
-  checkMatrices(d, m.size());
-  ARM_CHECK(gradClip.size() == d.clipFloats(), "project backward: %zu gradient floats, expected %zu", gradClip.size(),
-            d.clipFloats());
-  std::vector<double> grad(d.pointFloats(), 0.0);
-  for (uint32_t b = 0; b < d.views; ++b)
-    for (uint32_t n = 0; n < d.points; ++n) {
-      const double* g = &gradClip[(size_t(b) * d.points + n) * 4];
-      double* out = &grad[((d.pointsPerView ? size_t(b) * d.points : 0) + n) * 3];
-      for (int c = 0; c < 3; ++c)
-        for (int r = 0; r < 4; ++r) out[c] += entry(m, b, r, c) * g[r];
-    }
-  return grad;
+void projectBackward(const Exec& exec, const ProjectBackwardArgs& a) {
+  checkProjectDesc(a.desc);
+  OpChecks check("project backward", exec);
+  check.view("gradClip", a.gradClip, ElementType::Float32, a.desc.clipFloats());
+  check.view("matrices", a.matrices, ElementType::Float32, size_t(a.desc.views) * 16);
+  check.view("gradPoints", a.gradPoints, ElementType::Float32, a.desc.pointFloats());
+  if (a.desc.points) dispatch("project backward", exec, a, &vk::projectBackward, ARM_CUDA_BACKEND(projectBackward));
 }
 
-std::vector<double> projectMatrixGradRef(const ProjectDesc& d, const std::vector<double>& points,
-                                         const std::vector<double>& gradClip) {
-  checkProjectDesc(d);
-  ARM_CHECK(points.size() == d.pointFloats(), "project matrix gradient: %zu point floats, expected %zu", points.size(),
-            d.pointFloats());
-  ARM_CHECK(gradClip.size() == d.clipFloats(), "project matrix gradient: %zu gradient floats, expected %zu",
-            gradClip.size(), d.clipFloats());
-  std::vector<double> grad(size_t(d.views) * 16, 0.0);
-  for (uint32_t b = 0; b < d.views; ++b)
-    for (uint32_t n = 0; n < d.points; ++n) {
-      const double* p = &points[((d.pointsPerView ? size_t(b) * d.points : 0) + n) * 3];
-      const double* g = &gradClip[(size_t(b) * d.points + n) * 4];
-      for (int c = 0; c < 4; ++c)
-        for (int r = 0; r < 4; ++r) grad[b * 16 + c * 4 + r] += g[r] * (c < 3 ? p[c] : 1.0);
-    }
-  return grad;
-}
-
-void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& points,
-               const vk::Buffer& matrices, vk::Buffer& clip) {
-  checkProjectDesc(d);
-  ARM_CHECK(points.size() >= d.pointFloats() * 4 && matrices.size() >= size_t(d.views) * 64 &&
-                clip.size() >= d.clipFloats() * 4,
-            "project: a buffer is smaller than its shape");
-  if (!d.points) return;
-  const ProjectPush push = projectPush(d);
-  const auto& program = ctx.program(shaders::project_forward, 3, sizeof push);
-  vk::dispatch(cmd, program, vk::groupCount(d.clipFloats() / 4, PROJECT_GROUP),
-               {points.view(), matrices.view(), clip.view()}, push);
-}
-
-void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& gradClip,
-                       const vk::Buffer& matrices, vk::Buffer& gradPoints) {
-  checkProjectDesc(d);
-  ARM_CHECK(gradClip.size() >= d.clipFloats() * 4 && matrices.size() >= size_t(d.views) * 64 &&
-                gradPoints.size() >= d.pointFloats() * 4,
-            "project backward: a buffer is smaller than its shape");
-  if (!d.points) return;
-  const ProjectPush push = projectPush(d);
-  const auto& program = ctx.program(shaders::project_backward, 3, sizeof push);
-  vk::dispatch(cmd, program, vk::groupCount(d.pointFloats() / 3, PROJECT_GROUP),
-               {gradClip.view(), matrices.view(), gradPoints.view()}, push);
-}
-
-void projectMatrixGradVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& d, const vk::Buffer& points,
-                         const vk::Buffer& gradClip, vk::Buffer& gradMatrices) {
-  checkProjectDesc(d);
-  ARM_CHECK(points.size() >= d.pointFloats() * 4 && gradClip.size() >= d.clipFloats() * 4 &&
-                gradMatrices.size() >= size_t(d.views) * 64,
-            "project matrix gradient: a buffer is smaller than its shape");
-  ARM_CHECK(d.views <= 65535, "project matrix gradient: %u views, at most 65535 (one workgroup each)", d.views);
-  const ProjectPush push = projectPush(d);
-  const auto& program = ctx.program(shaders::project_matrix_grad, 3, sizeof push);
-  vk::dispatch(cmd, program, d.views, {points.view(), gradClip.view(), gradMatrices.view()}, push);
+void projectMatrixGrad(const Exec& exec, const ProjectMatrixGradArgs& a) {
+  checkProjectDesc(a.desc);
+  ARM_CHECK(a.desc.views <= 65535, "project matrix gradient: %u views, at most 65535 (one workgroup each)",
+            a.desc.views);
+  OpChecks check("project matrix gradient", exec);
+  check.view("points", a.points, ElementType::Float32, a.desc.pointFloats());
+  check.view("gradClip", a.gradClip, ElementType::Float32, a.desc.clipFloats());
+  check.view("gradMatrices", a.gradMatrices, ElementType::Float32, size_t(a.desc.views) * 16);
+  dispatch("project matrix gradient", exec, a, &vk::projectMatrixGrad, ARM_CUDA_BACKEND(projectMatrixGrad));
 }
 
 }  // namespace armature

@@ -1,13 +1,44 @@
-#include "armature/ops/skinning.h"
-
 #include <algorithm>
 
 #include "armature/shaders.h"
+#include "armature/vk/timer.h"
 #include "shared/skinning_io.h"
+#include "skinning_backend.h"
 
-namespace armature {
+namespace armature::vk {
 
 namespace {
+
+// Holds the tables in device-local buffers; forward() and backward() record into the exec's command buffer.
+class SkinningVk : public SkinningBackend {
+ public:
+  SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
+             uint32_t maxBatch);
+  void forward(const Exec& exec, const SkinningForwardArgs& args) override;
+  void backward(const Exec& exec, const SkinningBackwardArgs& args) override;
+  SkinningTuning setTuning(const SkinningTuning&) override { return {false, false, false}; }  // none are Vulkan's
+  size_t deviceBytes() const override { return m_deviceBytes; }
+
+ private:
+  vk::Context& m_ctx;
+  SkinningDims m_dims;
+  uint32_t m_maxBatch;
+  size_t m_deviceBytes = 0;
+  vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue, m_parents,
+      m_jointVertex, m_jointWeight;
+  // The backward's per-joint sums by parts (layouts: shared/skinning_io.h): a part per joint, or for fewer than
+  // SKIN_SUM_PART_BELOW items parts of at most SKIN_SUM_PART entries.
+  struct SumParts {
+    vk::Buffer range, joint, jointStart;
+    uint32_t count = 0;
+  };
+  static SumParts makeSumParts(vk::Context& ctx, const SkinningTables& t, uint32_t entries, uint32_t vertices);
+  const SumParts& sumParts(uint32_t batch) const;  // the parts `batch` items sum by
+  SumParts m_wholeParts, m_splitParts;
+  vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
+  vk::Buffer m_gradVPosed, m_gradParts, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
+};
+
 template <typename T>
 vk::Buffer table(vk::Context& ctx, const std::vector<T>& v) {
   return vk::makeStorageBuffer<T>(ctx, std::span<const T>(v));
@@ -36,18 +67,18 @@ const SkinningVk::SumParts& SkinningVk::sumParts(uint32_t batch) const {
 
 SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
     : m_ctx(ctx), m_maxBatch(maxBatch) {
-  ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "SkinningVk: maxBatch must be in [1, 65535] (one workgroup per item)");
   const SkinningTables t = buildSkinningTables(model, S, E);
   m_dims = t;
+  m_deviceBytes = t.deviceBytes();
   ARM_CHECK(t.coefCount() <= SKIN_MAX_COEFS,
-            "SkinningVk: %u shape + expression components; the Vulkan path holds at most %d", t.coefCount(),
+            "skinning (Vulkan): %u shape + expression components; the Vulkan path holds at most %d", t.coefCount(),
             SKIN_MAX_COEFS);
   size_t F = t.featureCount + t.coefCount();
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
   // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
   uint64_t limit = ctx.info().maxStorageBufferRange;
   ARM_CHECK(vposedBytes <= limit && t.blendMatrix.size() * 4 <= limit,
-            "SkinningVk: a batch of %u needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", maxBatch,
+            "skinning (Vulkan): a batch of %u needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", maxBatch,
             vposedBytes / 1048576.0, ctx.info().name.c_str(), limit / 1048576.0);
   m_vTemplate = table(ctx, t.vTemplate);
   m_blend = table(ctx, t.blendMatrix);
@@ -68,11 +99,6 @@ SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uin
 }
 
 namespace {
-// A buffer's size against what a call needs: a clear error naming the argument.
-void needFloats(const char* call, const vk::Buffer& b, size_t floats, const char* name) {
-  ARM_CHECK(b.size() >= std::max<size_t>(floats, 1) * 4, "%s: %s holds %llu bytes, needs %zu", call, name,
-            (unsigned long long)b.size(), floats * 4);
-}
 // Timer zones over a call's dispatches: next("name") ends the open zone and opens the next; next(nullptr) ends it.
 struct StageZones {
   vk::GpuTimer* timer;
@@ -88,44 +114,38 @@ struct StageZones {
 };
 }  // namespace
 
-void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
-                         const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices,
-                         vk::Buffer& joints, vk::GpuTimer* stages) {
+void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const SkinningDims& t = m_dims;
-  const char* call = "SkinningVk::forward";
-  ARM_CHECK(batch >= 1 && batch <= m_maxBatch, "%s: batch %u outside [1, %u]", call, batch, m_maxBatch);
+  const VkCommandBuffer cmd = exec.commandBuffer();
+  const uint32_t batch = a.batch;
   const size_t B = batch;
-  needFloats(call, pose, B * t.jointCount * 3, "pose (B,J,3)");
-  needFloats(call, betas, B * t.shapeCount, "betas (B,S)");
-  needFloats(call, expression, B * t.exprCount, "expression (B,E)");
-  needFloats(call, transl, B * 3, "transl (B,3)");
-  needFloats(call, vertices, B * t.vertexCount * 3, "vertices (B,V,3)");
-  needFloats(call, joints, B * t.jointCount * 3, "joints (B,J,3)");
+  const BufferView pose = a.pose.vulkan(), betas = a.betas.vulkan(), expression = a.expression.vulkan(),
+                   transl = a.transl.vulkan(), vertices = a.vertices.vulkan(), joints = a.joints.vulkan();
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
-  StageZones zones{stages, cmd};
+  StageZones zones{exec.stages(), cmd};
+  vk::computeBarrier(cmd);  // an earlier call's reads of the work buffers this one rewrites
   // The blend product's input, the pose features and coefficients: one item's stream computes them itself, more
   // items' tiled GEMM reads them from a dispatch before it.
   if (batch > 1) {
     zones.next("skin: features");
     vk::dispatch(cmd, m_ctx.program(shaders::skin_features, 4, sizeof push),
                  vk::groupCount(B * (t.jointCount - 1 + t.coefCount()), SKIN_FEATURE_GROUP),  // skinFeatureUnits
-                 {pose.view(), betas.view(), expression.view(), m_features.view()}, push);
+                 {pose, betas, expression, m_features.view()}, push);
     vk::computeBarrier(cmd);
   }
   // The joint chain and the blend product do not read each other's results: no barrier between them, so the chain
   // (one workgroup per item) runs beside the product instead of before it.
   zones.next("skin: chain, blend");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_joints, 10, sizeof push), batch,  // one workgroup per item
-               {pose.view(), betas.view(), expression.view(), transl.view(), m_jointTemplate.view(), m_jointDirs.view(),
-                m_parents.view(), m_transforms.view(), joints.view(), m_saved.view()},
+               {pose, betas, expression, transl, m_jointTemplate.view(), m_jointDirs.view(), m_parents.view(),
+                m_transforms.view(), joints, m_saved.view()},
                push);
   // The blend product: one item streams the matrix (skin_blend), more use a register-tiled GEMM whose tile height
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
   if (batch == 1) {
     vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 6, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
-                 {pose.view(), betas.view(), expression.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()},
-                 push);
+                 {pose, betas, expression, m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
     const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
@@ -139,26 +159,21 @@ void SkinningVk::forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& 
   const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),
                {m_vPosed.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
-                transl.view(), vertices.view()},
+                transl, vertices},
                push);
   zones.next(nullptr);
-  m_lastBatch = batch;
 }
 
-void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& gradVertices,
-                          const vk::Buffer* gradJoints, const SkinningGradBuffers& out, vk::GpuTimer* stages) {
+void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
   const SkinningDims& t = m_dims;
-  const char* call = "SkinningVk::backward";
-  ARM_CHECK(m_lastBatch != 0, "%s: no forward() recorded before it (it reads what the forward kept)", call);
-  ARM_CHECK(batch == m_lastBatch, "%s: batch %u, but the last forward() had %u", call, batch, m_lastBatch);
+  const char* call = "skinning backward (Vulkan)";
+  const VkCommandBuffer cmd = exec.commandBuffer();
+  const uint32_t batch = a.batch;
   const size_t B = batch, F = size_t(t.featureCount) + t.coefCount();
-  needFloats(call, pose, B * t.jointCount * 3, "pose (B,J,3)");
-  needFloats(call, gradVertices, B * t.vertexCount * 3, "gradVertices (B,V,3)");
-  if (gradJoints) needFloats(call, *gradJoints, B * t.jointCount * 3, "gradJoints (B,J,3)");
-  needFloats(call, out.pose, B * t.jointCount * 3, "gradPose (B,J,3)");
-  needFloats(call, out.betas, B * t.shapeCount, "gradBetas (B,S)");
-  needFloats(call, out.expression, B * t.exprCount, "gradExpression (B,E)");
-  needFloats(call, out.transl, B * 3, "gradTransl (B,3)");
+  const BufferView pose = a.pose.vulkan(), gradVertices = a.gradVertices.vulkan();
+  struct {
+    BufferView pose, betas, expression, transl;
+  } out{a.gradPose.vulkan(), a.gradBetas.vulkan(), a.gradExpression.vulkan(), a.gradTransl.vulkan()};
   const uint32_t columns = t.vertexCount * 3;
   if (!m_gradPartials) {
     size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
@@ -179,29 +194,30 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
   }
   const uint32_t tileItems = skinGradTileItems(batch), slices = skinGradSlices(batch, uint32_t(F), columns);
   const uint32_t sumItems = skinJointSumItems(batch);
-  SkinningPush push{batch,        t.vertexCount,        t.jointCount, t.featureCount, t.coefCount(),
-                    t.shapeCount, gradJoints ? 1u : 0u, slices,       sumItems};
-  const vk::BufferView jointGrads = gradJoints ? gradJoints->view() : m_saved.view();  // unread without them
+  SkinningPush push{
+      batch,  t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, a.gradJoints.empty() ? 0u : 1u,
+      slices, sumItems};
+  const vk::BufferView jointGrads = a.gradJoints.empty() ? m_saved.view() : a.gradJoints.vulkan();  // unread without
   const SumParts& parts = sumParts(batch);
-  StageZones zones{stages, cmd};
+  StageZones zones{exec.stages(), cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
   zones.next("skin backward: vertices");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, 6, sizeof push),
                vk::groupCount(B * t.vertexCount, SKIN_VERTEX_GROUP),
-               {gradVertices.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(),
-                m_weightValue.view(), m_gradVPosed.view()},
+               {gradVertices, m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
+                m_gradVPosed.view()},
                push);
   // The per-joint sums read dL/dv and v_posed only: no barrier before them.
   zones.next("skin backward: joint sums");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 7, sizeof push), parts.count,
-               {gradVertices.view(), m_vPosed.view(), parts.range.view(), parts.joint.view(), m_jointVertex.view(),
+               {gradVertices, m_vPosed.view(), parts.range.view(), parts.joint.view(), m_jointVertex.view(),
                 m_jointWeight.view(), m_gradParts.view()},
                push, (batch + sumItems - 1) / sumItems);
   vk::computeBarrier(cmd);
   zones.next("skin backward: chain, features");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 7, sizeof push), batch,
                {m_saved.view(), m_gradParts.view(), parts.jointStart.view(), jointGrads, m_parents.view(),
-                m_chainGrads.view(), out.transl.view()},
+                m_chainGrads.view(), out.transl},
                push);
   const auto& features =
       batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
@@ -211,11 +227,16 @@ void SkinningVk::backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer&
                uint32_t((B + tileItems - 1) / tileItems));
   vk::computeBarrier(cmd);
   zones.next("skin backward: parameters");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,
-               {pose.view(), m_chainGrads.view(), m_gradPartials.view(), m_jointDirs.view(), out.pose.view(),
-                out.betas.view(), out.expression.view()},
-               push);
+  vk::dispatch(
+      cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,
+      {pose, m_chainGrads.view(), m_gradPartials.view(), m_jointDirs.view(), out.pose, out.betas, out.expression},
+      push);
   zones.next(nullptr);
 }
 
-}  // namespace armature
+std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const BodyModel& model, uint32_t S, uint32_t E,
+                                              uint32_t maxBatch, const SkinningTuning&) {
+  return std::make_unique<SkinningVk>(*device.vulkan(), model, S, E, maxBatch);
+}
+
+}  // namespace armature::vk

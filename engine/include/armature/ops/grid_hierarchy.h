@@ -7,8 +7,9 @@
 //
 // Three implementations with identical outputs: buildGridHierarchyRef follows the original's loops with hash maps
 // (the reference); buildGridHierarchy replaces every hash lookup of a pixel with a per-level, per-pixel seq map and
-// spreads the neighbour search over threads; cuda::buildGridHierarchy (armature/cuda/grid_hierarchy.h) does every
-// step as data-parallel passes on the GPU (bench: armature-bench hierarchy).
+// spreads the neighbour search over threads; on CUDA every step runs as data-parallel passes on the GPU, each
+// "numbered in order of first appearance" step a sort and a scan instead of a sequential hash walk (bench:
+// armature-bench hierarchy).
 //
 // Where we deliberately differ from the original (both implementations):
 //  * Points must lie in [-1, 1] (else an error); a coordinate of exactly +1 is put in the last cell. The original
@@ -18,6 +19,8 @@
 //  * Bad shapes or a view count other than 3 are errors (the original prints and returns empty lists).
 #include <cstdint>
 #include <vector>
+
+#include "armature/backend.h"
 
 namespace armature {
 
@@ -45,6 +48,9 @@ struct GridHierarchy {
 // (build_hierarchy_with_feat). Throws armature::Error on bad input.
 GridHierarchy buildGridHierarchyRef(const std::vector<GridView>& views, int levels, int resolution);
 GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels, int resolution);
+// The same on a backend: Cpu is the threaded builder above; Cuda takes the host views in and hands the host hierarchy
+// out, the work between on the device (bit for bit the reference's). Vulkan has none.
+GridHierarchy buildGridHierarchy(Backend backend, const std::vector<GridView>& views, int levels, int resolution);
 
 // Test and benchmark input: analytic spheres seen from the three axes, up to `layers` hits per pixel front to
 // back, with about `holeFraction` of the deeper layer entries knocked out (the original stops at the first hole).

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "armature/vk/buffer.h"
+#include "armature/device.h"
 
 struct ProjectPush;  // shaders/shared/project_io.h: the GPU passes' push constants
 
@@ -38,13 +38,28 @@ std::vector<double> projectBackwardRef(const ProjectDesc& desc, const std::vecto
 std::vector<double> projectMatrixGradRef(const ProjectDesc& desc, const std::vector<double>& points,
                                          const std::vector<double>& gradClip);
 
-// Vulkan: records the dispatch on `cmd`. matrices: 16·B floats; clip / gradPoints are overwritten.
-void projectVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& points,
-               const vk::Buffer& matrices, vk::Buffer& clip);
-void projectBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& gradClip,
-                       const vk::Buffer& matrices, vk::Buffer& gradPoints);
-// gradMatrices: 16·B floats, overwritten. One workgroup per view sums its points in a fixed order (deterministic).
-void projectMatrixGradVk(vk::Context& ctx, VkCommandBuffer cmd, const ProjectDesc& desc, const vk::Buffer& points,
-                         const vk::Buffer& gradClip, vk::Buffer& gradMatrices);
+// The GPU entry points (armature/device.h): float32 views, outputs overwritten. Matrices: 16·B floats.
+struct ProjectArgs {
+  ProjectDesc desc;
+  DeviceView points;    // desc.pointFloats()
+  DeviceView matrices;  // 16·B, column-major
+  DeviceView clip;      // (B,N,4), rasterize's Instanced positions
+};
+struct ProjectBackwardArgs {
+  ProjectDesc desc;
+  DeviceView gradClip;    // (B,N,4)
+  DeviceView matrices;    // 16·B
+  DeviceView gradPoints;  // the shape of points; one writer per value, no atomics
+};
+// gradMatrices: one workgroup (block) per view sums its points in a fixed order (deterministic).
+struct ProjectMatrixGradArgs {
+  ProjectDesc desc;
+  DeviceView points;        // desc.pointFloats()
+  DeviceView gradClip;      // (B,N,4)
+  DeviceView gradMatrices;  // 16·B
+};
+void project(const Exec& exec, const ProjectArgs& args);
+void projectBackward(const Exec& exec, const ProjectBackwardArgs& args);
+void projectMatrixGrad(const Exec& exec, const ProjectMatrixGradArgs& args);
 
 }  // namespace armature

@@ -1,12 +1,14 @@
 #pragma once
 // Triangle rasteriser producing a visibility buffer: per pixel the visible face (index + 1, 0 = background) and its
 // perspective-correct barycentrics — Hunyuan3D-2 custom_rasterizer's rasterize_image contract (see
-// shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference here; Vulkan
-// compute below; CUDA in armature/cuda/raster.h. All three produce identical face indices.
+// shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference and the GPU entry
+// points (Vulkan compute and CUDA) here; interpolate reads its outputs (armature/ops/interpolate.h).
 #include <cstdint>
 #include <vector>
 
-#include "armature/vk/buffer.h"
+#include "armature/ops/interpolate.h"
+
+#include "armature/device.h"
 
 struct RasterPush;  // shaders/shared/raster_io.h: the GPU passes' push constants
 
@@ -81,33 +83,6 @@ std::vector<uint32_t> rasterCoverageRef(const std::vector<float>& positions, con
 uint32_t validateRasterInputs(size_t positionFloats, const std::vector<int32_t>& faces, const RasterDesc& desc,
                               size_t depthPriorFloats, const std::vector<int32_t>* ranges = nullptr);
 
-// interpolate: out (H,W,C) = Σ_k bary[k] · attr[face[k]] at covered pixels, 0 at background (findices 0).
-// A batch is B·H·W pixels. imagePixels = 0: attr (N,C) shared by every image (many views of one mesh, or face
-// ranges of one vertex buffer). imagePixels = H·W: attr (B,N,C), each image its own (nvdiffrast's instanced
-// attributes: per-view normals, lighting). Backward: gradAttr (N,C) or (B,N,C) += Σ_pixels bary[k] · gradOut,
-// gradBary (B,H,W,3) = attr[face[k]] · gradOut.
-std::vector<double> interpolateRef(const std::vector<double>& attr, uint32_t channels,
-                                   const std::vector<int32_t>& findices, const std::vector<double>& barycentrics,
-                                   const std::vector<int32_t>& faces, uint32_t imagePixels = 0);
-void interpolateBackwardRef(const std::vector<double>& attr, uint32_t channels, const std::vector<int32_t>& findices,
-                            const std::vector<double>& barycentrics, const std::vector<int32_t>& faces,
-                            const std::vector<double>& gradOut, std::vector<double>& gradAttr,
-                            std::vector<double>& gradBarycentrics, uint32_t imagePixels = 0);
-// Floats in attr (and gradAttr) for `pixels` pixels of `channels` over `vertexCount` vertices: N·C, or B·N·C with
-// B = pixels / imagePixels (which must divide it).
-size_t interpolateAttrCount(size_t pixels, uint32_t channels, uint32_t vertexCount, uint32_t imagePixels);
-// Vulkan: forward, and backward (gradAttr accumulated with float atomics: the caller zeroes it; not bitwise
-// reproducible, unlike gradBarycentrics). Buffers as in the reference, fp32; findices must come from a rasterize
-// of the same faces (checked on the device: out-of-range ids give 0).
-void interpolateVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels, uint32_t vertexCount,
-                   const vk::Buffer& attr, const vk::Buffer& findices, const vk::Buffer& barycentrics,
-                   const vk::Buffer& faces, uint32_t faceCount, vk::Buffer& out, uint32_t imagePixels = 0);
-void interpolateBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, uint32_t pixels, uint32_t channels,
-                           uint32_t vertexCount, const vk::Buffer& attr, const vk::Buffer& findices,
-                           const vk::Buffer& barycentrics, const vk::Buffer& faces, uint32_t faceCount,
-                           const vk::Buffer& gradOut, vk::Buffer& gradAttr, vk::Buffer& gradBarycentrics,
-                           uint32_t imagePixels = 0);
-
 // GPU scratch: the z-buffer (B·H·W uint64), the big-triangle queue of chunks and the queued triangles' records
 // (RasterQueued, as many as entries at most), laid out by rasterScratchLayout.
 struct RasterScratchLayout {
@@ -131,22 +106,39 @@ RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t fac
 uint32_t rasterTokenTag(const RasterDesc& desc);
 bool rasterClearsZBuffer(const RasterDesc& desc);
 
-// Vulkan compute: records into `cmd`. findices (B·H·W int32) and barycentrics (B·H·W·3 float) are caller buffers;
-// `scratch` holds rasterScratchBytes (desc.scratchCall on later calls). vertexCount is per image in Instanced
-// mode. ranges: (B,2) int32 in Ranges mode (a range outside F draws nothing). Uses 64-bit buffer atomics where the
-// device has them, else two passes with 32-bit atomics (same results). Needs shaderInt64 for the exact edge functions.
-void rasterizeVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
-                 uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer* depthPrior,
-                 vk::Buffer& scratch, vk::Buffer& findices, vk::Buffer& barycentrics,
-                 const vk::Buffer* ranges = nullptr);
-// The backward (rasterizeBackwardRef) on Vulkan: writes gradPositions (the size of positions) from gradBarycentrics
-// (B,H,W,3) at the faces of findices. Needs float32 buffer atomic add (VK_EXT_shader_atomic_float): the sums over
-// pixels are not bitwise reproducible. On devices without doubles each pixel's chain runs in float: good to ~1e-4
-// of the largest gradient where the pixel's triangle is well conditioned (tests/raster_test.cpp, wellConditioned),
-// while on slivers the error grows with their conditioning (up to ~3e-3 of the largest gradient measured).
-void rasterizeBackwardVk(vk::Context& ctx, VkCommandBuffer cmd, const RasterDesc& desc, const vk::Buffer& positions,
-                         uint32_t vertexCount, const vk::Buffer& faces, uint32_t faceCount, const vk::Buffer& findices,
-                         const vk::Buffer& gradBarycentrics, vk::Buffer& gradPositions);
+// The GPU entry points (armature/device.h). Face ids are identical on every backend and the CPU reference.
+// Vulkan needs shaderInt64 (the exact edge functions); it uses 64-bit buffer atomics where the device has them, else
+// two passes with 32-bit atomics (same results). CUDA: on compute capability 9.0+ the call's kernels, and
+// interpolate's, are launched as programmatic dependents of the work before them in the stream; scratch and outputs in
+// compressible memory (Device::allocateCompressible) cost fewer DRAM bytes.
+struct RasterizeArgs {
+  RasterDesc desc;
+  uint32_t vertexCount = 0;  // per image (Instanced) or in all (Ranges)
+  uint32_t faceCount = 0;
+  DeviceView positions;     // float32, rasterPositionRows(desc, vertexCount)·4, clip space
+  DeviceView faces;         // int32, faceCount·3
+  DeviceView depthPrior;    // float32 (B,H,W) in NDC z with desc.useDepthPrior, else empty
+  DeviceView ranges;        // int32 (B,2) in Ranges mode (a range outside F draws nothing), else empty
+  DeviceView scratch;       // bytes, rasterScratchBytes(desc) (desc.scratchCall on later calls)
+  DeviceView findices;      // int32 (B,H,W), overwritten
+  DeviceView barycentrics;  // float32 (B,H,W,3), overwritten; must not overlap the inputs (CUDA keeps each
+                            // vertex's setup there before the resolve)
+};
+// The backward (rasterizeBackwardRef): gradPositions (the shape of positions, overwritten) from gradBarycentrics at
+// the faces of findices. Float atomics: the sums over pixels are not bitwise reproducible. Vulkan needs float32
+// buffer atomic add (VK_EXT_shader_atomic_float); on devices without doubles each pixel's chain runs in float: good
+// to ~1e-4 of the largest gradient where the pixel's triangle is well conditioned (tests/raster_test.cpp,
+// wellConditioned), while on slivers the error grows with their conditioning.
+struct RasterizeBackwardArgs {
+  RasterDesc desc;
+  uint32_t vertexCount = 0, faceCount = 0;
+  DeviceView positions, faces;  // as the forward's
+  DeviceView findices;          // int32 (B,H,W), from a rasterize of the same inputs
+  DeviceView gradBarycentrics;  // float32 (B,H,W,3)
+  DeviceView gradPositions;     // float32, the shape of positions
+};
+void rasterize(const Exec& exec, const RasterizeArgs& args);
+void rasterizeBackward(const Exec& exec, const RasterizeBackwardArgs& args);
 // Image size 1..8192, 1..65535 images, at most 2^28 pixels in all: the limits every backend shares.
 void checkRasterDesc(const RasterDesc& desc);
 

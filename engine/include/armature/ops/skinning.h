@@ -1,17 +1,12 @@
 #pragma once
-// Body skinning (smplx lbs()) on the GPU: forward and exact backward on CUDA and on Vulkan.
-//
-// Contract (both backends): inputs are fp32 device buffers
-//   pose (B,J,3) axis-angle, betas (B,S), expression (B,E), transl (B,3)
-// outputs  vertices (B,V,3) — the viewer's vertex layout: tightly packed xyz floats — and joints (B,J,3),
-// meaning exactly bodyForwardRef (the double CPU reference) up to fp32 rounding.
-// The CPU reference lives in armature/body/body_model.h.
+// Body skinning (smplx lbs()) on the GPU: forward and exact backward on CUDA and on Vulkan, meaning exactly
+// bodyForwardRef / bodyBackwardRef (the double CPU reference, armature/body/body_model.h) up to fp32 rounding.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "armature/body/body_model.h"
-#include "armature/vk/buffer.h"
-#include "armature/vk/timer.h"
+#include "armature/device.h"
 
 namespace armature {
 
@@ -42,58 +37,74 @@ struct SkinningTables : SkinningDims {
 // counts exceed the model's.
 SkinningTables buildSkinningTables(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents);
 
-// The gradients the Vulkan backward writes: float storage buffers pose (B,J,3), betas (B,S), expression (B,E),
-// transl (B,3).
-struct SkinningGradBuffers {
-  vk::Buffer& pose;
-  vk::Buffer& betas;
-  vk::Buffer& expression;
-  vk::Buffer& transl;
+// One forward: pose (B,J,3) axis-angle, betas (B,S), expression (B,E), transl (B,3) in; vertices (B,V,3) — the
+// renderer's vertex layout, tightly packed xyz — and joints (B,J,3) out (overwritten). float32 views throughout.
+struct SkinningForwardArgs {
+  uint32_t batch = 1;  // B, at most the object's maxBatch
+  DeviceView pose, betas, expression, transl;
+  DeviceView vertices, joints;
+};
+// The exact backward of the last forward recorded or enqueued on this object: dL/dpose, dL/dbetas, dL/dexpression,
+// dL/dtransl (overwritten) from dL/dvertices (B,V,3) and, optionally, dL/djoints (B,J,3) (empty: zero). It reads what
+// that forward kept (v_posed, the transforms, the chain's rotations and rest joints: no recomputation), so it must
+// follow it in the same stream (command buffer) with the same batch and pose, and no forward between them.
+// Deterministic: every sum runs in a fixed order (no float atomics).
+struct SkinningBackwardArgs {
+  uint32_t batch = 1;
+  DeviceView pose;  // the forward's
+  DeviceView gradVertices, gradJoints;
+  DeviceView gradPose, gradBetas, gradExpression, gradTransl;
 };
 
-// Vulkan forward and backward. Holds the tables in device-local buffers; forward() records into a command buffer,
-// writing into caller-provided buffers (e.g. the renderer's vertex buffer, created with kStorageUsage |
-// VERTEX_BUFFER).
-class SkinningVk {
+// CUDA's choices (other backends ignore them); each keeps the results bit for bit except tensorCores, which keeps
+// fp32 accuracy. docs/skinning.md weighs them.
+struct SkinningTuning {
+  // Few items: one fused kernel whose blocks publish the joint chain to the others through device-side flags; more
+  // items and the backward run the chain on a second stream beside the blend product (event fork and join). Off: the
+  // same kernels one after another on the caller's stream (cheaper where the caller's stream waits on external
+  // semaphores, since the fork waits behind them).
+  bool chainOverlap = true;
+  // Mark part of the blend matrix as persisting in L2 across calls (raises the process's persisting-L2 limit). Good
+  // for back-to-back skinning calls; work between calls gets less L2 (the viewer's rasteriser, image fitting).
+  bool l2Residency = true;
+  // The blend products of a forward of more than 64 items and a backward of 1,024 or more on the tensor cores at fp32
+  // accuracy (3xTF32, compute capability ≥ 8.0).
+  bool tensorCores = true;
+};
+
+class SkinningBackend;  // engine/src/ops/skinning_backend.h
+
+// Body skinning on one backend of a Device: uploads the model's tables once, then forward() and backward() record
+// (Vulkan) or enqueue (CUDA) with no host synchronisation. Each call checks every argument against the model and the
+// batch before any work. Vulkan stage zones (exec.stages()): "skin: features", "skin: chain, blend", "skin: vertices"
+// and the backward's five.
+class Skinning {
  public:
-  SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
-             uint32_t maxBatch);
-  // pose (B,J,3), betas (B,S), expression (B,E), transl (B,3): float storage buffers. With `stages`, timer zones
-  // "skin: features" (two or more items), "skin: chain, blend" (the joint chain runs beside the blend product) and
-  // "skin: vertices".
-  void forward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& betas,
-               const vk::Buffer& expression, const vk::Buffer& transl, vk::Buffer& vertices, vk::Buffer& joints,
-               vk::GpuTimer* stages = nullptr);
-  // The exact backward of the last forward() recorded: dL/dpose, dL/dbetas, dL/dexpression, dL/dtransl from
-  // dL/dvertices (B,V,3) and, optionally, dL/djoints (B,J,3) (null: zero). It reads what that forward kept (v_posed,
-  // the transforms and the chain's rotations and rest joints: no recomputation), so it must be recorded after it,
-  // with the same batch and pose buffer and no forward() between them; it begins with the barrier it needs.
-  // Deterministic: every sum runs in a fixed order (no float atomics). Five dispatches (timer zones with `stages`):
-  // dL/dv_posed, the per-joint sums dL/dA_j (CSC weights) and dL/dtransl, the reverse chain, dL/dfeatures (the blend
-  // product's transpose, a split-K GEMM), and Rodrigues' backward with the shape/expression gradients. Its work
-  // buffers (dL/dv_posed is the size of v_posed) are allocated on the first call.
-  void backward(VkCommandBuffer cmd, uint32_t batch, const vk::Buffer& pose, const vk::Buffer& gradVertices,
-                const vk::Buffer* gradJoints, const SkinningGradBuffers& out, vk::GpuTimer* stages = nullptr);
+  Skinning(Device& device, Backend backend, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
+           uint32_t maxBatch, const SkinningTuning& tuning = {});
+  ~Skinning();
+  Skinning(const Skinning&) = delete;
+  Skinning& operator=(const Skinning&) = delete;
+
+  void forward(const Exec& exec, const SkinningForwardArgs& args);
+  void backward(const Exec& exec, const SkinningBackwardArgs& args);
+
+  Backend backend() const { return m_backend; }
   const SkinningDims& dims() const { return m_dims; }
+  uint32_t maxBatch() const { return m_maxBatch; }
+  // What the backend granted of the tuning (e.g. no tensor cores before compute capability 8.0), and changes to it.
+  const SkinningTuning& tuning() const { return m_tuning; }
+  const SkinningTuning& setTuning(const SkinningTuning& tuning);
+  size_t deviceBytes() const;      // the model's tables on the device
+  size_t l2ResidentBytes() const;  // CUDA: the blend matrix's bytes marked persisting in L2 (0 when off or elsewhere)
 
  private:
-  vk::Context& m_ctx;
+  Backend m_backend;
   SkinningDims m_dims;
   uint32_t m_maxBatch;
-  vk::Buffer m_vTemplate, m_blend, m_jointTemplate, m_jointDirs, m_weightStart, m_weightJoint, m_weightValue, m_parents,
-      m_jointVertex, m_jointWeight;
-  // The backward's per-joint sums by parts (layouts: shared/skinning_io.h): a part per joint, or for fewer than
-  // SKIN_SUM_PART_BELOW items parts of at most SKIN_SUM_PART entries.
-  struct SumParts {
-    vk::Buffer range, joint, jointStart;
-    uint32_t count = 0;
-  };
-  static SumParts makeSumParts(vk::Context& ctx, const SkinningTables& t, uint32_t entries, uint32_t vertices);
-  const SumParts& sumParts(uint32_t batch) const;  // the parts `batch` items sum by
-  SumParts m_wholeParts, m_splitParts;
-  vk::Buffer m_features, m_transforms, m_vPosed, m_saved;
-  vk::Buffer m_gradVPosed, m_gradParts, m_chainGrads, m_gradPartials;  // backward(), allocated on its first call
-  uint32_t m_lastBatch = 0;                                            // the last forward's batch (0: none yet)
+  std::unique_ptr<SkinningBackend> m_impl;
+  SkinningTuning m_tuning;
+  uint32_t m_lastBatch = 0;  // the last forward's batch (0: none yet)
 };
 
 }  // namespace armature

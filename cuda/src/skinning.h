@@ -1,6 +1,6 @@
 #pragma once
-// Body skinning on CUDA: fused forward and exact analytic backward (see armature/ops/skinning.h for the
-// contract). All pointers are device pointers to fp32 arrays; work runs on the caller's stream with no host
+// Body skinning on CUDA, behind armature::Skinning (armature/ops/skinning.h, the contract): fused forward and exact
+// analytic backward. All pointers are device pointers to fp32 arrays; work runs on the caller's stream with no host
 // synchronisation.
 //
 // forward() keeps what backward() needs (per item: joint transforms, local and global rotations, rest joints —
@@ -11,6 +11,8 @@
 #include <memory>
 
 #include "armature/body/body_model.h"
+#include <cuda_runtime.h>
+
 #include "armature/cuda/runtime.h"
 
 namespace armature::cuda {
@@ -39,10 +41,10 @@ class Skinning {
   Skinning& operator=(const Skinning&) = delete;
 
   // vertices (B,V,3) and joints (B,J,3) outputs; B ≤ maxBatch.
-  void forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, const Stream& stream);
+  void forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, cudaStream_t stream);
   // gradVertices (B,V,3) and gradJoints (B,J,3) (either may be null = zero).
   void backward(uint32_t batch, const float* gradVertices, const float* gradJoints, const SkinningGrads& out,
-                const Stream& stream);
+                cudaStream_t stream);
 
   // On (the default): for up to 8 items, forward() is one kernel in which some blocks run the joint chains and
   // publish their results (device-side flags) while the others stream the blend product and skin their own vertex
