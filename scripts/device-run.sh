@@ -2,11 +2,12 @@
 # Run on the GPU machine from the repository root with .gl and .bundle carried (see ../shared/DEVICE.md):
 # the bundle's tests, compute-sanitizer on the tests that reach CUDA, and the benchmarks. Logs go to $OUT.
 # Each part fits the device tool's 10-minute call when run on its own: TESTS=0 skips the tests, SANITIZE=0 the
-# compute-sanitizer runs, BENCH=none the benchmarks (BENCH=raster: only the rasteriser's rows).
+# compute-sanitizer runs, BENCH=none the benchmarks (BENCH=raster: only the rasteriser's rows; BENCH=ops: the ops'
+# rows without the interop and viewer runs). BUNDLE=.bundle-old runs another carried bundle (a before/after pair).
 set -uo pipefail
 final=${OUT:-/tmp/armature-out}; out=$(mktemp -d); mkdir -p "$final"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-b=$PWD/.bundle
+b=$PWD/${BUNDLE:-.bundle}
 [ -d "$b/bin" ] || tar -xJf "$b/bundle.tar.xz" -C "$b"
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
@@ -17,7 +18,8 @@ export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
 } >"$out/info.log" 2>&1
 tests_rc=0
 if [ "${TESTS:-1}" = 1 ]; then LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?; else : >"$out/tests.log"; fi
-# compute-sanitizer's four tools side by side over every test that reaches CUDA: the ops' *Cuda* tests, and all of
+# compute-sanitizer's four tools side by side over every test that reaches CUDA: the ops' CUDA instances (*/cuda)
+# and *Cuda* tests, and all of
 # the interop and viewer tests (the Vulkan-only and reference tests reach no CUDA). Soak tests are left out (they
 # repeat what the tools already saw), the profile-placement tests (instrumented kernels and events shift device
 # time by up to milliseconds, so their timing assertions say nothing there) and cli_test (its child processes
@@ -25,8 +27,9 @@ if [ "${TESTS:-1}" = 1 ]; then LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests
 san=""
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   # binary:gtest-filter pairs; SANITIZE_TESTS overrides the list (a re-check of one binary).
-  cuda_tests=${SANITIZE_TESTS:-"axpy_test:*Cuda*:*CUDA* skinning_test:*Cuda*:*CUDA* raster_test:*Cuda*:*CUDA*
-              project_test:*Cuda*:*CUDA* grid_hierarchy_test:*Cuda*:*CUDA* interop_test:* viewer_test:*"}
+  ops=*/cuda:*Cuda*:*CUDA*
+  cuda_tests=${SANITIZE_TESTS:-"axpy_test:$ops skinning_test:$ops raster_test:$ops interpolate_test:$ops
+              project_test:$ops grid_hierarchy_test:$ops interop_test:* viewer_test:*"}
   for tool in memcheck racecheck synccheck initcheck; do
     (
       for entry in $cuda_tests; do
@@ -52,6 +55,20 @@ peak=$("$bench" axpy --backend cuda --iters 20 2>/dev/null | awk '$1 == "axpy" {
 # BENCH=raster: only the rasteriser and hierarchy rows (a quick iteration on that code).
 if [ "${BENCH:-all}" = none ]; then
   : >"$out/bench.log"
+elif [ "${BENCH:-all}" = ops ]; then
+{
+  $bench axpy --backend cuda --json "$out/bench_axpy_cuda.json"
+  $bench axpy --backend vulkan --json "$out/bench_axpy_vulkan.json"
+  $bench skinning --backend cuda --batch 1,32,512,4096 --json "$out/bench_skin_cuda_fwd.json"
+  $bench skinning --backend cuda --batch 1,32,512,4096 --backward --json "$out/bench_skin_cuda_bwd.json"
+  $bench skinning --backend vulkan --batch 1,8,32,512 --json "$out/bench_skin_vk_fwd.json"
+  $bench skinning --backend vulkan --batch 1,8,32,512 --backward --json "$out/bench_skin_vk_bwd.json"
+  $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"
+  $bench raster --backend vulkan --iters 20 --json "$out/bench_raster_vulkan.json"
+  $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
+  $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
+  $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
+} >"$out/bench.log" 2>&1
 elif [ "${BENCH:-all}" = raster ]; then
 {
   $bench raster --backend cuda --iters 20 --json "$out/bench_raster_cuda.json"

@@ -632,10 +632,11 @@ class RasterOp : public OnBackend {
     if (backend() == Backend::Vulkan) return {false, true};
     return {false};
   }
-  // Plain memory, and compressible memory where the device grants it (CUDA on compute capability 8.0+).
+  // Plain memory, and for CUDA compressible memory where the device grants it (compute capability 8.0+; Vulkan
+  // cannot bind it).
   std::vector<bool> memoryKinds() {
-    return device().allocateCompressible(ElementType::Byte, 4).compressed() ? std::vector<bool>{false, true}
-                                                                            : std::vector<bool>{false};
+    const bool granted = backend() == Backend::Cuda && device().allocateCompressible(ElementType::Byte, 4).compressed();
+    return granted ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
   // One call on a fresh scratch of garbage, run to completion.
   RasterCall rasterizeOnce(const RandomCase& c, const RasterDesc& d) {

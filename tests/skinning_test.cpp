@@ -286,10 +286,10 @@ TEST(SkinningCuda, ForwardReplaysFromACudaGraph) {
 #endif
 }
 
-// Many forwards of mixed sizes (and both chain modes) recorded or enqueued back to back, no synchronisation between
-// them, each into its own NaN-poisoned outputs, the items a prefix of the same inputs. On CUDA the fused forward's
-// launches for different item counts keep separate ticket counters and flags, and a launch must never take the flags
-// of an earlier one; on Vulkan each call orders itself after the last one's use of the work buffers.
+// Many forwards of mixed sizes (and both chain modes) recorded or enqueued back to back, no host synchronisation
+// between them, each into its own NaN-poisoned outputs, the items a prefix of the same inputs. On CUDA the fused
+// forward's launches for different item counts keep separate ticket counters and flags, and a launch must never take
+// the flags of an earlier one (exec.barrier() is a no-op there); on Vulkan the barriers order the shared work buffers.
 TEST_P(SkinningOp, ForwardsOfMixedSizesBackToBack) {
   std::mt19937_64 rng(::armature::test::rng()());
   const BodyModel& m = defaultAvatar();
@@ -311,6 +311,7 @@ TEST_P(SkinningOp, ForwardsOfMixedSizesBackToBack) {
     for (size_t call = 0; call < sizes.size(); ++call) {
       skin.setTuning({.chainOverlap = call % 5 != 4});
       skin.forward(exec, in.forward(sizes[call], verts[call], joints[call]));
+      exec.barrier();
     }
   });
   for (size_t call = 0; call < sizes.size(); ++call) {

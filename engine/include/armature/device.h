@@ -161,7 +161,8 @@ class Device {
   // Vulkan usage: storage, vertex, index and transfer, so the renderer can draw from op outputs.
   DeviceBuffer allocate(ElementType type, size_t count);
   // For CUDA scratch and outputs that hold runs of equal values (a cleared z-buffer, background pixels): memory with
-  // the GPU's compute data compression where it grants it (CUDA only: Vulkan cannot bind it), else allocate().
+  // the GPU's compute data compression where it grants it, else plain. Where the device has CUDA the memory is
+  // CUDA's alone (Vulkan cannot bind it); without CUDA this is allocate().
   DeviceBuffer allocateCompressible(ElementType type, size_t count);
   template <typename T>
   DeviceBuffer upload(std::span<const T> data) {

@@ -123,7 +123,6 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
                    transl = a.transl.vulkan(), vertices = a.vertices.vulkan(), joints = a.joints.vulkan();
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
   StageZones zones{exec.stages(), cmd};
-  vk::computeBarrier(cmd);  // an earlier call's reads of the work buffers this one rewrites
   // The blend product's input, the pose features and coefficients: one item's stream computes them itself, more
   // items' tiled GEMM reads them from a dispatch before it.
   if (batch > 1) {

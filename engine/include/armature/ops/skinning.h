@@ -76,8 +76,9 @@ class SkinningBackend;  // engine/src/ops/skinning_backend.h
 
 // Body skinning on one backend of a Device: uploads the model's tables once, then forward() and backward() record
 // (Vulkan) or enqueue (CUDA) with no host synchronisation. Each call checks every argument against the model and the
-// batch before any work. Vulkan stage zones (exec.stages()): "skin: features", "skin: chain, blend", "skin: vertices"
-// and the backward's five.
+// batch before any work. Calls on one object share its work buffers: on Vulkan record exec.barrier() between two
+// forwards, as between any ops whose buffers overlap (a backward begins with its own). Vulkan stage zones
+// (exec.stages()): "skin: features", "skin: chain, blend", "skin: vertices" and the backward's five.
 class Skinning {
  public:
   Skinning(Device& device, Backend backend, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
