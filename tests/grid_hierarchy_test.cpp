@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <functional>
+
 #include "armature/device.h"
 #include "armature/error.h"
 #include "armature/ops/grid_hierarchy.h"
@@ -95,6 +97,18 @@ TEST(GridHierarchy, CudaBuilderMatchesReference) {
   }
 }
 
+namespace {
+// The reference, the threaded builder, and CUDA's where it runs.
+using Build = std::function<GridHierarchy(const std::vector<GridView>&, int, int)>;
+std::vector<Build> builders() {
+  std::vector<Build> all{&buildGridHierarchyRef,
+                         [](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cpu, v, l, r); }};
+  if (!cudaUnavailable())
+    all.push_back([](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cuda, v, l, r); });
+  return all;
+}
+}  // namespace
+
 TEST(GridHierarchy, HandWorkedCase) {
   // One point at the origin, seen in view 0's centre pixel of 3×3, normal +z (axis code 0). R = 4, two levels.
   std::vector<GridView> views(3);
@@ -105,12 +119,7 @@ TEST(GridHierarchy, HandWorkedCase) {
   }
   views[0].positions[4 * 4 + 3] = 1;
   views[0].normals[4 * 3 + 2] = 1;
-  using Build = std::function<GridHierarchy(const std::vector<GridView>&, int, int)>;
-  std::vector<Build> builders{&buildGridHierarchyRef,
-                              [](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cpu, v, l, r); }};
-  if (!cudaUnavailable())
-    builders.push_back([](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cuda, v, l, r); });
-  for (const Build& build : builders) {
+  for (const Build& build : builders()) {
     GridHierarchy h = build(views, 2, 4);
     // Level 0: the cell (2,2,2) (seq 0) and a padded corner cell (3,2,3) (seq 1) under the coarse cell, which has
     // neither corner kind. The padded cell reads its neighbours at its corner point (0.75, 0.25, 0.75): row 1,
@@ -130,12 +139,7 @@ TEST(GridHierarchy, HandWorkedCase) {
 
 TEST(GridHierarchy, BadInputIsAnError) {
   auto views = makeGridViews(8, 2, 2, 0, 1);
-  using Build = std::function<GridHierarchy(const std::vector<GridView>&, int, int)>;
-  std::vector<Build> builders{&buildGridHierarchyRef,
-                              [](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cpu, v, l, r); }};
-  if (!cudaUnavailable())
-    builders.push_back([](const auto& v, int l, int r) { return buildGridHierarchy(Backend::Cuda, v, l, r); });
-  for (const Build& build : builders) {
+  for (const Build& build : builders()) {
     EXPECT_THROW(build({views[0], views[1]}, 2, 16), Error);  // two views
     EXPECT_THROW(build(views, 0, 16), Error);                 // no level
     EXPECT_THROW(build(views, 3, 30), Error);                 // 30 not divisible by 4

@@ -70,6 +70,15 @@ void OnBackend::SetUp() {
   if (!m_device) GTEST_SKIP() << backendName(GetParam()) << ": " << why;
 }
 
+void OnBackend::expectRejected(const std::function<void(const Exec&)>& work, const std::string& message) {
+  try {
+    run(work);
+    ADD_FAILURE() << "no error; expected '" << message << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
 std::string backendParamName(const ::testing::TestParamInfo<Backend>& info) { return backendName(info.param); }
 
 }  // namespace armature::test

@@ -28,6 +28,8 @@ class OnBackend : public ::testing::TestWithParam<Backend> {
   Device& device() { return *m_device; }
   // Runs `work` on this test's backend to completion.
   void run(const std::function<void(const Exec&)>& work) { m_device->run(GetParam(), work); }
+  // `work` must throw armature::Error whose message contains `message` (an op's argument checks).
+  void expectRejected(const std::function<void(const Exec&)>& work, const std::string& message);
 
  private:
   Device* m_device = nullptr;
