@@ -430,11 +430,11 @@ TEST_P(DifferentiablePipelineOp, MatchesReference) {
   gradColours.fill(0);
   const InterpolateDesc interp{uint32_t(pixels), 3, m.vertexCount, M};
   run([&](const Exec& exec) {
-    auto barrier = [&] { exec.barrier(); };  // each op reads the one before it
+    // Each op reads the one before it.
     skin.forward(exec, {1, pose, betas, expr, transl, points, joints});
-    barrier();
+    exec.barrier();
     project(exec, {p.project, points, matrices, clip});
-    barrier();
+    exec.barrier();
     rasterize(exec, {.desc = p.raster,
                      .vertexCount = m.vertexCount,
                      .faceCount = M,
@@ -443,11 +443,11 @@ TEST_P(DifferentiablePipelineOp, MatchesReference) {
                      .scratch = scratch,
                      .findices = ids,
                      .barycentrics = bary});
-    barrier();
+    exec.barrier();
     interpolateBackward(exec, {interp, colours, ids, bary, faces, gradImage, gradColours, gradBary});
-    barrier();
+    exec.barrier();
     rasterizeBackward(exec, {p.raster, m.vertexCount, M, clip, faces, ids, gradBary, gradClip});
-    barrier();
+    exec.barrier();
     projectBackward(exec, {p.project, gradClip, matrices, gradPoints});
     projectMatrixGrad(exec, {p.project, points, gradClip, gradCameras});
     skin.backward(exec, {1, pose, gradPoints, {}, gPose, gBetas, gExpr, gTransl});

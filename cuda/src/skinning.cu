@@ -1104,7 +1104,6 @@ struct FusedLaunch {
 };
 
 struct Skinning::Impl {
-  SkinningDims sizes;
   Stream chainStream;  // the joint chain runs here, beside the blend product (setChainOverlap)
   bool chainOverlap = true;
   SyncEvent chainFork, chainJoin;
@@ -1235,11 +1234,8 @@ struct Skinning::Impl {
   }
 };
 
-Skinning::Skinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch, bool l2Residency)
-    : m(std::make_unique<Impl>()) {
+Skinning::Skinning(const SkinningTables& h, uint32_t maxBatch, bool l2Residency) : m(std::make_unique<Impl>()) {
   ARM_CHECK(maxBatch >= 1, "cuda::Skinning: maxBatch must be >= 1");
-  const SkinningTables h = buildSkinningTables(model, S, E);  // host copies live only until they are uploaded
-  m->sizes = h;
   m->tableBytes = h.deviceBytes();
   m->dims = {0, int(h.vertexCount), int(h.jointCount), int(h.featureCount), int(h.coefCount()), int(h.shapeCount)};
   m->maxBatch = maxBatch;
@@ -1371,8 +1367,6 @@ bool Skinning::setL2Residency(bool on) {
   m->residencyOn = true;
   return true;
 }
-uint32_t Skinning::vertexCount() const { return m->sizes.vertexCount; }
-uint32_t Skinning::jointCount() const { return m->sizes.jointCount; }
 size_t Skinning::deviceBytes() const { return m->tableBytes; }
 
 void Skinning::forward(uint32_t batch, const SkinningInputs& in, float* vertices, float* joints, cudaStream_t stream) {
@@ -1465,8 +1459,8 @@ void Skinning::backward(uint32_t batch, const float* gradVertices, const float* 
 namespace {
 class CudaSkinning : public SkinningBackend {
  public:
-  CudaSkinning(const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch, const SkinningTuning& tuning)
-      : m_impl(model, S, E, maxBatch, tuning.l2Residency) {}
+  CudaSkinning(const SkinningTables& tables, uint32_t maxBatch, const SkinningTuning& tuning)
+      : m_impl(tables, maxBatch, tuning.l2Residency) {}
   void forward(const Exec& exec, const SkinningForwardArgs& a) override {
     m_impl.forward(a.batch,
                    {a.pose.cuda<float>(), a.betas.cuda<float>(), a.expression.cuda<float>(), a.transl.cuda<float>()},
@@ -1490,9 +1484,9 @@ class CudaSkinning : public SkinningBackend {
 };
 }  // namespace
 
-std::unique_ptr<SkinningBackend> makeSkinning(Device&, const BodyModel& model, uint32_t S, uint32_t E,
-                                              uint32_t maxBatch, const SkinningTuning& tuning) {
-  return std::make_unique<CudaSkinning>(model, S, E, maxBatch, tuning);
+std::unique_ptr<SkinningBackend> makeSkinning(Device&, const SkinningTables& tables, uint32_t maxBatch,
+                                              const SkinningTuning& tuning) {
+  return std::make_unique<CudaSkinning>(tables, maxBatch, tuning);
 }
 
 }  // namespace armature::cuda

@@ -10,7 +10,7 @@
 // backward() is deterministic: every reduction runs in a fixed order (no floating-point atomics).
 #include <memory>
 
-#include "armature/body/body_model.h"
+#include "armature/ops/skinning.h"
 #include <cuda_runtime.h>
 
 #include "armature/cuda/runtime.h"
@@ -32,10 +32,9 @@ struct SkinningGrads {
 
 class Skinning {
  public:
-  // Uploads the model's tables; throws armature::Error if they do not fit on the device. l2Residency: the initial
-  // setL2Residency (false leaves the process's persisting-L2 limit untouched).
-  Skinning(const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents, uint32_t maxBatch,
-           bool l2Residency = true);
+  // Uploads the model's tables (buildSkinningTables); throws armature::Error if they do not fit on the device.
+  // l2Residency: the initial setL2Residency (false leaves the process's persisting-L2 limit untouched).
+  Skinning(const SkinningTables& tables, uint32_t maxBatch, bool l2Residency = true);
   ~Skinning();
   Skinning(const Skinning&) = delete;
   Skinning& operator=(const Skinning&) = delete;
@@ -74,8 +73,6 @@ class Skinning {
   bool setTensorCores(bool on);
   size_t l2ResidentBytes() const;  // the leading window's bytes while residency is on, else 0
 
-  uint32_t vertexCount() const;
-  uint32_t jointCount() const;
   size_t deviceBytes() const;
 
  private:

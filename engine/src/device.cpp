@@ -201,14 +201,14 @@ void DeviceBuffer::fill(uint32_t pattern) {
 
 // ---- the device ---------------------------------------------------------------------------------------------------
 
+// CUDA joins a device only where it can run: with a Vulkan context, only where their memory is shared.
 struct Device::CudaSide {
 #if ARMATURE_HAS_CUDA
-  bool shared = false;  // with the Vulkan context: allocations are exported by Vulkan and imported by CUDA
-  cuda::Stream stream;
+  std::optional<cuda::Stream> stream;  // run()'s, made on first use
 #endif
 };
 
-Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan), m_sharing(sharing) {
+Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan) {
 #if ARMATURE_HAS_CUDA
   if (vulkan && sharing == Sharing::VulkanOnly) {
     m_cudaMissing = "the device was opened for Vulkan only";
@@ -219,7 +219,6 @@ Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan), m_shari
     if (support.zeroCopy) {
       cuda::setDevice(support.cudaDevice);
       m_cuda = std::make_unique<CudaSide>();
-      m_cuda->shared = true;
     } else {
       m_cudaMissing = "CUDA cannot share Vulkan device '" + vulkan->info().name + "': " + support.reason;
     }
@@ -227,6 +226,7 @@ Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan), m_shari
     m_cuda = std::make_unique<CudaSide>();
   }
 #else
+  (void)sharing;
   m_cudaMissing = kNoCudaBuild;
 #endif
 }
@@ -251,36 +251,28 @@ void Device::require(Backend backend) const {
   if (auto why = unavailable(backend)) throw Error(std::string(backendName(backend)) + ": " + *why);
 }
 
-DeviceBuffer Device::allocateCompressible(ElementType type, size_t count) {
-#if ARMATURE_HAS_CUDA
-  if (m_cuda) {
-    DeviceBuffer b;
-    b.m_memory = std::make_unique<DeviceBuffer::Memory>();
-    b.m_memory->cuda =
-        cuda::DeviceMemory(std::max<size_t>(count * elementBytes(type), 4), cuda::MemoryKind::Compressible);
-    b.m_view = {VK_NULL_HANDLE, b.m_memory->cuda.data(), 0, count, type};
-    return b;
-  }
-#endif
-  return allocate(type, count);
-}
+DeviceBuffer Device::allocate(ElementType type, size_t count) { return allocate(type, count, false); }
 
-DeviceBuffer Device::allocate(ElementType type, size_t count) {
+DeviceBuffer Device::allocateCompressible(ElementType type, size_t count) { return allocate(type, count, true); }
+
+DeviceBuffer Device::allocate(ElementType type, size_t count, bool compressible) {
   ARM_CHECK(m_vulkan || m_cuda, "a device without Vulkan or CUDA cannot allocate (%s)", m_cudaMissing.c_str());
+  (void)compressible;  // a build without CUDA has no compressible memory
   DeviceBuffer b;
   b.m_memory = std::make_unique<DeviceBuffer::Memory>();
   const size_t bytes = std::max<size_t>(count * elementBytes(type), 4);
   b.m_view = {VK_NULL_HANDLE, nullptr, 0, count, type};
 #if ARMATURE_HAS_CUDA
-  if (m_cuda && m_cuda->shared) {
+  if (m_cuda && (compressible || !m_vulkan)) {  // CUDA's alone
+    b.m_memory->cuda =
+        cuda::DeviceMemory(bytes, compressible ? cuda::MemoryKind::Compressible : cuda::MemoryKind::Plain);
+    b.m_view.cudaBase = b.m_memory->cuda.data();
+    return b;
+  }
+  if (m_cuda) {  // shared: exported by Vulkan, imported by CUDA
     b.m_memory->shared.emplace(*m_vulkan, bytes, interop::Path::ZeroCopy);
     b.m_view.vkBuffer = b.m_memory->shared->buffer();
     b.m_view.cudaBase = b.m_memory->shared->cudaPointer();
-    return b;
-  }
-  if (!m_vulkan) {
-    b.m_memory->cuda = cuda::DeviceMemory(bytes);
-    b.m_view.cudaBase = b.m_memory->cuda.data();
     return b;
   }
 #endif
@@ -297,8 +289,9 @@ void Device::run(Backend backend, const std::function<void(const Exec&)>& work) 
     return;
   }
 #if ARMATURE_HAS_CUDA
-  work(Exec::cuda(m_cuda->stream.handle()));
-  m_cuda->stream.synchronize();
+  if (!m_cuda->stream) m_cuda->stream.emplace();
+  work(Exec::cuda(m_cuda->stream->handle()));
+  m_cuda->stream->synchronize();
 #endif
 }
 

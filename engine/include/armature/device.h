@@ -195,8 +195,8 @@ class Device {
 
  private:
   struct CudaSide;
+  DeviceBuffer allocate(ElementType type, size_t count, bool compressible);
   vk::Context* m_vulkan = nullptr;
-  Sharing m_sharing;
   std::unique_ptr<CudaSide> m_cuda;
   std::string m_cudaMissing;  // why CUDA cannot run here (empty when it can)
 };

@@ -33,39 +33,20 @@ std::string field(const std::string& header, const std::string& key, const std::
 
 size_t itemSize(const std::string& d) { return size_t(d[2] - '0'); }
 
-double readValue(const uint8_t* p, const std::string& d) {
-  char kind = d[1];
-  size_t n = itemSize(d);
-  if (kind == 'f') {
-    if (n == 4) {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  if (kind == 'i') {
-    if (n == 1) return double(int8_t(*p));
-    if (n == 4) {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return double(v);
-  }
-  if (n == 1) return double(*p);  // u1, b1
-  if (n == 4) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  uint64_t v;
-  std::memcpy(&v, p, 8);
+// One little-endian element of type T at p (unaligned).
+template <typename T>
+double load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
   return double(v);
+}
+
+double readValue(const uint8_t* p, const std::string& d) {
+  const char kind = d[1];
+  const size_t n = itemSize(d);
+  if (kind == 'f') return n == 4 ? load<float>(p) : load<double>(p);
+  if (kind == 'i') return n == 1 ? load<int8_t>(p) : n == 4 ? load<int32_t>(p) : load<int64_t>(p);
+  return n == 1 ? load<uint8_t>(p) : n == 4 ? load<uint32_t>(p) : load<uint64_t>(p);  // u1 and b1 are bytes
 }
 
 }  // namespace

@@ -15,6 +15,17 @@
 
 namespace armature {
 
+// The backend's function of an op, or the one error where the backend has none (nullptr: the op lacks it there, or
+// this build lacks CUDA). Ops whose backends are not Exec functions (a factory, a host-side builder with a CPU path)
+// pick with it too.
+template <typename Function>
+Function backendFunction(const char* op, Backend backend, std::type_identity_t<Function> vulkan,
+                         std::type_identity_t<Function> cuda, std::type_identity_t<Function> cpu = nullptr) {
+  const Function chosen = backend == Backend::Vulkan ? vulkan : backend == Backend::Cuda ? cuda : cpu;
+  if (!chosen) throwMissingBackend(op, backend);
+  return chosen;
+}
+
 template <typename Args>
 using BackendFunction = void (*)(const Exec&, const Args&);
 
@@ -22,11 +33,7 @@ using BackendFunction = void (*)(const Exec&, const Args&);
 template <typename Args>
 void dispatch(const char* op, const Exec& exec, const Args& args, std::type_identity_t<BackendFunction<Args>> vulkan,
               std::type_identity_t<BackendFunction<Args>> cuda) {
-  const BackendFunction<Args> run = exec.backend() == Backend::Vulkan ? vulkan
-                                    : exec.backend() == Backend::Cuda ? cuda
-                                                                      : nullptr;
-  if (!run) throwMissingBackend(op, exec.backend());
-  run(exec, args);
+  backendFunction<BackendFunction<Args>>(op, exec.backend(), vulkan, cuda)(exec, args);
 }
 
 }  // namespace armature

@@ -331,10 +331,8 @@ GridHierarchy buildGridHierarchy(const std::vector<GridView>& views, int levels,
 
 GridHierarchy buildGridHierarchy(Backend backend, const std::vector<GridView>& views, int levels, int resolution) {
   using Build = GridHierarchy (*)(const std::vector<GridView>&, int, int);
-  const Build build = backend == Backend::Cpu    ? Build(&buildGridHierarchy)
-                      : backend == Backend::Cuda ? Build(ARM_CUDA_BACKEND(buildGridHierarchy))
-                                                 : nullptr;
-  if (!build) throwMissingBackend("grid hierarchy", backend);
+  const Build build = backendFunction<Build>("grid hierarchy", backend, nullptr, ARM_CUDA_BACKEND(buildGridHierarchy),
+                                             &buildGridHierarchy);
   return build(views, levels, resolution);
 }
 

@@ -6,7 +6,7 @@
 namespace armature {
 
 namespace {
-using MakeSkinning = std::unique_ptr<SkinningBackend> (*)(Device&, const BodyModel&, uint32_t, uint32_t, uint32_t,
+using MakeSkinning = std::unique_ptr<SkinningBackend> (*)(Device&, const SkinningTables&, uint32_t,
                                                           const SkinningTuning&);
 }  // namespace
 
@@ -15,13 +15,12 @@ Skinning::Skinning(Device& device, Backend backend, const BodyModel& model, uint
     : m_backend(backend), m_maxBatch(maxBatch) {
   ARM_CHECK(maxBatch >= 1 && maxBatch <= 65535, "skinning: maxBatch %u outside [1, 65535] (one workgroup per item)",
             maxBatch);
-  m_dims = buildSkinningTables(model, S, E);  // checks the model and the component counts
-  const MakeSkinning make = backend == Backend::Vulkan ? &vk::makeSkinning
-                            : backend == Backend::Cuda ? ARM_CUDA_BACKEND(makeSkinning)
-                                                       : nullptr;
-  if (!make) throwMissingBackend("skinning", backend);
+  const MakeSkinning make =
+      backendFunction<MakeSkinning>("skinning", backend, &vk::makeSkinning, ARM_CUDA_BACKEND(makeSkinning));
   device.require(backend);
-  m_impl = make(device, model, S, E, maxBatch, tuning);
+  const SkinningTables tables = buildSkinningTables(model, S, E);  // checks the model and the component counts
+  m_dims = tables;
+  m_impl = make(device, tables, maxBatch, tuning);
   m_tuning = m_impl->setTuning(tuning);
 }
 

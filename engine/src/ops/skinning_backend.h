@@ -1,6 +1,7 @@
 #pragma once
 // What Skinning (armature/ops/skinning.h) holds on each backend: the model's tables on the device and the forward's
-// saved state. The arguments arrive checked.
+// saved state. The arguments arrive checked; the host tables are built once, by Skinning, and dropped after the
+// upload.
 #include <memory>
 
 #include "armature/ops/skinning.h"
@@ -18,12 +19,12 @@ class SkinningBackend {
 };
 
 namespace vk {
-std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const BodyModel& model, uint32_t S, uint32_t E,
-                                              uint32_t maxBatch, const SkinningTuning& tuning);
+std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const SkinningTables& tables, uint32_t maxBatch,
+                                              const SkinningTuning& tuning);
 }
 namespace cuda {
-std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const BodyModel& model, uint32_t S, uint32_t E,
-                                              uint32_t maxBatch, const SkinningTuning& tuning);
+std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const SkinningTables& tables, uint32_t maxBatch,
+                                              const SkinningTuning& tuning);
 }
 
 }  // namespace armature

@@ -12,8 +12,7 @@ namespace {
 // Holds the tables in device-local buffers; forward() and backward() record into the exec's command buffer.
 class SkinningVk : public SkinningBackend {
  public:
-  SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents,
-             uint32_t maxBatch);
+  SkinningVk(vk::Context& ctx, const SkinningTables& tables, uint32_t maxBatch);
   void forward(const Exec& exec, const SkinningForwardArgs& args) override;
   void backward(const Exec& exec, const SkinningBackwardArgs& args) override;
   SkinningTuning setTuning(const SkinningTuning&) override { return {false, false, false}; }  // none are Vulkan's
@@ -65,9 +64,8 @@ const SkinningVk::SumParts& SkinningVk::sumParts(uint32_t batch) const {
   return batch < SKIN_SUM_PART_BELOW ? m_splitParts : m_wholeParts;
 }
 
-SkinningVk::SkinningVk(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxBatch)
+SkinningVk::SkinningVk(vk::Context& ctx, const SkinningTables& t, uint32_t maxBatch)
     : m_ctx(ctx), m_maxBatch(maxBatch) {
-  const SkinningTables t = buildSkinningTables(model, S, E);
   m_dims = t;
   m_deviceBytes = t.deviceBytes();
   ARM_CHECK(t.coefCount() <= SKIN_MAX_COEFS,
@@ -233,9 +231,9 @@ void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
   zones.next(nullptr);
 }
 
-std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const BodyModel& model, uint32_t S, uint32_t E,
-                                              uint32_t maxBatch, const SkinningTuning&) {
-  return std::make_unique<SkinningVk>(*device.vulkan(), model, S, E, maxBatch);
+std::unique_ptr<SkinningBackend> makeSkinning(Device& device, const SkinningTables& tables, uint32_t maxBatch,
+                                              const SkinningTuning&) {
+  return std::make_unique<SkinningVk>(*device.vulkan(), tables, maxBatch);
 }
 
 }  // namespace armature::vk
