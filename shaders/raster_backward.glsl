@@ -16,7 +16,7 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle_relative : require
 #endif
-#include "shared/raster_io.h"
+#include "shared/raster_weights.h"
 
 layout(local_size_x = RASTER_GROUP) in;
 layout(std430, binding = RASTER_BINDING_POSITIONS) readonly buffer Positions { vec4 positions[]; };

@@ -2,7 +2,6 @@
 // The hardware rasteriser's visibility buffer (HardwareRasterVk): no vertex attributes; vertex i is corner i % 3
 // of face i / 3, pulled from the same position (N,4) and face (M,3) buffers as the compute rasteriser.
 #extension GL_GOOGLE_include_directive : require
-#define ARMATURE_RASTER_FN_H  // the layouts only: no 64-bit arithmetic needed here
 #include "shared/raster_io.h"
 
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };

@@ -6,7 +6,7 @@
 #if RASTER_FP64
 #extension GL_ARB_gpu_shader_fp64 : enable
 #endif
-#include "shared/raster_io.h"
+#include "shared/raster_weights.h"
 
 layout(local_size_x = RASTER_RESOLVE_GROUP) in;
 layout(std430, binding = RASTER_BINDING_POSITIONS) readonly buffer Positions { vec4 positions[]; };

@@ -5,7 +5,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_ARB_gpu_shader_fp64 : enable
-#include "shared/raster_io.h"
+#include "shared/raster_setup.h"
 
 layout(local_size_x = RASTER_GROUP) in;
 layout(std430, binding = 0) readonly buffer Positions { vec4 positions[]; };  // three per triangle

@@ -17,7 +17,8 @@
 #include "support/compare.h"
 #include "support/raster_fixtures.h"
 #include "support/vk_test_env.h"
-#include "shared/raster_io.h"
+#include "shared/raster_cover.h"
+#include "shared/raster_weights.h"
 
 using namespace armature;
 using namespace armature::test;

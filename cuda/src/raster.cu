@@ -7,7 +7,8 @@
 #include "check.h"
 #include "launch.h"
 #include "visibility_buffer.h"
-#include "shared/raster_io.h"
+#include "shared/raster_cover.h"
+#include "shared/raster_weights.h"
 #include "shared/render_io.h"
 
 namespace armature::cuda {

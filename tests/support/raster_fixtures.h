@@ -5,7 +5,7 @@
 
 #include "armature/ops/raster.h"
 #include "support/compare.h"
-#include "shared/raster_io.h"
+#include "shared/raster_weights.h"
 
 namespace armature::test {
 

@@ -1,12 +1,13 @@
 // CPU reference of the rasteriser: the same fixed-point coverage and depth tokens as the GPU paths (one
-// definition in shaders/shared/raster_io.h), barycentrics in double.
+// definition in shaders/shared/raster_cover.h and raster_depth.h), barycentrics in double.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "armature/error.h"
 #include "armature/ops/raster.h"
-#include "shared/raster_io.h"
+#include "shared/raster_cover.h"
+#include "shared/raster_weights.h"
 
 namespace armature {
 

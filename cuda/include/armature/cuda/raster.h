@@ -12,9 +12,9 @@ namespace armature::cuda {
 // image that the points can cover (shaders/clip_transform.comp). viewProj: column-major 4×4, passed by value.
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
                      uint32_t height, uint32_t* bounds, const Stream& stream);
-// Diagnostics: the triangle stage's setup (rasterSetup, shaders/shared/raster_io.h) of `triangles` triangles given as
-// three float4 clip-space corners each, into setups (a RasterTri per triangle), for the bit-for-bit test against
-// the CPU's (the Vulkan path's is shaders/raster_setup_probe.comp).
+// Diagnostics: the triangle stage's setup (rasterSetup, shaders/shared/raster_setup.h) of `triangles` triangles given
+// as three float4 clip-space corners each, into setups (a RasterTri per triangle), for the bit-for-bit test against the
+// CPU's (the Vulkan path's is shaders/raster_setup_probe.comp).
 void rasterSetupProbe(uint32_t width, uint32_t height, const float* corners, uint32_t triangles, void* setups,
                       void* stream);
 }  // namespace armature::cuda
