@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the rasteriser's tests and the differentiable pipeline's.
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "armature/ops/raster.h"
@@ -74,6 +76,66 @@ inline double barycentricLoss(const std::vector<double>& pos, const std::vector<
           g[pix * 3 + size_t(k)] * rasterBary(sx[0], sy[0], sx[1], sy[1], sx[2], sy[2], w[0], w[1], w[2], cx, cy, k);
   }
   return loss;
+}
+
+// Barycentrics: every backend divides exactly and starts from bit-identical screen coordinates. Vulkan resolves in
+// double (devices with shaderFloat64, which lavapipe and NVIDIA have): the final rounding to float (~6e-8); without
+// doubles in integers, within an ulp (IntegerWeightsOfFloatOnlyDevicesMeetTheTolerance). CUDA resolves in float where
+// its error bound is under 6.9e-6, in double elsewhere (FloatWeightsAreAccurateWhereTheySaySo). 1e-5 is the issue's
+// bound; plus one ulp of the weight (2^-23 relative), which exceeds 1e-5 beyond ±64, where needles put a few weights:
+// two computations of such an ill-conditioned weight may round to neighbouring floats.
+constexpr Tol kBaryTol{1e-5, 0x1p-23};
+
+// A 6×6 grid over NDC [-1.2, 1.2]², each vertex jittered and at its own w in [0.8, 1.6] (so the perspective weights
+// matter), repeated for `images` instanced views (each moved a little).
+inline Scene perspectiveGrid(uint32_t images) {
+  Scene base = grid(6, 0.2f);
+  auto u = uniform(base.pos.size(), -1, 1);
+  Scene s;
+  s.faces = base.faces;
+  for (uint32_t image = 0; image < images; ++image)
+    for (size_t v = 0; v < base.pos.size(); v += 4) {
+      float w = float(1.2 + 0.4 * u[v + 3]), x = base.pos[v] + 0.1f * float(u[v]) + 0.05f * float(image),
+            y = base.pos[v + 1] + 0.1f * float(u[v + 1]), z = float(0.5 * u[v + 2]);
+      s.pos.insert(s.pos.end(), {x * w, y * w, z * w, w});
+    }
+  return s;
+}
+// Small triangles: corners within `reach` NDC units of a random centre, at random depths and w.
+inline Scene smallTriangleScene(size_t triangles, double reach) {
+  Scene s;
+  auto u = uniform(triangles * 14, 0, 1);
+  for (size_t t = 0; t < triangles; ++t) {
+    const double* r = &u[t * 14];
+    const double cx = r[0] * 1.8 - 0.9, cy = r[1] * 1.8 - 0.9;
+    for (int k = 0; k < 3; ++k) {
+      const float w = float(0.5 + r[2 + k]), z = float(1.6 * r[5 + k] - 0.8);
+      const double x = cx + reach * (2 * r[8 + k] - 1), y = cy + reach * (2 * r[11 + k] - 1);
+      s.pos.insert(s.pos.end(), {float(x) * w, float(y) * w, z * w, w});
+    }
+    s.faces.insert(s.faces.end(), {int(3 * t), int(3 * t + 1), int(3 * t + 2)});
+  }
+  return s;
+}
+// Needles: triangles 1–4 pixels wide and up to 1,800 long (at 2048 pixels across) at random angles, depths and corner
+// w, so that barycentrics are ill-conditioned: the float weights must fall back to double on their pixels.
+inline Scene sliverScene(size_t triangles) {
+  Scene s;
+  auto u = uniform(triangles * 8, 0, 1);
+  for (size_t t = 0; t < triangles; ++t) {
+    const double* r = &u[t * 8];
+    const double cx = r[0] * 1.6 - 0.8, cy = r[1] * 1.6 - 0.8, angle = r[2] * 6.2832, length = 0.6 + 1.2 * r[3];
+    const double width = 0.001 + 0.003 * r[4], dx = std::cos(angle), dy = std::sin(angle);
+    const double corners[3][2] = {{cx - dx * length / 2 - dy * width / 2, cy - dy * length / 2 + dx * width / 2},
+                                  {cx + dx * length / 2, cy + dy * length / 2},
+                                  {cx - dx * length / 2 + dy * width / 2, cy - dy * length / 2 - dx * width / 2}};
+    for (int k = 0; k < 3; ++k) {
+      const float w = float(0.5 + 2.5 * r[5 + k]), z = float(0.8 * r[(5 + k + 1) % 8] - 0.4);
+      s.pos.insert(s.pos.end(), {float(corners[k][0]) * w, float(corners[k][1]) * w, z * w, w});
+    }
+    s.faces.insert(s.faces.end(), {int(3 * t), int(3 * t + 1), int(3 * t + 2)});
+  }
+  return s;
 }
 
 }  // namespace armature::test
