@@ -1,5 +1,6 @@
-// The interactive viewer: GLFW window, Vulkan swapchain, Dear ImGui panels, live posing, backend switch,
-// crowd mode and the GPU frame-time overlay. Frame order follows imgui's example: poll → resize → new frame →
+// The interactive viewer: the GLFW window, frames in flight, the main panel (backend switch, crowd, draw modes,
+// model loading), the GPU frame-time overlay and the scripted GUI test. The swapchain is app/swapchain.h, the
+// posing panels and mouse camera app/pose_panels.h. Frame order follows imgui's example: poll → resize → new frame →
 // panels → render → submit → present, with two frames in flight.
 #include <volk.h>
 #define GLFW_INCLUDE_NONE
@@ -17,8 +18,10 @@
 #include "app/avatar_scene.h"
 #include "app/imgui_layer.h"
 #include "app/poses.h"
+#include "app/pose_panels.h"
 #include "app/profiler.h"
 #include "app/renderer.h"
+#include "app/swapchain.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
 #include "armature/device.h"
@@ -29,50 +32,12 @@ namespace {
 
 constexpr uint32_t kFramesInFlight = 2;
 
-struct Swapchain {
-  VkSwapchainKHR handle = VK_NULL_HANDLE;
-  VkFormat format = VK_FORMAT_B8G8R8A8_UNORM;
-  VkExtent2D extent{};
-  std::vector<VkImage> images;
-  bool transferDst = false;  // the images accept copies (the compute-shaded frame)
-  std::vector<VkImageView> views;
-  std::vector<VkFramebuffer> framebuffers;
-  vk::Image depth;
-};
-
 struct Frame {
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   VkSemaphore acquired = VK_NULL_HANDLE, rendered = VK_NULL_HANDLE;
 };
-
-// The joints of each posing group, by name prefix or exact name (SMPL-X order).
-struct Group {
-  const char* title;
-  std::vector<uint32_t> joints;
-};
-
-std::vector<Group> poseGroups(const BodyModel& m) {
-  std::vector<Group> g = {{"Global orientation and translation", {0}},
-                          {"Body", {}},
-                          {"Jaw and eyes", {}},
-                          {"Left hand", {}},
-                          {"Right hand", {}}};
-  for (uint32_t j = 1; j < m.jointCount; ++j) {
-    const std::string& n = m.jointNames[j];
-    bool hand = j >= 25 || n.find("hand") != std::string::npos;
-    if (n == "jaw" || n.find("eye") != std::string::npos)
-      g[2].joints.push_back(j);
-    else if (hand && n.rfind("left", 0) == 0)
-      g[3].joints.push_back(j);
-    else if (hand && n.rfind("right", 0) == 0)
-      g[4].joints.push_back(j);
-    else
-      g[1].joints.push_back(j);
-  }
-  return g;
-}
 
 class Viewer {
  public:
@@ -82,7 +47,6 @@ class Viewer {
  private:
   void createWindow();
   void createSwapchain();
-  void destroySwapchain();
   void panels();
   void overlay();
   void handleCamera();
@@ -95,7 +59,7 @@ class Viewer {
   GLFWwindow* m_window = nullptr;
   std::unique_ptr<vk::Context> m_ctx;
   VkSurfaceKHR m_surface = VK_NULL_HANDLE;
-  Swapchain m_swap;
+  std::unique_ptr<Swapchain> m_swap;
   Frame m_frames[kFramesInFlight];
   std::unique_ptr<ImGuiLayer> m_ui;
   OverlayState m_overlayState;
@@ -115,40 +79,14 @@ class Viewer {
   char m_modelPath[512] = {};
   uint32_t m_avatars = 1;
   int m_activeShape = 10, m_activeExpr = 10;
-  std::vector<Group> m_groups;
+  std::vector<PoseGroup> m_groups;
   std::string m_pendingScreenshot;
   std::unique_ptr<vk::Buffer> m_shot;
   std::vector<uint8_t> m_lastScreenshot;
-  void recordScreenshot(VkCommandBuffer cmd, VkImage image);
   void frameOnce();
   int guiTest();
   void cleanup();
 };
-
-void Viewer::recordScreenshot(VkCommandBuffer cmd, VkImage image) {
-  size_t bytes = size_t(m_swap.extent.width) * m_swap.extent.height * 4;
-  if (!m_shot || m_shot->size() < bytes)
-    m_shot = std::make_unique<vk::Buffer>(*m_ctx, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
-  auto barrier = [&](VkImageLayout from, VkImageLayout to, VkAccessFlags src, VkAccessFlags dst) {
-    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-    b.srcAccessMask = src;
-    b.dstAccessMask = dst;
-    b.oldLayout = from;
-    b.newLayout = to;
-    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    b.image = image;
-    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, nullptr, 0,
-                         nullptr, 1, &b);
-  };
-  barrier(VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-          VK_ACCESS_TRANSFER_READ_BIT);
-  VkBufferImageCopy region{};
-  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-  region.imageExtent = {m_swap.extent.width, m_swap.extent.height, 1};
-  vkCmdCopyImageToBuffer(cmd, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, m_shot->handle(), 1, &region);
-  barrier(VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, VK_ACCESS_TRANSFER_READ_BIT, 0);
-}
 
 void Viewer::createWindow() {
   if (!glfwInit()) throw Error("glfwInit failed (is there a display? use --headless without one)");
@@ -170,88 +108,15 @@ void Viewer::createWindow() {
   if (!present) throw Error("the chosen Vulkan queue cannot present to this window");
 }
 
+// The renderer's pass is built for the surface's format before the swapchain's framebuffers are made for it.
 void Viewer::createSwapchain() {
-  VkDevice dev = m_ctx->device();
-  VkSurfaceCapabilitiesKHR caps;
-  VK_CHECK(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(m_ctx->physicalDevice(), m_surface, &caps));
-  int w, h;
-  glfwGetFramebufferSize(m_window, &w, &h);
-  m_swap.extent = caps.currentExtent.width != UINT32_MAX ? caps.currentExtent : VkExtent2D{uint32_t(w), uint32_t(h)};
-  if (m_swap.extent.width == 0 || m_swap.extent.height == 0) return;  // minimised: no swapchain until restored
-  uint32_t fn = 0;
-  vkGetPhysicalDeviceSurfaceFormatsKHR(m_ctx->physicalDevice(), m_surface, &fn, nullptr);
-  std::vector<VkSurfaceFormatKHR> formats(fn);
-  vkGetPhysicalDeviceSurfaceFormatsKHR(m_ctx->physicalDevice(), m_surface, &fn, formats.data());
-  m_swap.format = formats[0].format;
-  VkColorSpaceKHR space = formats[0].colorSpace;
-  for (auto& f : formats)
-    if (f.format == VK_FORMAT_B8G8R8A8_UNORM || f.format == VK_FORMAT_R8G8B8A8_UNORM)
-      m_swap.format = f.format, space = f.colorSpace;
-  uint32_t pn = 0;
-  vkGetPhysicalDeviceSurfacePresentModesKHR(m_ctx->physicalDevice(), m_surface, &pn, nullptr);
-  std::vector<VkPresentModeKHR> modes(pn);
-  vkGetPhysicalDeviceSurfacePresentModesKHR(m_ctx->physicalDevice(), m_surface, &pn, modes.data());
-  VkPresentModeKHR mode = VK_PRESENT_MODE_FIFO_KHR;  // vsync; always available
-  if (!m_vsync)
-    for (auto want : {VK_PRESENT_MODE_MAILBOX_KHR, VK_PRESENT_MODE_IMMEDIATE_KHR})
-      if (std::find(modes.begin(), modes.end(), want) != modes.end()) {
-        mode = want;
-        break;
-      }
-  VkSwapchainCreateInfoKHR ci{VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR};
-  ci.surface = m_surface;
-  ci.minImageCount = std::max(caps.minImageCount, 2u);
-  if (caps.maxImageCount) ci.minImageCount = std::min(ci.minImageCount + 1, caps.maxImageCount);
-  ci.imageFormat = m_swap.format;
-  ci.imageColorSpace = space;
-  ci.imageExtent = m_swap.extent;
-  ci.imageArrayLayers = 1;
-  ci.imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT;  // screenshots copy from it
-  // The compute-raster mode copies its compute-shaded frame in, where the surface allows.
-  m_swap.transferDst = (caps.supportedUsageFlags & VK_IMAGE_USAGE_TRANSFER_DST_BIT) != 0;
-  if (m_swap.transferDst) ci.imageUsage |= VK_IMAGE_USAGE_TRANSFER_DST_BIT;
-  ci.preTransform = caps.currentTransform;
-  ci.compositeAlpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR;
-  ci.presentMode = mode;
-  ci.clipped = VK_TRUE;
-  ci.oldSwapchain = m_swap.handle;
-  VkSwapchainKHR created;
-  VK_CHECK(vkCreateSwapchainKHR(dev, &ci, nullptr, &created));
-  destroySwapchain();
-  m_swap.handle = created;
-  uint32_t count = 0;
-  vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, nullptr);
-  m_swap.images.resize(count);
-  vkGetSwapchainImagesKHR(dev, m_swap.handle, &count, m_swap.images.data());
+  if (!m_swap) m_swap = std::make_unique<Swapchain>(*m_ctx, m_surface);
   if (!m_renderer)
-    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+    m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap->chooseFormat(), VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
                                             m_scene->model().faces, m_scene->model().parents);
-  m_swap.depth = vk::Image(*m_ctx, m_swap.extent, Renderer::kDepthFormat, VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                           VK_IMAGE_ASPECT_DEPTH_BIT);
-  for (VkImage image : m_swap.images) {
-    VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
-    vi.image = image;
-    vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
-    vi.format = m_swap.format;
-    vi.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    VkImageView view;
-    VK_CHECK(vkCreateImageView(dev, &vi, nullptr, &view));
-    m_swap.views.push_back(view);
-    m_swap.framebuffers.push_back(
-        Renderer::createFramebuffer(*m_ctx, m_renderer->renderPass(), view, m_swap.depth.view(), m_swap.extent));
-  }
-}
-
-void Viewer::destroySwapchain() {
-  VkDevice dev = m_ctx->device();
-  for (auto fb : m_swap.framebuffers) vkDestroyFramebuffer(dev, fb, nullptr);
-  for (auto v : m_swap.views) vkDestroyImageView(dev, v, nullptr);
-  m_swap.framebuffers.clear();
-  m_swap.views.clear();
-  m_swap.images.clear();
-  m_swap.depth = vk::Image();
-  if (m_swap.handle) vkDestroySwapchainKHR(dev, m_swap.handle, nullptr);
-  m_swap.handle = VK_NULL_HANDLE;
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(m_window, &w, &h);
+  m_swap->create({uint32_t(w), uint32_t(h)}, m_vsync, m_renderer->renderPass());
 }
 
 void Viewer::loadModel(const std::string& path) {
@@ -269,7 +134,7 @@ void Viewer::loadModel(const std::string& path) {
   setBackend(backend);
   m_scene->setAvatars(std::min(m_avatars, m_scene->maxAvatars()));
   if (m_renderer) {  // a new mesh: new index buffer, same pass
-    VkFormat format = m_swap.format;
+    VkFormat format = m_swap->format();
     m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
                                             m_scene->model().parents);
   }
@@ -292,21 +157,8 @@ void Viewer::setBackend(Backend b) {
 }
 
 void Viewer::handleCamera() {
-  ImGuiIO& io = ImGui::GetIO();
-  if (!io.WantCaptureMouse) {
-    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-      m_camera.yaw -= io.MouseDelta.x * 0.008f;
-      m_camera.pitch = std::clamp(m_camera.pitch + io.MouseDelta.y * 0.008f, -1.5f, 1.5f);
-    }
-    if (ImGui::IsMouseDragging(ImGuiMouseButton_Right) || ImGui::IsMouseDragging(ImGuiMouseButton_Middle)) {
-      float s = m_camera.distance * 0.0015f;
-      m_camera.target[0] -= std::cos(m_camera.yaw) * io.MouseDelta.x * s;
-      m_camera.target[2] += std::sin(m_camera.yaw) * io.MouseDelta.x * s;
-      m_camera.target[1] += io.MouseDelta.y * s;
-    }
-    if (io.MouseWheel != 0)
-      m_camera.distance = std::clamp(m_camera.distance * std::pow(0.9f, io.MouseWheel), 0.3f, 80.f);
-  }
+  orbitCamera(m_camera);
+  const ImGuiIO& io = ImGui::GetIO();
   if (!io.WantCaptureKeyboard) {
     if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space))) m_scene->animate = !m_scene->animate;
     if (glfwGetKey(m_window, GLFW_KEY_F) == GLFW_PRESS) {
@@ -377,55 +229,13 @@ void Viewer::panels() {
     for (auto& b : p.betas) b = 3 * u(rng);
   }
   ImGui::NewLine();
-  BodyParams& p = m_scene->base();
-  const float pi = 3.14159265f;
-  for (size_t g = 0; g < m_groups.size(); ++g) {
-    if (!ImGui::CollapsingHeader(m_groups[g].title)) continue;
-    ImGui::PushID(int(g));
-    if (ImGui::Button("reset group")) {
-      for (uint32_t j : m_groups[g].joints)
-        for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = 0;
-      if (g == 0) std::fill(p.transl.begin(), p.transl.end(), 0.0);
-    }
-    if (g == 0) {
-      float t[3] = {float(p.transl[0]), float(p.transl[1]), float(p.transl[2])};
-      if (ImGui::SliderFloat3("translation (m)", t, -2, 2))
-        for (int k = 0; k < 3; ++k) p.transl[size_t(k)] = t[k];
-    }
-    // Axis-angle per joint (x, y, z in radians): smplx's own parameterisation; ±π globally, ±2.5 rad elsewhere.
-    for (uint32_t j : m_groups[g].joints) {
-      float v[3] = {float(p.pose[j * 3]), float(p.pose[j * 3 + 1]), float(p.pose[j * 3 + 2])};
-      float lim = j == 0 ? pi : 2.5f;
-      if (ImGui::SliderFloat3(m_scene->model().jointNames[j].c_str(), v, -lim, lim))
-        for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = v[k];
-    }
-    ImGui::PopID();
-  }
-  if (ImGui::CollapsingHeader("Shape")) {
-    if (ImGui::SliderInt("active shape", &m_activeShape, 0, int(m_scene->model().shapeCount)))
-      m_scene->setComponentCounts(uint32_t(m_activeShape), m_scene->exprComponents());
-    if (ImGui::Button("reset shape")) std::fill(m_scene->base().betas.begin(), m_scene->base().betas.end(), 0.0);
-    for (uint32_t k = 0; k < m_scene->shapeComponents(); ++k) {
-      float b = float(m_scene->base().betas[k]);
-      if (ImGui::SliderFloat(("beta " + std::to_string(k)).c_str(), &b, -3, 3)) m_scene->base().betas[k] = b;
-    }
-  }
-  if (ImGui::CollapsingHeader("Expression")) {
-    if (ImGui::SliderInt("active expression", &m_activeExpr, 0, int(m_scene->model().exprCount)))
-      m_scene->setComponentCounts(m_scene->shapeComponents(), uint32_t(m_activeExpr));
-    if (ImGui::Button("reset expression"))
-      std::fill(m_scene->base().expression.begin(), m_scene->base().expression.end(), 0.0);
-    for (uint32_t k = 0; k < m_scene->exprComponents(); ++k) {
-      float e = float(m_scene->base().expression[k]);
-      if (ImGui::SliderFloat(("expression " + std::to_string(k)).c_str(), &e, -3, 3)) m_scene->base().expression[k] = e;
-    }
-  }
+  posePanels(*m_scene, m_groups, m_activeShape, m_activeExpr);
   ImGui::End();
 }
 
 void Viewer::overlay() {
   if (!m_showOverlay) return;
-  OverlayInfo info{m_ctx.get(), m_frameIndex, m_scene->avatars(), m_swap.extent, m_options.profile};
+  OverlayInfo info{m_ctx.get(), m_frameIndex, m_scene->avatars(), m_swap->extent(), m_options.profile};
   profilerOverlay(m_profiler, info, m_overlayState, m_status);
 }
 
@@ -438,7 +248,8 @@ void Viewer::drawFrame() {
   if (wr == VK_TIMEOUT) throw Error("the GPU did not finish a frame within 10 s");
   VK_CHECK(wr);
   uint32_t imageIndex = 0;
-  VkResult ar = vkAcquireNextImageKHR(dev, m_swap.handle, 10'000'000'000ull, fr.acquired, VK_NULL_HANDLE, &imageIndex);
+  VkResult ar =
+      vkAcquireNextImageKHR(dev, m_swap->handle(), 10'000'000'000ull, fr.acquired, VK_NULL_HANDLE, &imageIndex);
   if (ar == VK_ERROR_OUT_OF_DATE_KHR) {
     m_resize = true;
     return;
@@ -473,22 +284,28 @@ void Viewer::drawFrame() {
   if (m_computeRaster) {
     try {
       m_draw.visibility = m_scene->rasterize(
-          fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap.extent.width) / float(m_swap.extent.height)),
-          m_swap.extent);
+          fr.cmd, m_timer.get(), m_camera.viewProj(float(m_swap->extent().width) / float(m_swap->extent().height)),
+          m_swap->extent());
     } catch (const std::exception& e) {
       m_computeRaster = false;  // e.g. a crowd too large for it: back to the hardware rasteriser
       m_status = std::string("compute raster: ") + e.what();
     }
   }
   m_draw.joints = m_scene->joints();
-  FrameTarget target{m_swap.framebuffers[imageIndex], m_swap.extent,
-                     m_swap.transferDst ? m_swap.images[imageIndex] : VK_NULL_HANDLE};
+  FrameTarget target{m_swap->framebuffer(imageIndex), m_swap->extent(),
+                     m_swap->transferDst() ? m_swap->image(imageIndex) : VK_NULL_HANDLE};
   recordFrame(
       *m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
-      [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap.extent); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
+      [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap->extent()); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
   for (const Span& span : m_scene->ownTimes()) rec.add(span);
   rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
-  if (!m_pendingScreenshot.empty()) recordScreenshot(fr.cmd, m_swap.images[imageIndex]);
+  if (!m_pendingScreenshot.empty()) {
+    size_t bytes = size_t(m_swap->extent().width) * m_swap->extent().height * 4;
+    if (!m_shot || m_shot->size() < bytes)
+      m_shot =
+          std::make_unique<vk::Buffer>(*m_ctx, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
+    m_swap->recordReadback(fr.cmd, imageIndex, m_shot->handle());
+  }
   VK_CHECK(vkEndCommandBuffer(fr.cmd));
   // The image is first written by a colour attachment or, for a compute-shaded frame, by a copy.
   VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
@@ -505,7 +322,7 @@ void Viewer::drawFrame() {
   pi.waitSemaphoreCount = 1;
   pi.pWaitSemaphores = &fr.rendered;
   pi.swapchainCount = 1;
-  pi.pSwapchains = &m_swap.handle;
+  pi.pSwapchains = m_swap->handlePtr();
   pi.pImageIndices = &imageIndex;
   VkResult pr = vkQueuePresentKHR(m_ctx->queue(), &pi);
   if (pr == VK_ERROR_OUT_OF_DATE_KHR || pr == VK_SUBOPTIMAL_KHR)
@@ -517,14 +334,14 @@ void Viewer::drawFrame() {
   if (!m_pendingScreenshot.empty()) {
     // The copy was recorded after the pass; wait for this frame only (screenshots are rare) and write the PNG.
     VK_CHECK(vkWaitForFences(dev, 1, &fr.fence, VK_TRUE, 10'000'000'000ull));
-    auto px = m_shot->download<uint8_t>(size_t(m_swap.extent.width) * m_swap.extent.height * 4);
-    bool bgra = m_swap.format == VK_FORMAT_B8G8R8A8_UNORM || m_swap.format == VK_FORMAT_B8G8R8A8_SRGB;
+    auto px = m_shot->download<uint8_t>(size_t(m_swap->extent().width) * m_swap->extent().height * 4);
+    bool bgra = m_swap->format() == VK_FORMAT_B8G8R8A8_UNORM || m_swap->format() == VK_FORMAT_B8G8R8A8_SRGB;
     for (size_t i = 0; i < px.size(); i += 4) {
       if (bgra) std::swap(px[i], px[i + 2]);
       px[i + 3] = 255;
     }
-    if (!stbi_write_png(m_pendingScreenshot.c_str(), int(m_swap.extent.width), int(m_swap.extent.height), 4, px.data(),
-                        int(m_swap.extent.width) * 4))
+    if (!stbi_write_png(m_pendingScreenshot.c_str(), int(m_swap->extent().width), int(m_swap->extent().height), 4,
+                        px.data(), int(m_swap->extent().width) * 4))
       throw Error(m_pendingScreenshot + ": cannot write PNG");
     m_lastScreenshot = std::move(px);
     m_pendingScreenshot.clear();
@@ -540,11 +357,11 @@ void Viewer::frameOnce() {
     glfwWaitEventsTimeout(0.1);
     return;
   }
-  if (m_resize || !m_swap.handle) {
+  if (m_resize || !m_swap || !m_swap->handle()) {
     vkDeviceWaitIdle(m_ctx->device());
     createSwapchain();
     m_resize = false;
-    if (!m_swap.handle) return;
+    if (!m_swap->handle()) return;
   }
   m_uiStartNs = steadyNowNs();
   m_ui->newFrame();
@@ -614,7 +431,7 @@ void Viewer::cleanup() {
   }
   m_shot.reset();
   m_timer.reset();
-  destroySwapchain();
+  m_swap.reset();
   m_renderer.reset();
   m_scene.reset();
   if (m_surface) vkDestroySurfaceKHR(m_ctx->instance(), m_surface, nullptr);
@@ -653,7 +470,7 @@ int Viewer::run() {
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.acquired));
       VK_CHECK(vkCreateSemaphore(m_ctx->device(), &si, nullptr, &f.rendered));
     }
-    m_ui = std::make_unique<ImGuiLayer>(*m_ctx, m_swap.format, m_window);
+    m_ui = std::make_unique<ImGuiLayer>(*m_ctx, m_swap->format(), m_window);
     if (!m_options.guiTest.empty()) {
       status = guiTest();
     } else {
