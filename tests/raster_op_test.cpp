@@ -34,6 +34,7 @@ struct RandomCase {
   RasterDesc desc;
   std::vector<float> prior;
   std::vector<int32_t> ranges;
+  RasterTuning tuning;
 };
 std::vector<RandomCase> randomCases() {
   std::vector<RandomCase> cases;
@@ -49,7 +50,7 @@ std::vector<RandomCase> randomCases() {
     if (z.prior) c.prior = cast<float>(uniform(size_t(z.w) * z.h, -0.5, 0.5));
     cases.push_back(c);
     // The same scene with boxes up to 64 pixels walked by one invocation (big scenes' setting; small ones use 8).
-    c.name += " small<=64", c.desc.smallTrianglePixels = 64;
+    c.name += " small<=64", c.tuning.smallTrianglePixels = 64;
     cases.push_back(std::move(c));
   }
   {  // three views of one mesh: each image's positions are the mesh moved and scaled
@@ -79,20 +80,20 @@ std::vector<RandomCase> randomCases() {
   cases.push_back(RandomCase{"needles 2048x48", sliverScene(150), RasterDesc{2048, 48}, {}, {}});
   {
     RandomCase c{"queue overflow 300x200", randomScene(300), RasterDesc{300, 200}, {}, {}};
-    c.desc.queueCapacity = 40;
+    c.tuning.queueCapacity = 40;
     cases.push_back(std::move(c));
   }
   {  // 8,000 boxes of 9-400 pixels, one chunk each, and room for 2,000 entries: the queue fills up while ~125
      // workgroups reserve at once, so the entry and record counters' orders differ at its end (a slot reserved
      // whose triangle's record did not fit must still be written; the scratch starts as garbage, not zeros)
     RandomCase c{"racing overflow 256x256", smallTriangleScene(8000, 0.07), RasterDesc{256, 256}, {}, {}};
-    c.desc.queueCapacity = 2000, c.desc.smallTrianglePixels = 8;
+    c.tuning.queueCapacity = 2000, c.tuning.smallTrianglePixels = 8;
     cases.push_back(std::move(c));
   }
   {  // 200 triangles stacked on one 8×8-pixel box at random depths, ~36 fragments each: every pixel's nearest of
      // ~100, and CUDA's shared fragment list of a block nearly full (64 boxes of 64 pixels, about half covered)
     RandomCase c{"stacked 8x8 boxes 16x16", {}, RasterDesc{16, 16}, {}, {}};
-    c.desc.smallTrianglePixels = 64;
+    c.tuning.smallTrianglePixels = 64;
     auto u = uniform(200 * 5, 0, 1);
     auto ndc = [](double pixel) { return float(2 * pixel / 15 - 1); };  // pixel centre i is at 2i/(W-1) - 1
     for (int t = 0; t < 200; ++t) {
@@ -184,16 +185,18 @@ struct RasterCall {
             d.batch == RasterBatch::Ranges ? ranges.view() : DeviceView{},
             scratch,
             ids,
-            bary};
+            bary,
+            c.tuning};
   }
   std::vector<int32_t> findices() const { return ids.download<int32_t>(); }
   void expectReference() const { expectSameAsReference(c, findices(), bary.download<float>()); }
 };
 
-// A fresh scratch of garbage for `d`, in compressible memory where asked.
-DeviceBuffer garbageScratch(Device& device, const RasterDesc& d, bool compressible = false) {
-  DeviceBuffer z = compressible ? device.allocateCompressible(ElementType::Byte, rasterScratchBytes(d))
-                                : device.allocate(ElementType::Byte, rasterScratchBytes(d));
+// A fresh scratch of garbage for case `c` called with `d`, in compressible memory where asked.
+DeviceBuffer garbageScratch(Device& device, const RandomCase& c, const RasterDesc& d, bool compressible = false) {
+  const size_t bytes = rasterScratchBytes(d, c.tuning);
+  DeviceBuffer z =
+      compressible ? device.allocateCompressible(ElementType::Byte, bytes) : device.allocate(ElementType::Byte, bytes);
   z.fill(kGarbageScratch);
   return z;
 }
@@ -207,11 +210,10 @@ class RasterOp : public OnBackend {
     const auto& info = device().vulkan()->info();
     if (!info.int64) GTEST_SKIP() << "'" << info.name << "' has no shaderInt64";
   }
-  // The z-buffer paths this backend has: Vulkan's 64-bit atomics where the device has them, and its two 32-bit passes
-  // (RasterDesc::noInt64Atomics); CUDA's one.
-  std::vector<bool> zbufferPaths() {
-    if (backend() == Backend::Vulkan) return {false, true};
-    return {false};
+  // The z-buffer paths this backend has: Vulkan's 64-bit atomics where the device has them, and its two 32-bit
+  // passes; CUDA's one.
+  std::vector<BackendPath> zbufferPaths(const vk::ContextOptions::Hidden& always = {}) {
+    return paths({.int64Atomics = true}, always);
   }
   // Plain memory, and for CUDA compressible memory where the device grants it (compute capability 8.0+; Vulkan
   // cannot bind it).
@@ -220,10 +222,10 @@ class RasterOp : public OnBackend {
     return granted ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
   // One call on a fresh scratch of garbage, run to completion.
-  RasterCall rasterizeOnce(const RandomCase& c, const RasterDesc& d) {
-    RasterCall call(device(), c);
-    DeviceBuffer z = garbageScratch(device(), d);
-    run([&](const Exec& exec) { rasterize(exec, call.args(d, z)); });
+  RasterCall rasterizeOnce(Device& on, const RandomCase& c, const RasterDesc& d) {
+    RasterCall call(on, c);
+    DeviceBuffer z = garbageScratch(on, c, d);
+    on.run(backend(), [&](const Exec& exec) { rasterize(exec, call.args(d, z)); });
     return call;
   }
 };
@@ -287,15 +289,13 @@ void expectIdsInsideF(const std::vector<int32_t>& ids, uint32_t faceCount) {
 
 TEST_P(RasterOp, MatchesReference) {
   for (bool compressible : memoryKinds())
-    for (bool noInt64Atomics : zbufferPaths())
+    for (const BackendPath& path : zbufferPaths())
       for (const RandomCase& c : randomCases()) {
-        SCOPED_TRACE(c.name + (noInt64Atomics ? ", 32-bit z-buffer" : "") +
-                     (compressible ? ", compressible memory" : ""));
-        RasterDesc d = c.desc;
-        d.noInt64Atomics = noInt64Atomics;
-        RasterCall call(device(), c, compressible);
-        DeviceBuffer z = garbageScratch(device(), d, compressible);
-        run([&](const Exec& exec) { rasterize(exec, call.args(d, z)); });
+        SCOPED_TRACE(c.name + path.name + (compressible ? ", compressible memory" : ""));
+        Device& on = *path.device;
+        RasterCall call(on, c, compressible);
+        DeviceBuffer z = garbageScratch(on, c, c.desc, compressible);
+        on.run(backend(), [&](const Exec& exec) { rasterize(exec, call.args(c.desc, z)); });
         call.expectReference();
       }
 }
@@ -305,12 +305,10 @@ TEST_P(RasterOp, MatchesReference) {
 // shaders: identical face ids, weights within kBaryTol.
 TEST_P(RasterOp, FloatOnlyShadersMatchReference) {
   if (backend() != Backend::Vulkan) GTEST_SKIP() << "the float-only shaders are Vulkan's";
-  for (bool noInt64Atomics : zbufferPaths())
+  for (const BackendPath& path : zbufferPaths({.float64 = true}))
     for (const RandomCase& c : randomCases()) {
-      SCOPED_TRACE(c.name + (noInt64Atomics ? ", 32-bit z-buffer" : ""));
-      RasterDesc d = c.desc;
-      d.noInt64Atomics = noInt64Atomics, d.noFloat64 = true;
-      rasterizeOnce(c, d).expectReference();
+      SCOPED_TRACE(c.name + path.name);
+      rasterizeOnce(*path.device, c, c.desc).expectReference();
     }
 }
 
@@ -327,16 +325,17 @@ TEST_P(RasterOp, ScratchCallsSkipTheClear) {
   const std::vector<uint64_t> garbage =
       garbageTokens(first.desc.pixels(), firstFaces, tokenTagOf(first.desc, misstated));
   for (bool compressible : memoryKinds())
-    for (bool noInt64Atomics : zbufferPaths()) {
-      SCOPED_TRACE(std::string(noInt64Atomics ? "32-bit z-buffer" : "") +
-                   (compressible ? ", compressible memory" : ""));
-      DeviceBuffer z = garbageScratch(device(), first.desc, compressible);
+    for (const BackendPath& path : zbufferPaths()) {
+      SCOPED_TRACE(path.name + (compressible ? ", compressible memory" : ""));
+      Device& on = *path.device;
+      auto run = [&](const std::function<void(const Exec&)>& work) { on.run(backend(), work); };
+      DeviceBuffer z = garbageScratch(on, first, first.desc, compressible);
       std::vector<RasterCall> calls;
       calls.reserve(cases.size());
-      for (const RandomCase& c : cases) calls.emplace_back(device(), c, compressible);
-      const RasterCall wrong(device(), first, compressible), again(device(), first, compressible);
+      for (const RandomCase& c : cases) calls.emplace_back(on, c, compressible);
+      const RasterCall wrong(on, first, compressible), again(on, first, compressible);
       auto at = [&](RasterDesc d, uint32_t call) {
-        d.scratchCall = call, d.noInt64Atomics = noInt64Atomics;
+        d.scratchCall = call;
         return d;
       };
       z.upload(garbage.data(), garbage.size() * 8);
@@ -365,7 +364,7 @@ TEST_P(RasterOp, ScratchCallsSkipTheClear) {
 TEST_P(RasterOp, RejectsBadArguments) {
   const RandomCase c{"bad arguments", randomScene(20), RasterDesc{16, 8}, {}, {}};
   RasterCall call(device(), c);
-  DeviceBuffer z = garbageScratch(device(), c.desc), floats = device().allocate(ElementType::Float32, 4);
+  DeviceBuffer z = garbageScratch(device(), c, c.desc), floats = device().allocate(ElementType::Float32, 4);
   auto expectError = [&](const std::function<void(RasterizeArgs&)>& change, const char* message) {
     RasterizeArgs args = call.args(c.desc, z);
     change(args);
@@ -389,7 +388,7 @@ TEST_P(RasterOp, BadRangesDrawNothingOutsideTheFaces) {
   c.desc.images = 2;
   c.desc.batch = RasterBatch::Ranges;
   EXPECT_THROW(rasterizeRef(c.scene.pos, c.scene.faces, c.desc, {}, c.ranges), Error);
-  RasterCall r = rasterizeOnce(c, c.desc);
+  RasterCall r = rasterizeOnce(device(), c, c.desc);
   RandomCase clipped = c;
   clipped.ranges = {0, 0, 120, 80};
   expectSameAsReference(clipped, r.findices(), r.bary.download<float>());
@@ -406,7 +405,7 @@ TEST_P(RasterOp, AvatarSceneMatchesReference) {
     double w = -z;  // a pinhole looking down -z
     c.scene.pos.insert(c.scene.pos.end(), {float(x * 2.2), float(-y * 2.2), float((w - 0.1) * 1.02), float(w)});
   }
-  RasterCall r = rasterizeOnce(c, c.desc);
+  RasterCall r = rasterizeOnce(device(), c, c.desc);
   const auto ids = r.findices();
   size_t covered = 0;
   for (int32_t f : ids) covered += f != 0;
@@ -555,26 +554,23 @@ TEST_P(RasterOp, BackwardMatchesReference) {
     GTEST_SKIP() << "'" << device().vulkan()->info().name << "' lacks float32 atomic add";
   // Vulkan: per-face sums over a subgroup (where the device has them) or an atomic per pixel; double or float-only
   // shaders, the float-only ones on the pixels where float arithmetic is accurate (wellConditioned). CUDA: its one
-  // kernel (the knobs are Vulkan's).
-  const std::vector<bool> vulkanKnobs =
-      backend() == Backend::Vulkan ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  for (bool noFloat64 : vulkanKnobs)
-    for (bool noSubgroupSums : vulkanKnobs)
-      for (const BackwardCase& all : backwardCases()) {
-        size_t excluded = 0;
-        const BackwardCase c = noFloat64 ? wellConditioned(all, excluded) : all;
-        SCOPED_TRACE(c.name + (noSubgroupSums ? ", an atomic per pixel" : "") + (noFloat64 ? ", float-only" : ""));
-        EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
-        RasterDesc d = c.desc;
-        d.noSubgroupSums = noSubgroupSums, d.noFloat64 = noFloat64;
-        DeviceBuffer pos = device().upload(c.scene.pos), faces = device().upload(c.scene.faces),
-                     ids = device().upload(c.findices), gradBary = device().upload(cast<float>(c.gradBary));
-        DeviceBuffer grad = device().allocate(ElementType::Float32, c.scene.pos.size());
-        grad.fill(nanBits());  // the call clears it
-        run([&](const Exec& exec) {
-          rasterizeBackward(exec,
-                            {d, vertexCountOf(c), uint32_t(c.scene.faces.size() / 3), pos, faces, ids, gradBary, grad});
-        });
-        expectBackward(c, grad.download<float>());
-      }
+  // kernel.
+  for (const BackendPath& path : paths({.subgroupSums = true, .float64 = true}))
+    for (const BackwardCase& all : backwardCases()) {
+      Device& on = *path.device;
+      const bool floatOnly = on.vulkan() && !on.vulkan()->info().float64;
+      size_t excluded = 0;
+      const BackwardCase c = floatOnly ? wellConditioned(all, excluded) : all;
+      SCOPED_TRACE(c.name + path.name);
+      EXPECT_LE(excluded * 10, c.findices.size()) << "most pixels must stay in the comparison";
+      DeviceBuffer pos = on.upload(c.scene.pos), faces = on.upload(c.scene.faces), ids = on.upload(c.findices),
+                   gradBary = on.upload(cast<float>(c.gradBary));
+      DeviceBuffer grad = on.allocate(ElementType::Float32, c.scene.pos.size());
+      grad.fill(nanBits());  // the call clears it
+      on.run(backend(), [&](const Exec& exec) {
+        rasterizeBackward(
+            exec, {c.desc, vertexCountOf(c), uint32_t(c.scene.faces.size() / 3), pos, faces, ids, gradBary, grad});
+      });
+      expectBackward(c, grad.download<float>());
+    }
 }

@@ -437,7 +437,7 @@ void rasterize(const Exec& exec, const RasterizeArgs& args) {
   const float* positions = args.positions.cuda<float>();
   float* barycentrics = args.barycentrics.cuda<float>();
   void* scratch = args.scratch.cuda<void>();
-  RasterScratchLayout layout = rasterScratchLayout(d);
+  RasterScratchLayout layout = rasterScratchLayout(d, args.tuning);
   const bool instanced = d.batch == RasterBatch::Instanced;
   cudaStream_t s = stream(exec);
   auto* bytes = static_cast<unsigned char*>(scratch);
@@ -446,7 +446,7 @@ void rasterize(const Exec& exec, const RasterizeArgs& args) {
   unsigned long long* vertices = rows * 8 <= d.pixels() * 12 && alignedTo(barycentrics, 8)
                                      ? reinterpret_cast<unsigned long long*>(barycentrics)
                                      : nullptr;
-  Params a{rasterPush(d, vertexCount, faceCount),
+  Params a{rasterPush(d, vertexCount, faceCount, args.tuning),
            reinterpret_cast<const float4*>(positions),
            args.faces.cuda<int32_t>(),
            d.useDepthPrior ? args.depthPrior.cuda<float>() : nullptr,

@@ -18,6 +18,16 @@ bool vulkanRequired();
 // GPU), or a CUDA-only one where CUDA drives another GPU. Null, with `why`, when the backend cannot run here.
 Device* testDevice(Backend backend, std::string* why = nullptr);
 
+// A Vulkan-only device on the shared physical device whose context hides `hide` (vk::ContextOptions::hide): the
+// paths of a device without those features. Created on first use, validated like the shared one.
+Device& vulkanDeviceHiding(const vk::ContextOptions::Hidden& hide);
+
+// A device and the name of the path it takes (empty for the backend's default).
+struct BackendPath {
+  std::string name;
+  Device* device;
+};
+
 // A test body for every GPU backend: TEST_P(Suite, Name) on `class Suite : public OnBackend {}`, instantiated with
 // ARM_ON_GPU_BACKENDS(Suite). A backend that cannot run here skips with the reason (Vulkan fails instead under
 // ARMATURE_REQUIRE_VULKAN).
@@ -28,6 +38,10 @@ class OnBackend : public ::testing::TestWithParam<Backend> {
   Device& device() { return *m_device; }
   // Runs `work` on this test's backend to completion.
   void run(const std::function<void(const Exec&)>& work) { m_device->run(GetParam(), work); }
+  // The devices whose paths a test runs: for Vulkan, one per subset of the features in `vary` that the device has,
+  // each also hiding those in `always` (a path a device without them takes); for CUDA, its device (or, with
+  // anything in `always`, a null device: the caller skips).
+  std::vector<BackendPath> paths(const vk::ContextOptions::Hidden& vary, const vk::ContextOptions::Hidden& always = {});
   // `work` must throw armature::Error whose message contains `message` (an op's argument checks).
   void expectRejected(const std::function<void(const Exec&)>& work, const std::string& message);
 

@@ -20,7 +20,7 @@ void rasterize(const Exec& exec, const RasterizeArgs& a) {
   check.view("faces", a.faces, ElementType::Int32, size_t(a.faceCount) * 3);
   if (d.useDepthPrior) check.view("depthPrior", a.depthPrior, ElementType::Float32, d.pixels());
   if (d.batch == RasterBatch::Ranges) check.view("ranges", a.ranges, ElementType::Int32, size_t(d.images) * 2);
-  check.view("scratch", a.scratch, ElementType::Byte, rasterScratchBytes(d));
+  check.view("scratch", a.scratch, ElementType::Byte, rasterScratchBytes(d, a.tuning));
   check.view("findices", a.findices, ElementType::Int32, d.pixels());
   check.view("barycentrics", a.barycentrics, ElementType::Float32, d.pixels() * 3);
   dispatch("rasterize", exec, a, &vk::rasterize, ARM_CUDA_BACKEND(rasterize));

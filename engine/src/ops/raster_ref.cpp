@@ -37,14 +37,15 @@ size_t validateMesh(size_t positionFloats, const std::vector<int32_t>& faces, co
 }
 }  // namespace
 
-RasterScratchLayout rasterScratchLayout(const RasterDesc& d) {
+RasterScratchLayout rasterScratchLayout(const RasterDesc& d, const RasterTuning& tuning) {
   checkRasterDesc(d);
   RasterScratchLayout l{};
   l.zbufferBytes = d.pixels() * 8;
   l.queueOffset = (l.zbufferBytes + 255) / 256 * 256;  // any storage-buffer offset alignment
   // Room for every pixel to be walked about four times by big triangles (depth complexity ~3 plus box waste).
-  l.queueCapacity = d.queueCapacity ? d.queueCapacity
-                                    : uint32_t(std::max<size_t>(size_t(1) << 16, d.pixels() / RASTER_CHUNK_PIXELS * 4));
+  l.queueCapacity = tuning.queueCapacity
+                        ? tuning.queueCapacity
+                        : uint32_t(std::max<size_t>(size_t(1) << 16, d.pixels() / RASTER_CHUNK_PIXELS * 4));
   l.queueBytes = (RASTER_QUEUE_HEADER + size_t(l.queueCapacity) * RASTER_QUEUE_ENTRY) * 4;
   l.recordsOffset = (l.queueOffset + l.queueBytes + 255) / 256 * 256;
   l.recordsBytes = size_t(l.queueCapacity) * sizeof(RasterQueued);  // GLSL's float-only layout is no larger
@@ -81,7 +82,7 @@ std::vector<double> rasterizeBackwardRef(const std::vector<float>& pos, const st
   return grad;
 }
 
-RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount) {
+RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCount, const RasterTuning& tuning) {
   return {d.width,
           d.height,
           vertexCount,
@@ -91,8 +92,8 @@ RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCo
           1,
           d.images,
           d.batch == RasterBatch::Instanced ? 1u : 0u,
-          rasterSmallPixels(d, faceCount),
-          rasterScratchLayout(d).queueCapacity,
+          rasterSmallPixels(d, faceCount, tuning),
+          rasterScratchLayout(d, tuning).queueCapacity,
           0,
           rasterTokenTag(d)};
 }
@@ -100,13 +101,13 @@ RasterPush rasterPush(const RasterDesc& d, uint32_t vertexCount, uint32_t faceCo
 uint32_t rasterTokenTag(const RasterDesc& d) { return RASTER_TOKEN_TAGS - 1 - d.scratchCall % RASTER_TOKEN_TAGS; }
 bool rasterClearsZBuffer(const RasterDesc& d) { return rasterTokenTag(d) == RASTER_TOKEN_TAGS - 1; }
 
-uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount) {
+uint32_t rasterSmallPixels(const RasterDesc& d, uint32_t faceCount, const RasterTuning& tuning) {
   // 2^18 invocations fill a large GPU (132 SMs x 2048 threads). Well below that, the walk of one invocation is
   // latency on an idle machine, so small scenes send more triangles to the chunk queue, which spreads them; above
   // it, throughput counts and boxes of up to 64 pixels stay with one invocation. In between (the default avatar:
   // 21k triangles of a few pixels each), boxes of up to 32 pixels stay: with 8, most of its triangles would go to
   // the queue, a 512-pixel chunk (64 invocations) for a box of ~10 pixels.
-  if (d.smallTrianglePixels) return std::min<uint32_t>(d.smallTrianglePixels, RASTER_SMALL_PIXELS);
+  if (tuning.smallTrianglePixels) return std::min<uint32_t>(tuning.smallTrianglePixels, RASTER_SMALL_PIXELS);
   const size_t triangles = size_t(faceCount) * d.images;
   return triangles >= (size_t(1) << 18) ? RASTER_SMALL_PIXELS : triangles >= (size_t(1) << 14) ? 32u : 8u;
 }

@@ -2,12 +2,10 @@
 #include "armature/shaders.h"
 #include "shared/raster_io.h"
 
+// Paths by the context's features (vk::ContextOptions::hide emulates a device without them): doubles for the
+// setup's estimates and the barycentrics, else the same results from 64-bit integers; 64-bit z-buffer atomics, else
+// two 32-bit passes; subgroup sums in the backward, else an atomic per pixel.
 namespace armature::vk {
-namespace {
-// Double estimates and barycentrics where the device has doubles; elsewhere the same results from 64-bit integers
-// (tests can ask for the float-only shaders on any device).
-bool usesFloat64(const vk::Context& ctx, const RasterDesc& d) { return ctx.info().float64 && !d.noFloat64; }
-}  // namespace
 
 void rasterize(const Exec& exec, const RasterizeArgs& a) {
   vk::Context& ctx = exec.context();
@@ -15,19 +13,19 @@ void rasterize(const Exec& exec, const RasterizeArgs& a) {
   const RasterDesc& d = a.desc;
   ARM_CHECK(ctx.info().int64, "rasterize: '%s' has no shaderInt64 (the exact edge functions need it)",
             ctx.info().name.c_str());
-  const RasterScratchLayout layout = rasterScratchLayout(d);
+  const RasterScratchLayout layout = rasterScratchLayout(d, a.tuning);
   const size_t pixels = d.pixels();
   const bool instanced = d.batch == RasterBatch::Instanced;
   const uint32_t faceCount = a.faceCount;
-  RasterPush push = rasterPush(d, a.vertexCount, faceCount);
+  RasterPush push = rasterPush(d, a.vertexCount, faceCount, a.tuning);
   // One fill: the queue's counts to ~0 (empty) and, where this call clears it (RasterDesc::scratchCall), the
   // z-buffer before them to the empty token (above every fragment).
   const VkDeviceSize fillFrom = rasterClearsZBuffer(d) ? 0 : layout.queueOffset;
   vkCmdFillBuffer(cmd, a.scratch.vkBuffer, a.scratch.offset + fillFrom, layout.queueOffset + 16 - fillFrom,
                   0xffffffffu);
   vk::computeBarrier(cmd);
-  const bool fp64 = usesFloat64(ctx, d);
-  bool atomic64 = ctx.info().int64Atomics && !d.noInt64Atomics;
+  const bool fp64 = ctx.info().float64;
+  bool atomic64 = ctx.info().int64Atomics;
   const auto& tri =
       ctx.program(fp64 ? (atomic64 ? shaders::raster_triangles_fp64 : shaders::raster_triangles_fp64_atomic32)
                        : (atomic64 ? shaders::raster_triangles : shaders::raster_triangles_atomic32),
@@ -76,10 +74,10 @@ void rasterizeBackward(const Exec& exec, const RasterizeBackwardArgs& a) {
   vkCmdFillBuffer(cmd, a.gradPositions.vkBuffer, a.gradPositions.offset, positionBytes, 0);  // the sums start from zero
   vk::computeBarrier(cmd);
   // Runs of invocations on one face summed before the atomics where the device has the subgroup operations.
-  const bool sums = ctx.info().subgroupSums && !d.noSubgroupSums;
+  const bool sums = ctx.info().subgroupSums;
   const auto& prog =
-      ctx.program(usesFloat64(ctx, d) ? (sums ? shaders::raster_backward_fp64_sums : shaders::raster_backward_fp64)
-                                      : (sums ? shaders::raster_backward_sums : shaders::raster_backward),
+      ctx.program(ctx.info().float64 ? (sums ? shaders::raster_backward_fp64_sums : shaders::raster_backward_fp64)
+                                     : (sums ? shaders::raster_backward_sums : shaders::raster_backward),
                   RASTER_BACKWARD_BINDINGS, sizeof push);
   vk::dispatch(cmd, prog, vk::groupCount(pixels, RASTER_GROUP),
                {a.positions.vulkan(), a.faces.vulkan(), a.findices.vulkan(), a.gradBarycentrics.vulkan(),

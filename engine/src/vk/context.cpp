@@ -251,6 +251,9 @@ Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage)
   try {
     createInstance(options);
     pickDevice();
+    m_info.int64Atomics = m_info.int64Atomics && !options.hide.int64Atomics;
+    m_info.subgroupSums = m_info.subgroupSums && !options.hide.subgroupSums;
+    m_info.float64 = m_info.float64 && !options.hide.float64;
     createDevice(options);
 #if defined(__SANITIZE_ADDRESS__)
     keepLibrariesLoaded();
@@ -383,7 +386,7 @@ void Context::createDevice(const ContextOptions& options) {
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.timelineSemaphore = VK_TRUE;
   f12.hostQueryReset = s12.hostQueryReset;
-  f12.shaderBufferInt64Atomics = s12.shaderBufferInt64Atomics;
+  f12.shaderBufferInt64Atomics = s12.shaderBufferInt64Atomics && m_info.int64Atomics;
   f12.storageBuffer8BitAccess = s12.storageBuffer8BitAccess;
   f12.scalarBlockLayout = s12.scalarBlockLayout;
   // Float atomics for scatter-adds in backward passes, when the device has them.
@@ -396,7 +399,7 @@ void Context::createDevice(const ContextOptions& options) {
   }
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
   f.features.shaderInt64 = supported.features.shaderInt64;
-  f.features.shaderFloat64 = supported.features.shaderFloat64;
+  f.features.shaderFloat64 = supported.features.shaderFloat64 && m_info.float64;
   f.features.fillModeNonSolid = supported.features.fillModeNonSolid;
   f.features.wideLines = supported.features.wideLines;
 

@@ -23,16 +23,11 @@ struct RasterDesc {
   uint32_t width = 0, height = 0;
   bool useDepthPrior = false;         // keep only fragments at or behind the prior + truncation (depth peeling)
   float occlusionTruncation = 1e-6f;  // the original wrapper's value
-  bool noInt64Atomics = false;        // Vulkan: use the two-pass 32-bit path even where 64-bit atomics exist (tests)
-  bool noSubgroupSums = false;  // Vulkan backward: an atomic per pixel even where a subgroup can sum first (tests)
-  bool noFloat64 = false;  // Vulkan: the float-only shaders of devices without doubles, even where they exist (tests)
-  uint32_t images = 1;     // B
+  uint32_t images = 1;                // B
   RasterBatch batch = RasterBatch::Instanced;
-  uint32_t queueCapacity = 0;        // GPU big-triangle queue entries; 0 = automatic (tests force overflow)
-  uint32_t smallTrianglePixels = 0;  // GPU: boxes one invocation walks, at most 64; 0 = automatic (tests force each)
   // GPU: this call's place in the scratch's history, so that it need not clear the z-buffer (B·H·W·8 bytes of
   // stores). 0: unknown, the call clears it. n > 0: the previous call on this scratch — finished, or earlier in
-  // stream order, of at least as many pixels, with the same noInt64Atomics (a device uses one z-buffer path) — had
+  // stream order, of at least as many pixels, on the same device (a device uses one z-buffer path) — had
   // scratchCall n − 1 (RasterScratchState counts). Every z-buffer token carries its call's tag (rasterTokenTag):
   // tags fall from call to call, so a fragment replaces any earlier call's token and the resolve reads those as
   // background; every 8,191 calls the z-buffer is cleared again (rasterClearsZBuffer). Set it wrongly and the image
@@ -41,6 +36,14 @@ struct RasterDesc {
   uint32_t scratchCall = 0;
   size_t imagePixels() const { return size_t(width) * height; }
   size_t pixels() const { return imagePixels() * images; }
+};
+
+// The GPU paths' automatic choices, overridden (tests force each path; a renderer may size the queue itself).
+// Vulkan's device-dependent paths (64-bit atomics, subgroup sums, doubles) follow the context's features instead
+// (vk::ContextOptions::hide).
+struct RasterTuning {
+  uint32_t queueCapacity = 0;        // big-triangle queue entries; 0 = automatic (enough for ~4 walks of each pixel)
+  uint32_t smallTrianglePixels = 0;  // boxes one invocation walks, at most 64; 0 = automatic (rasterSmallPixels)
 };
 
 // One scratch called with one layout again and again (a renderer's frames): counts RasterDesc::scratchCall, so
@@ -89,18 +92,21 @@ struct RasterScratchLayout {
   size_t zbufferBytes, queueOffset, queueBytes, recordsOffset, recordsBytes, totalBytes;
   uint32_t queueCapacity;  // entries
 };
-RasterScratchLayout rasterScratchLayout(const RasterDesc& desc);
+RasterScratchLayout rasterScratchLayout(const RasterDesc& desc, const RasterTuning& tuning = {});
 // The GPU paths' split between boxes one invocation walks and boxes cut into chunks for a workgroup: few triangles
 // leave most of the GPU idle, so medium ones are spread over workgroups; many keep the GPU full one per invocation.
-uint32_t rasterSmallPixels(const RasterDesc& desc, uint32_t faceCount);
-inline size_t rasterScratchBytes(const RasterDesc& desc) { return rasterScratchLayout(desc).totalBytes; }
+uint32_t rasterSmallPixels(const RasterDesc& desc, uint32_t faceCount, const RasterTuning& tuning = {});
+inline size_t rasterScratchBytes(const RasterDesc& desc, const RasterTuning& tuning = {}) {
+  return rasterScratchLayout(desc, tuning).totalBytes;
+}
 // Rows (x, y, z, w) of the positions buffer: vertexCount per image (Instanced) or in all (Ranges).
 inline size_t rasterPositionRows(const RasterDesc& desc, uint32_t vertexCount) {
   return size_t(vertexCount) * (desc.batch == RasterBatch::Instanced ? desc.images : 1);
 }
 // The push constants of a GPU call (every pass, forward and backward, on CUDA and Vulkan); include
 // shared/raster_io.h to call it.
-RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount);
+RasterPush rasterPush(const RasterDesc& desc, uint32_t vertexCount, uint32_t faceCount,
+                      const RasterTuning& tuning = {});
 // A GPU call's tag in its z-buffer tokens (shaders/shared/raster_io.h, RASTER_TOKEN_TAGS), from
 // RasterDesc::scratchCall, and whether the call clears its z-buffer first: where the tags restart from the top.
 uint32_t rasterTokenTag(const RasterDesc& desc);
@@ -119,10 +125,11 @@ struct RasterizeArgs {
   DeviceView faces;         // int32, faceCount·3
   DeviceView depthPrior;    // float32 (B,H,W) in NDC z with desc.useDepthPrior, else empty
   DeviceView ranges;        // int32 (B,2) in Ranges mode (a range outside F draws nothing), else empty
-  DeviceView scratch;       // bytes, rasterScratchBytes(desc) (desc.scratchCall on later calls)
+  DeviceView scratch;       // bytes, rasterScratchBytes(desc, tuning) (desc.scratchCall on later calls)
   DeviceView findices;      // int32 (B,H,W), overwritten
   DeviceView barycentrics;  // float32 (B,H,W,3), overwritten; must not overlap the inputs (CUDA keeps each
                             // vertex's setup there before the resolve)
+  RasterTuning tuning;      // the scratch is rasterScratchBytes(desc, tuning)
 };
 // The backward (rasterizeBackwardRef): gradPositions (the shape of positions, overwritten) from gradBarycentrics at
 // the faces of findices. Float atomics: the sums over pixels are not bitwise reproducible. Vulkan needs float32

@@ -82,6 +82,13 @@ struct ContextOptions {
   // Instance extensions a window system needs (GLFW's list) and whether the device must present.
   std::vector<std::string> instanceExtensions;
   bool swapchain = false;
+  // Features the context hides: it reports them absent (info()) and does not enable them, so every op takes the
+  // path of a device without them. Tests and benchmarks run those paths on a device that has the features.
+  struct Hidden {
+    bool int64Atomics = false;  // the rasteriser's two-pass 32-bit z-buffer
+    bool subgroupSums = false;  // the rasteriser backward's atomic per pixel
+    bool float64 = false;       // the rasteriser's integer setup and resolve
+  } hide;
 };
 
 class Context;
