@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "armature/cuda/raster.h"
+#include "app/clip_transform.h"
 #include "armature/shaders.h"
 #include "shared/render_io.h"
 #ifdef ARMATURE_HAS_INTEROP
@@ -146,7 +146,7 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   Cuda& c = *m_cuda;
   auto m = clipMatrix(viewProj, extent);
   uint32_t count = avatars * m_vertexCount;
-  cuda::transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
+  transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
                         static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
   const RasterDesc d = m_scratchState.next(RasterDesc{extent.width, extent.height});
   const uint32_t faceCount = uint32_t(avatars * (m_faces.size() / 3));
