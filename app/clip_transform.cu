@@ -12,7 +12,8 @@
 namespace armature::app {
 namespace {
 void check(cudaError_t e) {
-  if (e != cudaSuccess) throw Error(std::string("transformToClip: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw Error(std::string("transformToClip: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 struct Matrix {
@@ -48,8 +49,7 @@ __global__ void clipKernel(const float* positions, uint32_t count, Matrix a, flo
 
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
                      uint32_t height, uint32_t* bounds, const cuda::Stream& stream) {
-  ARM_CHECK(positions && viewProj && clip && bounds && width && height,
-            "transformToClip: null pointer or empty image");
+  ARM_CHECK(positions && viewProj && clip && bounds && width && height, "transformToClip: null pointer or empty image");
   cudaStream_t s = static_cast<cudaStream_t>(stream.handle());
   check(cudaMemsetAsync(bounds, 0xff, 8, s));   // min x, y
   check(cudaMemsetAsync(bounds + 2, 0, 8, s));  // max x, y

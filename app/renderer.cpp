@@ -366,7 +366,7 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   // The previous frame's copy out of m_pixels comes first.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0,
                        nullptr, 0, nullptr);
-  const auto& shade = m_ctx.program(shaders::shade_frame, 6, sizeof push);
+  const auto& shade = m_ctx.program(shaders::shade_frame, SHADE_FRAME_BINDINGS, sizeof push);
   vk::dispatch(cmd, shade, (extent.width + 7) / 8,
                {{positions, 0, VK_WHOLE_SIZE},
                 {s.visibility.faces, 0, VK_WHOLE_SIZE},

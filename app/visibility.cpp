@@ -72,7 +72,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
       crowd = m_allFaces.handle();
     }
     const CrowdFacesPush push{uint32_t(F * 3), uint32_t(V), avatars, 0};
-    const auto& program = m_ctx.program(shaders::crowd_faces, 2, sizeof push);
+    const auto& program = m_ctx.program(shaders::crowd_faces, CROWD_FACES_BINDINGS, sizeof push);
     m_ctx.submitAndWait([&](VkCommandBuffer cmd) {
       vk::dispatch(cmd, program, vk::groupCount(uint64_t(F) * 3 * avatars, CROWD_FACES_GROUP),
                    {m_baseFaces.view(), {crowd, 0, VK_WHOLE_SIZE}}, push);
@@ -121,7 +121,7 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
   vkCmdFillBuffer(cmd, m_bounds.handle(), 0, 8, ~0u);  // min x, y
   vkCmdFillBuffer(cmd, m_bounds.handle(), 8, 8, 0u);   // max x, y
   vk::computeBarrier(cmd);
-  const auto& transform = m_ctx.program(shaders::clip_transform, 3, sizeof push);
+  const auto& transform = m_ctx.program(shaders::clip_transform, CLIP_TRANSFORM_BINDINGS, sizeof push);
   vk::dispatch(cmd, transform, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
                {{positions, 0, VK_WHOLE_SIZE}, m_clip.view(), m_bounds.view()}, push);
   vk::computeBarrier(cmd);
@@ -147,7 +147,7 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   auto m = clipMatrix(viewProj, extent);
   uint32_t count = avatars * m_vertexCount;
   transformToClip(positions, count, m.data(), c.clip.as<float>(), extent.width, extent.height,
-                        static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
+                  static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
   const RasterDesc d = m_scratchState.next(RasterDesc{extent.width, extent.height});
   const uint32_t faceCount = uint32_t(avatars * (m_faces.size() / 3));
   rasterize(Exec::cuda(stream.handle()),

@@ -73,7 +73,7 @@ void runInterop(std::vector<Row>& rows, int iters) {
       size_t bytes = size_t(avatars) * 10475 * 3 * 4;
       interop::SharedBuffer buf(ctx, bytes, path);
       vk::Buffer bad(ctx, 4, vk::kStorageUsage);
-      const auto& check = ctx.program(shaders::pattern_check, 2, sizeof(PatternPush));
+      const auto& check = ctx.program(shaders::pattern_check, PATTERN_CHECK_BINDINGS, sizeof(PatternPush));
       Recorded consume(ctx, [&](VkCommandBuffer cmd) {
         vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), bad.view()},
                      PatternPush{uint32_t(bytes), 7});
@@ -107,7 +107,7 @@ void runInterop(std::vector<Row>& rows, int iters) {
       size_t bytes = size_t(model.vertexCount) * 12;
       interop::FrameRing ring(ctx, bytes, 3, path);
       vk::Buffer bad(ctx, 4, vk::kStorageUsage);
-      const auto& check = ctx.program(shaders::pattern_check, 2, sizeof(PatternPush));
+      const auto& check = ctx.program(shaders::pattern_check, PATTERN_CHECK_BINDINGS, sizeof(PatternPush));
       std::vector<std::unique_ptr<Recorded>> consumers;
       for (uint32_t k = 0; k < ring.slotCount(); ++k)
         consumers.push_back(std::make_unique<Recorded>(ctx, [&](VkCommandBuffer cmd) {

@@ -7,9 +7,9 @@
 #include "shared/render_io.h"
 
 layout(local_size_x = CLIP_BOUNDS_GROUP) in;
-layout(std430, binding = 0) readonly buffer Positions { float positions[]; };
-layout(std430, binding = 1) writeonly buffer Clip { vec4 clip[]; };
-layout(std430, binding = 2) buffer Bounds { uint bounds[]; };  // minX, minY, maxX, maxY (filled ~0, ~0, 0, 0)
+layout(std430, binding = CLIP_TRANSFORM_BINDING_POSITIONS) readonly buffer Positions { float positions[]; };
+layout(std430, binding = CLIP_TRANSFORM_BINDING_CLIP) writeonly buffer Clip { vec4 clip[]; };
+layout(std430, binding = CLIP_TRANSFORM_BINDING_BOUNDS) buffer Bounds { uint bounds[]; };  // minX, minY, maxX, maxY (filled ~0, ~0, 0, 0)
 layout(push_constant) uniform Push {
   mat4 viewProj;
   uint count;

@@ -5,8 +5,8 @@
 #include "shared/render_io.h"
 
 layout(local_size_x = CROWD_FACES_GROUP) in;
-layout(std430, binding = 0) readonly buffer Base { int base[]; };
-layout(std430, binding = 1) writeonly buffer Crowd { int crowd[]; };
+layout(std430, binding = CROWD_FACES_BINDING_BASE) readonly buffer Base { int base[]; };
+layout(std430, binding = CROWD_FACES_BINDING_CROWD) writeonly buffer Crowd { int crowd[]; };
 layout(push_constant) uniform Push { CrowdFacesPush p; };
 
 void main() {

@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/pattern_io.h"
 layout(local_size_x = PATTERN_GROUP) in;
-layout(std430, binding = 0) buffer Data { uint words[]; };
-layout(std430, binding = 1) buffer Unused { uint unused[]; };
+layout(std430, binding = PATTERN_FILL_BINDING_DATA) buffer Data { uint words[]; };
+layout(std430, binding = PATTERN_FILL_BINDING_UNUSED) buffer Unused { uint unused[]; };
 layout(push_constant) uniform Push { PatternPush p; };
 void main() {
   uint wordCount = (p.byteCount + 3) / 4, stride = gl_NumWorkGroups.x * PATTERN_GROUP;

@@ -9,12 +9,12 @@
 #include "shade.glsl"
 
 layout(local_size_x = 8, local_size_y = 8) in;
-layout(std430, binding = 0) readonly buffer Positions { float positions[]; };  // B × V × 3
-layout(std430, binding = 1) readonly buffer Faces { int faces[]; };
-layout(std430, binding = 2) readonly buffer FaceIds { int findices[]; };
-layout(std430, binding = 3) readonly buffer Bary { float barycentrics[]; };
-layout(std430, binding = 4) writeonly buffer Pixels { uint pixels[]; };
-layout(std430, binding = 5) readonly buffer UiLayer { uint uiPixels[]; };  // premultiplied, in the image's order
+layout(std430, binding = SHADE_FRAME_BINDING_POSITIONS) readonly buffer Positions { float positions[]; };  // B × V × 3
+layout(std430, binding = SHADE_FRAME_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = SHADE_FRAME_BINDING_FACE_IDS) readonly buffer FaceIds { int findices[]; };
+layout(std430, binding = SHADE_FRAME_BINDING_BARY) readonly buffer Bary { float barycentrics[]; };
+layout(std430, binding = SHADE_FRAME_BINDING_PIXELS) writeonly buffer Pixels { uint pixels[]; };
+layout(std430, binding = SHADE_FRAME_BINDING_UI_LAYER) readonly buffer UiLayer { uint uiPixels[]; };  // premultiplied, in the image's order
 layout(push_constant) uniform ShadePushBlock {
   mat4 inverseViewProj;  // clip -> world
   vec4 camera;           // xyz: the eye

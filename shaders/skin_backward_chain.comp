@@ -10,13 +10,13 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
-layout(std430, binding = 0) readonly buffer Saved { float saved[]; };
-layout(std430, binding = 1) readonly buffer GradParts { float gradParts[]; };
-layout(std430, binding = 2) readonly buffer JointPartStart { uint jointPartStart[]; };
-layout(std430, binding = 3) readonly buffer GradJoints { float gradJoints[]; };
-layout(std430, binding = 4) readonly buffer Parents { int parents[]; };
-layout(std430, binding = 5) writeonly buffer ChainGrads { float chainGrads[]; };
-layout(std430, binding = 6) writeonly buffer GradTransl { float gradTransl[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_SAVED) readonly buffer Saved { float saved[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_GRAD_PARTS) readonly buffer GradParts { float gradParts[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_JOINT_PART_START) readonly buffer JointPartStart { uint jointPartStart[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_GRAD_JOINTS) readonly buffer GradJoints { float gradJoints[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_CHAIN_GRADS) writeonly buffer ChainGrads { float chainGrads[]; };
+layout(std430, binding = SKIN_BACKWARD_CHAIN_BINDING_GRAD_TRANSL) writeonly buffer GradTransl { float gradTransl[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float sv[SKIN_MAX_JOINTS * SKIN_SAVED];  // per joint: R (9), G (9), rest joint (3)

@@ -13,9 +13,9 @@
 #define GRAD_LOADS ((ITEMS * SKIN_GRAD_STEP + 255) / 256)
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer GradVPosed { float gradVPosed[]; };
-layout(std430, binding = 1) readonly buffer Blend { float blendMatrix[]; };
-layout(std430, binding = 2) writeonly buffer Partials { float partials[]; };
+layout(std430, binding = SKIN_BACKWARD_FEATURES_BINDING_GRAD_V_POSED) readonly buffer GradVPosed { float gradVPosed[]; };
+layout(std430, binding = SKIN_BACKWARD_FEATURES_BINDING_BLEND) readonly buffer Blend { float blendMatrix[]; };
+layout(std430, binding = SKIN_BACKWARD_FEATURES_BINDING_PARTIALS) writeonly buffer Partials { float partials[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 // [column][features or items]. The loads write a column per invocation (a row of the matrix is contiguous in

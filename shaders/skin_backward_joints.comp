@@ -9,13 +9,13 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_REDUCE_GROUP) in;
-layout(std430, binding = 0) readonly buffer GradV { float gradV[]; };
-layout(std430, binding = 1) readonly buffer VPosed { float vPosed[]; };
-layout(std430, binding = 2) readonly buffer PartRange { uint partRange[]; };
-layout(std430, binding = 3) readonly buffer PartJoint { uint partJoint[]; };
-layout(std430, binding = 4) readonly buffer JointVertex { uint jointVertex[]; };
-layout(std430, binding = 5) readonly buffer JointWeight { float jointWeight[]; };
-layout(std430, binding = 6) writeonly buffer GradParts { float gradParts[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_GRAD_V) readonly buffer GradV { float gradV[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_V_POSED) readonly buffer VPosed { float vPosed[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_PART_RANGE) readonly buffer PartRange { uint partRange[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_PART_JOINT) readonly buffer PartJoint { uint partJoint[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_JOINT_VERTEX) readonly buffer JointVertex { uint jointVertex[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_JOINT_WEIGHT) readonly buffer JointWeight { float jointWeight[]; };
+layout(std430, binding = SKIN_BACKWARD_JOINTS_BINDING_GRAD_PARTS) writeonly buffer GradParts { float gradParts[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float red[12][SKIN_REDUCE_GROUP];

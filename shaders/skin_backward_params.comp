@@ -12,13 +12,13 @@
 
 #define PARTS 8  // invocations per coefficient
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
-layout(std430, binding = 1) readonly buffer ChainGrads { float chainGrads[]; };
-layout(std430, binding = 2) readonly buffer Partials { float partials[]; };  // (slices, B, F)
-layout(std430, binding = 3) readonly buffer JointDirs { float jointDirs[]; };
-layout(std430, binding = 4) writeonly buffer GradPose { float gradPose[]; };
-layout(std430, binding = 5) writeonly buffer GradBetas { float gradBetas[]; };
-layout(std430, binding = 6) writeonly buffer GradExpr { float gradExpr[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_POSE) readonly buffer Pose { float pose[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_CHAIN_GRADS) readonly buffer ChainGrads { float chainGrads[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_PARTIALS) readonly buffer Partials { float partials[]; };  // (slices, B, F)
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_JOINT_DIRS) readonly buffer JointDirs { float jointDirs[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_GRAD_POSE) writeonly buffer GradPose { float gradPose[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_GRAD_BETAS) writeonly buffer GradBetas { float gradBetas[]; };
+layout(std430, binding = SKIN_BACKWARD_PARAMS_BINDING_GRAD_EXPR) writeonly buffer GradExpr { float gradExpr[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared float gradF[SKIN_MAX_FEATURES];

@@ -5,12 +5,12 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_VERTEX_GROUP) in;
-layout(std430, binding = 0) readonly buffer GradV { float gradV[]; };
-layout(std430, binding = 1) readonly buffer Transforms { float transforms[]; };
-layout(std430, binding = 2) readonly buffer WeightStart { uint weightStart[]; };
-layout(std430, binding = 3) readonly buffer WeightJoint { uint weightJoint[]; };
-layout(std430, binding = 4) readonly buffer WeightValue { float weightValue[]; };
-layout(std430, binding = 5) writeonly buffer GradVPosed { float gradVPosed[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_GRAD_V) readonly buffer GradV { float gradV[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_TRANSFORMS) readonly buffer Transforms { float transforms[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_WEIGHT_START) readonly buffer WeightStart { uint weightStart[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_WEIGHT_JOINT) readonly buffer WeightJoint { uint weightJoint[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_WEIGHT_VALUE) readonly buffer WeightValue { float weightValue[]; };
+layout(std430, binding = SKIN_BACKWARD_VERTICES_BINDING_GRAD_V_POSED) writeonly buffer GradVPosed { float gradVPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 #include "skin_blend_transform.glsl"

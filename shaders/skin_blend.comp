@@ -10,12 +10,12 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_BLEND_COLUMNS, local_size_y = SKIN_BLEND_SLICES) in;
-layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
-layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
-layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
-layout(std430, binding = 3) readonly buffer Blend { float blendMatrix[]; };
-layout(std430, binding = 4) readonly buffer Template { float vTemplate[]; };
-layout(std430, binding = 5) writeonly buffer VPosed { float vPosed[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_POSE) readonly buffer Pose { float pose[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_BETAS) readonly buffer Betas { float betas[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_EXPR) readonly buffer Expr { float expression[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_BLEND) readonly buffer Blend { float blendMatrix[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_TEMPLATE) readonly buffer Template { float vTemplate[]; };
+layout(std430, binding = SKIN_BLEND_BINDING_V_POSED) writeonly buffer VPosed { float vPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 #include "skin_feature.glsl"

@@ -13,10 +13,10 @@
 #define B_LOADS (SKIN_TILE_K * SKIN_TILE_COLUMNS / 256)
 
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Features { float features[]; };
-layout(std430, binding = 1) readonly buffer Blend { float blendMatrix[]; };
-layout(std430, binding = 2) readonly buffer Template { float vTemplate[]; };
-layout(std430, binding = 3) writeonly buffer VPosed { float vPosed[]; };
+layout(std430, binding = SKIN_BLEND_TILED_BINDING_FEATURES) readonly buffer Features { float features[]; };
+layout(std430, binding = SKIN_BLEND_TILED_BINDING_BLEND) readonly buffer Blend { float blendMatrix[]; };
+layout(std430, binding = SKIN_BLEND_TILED_BINDING_TEMPLATE) readonly buffer Template { float vTemplate[]; };
+layout(std430, binding = SKIN_BLEND_TILED_BINDING_V_POSED) writeonly buffer VPosed { float vPosed[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 shared vec4 As[2][SKIN_TILE_K][SKIN_TILE_ROWS / 4];

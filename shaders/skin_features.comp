@@ -7,10 +7,10 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_FEATURE_GROUP) in;
-layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
-layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
-layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
-layout(std430, binding = 3) writeonly buffer Features { float features[]; };
+layout(std430, binding = SKIN_FEATURES_BINDING_POSE) readonly buffer Pose { float pose[]; };
+layout(std430, binding = SKIN_FEATURES_BINDING_BETAS) readonly buffer Betas { float betas[]; };
+layout(std430, binding = SKIN_FEATURES_BINDING_EXPR) readonly buffer Expr { float expression[]; };
+layout(std430, binding = SKIN_FEATURES_BINDING_FEATURES) writeonly buffer Features { float features[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 #include "skin_feature.glsl"

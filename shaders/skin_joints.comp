@@ -8,16 +8,16 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
-layout(std430, binding = 0) readonly buffer Pose { float pose[]; };
-layout(std430, binding = 1) readonly buffer Betas { float betas[]; };
-layout(std430, binding = 2) readonly buffer Expr { float expression[]; };
-layout(std430, binding = 3) readonly buffer Transl { float transl[]; };
-layout(std430, binding = 4) readonly buffer JointTemplate { float jointTemplate[]; };
-layout(std430, binding = 5) readonly buffer JointDirs { float jointDirs[]; };
-layout(std430, binding = 6) readonly buffer Parents { int parents[]; };
-layout(std430, binding = 7) buffer Transforms { float transforms[]; };
-layout(std430, binding = 8) writeonly buffer Joints { float jointsOut[]; };
-layout(std430, binding = 9) writeonly buffer Saved { float saved[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_POSE) readonly buffer Pose { float pose[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_BETAS) readonly buffer Betas { float betas[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_EXPR) readonly buffer Expr { float expression[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_TRANSL) readonly buffer Transl { float transl[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_JOINT_TEMPLATE) readonly buffer JointTemplate { float jointTemplate[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_JOINT_DIRS) readonly buffer JointDirs { float jointDirs[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_TRANSFORMS) buffer Transforms { float transforms[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_JOINTS) writeonly buffer Joints { float jointsOut[]; };
+layout(std430, binding = SKIN_JOINTS_BINDING_SAVED) writeonly buffer Saved { float saved[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 #include "skin_feature.glsl"

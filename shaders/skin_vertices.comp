@@ -4,13 +4,13 @@
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_VERTEX_GROUP) in;
-layout(std430, binding = 0) readonly buffer VPosed { float vPosed[]; };
-layout(std430, binding = 1) readonly buffer Transforms { float transforms[]; };
-layout(std430, binding = 2) readonly buffer WeightStart { uint weightStart[]; };
-layout(std430, binding = 3) readonly buffer WeightJoint { uint weightJoint[]; };
-layout(std430, binding = 4) readonly buffer WeightValue { float weightValue[]; };
-layout(std430, binding = 5) readonly buffer Transl { float transl[]; };
-layout(std430, binding = 6) writeonly buffer Vertices { float vertices[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_V_POSED) readonly buffer VPosed { float vPosed[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_TRANSFORMS) readonly buffer Transforms { float transforms[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_WEIGHT_START) readonly buffer WeightStart { uint weightStart[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_WEIGHT_JOINT) readonly buffer WeightJoint { uint weightJoint[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_WEIGHT_VALUE) readonly buffer WeightValue { float weightValue[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_TRANSL) readonly buffer Transl { float transl[]; };
+layout(std430, binding = SKIN_VERTICES_BINDING_VERTICES) writeonly buffer Vertices { float vertices[]; };
 layout(push_constant) uniform Push { SkinningPush p; };
 
 #include "skin_blend_transform.glsl"

@@ -106,7 +106,7 @@ struct PatternFrames {
       : ctx(c),
         ring(c, kBytes, 3, path),
         bad(c, 4, vk::kStorageUsage, vk::MemoryKind::HostVisible),
-        check(c.program(shaders::pattern_check, 2, sizeof(PatternPush))) {
+        check(c.program(shaders::pattern_check, PATTERN_CHECK_BINDINGS, sizeof(PatternPush))) {
     *static_cast<uint32_t*>(bad.mapped()) = 0;
   }
   // Runs frame f, recording Vulkan's check into `cmd` (ready to be recorded) and submitting it with `fence`.
@@ -165,7 +165,7 @@ TEST_P(Interop, CudaWritesVulkanReads) {
     buf.toVulkan(stream);
     timeline.cudaSignal(++value, stream);
     auto bad = counter();
-    const auto& check = m_ctx->program(shaders::pattern_check, 2, sizeof(PatternPush));
+    const auto& check = m_ctx->program(shaders::pattern_check, PATTERN_CHECK_BINDINGS, sizeof(PatternPush));
     m_ctx->submitAndWait(
         [&](VkCommandBuffer cmd) {
           vk::dispatch(cmd, check, vk::groupCount((bytes + 3) / 4, PATTERN_GROUP, 4096), {buf.view(), bad->view()},
@@ -186,7 +186,7 @@ TEST_P(Interop, VulkanWritesCudaReads) {
     SCOPED_TRACE("bytes=" + std::to_string(bytes));
     interop::SharedBuffer buf(*m_ctx, bytes, GetParam());
     uint32_t seed = uint32_t(rng()());
-    const auto& fill = m_ctx->program(shaders::pattern_fill, 2, sizeof(PatternPush));
+    const auto& fill = m_ctx->program(shaders::pattern_fill, PATTERN_FILL_BINDINGS, sizeof(PatternPush));
     m_ctx->submitAndWait(
         [&](VkCommandBuffer cmd) {
           vkCmdFillBuffer(cmd, buf.buffer(), 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);  // stale data a missed write would leave

@@ -17,4 +17,13 @@ ARM_SHARED_STRUCT(PatternPush) {
   uint byteCount;  // bytes of the pattern (the buffer holds at least ceil(byteCount/4) words)
   uint seed;
 };
+// Bindings, shared by the shaders and their callers.
+// pattern_check.comp
+#define PATTERN_CHECK_BINDING_DATA 0
+#define PATTERN_CHECK_BINDING_MISMATCHES 1
+#define PATTERN_CHECK_BINDINGS 2
+// pattern_fill.comp
+#define PATTERN_FILL_BINDING_DATA 0
+#define PATTERN_FILL_BINDING_UNUSED 1
+#define PATTERN_FILL_BINDINGS 2
 #endif

@@ -60,6 +60,25 @@ struct ShadePush {
 static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #endif
 
+// Bindings of the viewer's compute programs, shared by the shaders and app/ (whose views come in this order).
+// shade_frame.comp
+#define SHADE_FRAME_BINDING_POSITIONS 0
+#define SHADE_FRAME_BINDING_FACES 1
+#define SHADE_FRAME_BINDING_FACE_IDS 2
+#define SHADE_FRAME_BINDING_BARY 3
+#define SHADE_FRAME_BINDING_PIXELS 4
+#define SHADE_FRAME_BINDING_UI_LAYER 5
+#define SHADE_FRAME_BINDINGS 6
+// crowd_faces.comp
+#define CROWD_FACES_BINDING_BASE 0
+#define CROWD_FACES_BINDING_CROWD 1
+#define CROWD_FACES_BINDINGS 2
+// clip_transform.comp
+#define CLIP_TRANSFORM_BINDING_POSITIONS 0
+#define CLIP_TRANSFORM_BINDING_CLIP 1
+#define CLIP_TRANSFORM_BINDING_BOUNDS 2
+#define CLIP_TRANSFORM_BINDINGS 3
+
 #define CLIP_BOUNDS_GROUP 256   // clip_transform's workgroup (and CUDA block): one bounds reduction per group
 #define CLIP_BOUNDS_GROUPS 1024 // at most: grid-stride beyond, so the global atomics stay few
 // The pixel column (or row) of a clip-space vertex in the rasteriser's viewport (NDC ±1 at pixel centres 0 and

@@ -125,7 +125,7 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   // items' tiled GEMM reads them from a dispatch before it.
   if (batch > 1) {
     zones.next("skin: features");
-    vk::dispatch(cmd, m_ctx.program(shaders::skin_features, 4, sizeof push),
+    vk::dispatch(cmd, m_ctx.program(shaders::skin_features, SKIN_FEATURES_BINDINGS, sizeof push),
                  vk::groupCount(B * (t.jointCount - 1 + t.coefCount()), SKIN_FEATURE_GROUP),  // skinFeatureUnits
                  {pose, betas, expression, m_features.view()}, push);
     vk::computeBarrier(cmd);
@@ -133,7 +133,8 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   // The joint chain and the blend product do not read each other's results: no barrier between them, so the chain
   // (one workgroup per item) runs beside the product instead of before it.
   zones.next("skin: chain, blend");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_joints, 10, sizeof push), batch,  // one workgroup per item
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_joints, SKIN_JOINTS_BINDINGS, sizeof push),
+               batch,  // one workgroup per item
                {pose, betas, expression, transl, m_jointTemplate.view(), m_jointDirs.view(), m_parents.view(),
                 m_transforms.view(), joints, m_saved.view()},
                push);
@@ -141,19 +142,22 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   // (32 or 128 items) wastes little of the tile.
   const size_t columns = size_t(t.vertexCount) * 3;
   if (batch == 1) {
-    vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, 6, sizeof push), vk::groupCount(columns, SKIN_BLEND_COLUMNS),
+    vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, SKIN_BLEND_BINDINGS, sizeof push),
+                 vk::groupCount(columns, SKIN_BLEND_COLUMNS),
                  {pose, betas, expression, m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
     const uint32_t rows = mid ? SKIN_TILE_ROWS_MID : SKIN_TILE_ROWS_MANY;
-    vk::dispatch(cmd, m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, 4, sizeof push),
+    vk::dispatch(cmd,
+                 m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, SKIN_BLEND_TILED_BINDINGS,
+                               sizeof push),
                  vk::groupCount(columns, SKIN_TILE_COLUMNS),
                  {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push,
                  (batch + rows - 1) / rows);
   }
   vk::computeBarrier(cmd);
   zones.next("skin: vertices");
-  const auto& skin = m_ctx.program(shaders::skin_vertices, 7, sizeof push);
+  const auto& skin = m_ctx.program(shaders::skin_vertices, SKIN_VERTICES_BINDINGS, sizeof push);
   vk::dispatch(cmd, skin, vk::groupCount(size_t(batch) * t.vertexCount, SKIN_VERTEX_GROUP),
                {m_vPosed.view(), m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
                 transl, vertices},
@@ -199,33 +203,34 @@ void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
   StageZones zones{exec.stages(), cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
   zones.next("skin backward: vertices");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, 6, sizeof push),
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, SKIN_BACKWARD_VERTICES_BINDINGS, sizeof push),
                vk::groupCount(B * t.vertexCount, SKIN_VERTEX_GROUP),
                {gradVertices, m_transforms.view(), m_weightStart.view(), m_weightJoint.view(), m_weightValue.view(),
                 m_gradVPosed.view()},
                push);
   // The per-joint sums read dL/dv and v_posed only: no barrier before them.
   zones.next("skin backward: joint sums");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, 7, sizeof push), parts.count,
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_joints, SKIN_BACKWARD_JOINTS_BINDINGS, sizeof push),
+               parts.count,
                {gradVertices, m_vPosed.view(), parts.range.view(), parts.joint.view(), m_jointVertex.view(),
                 m_jointWeight.view(), m_gradParts.view()},
                push, (batch + sumItems - 1) / sumItems);
   vk::computeBarrier(cmd);
   zones.next("skin backward: chain, features");
-  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, 7, sizeof push), batch,
+  vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_chain, SKIN_BACKWARD_CHAIN_BINDINGS, sizeof push), batch,
                {m_saved.view(), m_gradParts.view(), parts.jointStart.view(), jointGrads, m_parents.view(),
                 m_chainGrads.view(), out.transl},
                push);
   const auto& features =
       batch <= SKIN_GRAD_FEW_MAX ? shaders::skin_backward_features_few : shaders::skin_backward_features_many;
-  vk::dispatch(cmd, m_ctx.program(features, 3, sizeof push),
+  vk::dispatch(cmd, m_ctx.program(features, SKIN_BACKWARD_FEATURES_BINDINGS, sizeof push),
                uint32_t((F + SKIN_GRAD_FEATURES - 1) / SKIN_GRAD_FEATURES) * slices,
                {m_gradVPosed.view(), m_blend.view(), m_gradPartials.view()}, push,
                uint32_t((B + tileItems - 1) / tileItems));
   vk::computeBarrier(cmd);
   zones.next("skin backward: parameters");
   vk::dispatch(
-      cmd, m_ctx.program(shaders::skin_backward_params, 7, sizeof push), batch,
+      cmd, m_ctx.program(shaders::skin_backward_params, SKIN_BACKWARD_PARAMS_BINDINGS, sizeof push), batch,
       {pose, m_chainGrads.view(), m_gradPartials.view(), m_jointDirs.view(), out.pose, out.betas, out.expression},
       push);
   zones.next(nullptr);
