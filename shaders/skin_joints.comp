@@ -2,7 +2,7 @@
 // Per item (one workgroup, one invocation per joint): coefficients, rest joints (from the folded regressor tables),
 // Rodrigues, the kinematic chain one tree level at a time (the joints of a level are independent),
 // the skinning transforms A_j and the posed joints, and what the backward needs of the chain (saved). Same math as
-// cuda/src/skinning.cu. The blend product computes its pose features itself (skin_feature.glsl, whose rotation and
+// cuda/src/skinning_forward.h. The blend product computes its pose features itself (skin_feature.glsl, whose rotation and
 // coefficient helpers this shares), so it runs beside this.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/skinning_io.h"

@@ -1,8 +1,9 @@
 #pragma once
 // Triangle rasteriser producing a visibility buffer: per pixel the visible face (index + 1, 0 = background) and its
 // perspective-correct barycentrics — Hunyuan3D-2 custom_rasterizer's rasterize_image contract (see
-// shaders/shared/raster_io.h for the semantics and where they deliberately differ). CPU reference and the GPU entry
-// points (Vulkan compute and CUDA) here; interpolate reads its outputs (armature/ops/interpolate.h).
+// shaders/shared/raster_io.h and the arithmetic headers it names for the semantics and where they deliberately differ).
+// CPU reference and the GPU entry points (Vulkan compute and CUDA) here; interpolate reads its outputs
+// (armature/ops/interpolate.h).
 #include <cstdint>
 #include <vector>
 
@@ -134,7 +135,7 @@ struct RasterizeArgs {
 // The backward (rasterizeBackwardRef): gradPositions (the shape of positions, overwritten) from gradBarycentrics at
 // the faces of findices. Float atomics: the sums over pixels are not bitwise reproducible. Vulkan needs float32
 // buffer atomic add (VK_EXT_shader_atomic_float); on devices without doubles each pixel's chain runs in float: good
-// to ~1e-4 of the largest gradient where the pixel's triangle is well conditioned (tests/raster_test.cpp,
+// to ~1e-4 of the largest gradient where the pixel's triangle is well conditioned (tests/raster_op_test.cpp,
 // wellConditioned), while on slivers the error grows with their conditioning.
 struct RasterizeBackwardArgs {
   RasterDesc desc;
