@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "app/poses.h"
 #include "armature/cuda/runtime.h"
@@ -12,17 +13,25 @@
 
 namespace armature::app {
 
-struct AvatarScene::CudaPath {
-#ifdef ARMATURE_HAS_INTEROP
-  Device device{nullptr};  // CUDA's own; the outputs are shared with Vulkan through interop
-  cuda::Stream stream;
-  std::unique_ptr<Skinning> skin;
-  cuda::DeviceMemory pose, betas, expression, transl;
-  std::vector<float> staging[4];  // float parameters for the stream-ordered uploads, reused every frame
-  cuda::EventTimer timer, rasterTimer;
-  std::unique_ptr<interop::SharedBuffer> positions, joints;  // drawn by Vulkan straight from CUDA's output
-  std::string status;
-#endif
+// A GPU backend's side of the frame: where the avatars' parameters and outputs live, and how a stage's work is
+// issued and timed. The skinning and the rasteriser are then called once for either lane.
+class AvatarScene::Lane {
+ public:
+  virtual ~Lane() = default;
+  // The frame's parameters into the lane's parameter memory, before the skinning stage.
+  virtual void stage(const BodyParams& params) = 0;
+  // Starts stage `name` (the profiler's): where its work goes.
+  virtual Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) = 0;
+  // Ends the stage: its outputs (with `skinned`, positions() and joints()) readable by the frame's Vulkan passes;
+  // its time when the lane measures it itself.
+  virtual std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, bool skinned) = 0;
+  virtual SkinningForwardArgs skinArgs(uint32_t avatars) const = 0;
+  virtual VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec& exec, uint32_t avatars,
+                                      const std::array<float, 16>& viewProj, VkExtent2D extent) = 0;
+  virtual VkBuffer positions() const = 0;
+  virtual VkBuffer joints() const = 0;
+  virtual std::string status() const = 0;
+  virtual Skinning& skinning() = 0;  // built on first use
 };
 
 namespace {
@@ -32,6 +41,132 @@ void put(vk::Buffer& b, const std::vector<T>& v) {
   std::vector<float> f(v.begin(), v.end());
   if (!f.empty()) std::memcpy(b.mapped(), f.data(), f.size() * 4);
 }
+DeviceView f32(const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); }
+
+// Vulkan: records into the frame's command buffer, inside timer zones, over the scene's host-visible buffers.
+class VulkanLane : public AvatarScene::Lane {
+ public:
+  VulkanLane(Device& device, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars,
+             const AvatarScene::HostBuffers& buffers)
+      : m_device(device), m_model(model), m_shape(S), m_expr(E), m_maxAvatars(maxAvatars), m_buffers(buffers) {}
+  Skinning& skinning() override {
+    if (!m_skinning)
+      m_skinning = std::make_unique<Skinning>(m_device, Backend::Vulkan, m_model, m_shape, m_expr, m_maxAvatars);
+    return *m_skinning;
+  }
+  void stage(const BodyParams& p) override {
+    put(*m_buffers.pose, p.pose);
+    put(*m_buffers.betas, p.betas);
+    put(*m_buffers.expression, p.expression);
+    put(*m_buffers.transl, p.transl);
+  }
+  Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) override {
+    m_zone = timer ? timer->beginZone(cmd, name) : 0;
+    return Exec::vulkan(*m_device.vulkan(), cmd);
+  }
+  std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, bool) override {
+    if (timer) timer->endZone(cmd, m_zone);
+    vk::computeBarrier(cmd);
+    return std::nullopt;
+  }
+  SkinningForwardArgs skinArgs(uint32_t avatars) const override {
+    return {avatars,
+            f32(*m_buffers.pose),
+            f32(*m_buffers.betas),
+            f32(*m_buffers.expression),
+            f32(*m_buffers.transl),
+            f32(*m_buffers.positions),
+            f32(*m_buffers.joints)};
+  }
+  VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec& exec, uint32_t avatars,
+                              const std::array<float, 16>& viewProj, VkExtent2D extent) override {
+    return raster.recordVulkan(exec.commandBuffer(), m_buffers.positions->handle(), avatars, viewProj, extent);
+  }
+  VkBuffer positions() const override { return m_buffers.positions->handle(); }
+  VkBuffer joints() const override { return m_buffers.joints->handle(); }
+  std::string status() const override { return "compute on " + m_device.vulkan()->info().name; }
+
+ private:
+  Device& m_device;
+  const BodyModel& m_model;
+  uint32_t m_shape, m_expr, m_maxAvatars;
+  std::unique_ptr<Skinning> m_skinning;
+  AvatarScene::HostBuffers m_buffers;
+  uint32_t m_zone = 0;
+};
+
+#ifdef ARMATURE_HAS_INTEROP
+// CUDA: its own stream, its own parameter memory, and outputs shared with Vulkan through interop (zero-copy where
+// both drive one GPU, staged otherwise). A stage ends with the outputs handed to Vulkan and the host waiting for the
+// stream (the viewer's simple frame; interop::FrameRing is the protocol that avoids the wait); CUDA events time it.
+class CudaLane : public AvatarScene::Lane {
+ public:
+  CudaLane(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars)
+      : m_vertexCount(model.vertexCount), m_jointCount(model.jointCount), m_shape(S), m_expr(E) {
+    const size_t V3 = size_t(model.vertexCount) * 3, J = model.jointCount, B = maxAvatars;
+    // A frame shares L2 with the rasteriser and the renderer: a resident blend matrix would push their data out
+    // to DRAM and slow the whole frame, so the viewer streams the matrix instead.
+    m_skinning = std::make_unique<Skinning>(m_device, Backend::Cuda, model, S, E, maxAvatars,
+                                            SkinningTuning{.l2Residency = false});
+    m_params[0] = cuda::DeviceMemory(B * J * 12);
+    m_params[1] = cuda::DeviceMemory(std::max<size_t>(B * S, 1) * 4);
+    m_params[2] = cuda::DeviceMemory(std::max<size_t>(B * E, 1) * 4);
+    m_params[3] = cuda::DeviceMemory(B * 12);
+    m_positions = std::make_unique<interop::SharedBuffer>(ctx, B * V3 * 4);
+    m_joints = std::make_unique<interop::SharedBuffer>(ctx, B * J * 12);
+    m_status = "interop: " + interop::describe(interop::probe(ctx));
+  }
+  // Stream-ordered uploads: the stage's host wait keeps the staging vectors alive long enough.
+  void stage(const BodyParams& p) override {
+    const std::vector<double>* params[4] = {&p.pose, &p.betas, &p.expression, &p.transl};
+    for (int i = 0; i < 4; ++i) {
+      m_staging[i].assign(params[i]->begin(), params[i]->end());
+      m_params[i].uploadAsync(m_staging[i].data(), m_staging[i].size() * 4, m_stream);
+    }
+  }
+  Exec begin(VkCommandBuffer, vk::GpuTimer*, const char* name) override {
+    m_stage = name;
+    m_timer.start(m_stream);
+    return Exec::cuda(m_stream.handle());
+  }
+  std::optional<Span> end(VkCommandBuffer, vk::GpuTimer*, bool skinned) override {
+    m_timer.stop(m_stream);
+    if (skinned) m_positions->toVulkan(m_stream), m_joints->toVulkan(m_stream);
+    m_stream.synchronize();
+    return Span{m_stage + " (cuda)", m_timer.milliseconds(), m_timer.startHostNs(), Track::CudaStream};
+  }
+  SkinningForwardArgs skinArgs(uint32_t avatars) const override {
+    const auto view = [](void* p, size_t floats) { return DeviceView::ofCuda(p, ElementType::Float32, floats); };
+    const size_t J3 = size_t(avatars) * m_jointCount * 3;
+    return {avatars,
+            view(m_params[0].data(), J3),
+            view(m_params[1].data(), size_t(avatars) * m_shape),
+            view(m_params[2].data(), size_t(avatars) * m_expr),
+            view(m_params[3].data(), size_t(avatars) * 3),
+            view(m_positions->cudaPointer(), size_t(avatars) * m_vertexCount * 3),
+            view(m_joints->cudaPointer(), J3)};
+  }
+  VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec&, uint32_t avatars,
+                              const std::array<float, 16>& viewProj, VkExtent2D extent) override {
+    return raster.runCuda(static_cast<const float*>(m_positions->cudaPointer()), avatars, viewProj, extent, m_stream);
+  }
+  VkBuffer positions() const override { return m_positions->buffer(); }
+  VkBuffer joints() const override { return m_joints->buffer(); }
+  std::string status() const override { return m_status; }
+  Skinning& skinning() override { return *m_skinning; }
+
+ private:
+  std::unique_ptr<Skinning> m_skinning;
+  Device m_device{nullptr};  // CUDA's own; the outputs are shared with Vulkan through interop
+  cuda::Stream m_stream;
+  uint32_t m_vertexCount, m_jointCount, m_shape, m_expr;
+  cuda::DeviceMemory m_params[4];  // pose, betas, expression, translation
+  std::vector<float> m_staging[4];
+  cuda::EventTimer m_timer;
+  std::string m_stage, m_status;
+  std::unique_ptr<interop::SharedBuffer> m_positions, m_joints;
+};
+#endif
 }  // namespace
 
 AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t S, uint32_t E)
@@ -45,14 +180,15 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   m_base = BodyParams::zeros(m_model, 1, m_shape, m_expr);
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
   auto host = [&](size_t floats) {
-    return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
+    return std::make_shared<vk::Buffer>(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage,
+                                        vk::MemoryKind::HostVisible);
   };
-  m_pose = host(B * J * 3);
-  m_transl = host(B * 3);
-  // Host-visible: the CPU backend writes it directly; the Vulkan backend's writes are tiny.
-  m_joints = vk::Buffer(ctx, B * J * 12, vk::kStorageUsage, vk::MemoryKind::HostVisible);
-  m_positions =
-      vk::Buffer(ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
+  m_host.pose = host(B * J * 3);
+  m_host.transl = host(B * 3);
+  // Host-visible: the CPU backend writes them directly; the Vulkan backend's writes are tiny.
+  m_host.joints = host(B * J * 3);
+  m_host.positions = std::make_shared<vk::Buffer>(
+      ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);
@@ -82,14 +218,14 @@ void AvatarScene::setComponentCounts(uint32_t S, uint32_t E) {
   m_shape = S, m_expr = E;
   m_base = BodyParams::zeros(m_model, 1, S, E);
   if (!old.pose.empty()) applyPose(old);
-  auto host = [&](size_t floats) {
-    return vk::Buffer(m_ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage, vk::MemoryKind::HostVisible);
-  };
-  m_betas = host(size_t(m_maxAvatars) * S);
-  m_expression = host(size_t(m_maxAvatars) * E);
-  m_vkSkin.reset();  // built on first use by the Vulkan backend
-  bool hadCuda = m_cuda != nullptr;
-  m_cuda.reset();
+  m_host.betas = std::make_shared<vk::Buffer>(m_ctx, std::max<size_t>(size_t(m_maxAvatars) * S, 1) * 4,
+                                              vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  m_host.expression = std::make_shared<vk::Buffer>(m_ctx, std::max<size_t>(size_t(m_maxAvatars) * E, 1) * 4,
+                                                   vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  // The skinning tables follow the component counts: the lanes are rebuilt (CUDA's at once, as it was in use).
+  const bool hadCuda = m_cudaLane != nullptr;
+  m_cudaLane.reset();
+  m_vulkanLane = std::make_unique<VulkanLane>(m_vkDevice, m_model, S, E, m_maxAvatars, m_host);
   if (hadCuda) setBackend(Backend::Cuda);
   update(m_time);
 }
@@ -104,44 +240,24 @@ void AvatarScene::bounds(float lo[3], float hi[3]) const {
 }
 
 void AvatarScene::setBackend(Backend b) {
-  if (b == Backend::Vulkan && !m_vkSkin)
-    m_vkSkin = std::make_unique<Skinning>(m_vkDevice, Backend::Vulkan, m_model, m_shape, m_expr, m_maxAvatars);
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
   if (b == Backend::Cuda) {
 #ifdef ARMATURE_HAS_INTEROP
     if (auto why = cuda::unavailableReason()) throw Error("CUDA backend unavailable: " + *why);
-    if (!m_cuda) {
-      auto c = std::make_unique<CudaPath>();
-      size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = m_maxAvatars;
-      // A frame shares L2 with the rasteriser and the renderer: a resident blend matrix would push their data out
-      // to DRAM and slow the whole frame, so the viewer streams the matrix instead.
-      c->skin = std::make_unique<Skinning>(c->device, Backend::Cuda, m_model, m_shape, m_expr, m_maxAvatars,
-                                           SkinningTuning{.l2Residency = false});
-      c->pose = cuda::DeviceMemory(B * J * 12);
-      c->betas = cuda::DeviceMemory(std::max<size_t>(B * m_shape, 1) * 4);
-      c->expression = cuda::DeviceMemory(std::max<size_t>(B * m_expr, 1) * 4);
-      c->transl = cuda::DeviceMemory(B * 12);
-      c->positions = std::make_unique<interop::SharedBuffer>(m_ctx, B * V3 * 4);
-      c->joints = std::make_unique<interop::SharedBuffer>(m_ctx, B * J * 12);
-      c->status = interop::describe(interop::probe(m_ctx));
-      m_cuda = std::move(c);
-    }
+    if (!m_cudaLane) m_cudaLane = std::make_unique<CudaLane>(m_ctx, m_model, m_shape, m_expr, m_maxAvatars);
 #else
     throw Error("CUDA backend unavailable: this build has no CUDA (ARMATURE_CUDA=OFF)");
 #endif
   }
+  if (b == Backend::Vulkan) m_vulkanLane->skinning();  // the tables now: a failure is this call's
   m_backend = b;
 }
 
 std::string AvatarScene::backendStatus() const {
   std::string s = backendName(m_backend);
-#ifdef ARMATURE_HAS_INTEROP
-  if (m_backend == Backend::Cuda && m_cuda) s += ", interop: " + m_cuda->status;
-#endif
-  if (m_backend == Backend::Vulkan) s += " compute on " + m_ctx.info().name;
-  if (m_backend == Backend::Cpu) s += " reference (double)";
-  return s;
+  if (m_backend == Backend::Cpu) return s + " reference (double)";
+  return s + (m_backend == Backend::Cuda ? ", " : " ") + lane().status();
 }
 
 void AvatarScene::setAvatars(uint32_t count) {
@@ -173,96 +289,43 @@ void AvatarScene::update(double seconds) {
   }
 }
 
-VkBuffer AvatarScene::positions() const {
-#ifdef ARMATURE_HAS_INTEROP
-  if (m_backend == Backend::Cuda) return m_cuda->positions->buffer();
-#endif
-  return m_positions.handle();
-}
+VkBuffer AvatarScene::positions() const { return lane().positions(); }
 
-VkBuffer AvatarScene::joints() const {
-#ifdef ARMATURE_HAS_INTEROP
-  if (m_backend == Backend::Cuda) return m_cuda->joints->buffer();
-#endif
-  return m_joints.handle();
-}
+VkBuffer AvatarScene::joints() const { return lane().joints(); }
+
+// The backend's lane; the CPU reference writes the Vulkan lane's host-visible buffers, so its frames use that lane.
+AvatarScene::Lane& AvatarScene::lane() const { return m_backend == Backend::Cuda ? *m_cudaLane : *m_vulkanLane; }
 
 std::vector<float> AvatarScene::readPositions() const {
   ARM_CHECK(m_backend != Backend::Cuda, "readPositions: the CUDA backend's positions live in the shared buffer");
-  return m_positions.download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
+  return m_host.positions->download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
 }
 
 void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
-  uint32_t B = m_avatars;
   m_ownTimes.clear();
-  const int64_t t0 = steadyNowNs();
-  if (m_backend == Backend::Vulkan) {
-    put(m_pose, m_params.pose);
-    put(m_betas, m_params.betas);
-    put(m_expression, m_params.expression);
-    put(m_transl, m_params.transl);
-    if (!m_vkSkin) setBackend(Backend::Vulkan);
-    uint32_t zone = timer ? timer->beginZone(cmd, "skinning") : 0;
-    const auto f32 = [](const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); };
-    m_vkSkin->forward(Exec::vulkan(m_ctx, cmd), {B, f32(m_pose), f32(m_betas), f32(m_expression), f32(m_transl),
-                                                 f32(m_positions), f32(m_joints)});
-    if (timer) timer->endZone(cmd, zone);
-    vk::computeBarrier(cmd);
-    return;
-  }
-  if (m_backend == Backend::Cpu) {
+  if (m_backend == Backend::Cpu) {  // the reference, into the buffers the renderer draws from
+    const int64_t t0 = steadyNowNs();
     BodyOutput out = bodyForwardRef(m_model, m_params);
-    put(m_positions, out.vertices);
-    put(m_joints, out.joints);
-  }
-#ifdef ARMATURE_HAS_INTEROP
-  if (m_backend == Backend::Cuda) {
-    auto& c = *m_cuda;
-    // Stream-ordered uploads: the frame's one host wait is the stream sync below, which also keeps the staging
-    // vectors alive long enough.
-    const std::vector<double>* params[4] = {&m_params.pose, &m_params.betas, &m_params.expression, &m_params.transl};
-    cuda::DeviceMemory* targets[4] = {&c.pose, &c.betas, &c.expression, &c.transl};
-    for (int i = 0; i < 4; ++i) {
-      c.staging[i].assign(params[i]->begin(), params[i]->end());
-      targets[i]->uploadAsync(c.staging[i].data(), c.staging[i].size() * 4, c.stream);
-    }
-    c.timer.start(c.stream);
-    const auto f32 = [](void* p, size_t floats) { return DeviceView::ofCuda(p, ElementType::Float32, floats); };
-    const size_t J3 = size_t(B) * m_model.jointCount * 3;
-    c.skin->forward(
-        Exec::cuda(c.stream.handle()),
-        {B, f32(c.pose.data(), J3), f32(c.betas.data(), size_t(B) * m_shape),
-         f32(c.expression.data(), size_t(B) * m_expr), f32(c.transl.data(), size_t(B) * 3),
-         f32(c.positions->cudaPointer(), size_t(B) * m_model.vertexCount * 3), f32(c.joints->cudaPointer(), J3)});
-    c.timer.stop(c.stream);
-    c.positions->toVulkan(c.stream);
-    c.joints->toVulkan(c.stream);
-    // Headless/simple path: the host waits for CUDA before the draw is submitted (FrameRing avoids this).
-    c.stream.synchronize();
-    m_ownTimes.push_back({"skinning (cuda)", c.timer.milliseconds(), c.timer.startHostNs(), Track::CudaStream});
+    put(*m_host.positions, out.vertices);
+    put(*m_host.joints, out.joints);
+    m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }
-#endif
-  m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
+  Lane& gpu = lane();
+  gpu.stage(m_params);
+  const Exec exec = gpu.begin(cmd, timer, "skinning");
+  gpu.skinning().forward(exec, gpu.skinArgs(m_avatars));
+  if (auto span = gpu.end(cmd, timer, true)) m_ownTimes.push_back(*span);
 }
 
 VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,
                                          const std::array<float, 16>& viewProj, VkExtent2D extent) {
   if (!m_raster) m_raster = std::make_unique<VisibilityRaster>(m_ctx, m_model.faces, m_model.vertexCount);
-#ifdef ARMATURE_HAS_INTEROP
-  if (m_backend == Backend::Cuda) {
-    auto& c = *m_cuda;
-    c.rasterTimer.start(c.stream);
-    VisibilityBuffers out =
-        m_raster->runCuda(static_cast<const float*>(c.positions->cudaPointer()), m_avatars, viewProj, extent, c.stream);
-    c.rasterTimer.stop(c.stream);
-    c.stream.synchronize();
-    m_ownTimes.push_back(
-        {"raster (cuda)", c.rasterTimer.milliseconds(), c.rasterTimer.startHostNs(), Track::CudaStream});
-    return out;
-  }
-#endif
-  return m_raster->recordVulkan(cmd, positions(), m_avatars, viewProj, extent, timer);
+  Lane& gpu = lane();
+  const Exec exec = gpu.begin(cmd, timer, "raster");
+  VisibilityBuffers out = gpu.rasterize(*m_raster, exec, m_avatars, viewProj, extent);
+  if (auto span = gpu.end(cmd, timer, false)) m_ownTimes.push_back(*span);
+  return out;
 }
 
 }  // namespace armature::app

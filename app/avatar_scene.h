@@ -62,8 +62,14 @@ class AvatarScene {
   // The parameters of every avatar as the backends see them (for tests).
   const BodyParams& params() const { return m_params; }
 
+  // The Vulkan lane's host-visible parameter and output buffers (the CPU reference writes the outputs too).
+  struct HostBuffers {
+    std::shared_ptr<vk::Buffer> pose, betas, expression, transl, positions, joints;
+  };
+  class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
+
  private:
-  struct CudaPath;
+  Lane& lane() const;
   vk::Context& m_ctx;
   BodyModel m_model;
   Device m_vkDevice;  // the Vulkan backend's
@@ -74,10 +80,8 @@ class AvatarScene {
   std::vector<Span> m_ownTimes;
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
-  std::unique_ptr<Skinning> m_vkSkin;
-  vk::Buffer m_pose, m_betas, m_expression, m_transl, m_joints;  // host-visible parameter buffers
-  vk::Buffer m_positions;                                        // Vulkan/CPU output
-  std::unique_ptr<CudaPath> m_cuda;
+  HostBuffers m_host;
+  std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 
 }  // namespace armature::app

@@ -105,14 +105,12 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
 }
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
-                                                 const std::array<float, 16>& viewProj, VkExtent2D extent,
-                                                 vk::GpuTimer* timer) {
+                                                 const std::array<float, 16>& viewProj, VkExtent2D extent) {
   ensure(avatars, extent, nullptr);
   // The previous frame's shading (a compute pass or the graphics visibility pass) may still read these buffers.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr,
                        0, nullptr);
-  uint32_t zone = timer ? timer->beginZone(cmd, "raster") : 0;
   ClipPush push{};
   auto m = clipMatrix(viewProj, extent);
   std::copy(m.begin(), m.end(), push.viewProj);
@@ -133,8 +131,6 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
                                        .scratch = DeviceView::of(m_scratch, ElementType::Byte),
                                        .findices = DeviceView::of(m_faceIds, ElementType::Int32),
                                        .barycentrics = DeviceView::of(m_barycentrics, ElementType::Float32)});
-  if (timer) timer->endZone(cmd, zone);
-  vk::computeBarrier(cmd);
   return {m_allFaces.handle(), m_faceIds.handle(), m_barycentrics.handle(), m_bounds.handle()};
 }
 

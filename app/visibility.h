@@ -29,10 +29,10 @@ class VisibilityRaster {
   // the same place; z is widened from Vulkan's [0, 1] to [-1, 1] to use all of the rasteriser's depth levels.
   static std::array<float, 16> clipMatrix(const std::array<float, 16>& viewProj, VkExtent2D extent);
 
-  // Records the clip transform and the Vulkan compute rasteriser ("raster" timer zone) for `avatars` avatars
-  // whose positions (B × V × 3 floats) are in `positions`.
+  // Records the clip transform and the Vulkan compute rasteriser for `avatars` avatars whose positions
+  // (B × V × 3 floats) are in `positions`; the caller puts a barrier before the outputs are read.
   VisibilityBuffers recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
-                                 const std::array<float, 16>& viewProj, VkExtent2D extent, vk::GpuTimer* timer);
+                                 const std::array<float, 16>& viewProj, VkExtent2D extent);
   // The same on CUDA, on `stream`, from CUDA device positions; the outputs are shared buffers Vulkan reads.
   // Returns after the work is queued; the caller synchronises the stream before the draw is submitted.
   VisibilityBuffers runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
