@@ -8,7 +8,8 @@
 namespace armature::app {
 
 int runModelInfo(const std::string& path) {
-  BodyModel m = loadBodyModel(path);
+  NpzReader archive = openNpz(path);
+  BodyModel m = bodyModelFromNpz(archive);
   std::set<int32_t> used(m.faces.begin(), m.faces.end());
   std::printf("%s: %s model\n", path.c_str(), m.kindName());
   std::printf("  vertices %u (%zu referenced by faces), faces %u, joints %u\n", m.vertexCount, used.size(), m.faceCount,
@@ -18,6 +19,13 @@ int runModelInfo(const std::string& path) {
   std::printf("  hand PCA %s, landmarks %s, UVs %s\n", m.hasHandPca() ? "yes" : "no",
               m.lmkFacesIdx.empty() ? "no" : (std::to_string(m.lmkFacesIdx.size())).c_str(),
               m.vt.empty() ? "no" : (std::to_string(m.vt.size() / 2) + " texture coordinates").c_str());
+  std::printf("  entries (key dtype shape; * = not read: a dtype the loader leaves alone):\n");
+  for (const NpzEntry& e : archive.entries()) {
+    NpyArray shape;
+    shape.shape = e.shape;
+    std::printf("    %-24s %-6s %s%s\n", e.key.c_str(), e.dtype.c_str(), shape.shapeString().c_str(),
+                e.readable ? "" : " *");
+  }
   std::printf("  joints (index name <- parent):\n");
   for (uint32_t j = 0; j < m.jointCount; ++j)
     std::printf("    %2u %-20s <- %s\n", j, m.jointNames[j].c_str(),

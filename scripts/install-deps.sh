@@ -6,7 +6,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev vulkan-tools vulkan-validationlayers mesa-vulkan-drivers
   libshaderc-dev glslc glslang-tools glslang-dev spirv-tools
   libglfw3-dev libimgui-dev libglm-dev libstb-dev
-  libzip-dev zipcmp zipmerge ziptool
+  libzip-dev zlib1g-dev zipcmp zipmerge ziptool
   libtinygltf-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   xvfb xauth clang patchelf
 )

@@ -8,6 +8,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
+    armature::NpzReader lazy(data, size, "fuzz.npz");
+    armature::bodyModelFromNpz(lazy);
+  } catch (const armature::Error&) {
+  }
+  try {
     auto npz = armature::readNpzFromMemory(data, size, "fuzz.npz");
     armature::bodyModelFromNpz(npz, "fuzz.npz");
   } catch (const armature::Error&) {

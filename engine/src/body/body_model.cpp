@@ -1,5 +1,8 @@
 #include "armature/body/body_model.h"
 
+#include <functional>
+#include <map>
+
 #include <cmath>
 
 #include "armature/error.h"
@@ -58,20 +61,18 @@ std::vector<int32_t> BodyModel::topologicalOrder() const {
 namespace {
 
 struct Reader {
-  const NpzArchive& npz;
+  // The entry `key`, decoded on first use (null if the archive has none); `keys`: every entry, for messages.
+  std::function<const NpyArray*(const std::string&)> find;
+  std::vector<std::string> keys;
   const std::string& name;
 
-  const NpyArray* find(const std::string& key) const {
-    auto it = npz.find(key);
-    return it == npz.end() ? nullptr : &it->second;
-  }
   [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
     throw Error(name + ": key '" + key + "': " + msg);
   }
   const NpyArray& need(const std::string& key) const {
     if (auto* a = find(key)) return *a;
     std::string have;
-    for (auto& [k, v] : npz) have += (have.empty() ? "" : ", ") + k;
+    for (const std::string& k : keys) have += (have.empty() ? "" : ", ") + k;
     throw Error(name + ": missing key '" + key + "' (the file has: " + (have.empty() ? "nothing" : have) + ")");
   }
   // expected dims; 0 = any
@@ -109,8 +110,8 @@ struct Reader {
 
 }  // namespace
 
-BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name) {
-  Reader r{npz, name};
+namespace {
+BodyModel bodyModelFrom(const Reader& r, const std::string& name) {
   BodyModel m;
   m.source = name;
   const auto& vt = r.need("v_template");
@@ -225,7 +226,36 @@ BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name) {
   return m;
 }
 
-BodyModel loadBodyModel(const std::string& path) { return bodyModelFromNpz(readNpz(path), path); }
+}  // namespace
+
+BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name) {
+  Reader r{[&](const std::string& key) -> const NpyArray* {
+             auto it = npz.find(key);
+             return it == npz.end() ? nullptr : &it->second;
+           },
+           {},
+           name};
+  for (const auto& [key, array] : npz) r.keys.push_back(key);
+  return bodyModelFrom(r, name);
+}
+
+BodyModel bodyModelFromNpz(NpzReader& npz) {
+  std::map<std::string, NpyArray> decoded;  // only the entries the model uses
+  Reader r{[&](const std::string& key) -> const NpyArray* {
+             if (auto it = decoded.find(key); it != decoded.end()) return &it->second;
+             if (!npz.find(key)) return nullptr;
+             return &(decoded[key] = npz.read(key));
+           },
+           {},
+           npz.name()};
+  for (const NpzEntry& e : npz.entries()) r.keys.push_back(e.key);
+  return bodyModelFrom(r, npz.name());
+}
+
+BodyModel loadBodyModel(const std::string& path) {
+  NpzReader npz = openNpz(path);
+  return bodyModelFromNpz(npz);
+}
 
 std::map<std::string, NpyWrite> bodyModelToNpz(const BodyModel& m) {
   size_t V = m.vertexCount, J = m.jointCount, S = m.shapeCount + m.exprCount;

@@ -1,8 +1,11 @@
 #include "armature/body/npz.h"
 
 #include <zip.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -51,8 +54,23 @@ double readValue(const uint8_t* p, const std::string& d) {
 
 }  // namespace
 
-NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
-  auto* p = static_cast<const uint8_t*>(data);
+namespace {
+
+// An .npy header: where the data starts and what it holds. Dtypes outside kSupported are described, not refused.
+struct NpyHeader {
+  std::string dtype;
+  std::vector<size_t> shape;
+  bool fortran = false;
+  size_t dataOffset = 0;  // bytes before the data
+  size_t count = 1;       // elements
+  bool supported = false;
+  size_t dataBytes() const { return count * itemSize(dtype); }
+};
+
+const char* const kSupported[] = {"<f4", "<f8", "<i4", "<i8", "<u4", "<u8", "|u1", "|i1", "|b1"};
+
+// Parses the magic, version and header dict from the first `bytes` bytes; needs only the header's bytes.
+NpyHeader parseNpyHeader(const uint8_t* p, size_t bytes, const std::string& where) {
   if (bytes < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0) throw Error(where + ": not an .npy array (bad magic)");
   uint8_t major = p[6];
   size_t headerLen, offset;
@@ -68,21 +86,16 @@ NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
   }
   if (headerLen > bytes - offset) throw Error(where + ": truncated .npy header");
   std::string header(reinterpret_cast<const char*>(p + offset), headerLen);
-  offset += headerLen;
-
-  NpyArray a;
+  NpyHeader h;
+  h.dataOffset = offset + headerLen;
   std::string descr = field(header, "descr", where);
-  if (descr.size() < 5 || descr[0] != '\'') throw Error(where + ": malformed dtype in " + header);
-  a.dtype = descr.substr(1, descr.find('\'', 1) - 1);
-  static const char* kSupported[] = {"<f4", "<f8", "<i4", "<i8", "<u4", "<u8", "|u1", "|i1", "|b1"};
-  bool ok = false;
-  for (auto* s : kSupported) ok |= a.dtype == s;
-  if (!ok) throw Error(where + ": dtype '" + a.dtype + "' is not supported (expected one of <f4 <f8 <i4 <i8 <u4 <u8)");
-
-  bool fortran = field(header, "fortran_order", where).rfind("True", 0) == 0;
+  if (descr.size() < 3 || descr[0] != '\'' || descr.find('\'', 1) == std::string::npos)
+    throw Error(where + ": malformed dtype in " + header);
+  h.dtype = descr.substr(1, descr.find('\'', 1) - 1);
+  for (auto* s : kSupported) h.supported |= h.dtype == s;
+  h.fortran = field(header, "fortran_order", where).rfind("True", 0) == 0;
   std::string shapeStr = field(header, "shape", where);
   if (shapeStr.empty() || shapeStr[0] != '(') throw Error(where + ": malformed shape in " + header);
-  size_t count = 1;
   for (size_t i = 1; i < shapeStr.size() && shapeStr[i] != ')';) {
     if (shapeStr[i] == ' ' || shapeStr[i] == ',') {
       ++i;
@@ -96,27 +109,51 @@ NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
       if (dim > (1ull << 40)) throw Error(where + ": absurd dimension in " + header);
       ++end;
     }
-    a.shape.push_back(size_t(dim));
-    if (dim && count > (1ull << 40) / dim) throw Error(where + ": array too large: " + header);
-    count *= size_t(dim);
+    h.shape.push_back(size_t(dim));
+    if (dim && h.count > (1ull << 40) / dim) throw Error(where + ": array too large: " + header);
+    h.count *= size_t(dim);
     i = end;
   }
-  if (a.shape.size() > 8) throw Error(where + ": more than 8 dimensions");
-  size_t item = itemSize(a.dtype);
-  if (count * item != bytes - offset)
-    throw Error(where + ": shape " + a.shapeString() + " of " + a.dtype + " needs " + std::to_string(count * item) +
-                " data bytes, found " + std::to_string(bytes - offset) + " (truncated or corrupt)");
+  if (h.shape.size() > 8) throw Error(where + ": more than 8 dimensions");
+  return h;
+}
 
-  a.values.resize(count);
-  const uint8_t* src = p + offset;
-  if (!fortran || a.shape.size() < 2) {
-    for (size_t i = 0; i < count; ++i) a.values[i] = readValue(src + i * item, a.dtype);
+std::string shapeText(const std::vector<size_t>& shape) {
+  NpyArray a;
+  a.shape = shape;
+  return a.shapeString();
+}
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
+  return text;
+}
+
+}  // namespace
+
+NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
+  auto* p = static_cast<const uint8_t*>(data);
+  const NpyHeader h = parseNpyHeader(p, bytes, where);
+  if (!h.supported)
+    throw Error(where + ": dtype '" + h.dtype + "' is not supported (expected one of <f4 <f8 <i4 <i8 <u4 <u8)");
+  const size_t item = itemSize(h.dtype);
+  if (h.dataBytes() != bytes - h.dataOffset)
+    throw Error(where + ": shape " + shapeText(h.shape) + " of " + h.dtype + " needs " + std::to_string(h.dataBytes()) +
+                " data bytes, found " + std::to_string(bytes - h.dataOffset) + " (truncated or corrupt)");
+  NpyArray a;
+  a.dtype = h.dtype;
+  a.shape = h.shape;
+  a.values.resize(h.count);
+  const uint8_t* src = p + h.dataOffset;
+  if (!h.fortran || a.shape.size() < 2) {
+    for (size_t i = 0; i < h.count; ++i) a.values[i] = readValue(src + i * item, a.dtype);
   } else {
     // Fortran order: the first index varies fastest. Walk C order with a running multi-index.
     size_t nd = a.shape.size();
     std::vector<size_t> fstride(nd, 1), idx(nd, 0);
     for (size_t d = 1; d < nd; ++d) fstride[d] = fstride[d - 1] * a.shape[d - 1];
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < h.count; ++i) {
       size_t f = 0;
       for (size_t d = 0; d < nd; ++d) f += idx[d] * fstride[d];
       a.values[i] = readValue(src + f * item, a.dtype);
@@ -129,45 +166,135 @@ NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
   return a;
 }
 
-NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& name) {
+struct NpzReader::Archive {
+  std::vector<char> owned;  // the file's bytes, when the reader read it
+  zip_t* zip = nullptr;
+  ~Archive() {
+    if (zip) zip_discard(zip);
+  }
+};
+
+NpzReader::NpzReader(const void* data, size_t bytes, std::string name, NpzLimits limits)
+    : m_name(std::move(name)), m_limits(limits), m_archive(std::make_shared<Archive>()) {
+  open(data, bytes);
+}
+
+NpzReader::NpzReader(std::vector<char> bytes, std::string name, NpzLimits limits)
+    : m_name(std::move(name)), m_limits(limits), m_archive(std::make_shared<Archive>()) {
+  m_archive->owned = std::move(bytes);
+  open(m_archive->owned.data(), m_archive->owned.size());
+}
+
+void NpzReader::open(const void* data, size_t bytes) {
+  m_archiveBytes = bytes;
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* src = zip_source_buffer_create(data, bytes, 0, &err);
-  if (!src) throw Error(name + ": " + zip_error_strerror(&err));
-  zip_t* z = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
-  if (!z) {
+  if (!src) throw Error(m_name + ": " + zip_error_strerror(&err));
+  m_archive->zip = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
+  if (!m_archive->zip) {
     std::string msg = zip_error_strerror(&err);
     zip_source_free(src);
     zip_error_fini(&err);
-    throw Error(name + ": not a readable .npz (zip) archive: " + msg);
+    throw Error(m_name + ": not a readable .npz (zip) archive: " + msg);
   }
-  std::unique_ptr<zip_t, decltype(&zip_discard)> archive(z, zip_discard);
-  NpzArchive out;
-  zip_int64_t n = zip_get_num_entries(z, 0);
+  zip_t* z = m_archive->zip;
+  const zip_int64_t n = zip_get_num_entries(z, 0);
   for (zip_int64_t i = 0; i < n; ++i) {
-    const char* entry = zip_get_name(z, zip_uint64_t(i), 0);
-    if (!entry) continue;
-    std::string key = entry;
+    const char* entryName = zip_get_name(z, zip_uint64_t(i), 0);
+    if (!entryName) continue;
+    std::string key = entryName;
     if (key.size() < 4 || key.compare(key.size() - 4, 4, ".npy") != 0) continue;
     key.resize(key.size() - 4);
+    const std::string where = m_name + ": entry '" + key + "'";
     zip_stat_t st;
-    if (zip_stat_index(z, zip_uint64_t(i), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
-      throw Error(name + ": cannot stat entry '" + key + "'");
-    if (st.size > (1ull << 34)) throw Error(name + ": entry '" + key + "' claims an absurd size");
-    std::vector<uint8_t> buf(st.size);
+    if (zip_stat_index(z, zip_uint64_t(i), 0, &st) != 0 ||
+        (st.valid & (ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC | ZIP_STAT_COMP_METHOD)) !=
+            (ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC | ZIP_STAT_COMP_METHOD))
+      throw Error(where + ": cannot stat it");
+    // The header alone: at most its first kHeaderBytes (numpy writes a few hundred), read through the entry's
+    // decompression, so listing an archive costs no more than that per entry.
+    constexpr size_t kHeaderBytes = 64 * 1024 + 12;
+    std::vector<uint8_t> head(std::min<uint64_t>(st.size, kHeaderBytes));
     zip_file_t* f = zip_fopen_index(z, zip_uint64_t(i), 0);
-    if (!f) throw Error(name + ": cannot open entry '" + key + "': " + zip_strerror(z));
-    zip_int64_t got = st.size ? zip_fread(f, buf.data(), st.size) : 0;
-    std::string ferr = got < 0 ? zip_file_strerror(f) : "";
+    if (!f) throw Error(where + ": cannot open it: " + zip_strerror(z));
+    zip_int64_t got = head.empty() ? 0 : zip_fread(f, head.data(), head.size());
     zip_fclose(f);
-    if (got < 0 || zip_uint64_t(got) != st.size)
-      throw Error(name + ": entry '" + key + "' is truncated or corrupt" + (ferr.empty() ? "" : ": " + ferr));
-    out[key] = parseNpy(buf.data(), buf.size(), name + ": key '" + key + "'");
+    if (got < 0) throw Error(where + ": corrupt (cannot decompress its header)");
+    head.resize(size_t(got));
+    NpyHeader h = parseNpyHeader(head.data(), head.size(), where);
+    NpzEntry e;
+    e.key = key;
+    e.dtype = h.dtype;
+    e.shape = h.shape;
+    e.bytes = st.size;
+    e.storedBytes = st.comp_size;
+    e.readable = h.supported;
+    m_index.push_back(uint64_t(i));
+    m_crc.push_back(st.crc);
+    m_deflated.push_back(st.comp_method != ZIP_CM_STORE);
+    m_dataBytes.push_back(h.supported ? uint64_t(h.dataOffset) + h.dataBytes() : 0);
+    m_entries.push_back(std::move(e));
   }
+}
+
+const NpzEntry* NpzReader::find(const std::string& key) const {
+  for (const NpzEntry& e : m_entries)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+NpyArray NpzReader::read(const std::string& key) {
+  size_t k = 0;
+  while (k < m_entries.size() && m_entries[k].key != key) ++k;
+  if (k == m_entries.size()) throw Error(m_name + ": no entry '" + key + "'");
+  const NpzEntry& e = m_entries[k];
+  const std::string where = m_name + ": entry '" + key + "'";
+  if (!e.readable)
+    throw Error(where + ": dtype '" + e.dtype + "' is not supported (expected one of <f4 <f8 <i4 <i8 <u4 <u8)");
+  // Every bound is checked against what the zip directory and the .npy header claim, before anything is allocated.
+  if (e.bytes != m_dataBytes[k])
+    throw Error(where + ": its header's shape " + shapeText(e.shape) + " of " + e.dtype + " needs " +
+                std::to_string(m_dataBytes[k]) + " bytes, the zip entry claims " + std::to_string(e.bytes) +
+                " (truncated or corrupt)");
+  if (e.storedBytes > m_archiveBytes || (!m_deflated[k] && e.storedBytes != e.bytes))
+    throw Error(where + ": its sizes in the zip directory (" + std::to_string(e.storedBytes) + " stored, " +
+                std::to_string(e.bytes) + " decoded) do not fit an archive of " + std::to_string(m_archiveBytes) +
+                " bytes (corrupt)");
+  if (e.bytes > m_limits.maxEntryBytes)
+    throw Error(where + ": " + mib(e.bytes) + " decoded, over the limit of " + mib(m_limits.maxEntryBytes) +
+                " per entry (NpzLimits::maxEntryBytes)");
+  if (m_deflated[k] && double(e.bytes) > double(e.storedBytes) * m_limits.maxDeflateRatio + 1024.0)
+    throw Error(where + ": claims " + mib(e.bytes) + " from " + std::to_string(e.storedBytes) +
+                " compressed bytes, more than the ratio of " + std::to_string(int(m_limits.maxDeflateRatio)) +
+                ":1 deflate can reach (NpzLimits::maxDeflateRatio)");
+  if (m_decodedBytes + e.bytes > m_limits.maxTotalBytes)
+    throw Error(where + ": would bring the bytes decoded from the archive to " + mib(m_decodedBytes + e.bytes) +
+                ", over the limit of " + mib(m_limits.maxTotalBytes) + " (NpzLimits::maxTotalBytes)");
+  std::vector<uint8_t> buf(e.bytes);
+  zip_file_t* f = zip_fopen_index(m_archive->zip, m_index[k], 0);
+  if (!f) throw Error(where + ": cannot open it: " + zip_strerror(m_archive->zip));
+  zip_int64_t got = buf.empty() ? 0 : zip_fread(f, buf.data(), buf.size());
+  std::string ferr = got < 0 ? zip_file_strerror(f) : "";
+  zip_fclose(f);
+  if (got < 0 || zip_uint64_t(got) != e.bytes)
+    throw Error(where + ": truncated or corrupt" + (ferr.empty() ? "" : ": " + ferr));
+  const uLong crc = crc32_z(crc32(0L, Z_NULL, 0), buf.data(), buf.size());
+  if (crc != m_crc[k])
+    throw Error(where + ": corrupt (CRC-32 of its data is " + std::to_string(crc) + ", the archive says " +
+                std::to_string(m_crc[k]) + ")");
+  m_decodedBytes += e.bytes;
+  return parseNpy(buf.data(), buf.size(), where);
+}
+
+NpzArchive NpzReader::readAll() {
+  NpzArchive out;
+  for (const NpzEntry& e : std::vector<NpzEntry>(m_entries))
+    if (e.readable) out[e.key] = read(e.key);
   return out;
 }
 
-NpzArchive readNpz(const std::string& path) {
+NpzReader openNpz(const std::string& path, NpzLimits limits) {
   checkRegularFile(path, "file", kMaxNpzFileBytes);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open file");
@@ -182,8 +309,14 @@ NpzArchive readNpz(const std::string& path) {
                 "','rb'),encoding='latin1'); np.savez('model.npz', **{k:(v.toarray() if sp.issparse(v) else "
                 "np.asarray(v)) for k,v in d.items() if not isinstance(v,str)})\" (needs chumpy installed for old SMPL "
                 "files)");
-  return readNpzFromMemory(bytes.data(), bytes.size(), path);
+  return NpzReader(std::move(bytes), path, limits);
 }
+
+NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& name) {
+  return NpzReader(data, bytes, name).readAll();
+}
+
+NpzArchive readNpz(const std::string& path) { return openNpz(path).readAll(); }
 
 std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
   const char* descr = "<f4";
@@ -272,6 +405,13 @@ std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
 }
 
 void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays, bool deflate) {
+  std::map<std::string, std::vector<uint8_t>> entries;
+  for (const auto& [key, array] : arrays) entries[key] = encodeNpy(array);
+  writeNpzEntries(path, entries, deflate);
+}
+
+void writeNpzEntries(const std::string& path, const std::map<std::string, std::vector<uint8_t>>& entries,
+                     bool deflate) {
   int errorCode = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &errorCode);
   if (!z) {
@@ -281,11 +421,7 @@ void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& ar
     zip_error_fini(&e);
     throw Error(path + ": cannot create: " + msg);
   }
-  std::vector<std::vector<uint8_t>> keepAlive;  // libzip reads the buffers at zip_close
-  keepAlive.reserve(arrays.size());
-  for (auto& [key, array] : arrays) {
-    keepAlive.push_back(encodeNpy(array));
-    auto& buf = keepAlive.back();
+  for (const auto& [key, buf] : entries) {  // libzip reads the buffers at zip_close
     zip_source_t* s = zip_source_buffer(z, buf.data(), buf.size(), 0);
     zip_int64_t idx = s ? zip_file_add(z, (key + ".npy").c_str(), s, ZIP_FL_OVERWRITE) : -1;
     if (idx < 0) {

@@ -46,6 +46,9 @@ struct BodyModel {
 // not a tree, or NaN/Inf in the data.
 BodyModel loadBodyModel(const std::string& path);
 BodyModel bodyModelFromNpz(const NpzArchive& npz, const std::string& name);
+// The same from an opened archive, decoding only the entries the model uses (others, such as the object arrays of
+// official archives, are never parsed).
+BodyModel bodyModelFromNpz(NpzReader& npz);
 // Writes the official layout (shapedirs holds shape then expression columns, as SMPL-X v1.1 with 300+100).
 void saveBodyModel(const BodyModel& model, const std::string& path);
 std::map<std::string, NpyWrite> bodyModelToNpz(const BodyModel& model);

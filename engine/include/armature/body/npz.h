@@ -1,9 +1,11 @@
 #pragma once
 // NumPy .npy arrays inside .npz (zip) archives, as the official SMPL/SMPL+H/SMPL-X model files store them.
-// Reading accepts <f4 <f8 <i4 <i8 <u4 <u8 (and 1-byte |u1 |i1 |b1), C or Fortran order, stored or deflated
-// entries; values come back as doubles in C order. Every failure throws armature::Error naming the file and key.
+// Reading decodes <f4 <f8 <i4 <i8 <u4 <u8 (and 1-byte |u1 |i1 |b1), C or Fortran order, stored or deflated
+// entries; values come back as doubles in C order. Entries of other dtypes are listed but not parsed. Every failure
+// throws armature::Error naming the file and key.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,60 @@ struct NpyArray {
 
 using NpzArchive = std::map<std::string, NpyArray>;  // key without the ".npy" suffix
 
-// The largest archive readNpz accepts (the file is read whole; released body models are a few hundred MB).
+// The largest archive file accepted (it is read whole; released body models are a few hundred MB).
 inline constexpr uint64_t kMaxNpzFileBytes = uint64_t(4) << 30;
-// Reads an archive from a regular file (FIFOs, devices and directories are refused before any read).
+
+// What reading an archive may allocate. A crafted archive is refused before the allocation, from what its zip
+// directory and .npy headers claim; every refusal names the file, the entry and the limit.
+struct NpzLimits {
+  uint64_t maxEntryBytes = uint64_t(2) << 30;  // decoded bytes of one entry (the largest released array: ~300 MB)
+  uint64_t maxTotalBytes = uint64_t(4) << 30;  // decoded bytes of all the entries one reader decodes
+  // Deflate expands at most about 1032:1: an entry claiming more than this times its compressed size is not deflate
+  // data (a size claim meant to make the reader allocate).
+  double maxDeflateRatio = 1040;
+};
+
+// An entry as listed: its .npy header and its sizes in the archive. readable: a dtype that read() decodes; others
+// (object arrays, strings, as official archives carry for joint names and flags) are listed, never parsed.
+struct NpzEntry {
+  std::string key;  // without ".npy"
+  std::string dtype;
+  std::vector<size_t> shape;
+  uint64_t bytes = 0;        // decoded, as the zip directory says
+  uint64_t storedBytes = 0;  // in the archive
+  bool readable = false;
+};
+
+// An .npz opened for reading: the entries are listed from their headers alone, and an entry's data is decoded
+// only when read (within the limits, its CRC-32 checked).
+class NpzReader {
+ public:
+  // `data` must outlive the reader; `name` is what messages call the source.
+  NpzReader(const void* data, size_t bytes, std::string name, NpzLimits limits = {});
+  NpzReader(std::vector<char> bytes, std::string name, NpzLimits limits = {});
+  const std::string& name() const { return m_name; }
+  const std::vector<NpzEntry>& entries() const { return m_entries; }
+  const NpzEntry* find(const std::string& key) const;  // null if absent
+  NpyArray read(const std::string& key);
+  NpzArchive readAll();  // every readable entry
+
+ private:
+  struct Archive;
+  void open(const void* data, size_t bytes);
+  std::string m_name;
+  NpzLimits m_limits;
+  std::shared_ptr<Archive> m_archive;
+  std::vector<NpzEntry> m_entries;
+  std::vector<uint64_t> m_index, m_dataBytes;  // per entry: its zip index, the bytes its header implies
+  std::vector<uint32_t> m_crc;
+  std::vector<bool> m_deflated;
+  uint64_t m_decodedBytes = 0, m_archiveBytes = 0;
+};
+
+// Opens an archive file (FIFOs, devices and directories are refused before any read; a pickle gets the conversion
+// command).
+NpzReader openNpz(const std::string& path, NpzLimits limits = {});
+// Every readable entry of an archive (entries of other dtypes are skipped).
 NpzArchive readNpz(const std::string& path);
 // `name` is what error messages call the source (usually the path).
 NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& name);
@@ -35,6 +88,9 @@ struct NpyWrite {
 };
 // Writes an .npz in C order, entries stored (as numpy.savez) or deflated (as numpy.savez_compressed).
 void writeNpz(const std::string& path, const std::map<std::string, NpyWrite>& arrays, bool deflate = false);
+// The same from each entry's .npy bytes as they are (entries of any dtype: tests write official layouts with them).
+void writeNpzEntries(const std::string& path, const std::map<std::string, std::vector<uint8_t>>& npyBytes,
+                     bool deflate = false);
 // One .npy file's bytes (header + data); `fortran` writes Fortran order (for tests of the reader).
 std::vector<uint8_t> encodeNpy(const NpyWrite& array, bool fortran = false);
 
