@@ -1,0 +1,50 @@
+#pragma once
+// Pose sequences in: AMASS sequences (SMPL+H: poses (T,156); SMPL-X: poses (T,165) or the split root_orient /
+// pose_body / pose_hand / pose_jaw / pose_eye keys) and smplx / SMPLify-X parameter files (global_orient,
+// body_pose, left/right_hand_pose with or without PCA, jaw_pose, leye/reye_pose, betas, expression, transl), both
+// as .npz. A sequence comes out in the target model's joint layout, at its own frame rate or resampled.
+//
+// Joint layouts are mapped between SMPL (24 joints), SMPL+H (52) and SMPL-X (55) by one rule: the 22 body joints
+// are shared; SMPL+H's and SMPL-X's 30 finger joints are shared; a joint the source lacks stays zero (SMPL-X's jaw
+// and eyes from SMPL+H, SMPL's two hand joints from either); a joint the target lacks is dropped (the fingers for
+// SMPL, SMPL-X's jaw and eyes for SMPL+H).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "armature/body/body_model.h"
+
+namespace armature {
+
+enum class JointLayout { Smpl, SmplH, SmplX };
+// The layout of a model with `joints` joints (24, 52 or 55); throws for any other count.
+JointLayout jointLayoutOf(uint32_t joints);
+// Where joint j of `from` goes in `to`: the index, or -1 where `to` has no such joint.
+int mapJoint(JointLayout from, JointLayout to, uint32_t j);
+
+struct Motion {
+  double fps = 30;
+  uint32_t frames = 0, jointCount = 0;  // jointCount: the target model's
+  std::vector<double> pose;             // (T, J, 3) axis-angle
+  std::vector<double> transl;           // (T, 3)
+  std::vector<double> betas;            // the subject's shape (AMASS: 16 for SMPL+H, 16 or 10 for SMPL-X)
+  std::vector<double> expression;       // (T, E), or empty
+  std::string description;              // what was read, e.g. "AMASS SMPL+H sequence, 120 fps"
+};
+
+// Reads a sequence or a parameter file for `model`. Throws armature::Error naming the file and the key for a
+// layout it does not recognise, a shape that does not fit the model, or non-finite values.
+Motion loadMotion(const std::string& path, const BodyModel& model);
+Motion readMotion(NpzReader& archive, const BodyModel& model);
+
+// The motion at `fps`: frame k is at time k / fps, from the frames around it by spherical interpolation of each
+// joint's rotation (the shorter arc) and linear interpolation of the translation and expression; frames past the
+// last source frame are not produced.
+Motion resampleMotion(const Motion& motion, double fps);
+
+// Frames [first, first + count) as a batch of body parameters with S shape and E expression components (the
+// motion's betas and expression, truncated or zero-padded).
+BodyParams motionFrames(const BodyModel& model, const Motion& motion, uint32_t first, uint32_t count, uint32_t S,
+                        uint32_t E);
+
+}  // namespace armature
