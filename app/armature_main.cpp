@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <tuple>
 
 #include "app/cli.h"
 #include "app/commands.h"
@@ -34,7 +35,25 @@ int main(int argc, char** argv) {
   render->add_option("--height", height, "image height in pixels")->check(CLI::Range(16, 4096));
   render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees")
       ->check(cli::finiteRange(-3600, 3600));
+  auto* pose = app.add_subcommand("pose", "A motion (AMASS, smplx parameters) through a model: meshes or joints out");
+  armature::app::PoseOptions poseOptions;
+  std::string frames;
+  pose->add_option("model", poseOptions.model, "model .npz")->required()->check(cli::regularFile());
+  pose->add_option("--motion", poseOptions.motion, "AMASS .npz or smplx parameters .npz")
+      ->required()
+      ->check(cli::regularFile());
+  pose->add_option("-o,--output", poseOptions.output,
+                   "OUT.obj or OUT.ply (a mesh per frame: OUT_00000.obj, ...; one frame: OUT itself), OUT.npy or "
+                   "OUT.csv (every frame's joints)")
+      ->required()
+      ->check(cli::writableFile());
+  pose->add_option("--frames", frames, "A:B, frames [A, B) (either may be left out)")->check(cli::frameRange());
+  pose->add_option("--fps", poseOptions.fps, "resample to this rate first (slerp)")
+      ->check(cli::finiteRange(0.001, 10000));
+  pose->add_option("--backend", poseOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   if (auto code = cli::parse(app, argc, argv)) return *code;
+  if (!frames.empty()) std::tie(poseOptions.firstFrame, poseOptions.endFrame) = cli::parseFrameRange(frames);
   if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
     std::fprintf(stderr, "armature: --height %d with %zu poses makes an image wider than %d pixels\n", height,
                  poses.size(), kMaxWidth);
@@ -45,6 +64,7 @@ int main(int argc, char** argv) {
     if (*modelInfo) return armature::app::runModelInfo(modelPath);
     if (*synth) return armature::app::runModelSynth(outPath, seed);
     if (*render) return armature::app::runModelRender(modelPath, outPath, poses, height, yaw);
+    if (*pose) return armature::app::runPose(poseOptions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature: %s\n", e.what());
     return cli::kFailure;

@@ -105,4 +105,17 @@ CLI::Validator uintList(uint32_t lo, uint32_t hi) {
                    [lo, hi](const std::string& s) { parseList(s, lo, hi); });
 }
 
+std::pair<uint32_t, uint32_t> parseFrameRange(const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) throw Error("'" + text + "' is not a frame range A:B (either may be left out)");
+  const std::string_view a = std::string_view(text).substr(0, colon), b = std::string_view(text).substr(colon + 1);
+  const uint32_t first = a.empty() ? 0 : parseUInt(a, 0, UINT32_MAX - 1, text);
+  const uint32_t end = b.empty() ? UINT32_MAX : parseUInt(b, 1, UINT32_MAX, text);
+  if (first >= end) throw Error("frame range '" + text + "' is empty (A must be below B)");
+  return {first, end};
+}
+CLI::Validator frameRange() {
+  return fromCheck("A:B", [](const std::string& s) { parseFrameRange(s); });
+}
+
 }  // namespace armature::cli

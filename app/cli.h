@@ -38,4 +38,8 @@ CLI::Validator sizeWxH(uint32_t maxSide);
 std::vector<uint32_t> parseList(const std::string& text, uint32_t lo, uint32_t hi);
 CLI::Validator uintList(uint32_t lo, uint32_t hi);
 
+// "A:B", "A:" or ":B": frames [A, B) (A defaults to 0, B to the end), decimal, A < B. Throws armature::Error.
+std::pair<uint32_t, uint32_t> parseFrameRange(const std::string& text);
+CLI::Validator frameRange();
+
 }  // namespace armature::cli

@@ -7,6 +7,12 @@ namespace armature::app {
 int runInfo();
 int runModelInfo(const std::string& path);
 int runModelSynth(const std::string& out, uint64_t seed);
+struct PoseOptions {
+  std::string model, motion, output, backend = "auto";
+  uint32_t firstFrame = 0, endFrame = UINT32_MAX;  // frames [first, end) of the (resampled) motion
+  double fps = 0;                                  // 0: the motion's own rate
+};
+int runPose(const PoseOptions& options);
 int runModelRender(const std::string& model, const std::string& out, const std::vector<std::string>& poses, int height,
                    double yawDegrees);
 }  // namespace armature::app

@@ -1,0 +1,129 @@
+// `armature pose MODEL --motion FILE -o OUT`: a motion (AMASS or smplx parameters) through a body model, skinned in
+// batches on the chosen backend, written as a mesh per frame (OBJ, PLY) or as every frame's joints (.npy, CSV).
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "app/commands.h"
+#include "armature/body/mesh_export.h"
+#include "armature/body/motion.h"
+#include "armature/device.h"
+#include "armature/ops/skinning.h"
+#include "armature/vk/context.h"
+
+namespace armature::app {
+
+namespace {
+
+constexpr uint32_t kBatch = 64;  // frames skinned per call
+
+std::string extensionOf(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+// OUT for frame `frame` of `frames`: OUT itself for one frame, else OUT's stem with the frame number.
+std::string framePath(const std::string& out, uint32_t frame, uint32_t frames) {
+  if (frames == 1) return out;
+  const std::filesystem::path p(out);
+  char number[16];
+  std::snprintf(number, sizeof number, "_%05u", frame);
+  return (p.parent_path() / (p.stem().string() + number + p.extension().string())).string();
+}
+
+// Skins frames [first, first + count) with the CPU reference or a GPU backend; vertices (count,V,3) and joints
+// (count,J,3) as floats.
+class Skinner {
+ public:
+  Skinner(const BodyModel& model, Backend backend, uint32_t S, uint32_t E)
+      : m_model(model), m_backend(backend), m_S(S), m_E(E) {
+    if (backend == Backend::Cpu) return;
+    if (backend == Backend::Vulkan) m_ctx = std::make_unique<vk::Context>();
+    m_device = std::make_unique<Device>(m_ctx.get(), Sharing::VulkanOnly);
+    m_device->require(backend);
+    m_skinning = std::make_unique<Skinning>(*m_device, backend, model, S, E, kBatch);
+  }
+  void run(const BodyParams& p, std::vector<float>& vertices, std::vector<float>& joints) {
+    if (m_backend == Backend::Cpu) {
+      const BodyOutput out = bodyForwardRef(m_model, p);
+      vertices.assign(out.vertices.begin(), out.vertices.end());
+      joints.assign(out.joints.begin(), out.joints.end());
+      return;
+    }
+    auto up = [&](const std::vector<double>& v) {
+      std::vector<float> f(v.begin(), v.end());
+      if (f.empty()) f.push_back(0);
+      return m_device->upload(std::span<const float>(f));
+    };
+    DeviceBuffer pose = up(p.pose), betas = up(p.betas), expression = up(p.expression), transl = up(p.transl);
+    DeviceBuffer v = m_device->allocate(ElementType::Float32, size_t(p.batch) * m_model.vertexCount * 3);
+    DeviceBuffer j = m_device->allocate(ElementType::Float32, size_t(p.batch) * m_model.jointCount * 3);
+    auto view = [](const DeviceBuffer& b, size_t n) { return b.view().slice(0, n); };
+    m_device->run(m_backend, [&](const Exec& exec) {
+      m_skinning->forward(exec, {p.batch, pose, view(betas, size_t(p.batch) * m_S),
+                                 view(expression, size_t(p.batch) * m_E), transl, v, j});
+    });
+    vertices = v.download<float>();
+    joints = j.download<float>();
+  }
+
+ private:
+  const BodyModel& m_model;
+  Backend m_backend;
+  uint32_t m_S, m_E;
+  std::unique_ptr<vk::Context> m_ctx;
+  std::unique_ptr<Device> m_device;
+  std::unique_ptr<Skinning> m_skinning;
+};
+
+}  // namespace
+
+int runPose(const PoseOptions& o) {
+  const std::string ext = extensionOf(o.output);
+  const bool meshes = ext == ".obj" || ext == ".ply", jointsOut = ext == ".npy" || ext == ".csv";
+  if (!meshes && !jointsOut)
+    throw Error(o.output + ": the output must end in .obj or .ply (a mesh per frame) or .npy or .csv (joints)");
+  const BodyModel model = loadBodyModel(o.model);
+  Motion motion = loadMotion(o.motion, model);
+  if (o.fps > 0) motion = resampleMotion(motion, o.fps);
+  const uint32_t first = std::min(o.firstFrame, motion.frames);
+  const uint32_t last = std::min(o.endFrame, motion.frames);
+  if (first >= last)
+    throw Error(o.motion + ": frames [" + std::to_string(o.firstFrame) + ", " + std::to_string(o.endFrame) +
+                ") select nothing of its " + std::to_string(motion.frames));
+  const uint32_t frames = last - first;
+  const uint32_t S = std::min<uint32_t>(uint32_t(std::max<size_t>(motion.betas.size(), 1)), model.shapeCount);
+  const uint32_t E = std::min<uint32_t>(uint32_t(motion.expression.size() / motion.frames), model.exprCount);
+  const Backend backend =
+      o.backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(o.backend);
+  std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), motion.description.c_str());
+  Skinner skinner(model, backend, S, E);
+  std::vector<float> allJoints, vertices, joints;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t done = 0; done < frames;) {
+    const uint32_t count = std::min(kBatch, frames - done);
+    skinner.run(motionFrames(model, motion, first + done, count, S, E), vertices, joints);
+    const size_t V3 = size_t(model.vertexCount) * 3;
+    for (uint32_t b = 0; b < count && meshes; ++b) {
+      const std::vector<float> frame(vertices.begin() + long(b * V3), vertices.begin() + long((b + 1) * V3));
+      const std::string path = framePath(o.output, first + done + b, frames);
+      ext == ".obj" ? writeObj(path, frame, model.faces) : writePly(path, frame, model.faces);
+    }
+    allJoints.insert(allJoints.end(), joints.begin(), joints.end());
+    done += count;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "\r%s: %u/%u frames, %.0f frames/s", backendName(backend), done, frames,
+                 done / std::max(seconds, 1e-9));
+  }
+  std::fprintf(stderr, "\n");
+  if (ext == ".npy") writeJointsNpy(o.output, allJoints, frames, model.jointCount);
+  if (ext == ".csv") writeJointsCsv(o.output, allJoints, frames, model.jointCount);
+  std::printf("wrote %s%s: %u frames\n", o.output.c_str(), meshes && frames > 1 ? " (one file per frame)" : "", frames);
+  return 0;
+}
+
+}  // namespace armature::app
