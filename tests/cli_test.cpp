@@ -312,6 +312,34 @@ TEST(Cli, PoseWritesMeshesAndJoints) {
   }
 }
 
+// The same frame skinned by CUDA agrees with the CPU reference's to within float skinning's error.
+TEST(Cli, PoseOnCudaMatchesTheReference) {
+  if (auto why = armature::cudaUnavailable()) GTEST_SKIP() << "CUDA: " << *why;
+  const fs::path dir = scratch().dir / "pose_cuda";
+  fs::create_directories(dir);
+  for (const char* backend : {"cpu", "cuda"}) {
+    Result r = run("armature", {"pose", modelPath(), "--motion", scratch().motion.string(), "--backend", backend,
+                                "--frames", "3:4", "-o", (dir / (std::string(backend) + ".csv")).string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  auto values = [](const fs::path& csv) {
+    std::vector<double> v;
+    std::ifstream f(csv);
+    std::string line;
+    std::getline(f, line);  // the header
+    for (unsigned frame, joint; std::getline(f, line);) {
+      double x, y, z;
+      std::sscanf(line.c_str(), "%u,%u,%lf,%lf,%lf", &frame, &joint, &x, &y, &z);
+      v.insert(v.end(), {x, y, z});
+    }
+    return v;
+  };
+  const std::vector<double> want = values(dir / "cpu.csv"), got = values(dir / "cuda.csv");
+  ASSERT_EQ(want.size(), 55u * 3);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "value " << i;
+}
+
 // A CUDA benchmark without CUDA is a failure with the reason, not a success that measured nothing.
 TEST(Cli, CudaBenchmarkWithoutCudaFailsWithTheReason) {
   if (!armature::cudaUnavailable()) GTEST_SKIP() << "CUDA is available here: the smoke runs cover it";
