@@ -10,15 +10,12 @@
 #include "armature/error.h"
 #include "support/body_fixtures.h"
 #include "support/compare.h"
+#include "support/temp_path.h"
 
 using namespace armature;
 using namespace armature::test;
 
 namespace {
-
-std::string tempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("armature_" + std::to_string(::getpid()) + "_" + name)).string();
-}
 
 // |a - b| / |b| over whole vectors.
 double relativeError(const std::vector<double>& a, const std::vector<double>& b) {

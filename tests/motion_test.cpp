@@ -12,16 +12,12 @@
 #include "armature/body/motion.h"
 #include "armature/error.h"
 #include "support/body_fixtures.h"
+#include "support/temp_path.h"
 
 using namespace armature;
 using namespace armature::test;
 
 namespace {
-
-std::string tempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("armature_motion_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
 
 std::vector<double> uniformValues(size_t n, double lo, double hi, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -16,16 +16,12 @@
 #include "armature/body/body_model.h"
 #include "armature/error.h"
 #include "support/body_fixtures.h"
+#include "support/temp_path.h"
 
 using namespace armature;
 using namespace armature::test;
 
 namespace {
-
-std::string tempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("armature_npz_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
 
 std::vector<char> readFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
