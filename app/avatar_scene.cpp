@@ -268,6 +268,15 @@ void AvatarScene::setAvatars(uint32_t count) {
   update(m_time);
 }
 
+void AvatarScene::setMotion(Motion motion) {
+  ARM_CHECK(motion.jointCount == m_model.jointCount, "setMotion: the motion has %u joints, the model %u",
+            motion.jointCount, m_model.jointCount);
+  m_motion = yUp(motion);
+  update(m_time);
+}
+
+double AvatarScene::motionSeconds() const { return m_motion.frames ? m_motion.frames / m_motion.fps : 0.0; }
+
 void AvatarScene::update(double seconds) {
   m_time = seconds;
   uint32_t B = m_avatars, J = m_model.jointCount;
@@ -275,7 +284,16 @@ void AvatarScene::update(double seconds) {
   uint32_t columns = uint32_t(std::ceil(std::sqrt(double(B))));
   for (uint32_t i = 0; i < B; ++i) {
     std::copy(m_base.pose.begin(), m_base.pose.end(), m_params.pose.begin() + long(i) * J * 3);
-    if (animate) walkCycle(m_model, seconds * 1.2 + i * 0.37, m_params.pose.data() + size_t(i) * J * 3);
+    double motionOffset[3] = {0, 0, 0};
+    if (m_motion.frames) {
+      const double phase = std::fmod(i * 0.6180339887498949, 1.0) * motionSeconds();
+      const double at = std::fmod(std::max(seconds, 0.0) + phase, motionSeconds());
+      const size_t f = std::min<size_t>(size_t(at * m_motion.fps), m_motion.frames - 1);
+      std::copy_n(m_motion.pose.begin() + long(f * J * 3), J * 3, m_params.pose.begin() + long(i) * J * 3);
+      for (int c = 0; c < 3; ++c) motionOffset[c] = m_motion.transl[f * 3 + size_t(c)] - m_motion.transl[size_t(c)];
+    } else if (animate) {
+      walkCycle(m_model, seconds * 1.2 + i * 0.37, m_params.pose.data() + size_t(i) * J * 3);
+    }
     for (uint32_t k = 0; k < m_shape; ++k) {
       // Crowd members get their own shape: a fixed pseudo-random offset per avatar.
       double jitter = i == 0 ? 0.0 : std::sin(12.9898 * (i + 1) + 78.233 * (k + 1)) * (k < 3 ? 1.5 : 0.8);
@@ -283,9 +301,9 @@ void AvatarScene::update(double seconds) {
     }
     for (uint32_t k = 0; k < m_expr; ++k) m_params.expression[i * m_expr + k] = m_base.expression[k];
     double x = (double(i % columns) - (columns - 1) / 2.0) * 1.1, z = -(double(i / columns)) * 1.1;
-    m_params.transl[i * 3] = m_base.transl[0] + x;
-    m_params.transl[i * 3 + 1] = m_base.transl[1];
-    m_params.transl[i * 3 + 2] = m_base.transl[2] + z;
+    m_params.transl[i * 3] = m_base.transl[0] + x + motionOffset[0];
+    m_params.transl[i * 3 + 1] = m_base.transl[1] + motionOffset[1];
+    m_params.transl[i * 3 + 2] = m_base.transl[2] + z + motionOffset[2];
   }
 }
 

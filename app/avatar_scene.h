@@ -9,6 +9,7 @@
 #include "app/visibility.h"
 #include "armature/backend.h"
 #include "armature/body/body_model.h"
+#include "armature/body/motion.h"
 #include "armature/device.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/timer.h"
@@ -38,7 +39,14 @@ class AvatarScene {
   void setComponentCounts(uint32_t shapeComponents, uint32_t exprComponents);
   uint32_t shapeComponents() const { return m_shape; }
   uint32_t exprComponents() const { return m_expr; }
-  bool animate = false;  // a looping walk cycle on top of the base pose
+  bool animate = false;  // a looping walk cycle on top of the base pose (without a motion)
+  // A motion the avatars play instead of the base pose (y-up; looped), each at its own phase: avatar i starts at
+  // the fraction i·0.618… of the clip (the golden ratio's), so no two neighbours move alike. The base pose's
+  // translation and the crowd's grid are added to the motion's translation relative to its first frame.
+  void setMotion(Motion motion);
+  const Motion* motion() const { return m_motion.frames ? &m_motion : nullptr; }
+  double motionSeconds() const;  // the clip's length
+  // Poses every avatar for time `seconds` (the walk cycle's phase, or the motion's time).
   void update(double seconds);
 
   // Skins every avatar into positions(). Vulkan records into `cmd` (inside a "skinning" timer zone); CPU and
@@ -81,6 +89,7 @@ class AvatarScene {
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
   HostBuffers m_host;
+  Motion m_motion;  // no frames: none
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 

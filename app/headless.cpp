@@ -44,6 +44,10 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   scene.setBackend(chooseBackend(o.backend));
   scene.setAvatars(o.avatars);
   scene.animate = o.animate;
+  if (!o.motion.empty()) {
+    scene.setMotion(loadMotion(o.motion, scene.model()));
+    std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), scene.motion()->description.c_str());
+  }
 
   Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
                     scene.model().parents);

@@ -20,6 +20,7 @@ struct ViewerOptions {
   uint32_t avatars = 1;
   uint32_t width = 1280, height = 720;
   bool animate = false;
+  std::string motion;  // AMASS or smplx parameters .npz the avatars play (looped, each at its own phase)
   bool wireframe = false;
   bool ground = true;
   bool skeleton = false;

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--avatars", o.avatars, "crowd size (1 … 4096)")->check(CLI::Range(1u, 4096u));
   app.add_option("--size", size, "image or window size, WxH")->check(cli::sizeWxH(kMaxSide));
   app.add_flag("--animate", o.animate, "loop a walk cycle");
+  app.add_option("--motion", o.motion, "play a motion: AMASS sequence or smplx parameters .npz")
+      ->check(cli::regularFile());
   app.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   app.add_flag("!--no-ground", o.ground, "do not draw the ground grid");
   app.add_flag("--skeleton", o.skeleton, "draw bones and joint markers");

@@ -49,6 +49,7 @@ class Viewer {
   void createSwapchain();
   void panels();
   void overlay();
+  void motionPanel();
   void handleCamera();
   void drawFrame();
   bool saveScreenshot(const std::string& path);
@@ -76,7 +77,8 @@ class Viewer {
   double m_uiCpuMs = 0;  // building this frame's panels and overlay
   int64_t m_uiStartNs = 0;
   std::string m_status;
-  char m_modelPath[512] = {};
+  char m_modelPath[512] = {}, m_motionPath[512] = {};
+  float m_speed = 1.f;  // the timeline's playback speed
   uint32_t m_avatars = 1;
   int m_activeShape = 10, m_activeExpr = 10;
   std::vector<PoseGroup> m_groups;
@@ -126,7 +128,11 @@ void Viewer::loadModel(const std::string& path) {
   uint32_t shape = std::min<uint32_t>(10, model.shapeCount), expr = std::min<uint32_t>(10, model.exprCount);
   auto scene = std::make_unique<AvatarScene>(*m_ctx, std::move(model), std::max(m_options.avatars, 64u), shape, expr);
   scene->applyPose(posePreset(scene->model(), m_options.pose));
-  scene->animate = m_options.animate;
+  scene->animate = m_options.animate || !m_options.motion.empty();
+  if (!m_options.motion.empty()) {
+    scene->setMotion(loadMotion(m_options.motion, scene->model()));
+    std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());
+  }
   m_scene = std::move(scene);
   m_groups = poseGroups(m_scene->model());
   m_activeShape = int(m_scene->shapeComponents());
@@ -216,6 +222,7 @@ void Viewer::panels() {
       m_status = e.what();
     }
   }
+  motionPanel();
   ImGui::Separator();
   for (const auto& name : posePresetNames()) {
     if (ImGui::Button(name.c_str())) m_scene->applyPose(posePreset(m_scene->model(), name));
@@ -231,6 +238,29 @@ void Viewer::panels() {
   ImGui::NewLine();
   posePanels(*m_scene, m_groups, m_activeShape, m_activeExpr);
   ImGui::End();
+}
+
+// The motion the avatars play: open a file, then a timeline (play/pause with "animate", scrub, speed; it loops).
+void Viewer::motionPanel() {
+  ImGui::InputText("motion", m_motionPath, sizeof m_motionPath);
+  ImGui::SameLine();
+  if (ImGui::Button("open")) {
+    try {
+      m_scene->setMotion(loadMotion(m_motionPath, m_scene->model()));
+      m_scene->animate = true;
+      m_animTime = 0;
+      m_status = std::string(m_motionPath) + ": " + m_scene->motion()->description;
+    } catch (const std::exception& e) {
+      m_status = e.what();
+    }
+  }
+  if (const Motion* motion = m_scene->motion()) {
+    float at = float(m_animTime), length = float(m_scene->motionSeconds());
+    if (ImGui::SliderFloat("time (s)", &at, 0.f, length, "%.2f")) m_animTime = at, m_scene->update(m_animTime);
+    ImGui::SliderFloat("speed", &m_speed, 0.f, 4.f, "%.2fx");
+    ImGui::Text("frame %u of %u at %.0f fps", std::min(uint32_t(m_animTime * motion->fps), motion->frames - 1),
+                motion->frames, motion->fps);
+  }
 }
 
 void Viewer::overlay() {
@@ -258,7 +288,8 @@ void Viewer::drawFrame() {
   VK_CHECK(vkResetFences(dev, 1, &fr.fence));
 
   const int64_t t0 = steadyNowNs();
-  m_animTime += m_scene->animate ? ImGui::GetIO().DeltaTime : 0.0;
+  m_animTime += m_scene->animate ? ImGui::GetIO().DeltaTime * m_speed : 0.0;
+  if (m_scene->motion()) m_animTime = std::fmod(m_animTime, m_scene->motionSeconds());  // loop
   m_scene->update(m_animTime);
   VK_CHECK(vkResetCommandPool(dev, fr.pool, 0));
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};

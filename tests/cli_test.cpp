@@ -179,6 +179,8 @@ const BadInput kBadInputs[] = {
     {"armature", {"model", "render", "@MODEL@", "-o", "@DIR@"}, 2, "--output: .*is a directory"},
     {"armature", {"model", "render", "/nonexistent.npz", "-o", "@DIR@/x.png"}, 2, "no such file"},
     {"armature", {"pose", "@MODEL@", "-o", "@DIR@/x.obj"}, 2, "--motion is required"},
+    {"armature-viewer", {"--headless", "--motion", "@GARBAGE@"}, 1, "garbage.npz.*not a readable"},
+    {"armature-viewer", {"--headless", "--motion", "@MODEL@"}, 1, "not a motion file"},
     {"armature", {"pose", "@MODEL@", "--motion", "@GARBAGE@", "-o", "@DIR@/x.obj"}, 1, "garbage.npz.*not a readable"},
     {"armature", {"pose", "@MODEL@", "--motion", "@MODEL@", "-o", "@DIR@/x.obj"}, 1, "not a motion file"},
     {"armature", {"pose", "@MODEL@", "--motion", "@MOTION@", "-o", "@DIR@/x.txt"}, 1, "must end in .obj or .ply"},
@@ -338,6 +340,21 @@ TEST(Cli, PoseOnCudaMatchesTheReference) {
   ASSERT_EQ(want.size(), 55u * 3);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "value " << i;
+}
+
+// The viewer plays a motion headless: a crowd of three at their own phases, the file's description printed.
+TEST(Cli, HeadlessViewerPlaysAMotion) {
+  fs::path shot = scratch().dir / "motion.png";
+  Result r = run("armature-viewer",
+                 {"--headless", "--frames", "3", "--size", "48x32", "--backend", "vulkan", "--avatars", "3", "--motion",
+                  scratch().motion.string(), "--screenshot", shot.string()},
+                 "ARMATURE_VALIDATION=1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("AMASS SMPL+H sequence, 5 frames at 30 fps, mapped to SMPL-X, turned y-up"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("vulkan validation"), std::string::npos) << r.output;
+  EXPECT_GT(fs::file_size(shot), 50u);
 }
 
 // A CUDA benchmark without CUDA is a failure with the reason, not a success that measured nothing.

@@ -203,6 +203,30 @@ TEST(Motion, ResamplingSlerpsRotations) {
   EXPECT_NEAR(up.transl[3], (m.transl[0] + m.transl[3]) / 2, 1e-15);
 }
 
+// AMASS's z-up world turned y-up: the root's rotation is R_x(-90°)·R, the translation (x, y, z) -> (x, z, -y).
+TEST(Motion, ZUpSequencesTurnYUp) {
+  Motion m;
+  m.frames = 2, m.jointCount = 24, m.zUp = true;
+  m.pose = uniformValues(2 * 24 * 3, -2, 2, 13);
+  m.transl = {1, 2, 3, 4, 5, 6};
+  const Motion y = yUp(m);
+  EXPECT_FALSE(y.zUp);
+  EXPECT_EQ(y.transl, (std::vector<double>{1, 3, -2, 4, 6, -5}));
+  const double rx[3] = {-M_PI / 2, 0, 0};
+  const auto R = rodrigues(rx);
+  for (uint32_t t = 0; t < 2; ++t) {
+    const auto G = rodrigues(&m.pose[t * 72]), got = rodrigues(&y.pose[t * 72]);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        double want = 0;
+        for (int k = 0; k < 3; ++k) want += R[r * 3 + k] * G[k * 3 + c];
+        EXPECT_NEAR(got[r * 3 + c], want, 1e-7);  // smplx's Rodrigues takes the norm of r + 1e-8: ~1e-8 off
+      }
+    for (size_t i = 3; i < 72; ++i) EXPECT_EQ(y.pose[t * 72 + i], m.pose[t * 72 + i]);  // only the root turns
+  }
+  EXPECT_EQ(yUp(y).pose, y.pose);  // y-up already: unchanged
+}
+
 // Files that do not fit get an error naming the file and the key.
 TEST(Motion, BadFilesAreRefusedClearly) {
   const BodyModel smplx = modelWithJoints(55);

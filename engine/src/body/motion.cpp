@@ -118,6 +118,7 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
     m.frames = uint32_t(a.shape[0]);
     pose = a.values;
     kind = std::string("AMASS ") + nameOf(source) + " sequence";
+    m.zUp = true;
   } else if (k.has("root_orient") && k.has("pose_body")) {  // AMASS SMPL-X, split
     source = JointLayout::SmplX;
     const NpyArray root = k.read("root_orient"), body = k.read("pose_body");
@@ -137,6 +138,7 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
     if (k.has("pose_eye")) place("pose_eye", k.read("pose_eye"), 23, 2);
     if (k.has("pose_hand")) place("pose_hand", k.read("pose_hand"), 25, 30);
     kind = "AMASS SMPL-X sequence (split keys)";
+    m.zUp = true;
   } else if (k.has("global_orient") || k.has("body_pose")) {  // smplx / SMPLify-X parameters
     const NpyArray body = k.read("body_pose");
     // Frames from the global orientation (T, 3) where there is one, else from body_pose's leading dimension.
@@ -279,6 +281,45 @@ Motion resampleMotion(const Motion& in, double fps) {
   char rate[64];
   std::snprintf(rate, sizeof rate, ", resampled to %g fps", fps);
   out.description += rate;
+  return out;
+}
+
+Motion yUp(const Motion& in) {
+  if (!in.zUp) return in;
+  Motion out = in;
+  out.zUp = false;
+  // R = R_x(-90°): (x, y, z) -> (x, z, -y). The root's rotation becomes R·R_root; the translation R·t.
+  const double rx[3] = {-M_PI / 2, 0, 0};
+  const std::array<double, 9> R = rodrigues(rx);
+  for (uint32_t t = 0; t < in.frames; ++t) {
+    double* root = &out.pose[size_t(t) * in.jointCount * 3];
+    const std::array<double, 9> G = rodrigues(root);
+    std::array<double, 9> M{};
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        for (int k = 0; k < 3; ++k) M[size_t(r * 3 + c)] += R[size_t(r * 3 + k)] * G[size_t(k * 3 + c)];
+    // Back to axis-angle through the quaternion of M (Shepperd's choice of the largest diagonal term).
+    std::array<double, 4> q;
+    const double trace = M[0] + M[4] + M[8];
+    if (trace > 0) {
+      const double s = 2 * std::sqrt(trace + 1);
+      q = {s / 4, (M[7] - M[5]) / s, (M[2] - M[6]) / s, (M[3] - M[1]) / s};
+    } else if (M[0] > M[4] && M[0] > M[8]) {
+      const double s = 2 * std::sqrt(1 + M[0] - M[4] - M[8]);
+      q = {(M[7] - M[5]) / s, s / 4, (M[1] + M[3]) / s, (M[2] + M[6]) / s};
+    } else if (M[4] > M[8]) {
+      const double s = 2 * std::sqrt(1 + M[4] - M[0] - M[8]);
+      q = {(M[2] - M[6]) / s, (M[1] + M[3]) / s, s / 4, (M[5] + M[7]) / s};
+    } else {
+      const double s = 2 * std::sqrt(1 + M[8] - M[0] - M[4]);
+      q = {(M[3] - M[1]) / s, (M[2] + M[6]) / s, (M[5] + M[7]) / s, s / 4};
+    }
+    axisAngle(q, root);
+    double* tr = &out.transl[size_t(t) * 3];
+    const double x = tr[0], y = tr[1], z = tr[2];
+    tr[0] = x, tr[1] = z, tr[2] = -y;
+  }
+  out.description += ", turned y-up";
   return out;
 }
 

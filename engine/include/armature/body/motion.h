@@ -30,6 +30,7 @@ struct Motion {
   std::vector<double> betas;            // the subject's shape (AMASS: 16 for SMPL+H, 16 or 10 for SMPL-X)
   std::vector<double> expression;       // (T, E), or empty
   std::string description;              // what was read, e.g. "AMASS SMPL+H sequence, 120 fps"
+  bool zUp = false;                     // AMASS: its mocap world is z-up (smplx files: the model's own frame)
 };
 
 // Reads a sequence or a parameter file for `model`. Throws armature::Error naming the file and the key for a
@@ -41,6 +42,11 @@ Motion readMotion(NpzReader& archive, const BodyModel& model);
 // joint's rotation (the shorter arc) and linear interpolation of the translation and expression; frames past the
 // last source frame are not produced.
 Motion resampleMotion(const Motion& motion, double fps);
+
+// The motion turned into a y-up world (a rotation of -90° about x applied to the root's rotation and to the
+// translation) when it is z-up; unchanged otherwise. The body turns about its pelvis, so the result is the rotated
+// motion up to a constant offset (the rest pelvis's, R·J0 − J0).
+Motion yUp(const Motion& motion);
 
 // Frames [first, first + count) as a batch of body parameters with S shape and E expression components (the
 // motion's betas and expression, truncated or zero-padded).
