@@ -77,6 +77,16 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   ARM_CHECK(o.raster == "hardware" || o.raster == "compute", "--raster must be hardware or compute, got '%s'",
             o.raster.c_str());
   const float aspect = float(o.width) / float(o.height);
+  auto writePng = [&](const std::string& file, const std::vector<uint8_t>& px) {
+    if (!stbi_write_png(file.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
+      throw Error(file + ": cannot write PNG");
+  };
+  auto numbered = [](const std::string& file, int frame) {  // OUT.png -> OUT_00012.png
+    const std::filesystem::path p(file);
+    char number[16];
+    std::snprintf(number, sizeof number, "_%05d", frame);
+    return (p.parent_path() / (p.stem().string() + number + p.extension().string())).string();
+  };
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
@@ -85,6 +95,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     double uiCpuMs = 0;
     int64_t uiStartNs = 0;
     scene.update(f / 60.0);
+    const bool shoot = o.screenshotEvery > 0 && f % o.screenshotEvery == 0;
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
       scene.skin(cmd, &timer);
@@ -101,8 +112,9 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
         drawUi = [&](VkCommandBuffer c) { ui->draw(c); };
       }
       recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw, layer, drawUi);
-      if (f == o.frames - 1) target.recordReadback(cmd);
+      if (f == o.frames - 1 || shoot) target.recordReadback(cmd);
     });
+    if (shoot) writePng(numbered(o.screenshot, f), target.pixels());
     FrameRecord rec;
     rec.startHostNs = t0;
     if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});
@@ -113,9 +125,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     if (o.afterFrame) o.afterFrame(uint64_t(f));
   }
   if (!o.screenshot.empty()) {
-    auto px = target.pixels();
-    if (!stbi_write_png(o.screenshot.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
-      throw Error(o.screenshot + ": cannot write PNG");
+    writePng(o.screenshot, target.pixels());
     std::printf("screenshot: %s (%ux%u)\n", o.screenshot.c_str(), o.width, o.height);
   }
   if (!o.profile.empty()) {

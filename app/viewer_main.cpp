@@ -16,7 +16,12 @@ int main(int argc, char** argv) {
   constexpr uint32_t kMaxSide = 16384;
   app.add_flag("--headless", o.headless, "render offscreen, no window system");
   app.add_option("--frames", o.frames, "headless: frames to render")->check(CLI::Range(1, 100'000'000));
-  app.add_option("--screenshot", o.screenshot, "headless: write the last frame as PNG")->check(cli::writableFile());
+  auto* screenshot =
+      app.add_option("--screenshot", o.screenshot, "headless: write the last frame as PNG")->check(cli::writableFile());
+  app.add_option("--screenshot-every", o.screenshotEvery,
+                 "headless: also write frames 0, N, 2N, ... as OUT_00000.png, ... beside --screenshot OUT")
+      ->check(CLI::Range(1, 100'000'000))
+      ->needs(screenshot);
   app.add_option("--profile", o.profile,
                  "write the frame profile (Chrome trace JSON, streamed while running, + a "
                  "CSV summary beside it)")

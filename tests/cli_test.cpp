@@ -180,6 +180,11 @@ const BadInput kBadInputs[] = {
     {"armature", {"model", "render", "/nonexistent.npz", "-o", "@DIR@/x.png"}, 2, "no such file"},
     {"armature", {"pose", "@MODEL@", "-o", "@DIR@/x.obj"}, 2, "--motion is required"},
     {"armature-viewer", {"--headless", "--motion", "@GARBAGE@"}, 1, "garbage.npz.*not a readable"},
+    {"armature-viewer", {"--headless", "--screenshot-every", "5"}, 2, "--screenshot-every requires --screenshot"},
+    {"armature-viewer",
+     {"--headless", "--screenshot", "@DIR@/s.png", "--screenshot-every", "0"},
+     2,
+     "--screenshot-every"},
     {"armature-viewer", {"--headless", "--motion", "@MODEL@"}, 1, "not a motion file"},
     {"armature", {"pose", "@MODEL@", "--motion", "@GARBAGE@", "-o", "@DIR@/x.obj"}, 1, "garbage.npz.*not a readable"},
     {"armature", {"pose", "@MODEL@", "--motion", "@MODEL@", "-o", "@DIR@/x.obj"}, 1, "not a motion file"},
@@ -355,6 +360,14 @@ TEST(Cli, HeadlessViewerPlaysAMotion) {
       << r.output;
   EXPECT_EQ(r.output.find("vulkan validation"), std::string::npos) << r.output;
   EXPECT_GT(fs::file_size(shot), 50u);
+  // Every second frame as well, numbered: frames 0 and 2 of 3.
+  Result every =
+      run("armature-viewer", {"--headless", "--frames", "3", "--size", "48x32", "--backend", "vulkan", "--motion",
+                              scratch().motion.string(), "--screenshot", shot.string(), "--screenshot-every", "2"});
+  EXPECT_EQ(every.code, 0) << every.output;
+  EXPECT_TRUE(fs::exists(scratch().dir / "motion_00000.png"));
+  EXPECT_FALSE(fs::exists(scratch().dir / "motion_00001.png"));
+  EXPECT_TRUE(fs::exists(scratch().dir / "motion_00002.png"));
 }
 
 // A CUDA benchmark without CUDA is a failure with the reason, not a success that measured nothing.
