@@ -81,12 +81,6 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     if (!stbi_write_png(file.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
       throw Error(file + ": cannot write PNG");
   };
-  auto numbered = [](const std::string& file, int frame) {  // OUT.png -> OUT_00012.png
-    const std::filesystem::path p(file);
-    char number[16];
-    std::snprintf(number, sizeof number, "_%05d", frame);
-    return (p.parent_path() / (p.stem().string() + number + p.extension().string())).string();
-  };
   vk::GpuTimer timer(ctx, 2, 8);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
@@ -114,7 +108,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw, layer, drawUi);
       if (f == o.frames - 1 || shoot) target.recordReadback(cmd);
     });
-    if (shoot) writePng(numbered(o.screenshot, f), target.pixels());
+    if (shoot) writePng(numberedPath(o.screenshot, uint64_t(f)), target.pixels());
     FrameRecord rec;
     rec.startHostNs = t0;
     if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});

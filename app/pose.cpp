@@ -11,6 +11,7 @@
 #include "armature/body/mesh_export.h"
 #include "armature/body/motion.h"
 #include "armature/device.h"
+#include "armature/file_checks.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/context.h"
 
@@ -28,11 +29,7 @@ std::string extensionOf(const std::string& path) {
 
 // OUT for frame `frame` of `frames`: OUT itself for one frame, else OUT's stem with the frame number.
 std::string framePath(const std::string& out, uint32_t frame, uint32_t frames) {
-  if (frames == 1) return out;
-  const std::filesystem::path p(out);
-  char number[16];
-  std::snprintf(number, sizeof number, "_%05u", frame);
-  return (p.parent_path() / (p.stem().string() + number + p.extension().string())).string();
+  return frames == 1 ? out : numberedPath(out, frame);
 }
 
 // Skins frames [first, first + count) with the CPU reference or a GPU backend; vertices (count,V,3) and joints
@@ -46,6 +43,15 @@ class Skinner {
     m_device = std::make_unique<Device>(m_ctx.get(), Sharing::VulkanOnly);
     m_device->require(backend);
     m_skinning = std::make_unique<Skinning>(*m_device, backend, model, S, E, kBatch);
+    // A batch's parameters and outputs, allocated once for the largest batch.
+    const size_t J3 = size_t(model.jointCount) * 3;
+    for (auto [buffer, count] : {std::pair{&m_pose, J3},
+                                 {&m_betas, size_t(std::max(S, 1u))},
+                                 {&m_expression, size_t(std::max(E, 1u))},
+                                 {&m_transl, size_t(3)},
+                                 {&m_vertices, size_t(model.vertexCount) * 3},
+                                 {&m_joints, J3}})
+      *buffer = m_device->allocate(ElementType::Float32, count * kBatch);
   }
   void run(const BodyParams& p, std::vector<float>& vertices, std::vector<float>& joints) {
     if (m_backend == Backend::Cpu) {
@@ -54,21 +60,21 @@ class Skinner {
       joints.assign(out.joints.begin(), out.joints.end());
       return;
     }
-    auto up = [&](const std::vector<double>& v) {
-      std::vector<float> f(v.begin(), v.end());
-      if (f.empty()) f.push_back(0);
-      return m_device->upload(std::span<const float>(f));
+    // The batch's parameters into the first rows of the buffers; views of exactly the batch's size.
+    auto put = [](DeviceBuffer& b, const std::vector<double>& v) {
+      const std::vector<float> f(v.begin(), v.end());
+      b.upload(std::span<const float>(f));
+      return b.view().slice(0, f.size());
     };
-    DeviceBuffer pose = up(p.pose), betas = up(p.betas), expression = up(p.expression), transl = up(p.transl);
-    DeviceBuffer v = m_device->allocate(ElementType::Float32, size_t(p.batch) * m_model.vertexCount * 3);
-    DeviceBuffer j = m_device->allocate(ElementType::Float32, size_t(p.batch) * m_model.jointCount * 3);
-    auto view = [](const DeviceBuffer& b, size_t n) { return b.view().slice(0, n); };
+    const DeviceView pose = put(m_pose, p.pose), betas = put(m_betas, p.betas),
+                     expression = put(m_expression, p.expression), transl = put(m_transl, p.transl);
+    const DeviceView v = m_vertices.view().slice(0, size_t(p.batch) * m_model.vertexCount * 3),
+                     j = m_joints.view().slice(0, size_t(p.batch) * m_model.jointCount * 3);
     m_device->run(m_backend, [&](const Exec& exec) {
-      m_skinning->forward(exec, {p.batch, pose, view(betas, size_t(p.batch) * m_S),
-                                 view(expression, size_t(p.batch) * m_E), transl, v, j});
+      m_skinning->forward(exec, {p.batch, pose, betas, expression, transl, v, j});
     });
-    vertices = v.download<float>();
-    joints = j.download<float>();
+    vertices = m_vertices.download<float>(v.count);
+    joints = m_joints.download<float>(j.count);
   }
 
  private:
@@ -78,6 +84,7 @@ class Skinner {
   std::unique_ptr<vk::Context> m_ctx;
   std::unique_ptr<Device> m_device;
   std::unique_ptr<Skinning> m_skinning;
+  DeviceBuffer m_pose, m_betas, m_expression, m_transl, m_vertices, m_joints;
 };
 
 }  // namespace

@@ -1,9 +1,8 @@
 #include "armature/body/mesh_export.h"
 
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <memory>
 
 #include "armature/body/npz.h"
 #include "armature/error.h"

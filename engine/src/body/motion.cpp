@@ -40,6 +40,12 @@ struct Keys {
       fail(key, "expected (T, " + std::to_string(width) + ") values, found " + a.shapeString());
     return uint32_t(n / width);
   }
+  // The values an entry holds, from its header (nothing decoded).
+  size_t count(const std::string& key) const {
+    size_t n = 1;
+    for (size_t d : archive.find(key)->shape) n *= d;
+    return n;
+  }
   double scalar(const std::string& key) const {
     NpyArray a = read(key);
     if (a.values.size() != 1) fail(key, "expected one value, found " + a.shapeString());
@@ -142,7 +148,7 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
   } else if (k.has("global_orient") || k.has("body_pose")) {  // smplx / SMPLify-X parameters
     const NpyArray body = k.read("body_pose");
     // Frames from the global orientation (T, 3) where there is one, else from body_pose's leading dimension.
-    const uint32_t T = k.has("global_orient") ? k.rows("global_orient", k.read("global_orient"), 3)
+    const uint32_t T = k.has("global_orient")                             ? uint32_t(k.count("global_orient") / 3)
                        : body.shape.size() >= 2 && body.shape.back() != 3 ? uint32_t(body.shape[0])
                                                                           : 1u;
     const size_t width = T ? body.values.size() / T : 0;
@@ -173,7 +179,7 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
                     std::to_string(model.jointCount) + " joints)");
       // Hands as smplx's defaults read them: PCA coefficients when fewer than 45 values per hand, else the full 15
       // joint rotations; the model's mean hand added (flat_hand_mean=False) where it has one.
-      const uint32_t handWidth = k.has("left_hand_pose") ? uint32_t(k.read("left_hand_pose").values.size() / T) : 45;
+      const uint32_t handWidth = k.has("left_hand_pose") ? uint32_t(k.count("left_hand_pose") / T) : 45;
       SmplxPoseOptions options;
       options.usePca = handWidth != 45;
       options.numPcaComps = handWidth;
@@ -189,8 +195,9 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
       p.reye = rowsOf("reye_pose", 3);
       p.leftHand = rowsOf("left_hand_pose", handWidth);
       p.rightHand = rowsOf("right_hand_pose", handWidth);
-      pose = target == JointLayout::SmplX ? smplxFullPose(model, p, options, T) : std::vector<double>{};
-      if (target != JointLayout::SmplX) {  // body only, placed as SMPL-X's
+      if (target == JointLayout::SmplX) {
+        pose = smplxFullPose(model, p, options, T);
+      } else {  // body only, placed as SMPL-X's
         pose.assign(size_t(T) * 55 * 3, 0.0);
         for (uint32_t t = 0; t < T; ++t) {
           std::copy_n(p.globalOrient.begin() + long(t) * 3, 3, pose.begin() + long(t) * 165);

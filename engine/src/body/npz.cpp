@@ -230,10 +230,8 @@ void NpzReader::open(const void* data, size_t bytes) {
     e.bytes = st.size;
     e.storedBytes = st.comp_size;
     e.readable = h.supported;
-    m_index.push_back(uint64_t(i));
-    m_crc.push_back(st.crc);
-    m_deflated.push_back(st.comp_method != ZIP_CM_STORE);
-    m_dataBytes.push_back(h.supported ? uint64_t(h.dataOffset) + h.dataBytes() : 0);
+    m_located.push_back({uint64_t(i), h.supported ? uint64_t(h.dataOffset) + h.dataBytes() : 0, st.crc,
+                         st.comp_method != ZIP_CM_STORE});
     m_entries.push_back(std::move(e));
   }
 }
@@ -245,26 +243,27 @@ const NpzEntry* NpzReader::find(const std::string& key) const {
 }
 
 NpyArray NpzReader::read(const std::string& key) {
-  size_t k = 0;
-  while (k < m_entries.size() && m_entries[k].key != key) ++k;
-  if (k == m_entries.size()) throw Error(m_name + ": no entry '" + key + "'");
-  const NpzEntry& e = m_entries[k];
+  const NpzEntry* found = find(key);
+  if (!found) throw Error(m_name + ": no entry '" + key + "'");
+  const NpzEntry& e = *found;
+  const size_t k = size_t(found - m_entries.data());
   const std::string where = m_name + ": entry '" + key + "'";
   if (!e.readable)
     throw Error(where + ": dtype '" + e.dtype + "' is not supported (expected one of <f4 <f8 <i4 <i8 <u4 <u8)");
   // Every bound is checked against what the zip directory and the .npy header claim, before anything is allocated.
-  if (e.bytes != m_dataBytes[k])
+  const Location& at = m_located[k];
+  if (e.bytes != at.dataBytes)
     throw Error(where + ": its header's shape " + shapeText(e.shape) + " of " + e.dtype + " needs " +
-                std::to_string(m_dataBytes[k]) + " bytes, the zip entry claims " + std::to_string(e.bytes) +
+                std::to_string(at.dataBytes) + " bytes, the zip entry claims " + std::to_string(e.bytes) +
                 " (truncated or corrupt)");
-  if (e.storedBytes > m_archiveBytes || (!m_deflated[k] && e.storedBytes != e.bytes))
+  if (e.storedBytes > m_archiveBytes || (!at.deflated && e.storedBytes != e.bytes))
     throw Error(where + ": its sizes in the zip directory (" + std::to_string(e.storedBytes) + " stored, " +
                 std::to_string(e.bytes) + " decoded) do not fit an archive of " + std::to_string(m_archiveBytes) +
                 " bytes (corrupt)");
   if (e.bytes > m_limits.maxEntryBytes)
     throw Error(where + ": " + mib(e.bytes) + " decoded, over the limit of " + mib(m_limits.maxEntryBytes) +
                 " per entry (NpzLimits::maxEntryBytes)");
-  if (m_deflated[k] && double(e.bytes) > double(e.storedBytes) * m_limits.maxDeflateRatio + 1024.0)
+  if (at.deflated && double(e.bytes) > double(e.storedBytes) * m_limits.maxDeflateRatio + 1024.0)
     throw Error(where + ": claims " + mib(e.bytes) + " from " + std::to_string(e.storedBytes) +
                 " compressed bytes, more than the ratio of " + std::to_string(int(m_limits.maxDeflateRatio)) +
                 ":1 deflate can reach (NpzLimits::maxDeflateRatio)");
@@ -272,7 +271,7 @@ NpyArray NpzReader::read(const std::string& key) {
     throw Error(where + ": would bring the bytes decoded from the archive to " + mib(m_decodedBytes + e.bytes) +
                 ", over the limit of " + mib(m_limits.maxTotalBytes) + " (NpzLimits::maxTotalBytes)");
   std::vector<uint8_t> buf(e.bytes);
-  zip_file_t* f = zip_fopen_index(m_archive->zip, m_index[k], 0);
+  zip_file_t* f = zip_fopen_index(m_archive->zip, at.index, 0);
   if (!f) throw Error(where + ": cannot open it: " + zip_strerror(m_archive->zip));
   zip_int64_t got = buf.empty() ? 0 : zip_fread(f, buf.data(), buf.size());
   std::string ferr = got < 0 ? zip_file_strerror(f) : "";
@@ -280,16 +279,16 @@ NpyArray NpzReader::read(const std::string& key) {
   if (got < 0 || zip_uint64_t(got) != e.bytes)
     throw Error(where + ": truncated or corrupt" + (ferr.empty() ? "" : ": " + ferr));
   const uLong crc = crc32_z(crc32(0L, Z_NULL, 0), buf.data(), buf.size());
-  if (crc != m_crc[k])
+  if (crc != at.crc)
     throw Error(where + ": corrupt (CRC-32 of its data is " + std::to_string(crc) + ", the archive says " +
-                std::to_string(m_crc[k]) + ")");
+                std::to_string(at.crc) + ")");
   m_decodedBytes += e.bytes;
   return parseNpy(buf.data(), buf.size(), where);
 }
 
 NpzArchive NpzReader::readAll() {
   NpzArchive out;
-  for (const NpzEntry& e : std::vector<NpzEntry>(m_entries))
+  for (const NpzEntry& e : m_entries)  // read() leaves the list as it is
     if (e.readable) out[e.key] = read(e.key);
   return out;
 }

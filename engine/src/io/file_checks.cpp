@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "armature/error.h"
@@ -64,6 +65,13 @@ void checkWritableDirectory(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) throw Error(what + " '" + path + "': no such directory");
   if (access(path.c_str(), W_OK | X_OK) != 0) throw Error(what + " '" + path + "': directory is not writable");
+}
+
+std::string numberedPath(const std::string& path, uint64_t number) {
+  const std::filesystem::path p(path);
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "_%05llu", static_cast<unsigned long long>(number));
+  return (p.parent_path() / (p.stem().string() + digits + p.extension().string())).string();
 }
 
 }  // namespace armature

@@ -65,9 +65,12 @@ class NpzReader {
   NpzLimits m_limits;
   std::shared_ptr<Archive> m_archive;
   std::vector<NpzEntry> m_entries;
-  std::vector<uint64_t> m_index, m_dataBytes;  // per entry: its zip index, the bytes its header implies
-  std::vector<uint32_t> m_crc;
-  std::vector<bool> m_deflated;
+  struct Location {  // per entry, beside m_entries: where it is and what its header implies
+    uint64_t index = 0, dataBytes = 0;
+    uint32_t crc = 0;
+    bool deflated = false;
+  };
+  std::vector<Location> m_located;
   uint64_t m_decodedBytes = 0, m_archiveBytes = 0;
 };
 
