@@ -42,12 +42,16 @@ void put(vk::Buffer& b, const std::vector<T>& v) {
   if (!f.empty()) std::memcpy(b.mapped(), f.data(), f.size() * 4);
 }
 DeviceView f32(const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); }
+// Host-visible parameters and outputs: the CPU backend writes them directly; the Vulkan backend's writes are tiny.
+vk::Buffer hostBuffer(vk::Context& ctx, size_t floats, VkBufferUsageFlags extraUsage = 0) {
+  return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage | extraUsage, vk::MemoryKind::HostVisible);
+}
 
 // Vulkan: records into the frame's command buffer, inside timer zones, over the scene's host-visible buffers.
 class VulkanLane : public AvatarScene::Lane {
  public:
   VulkanLane(Device& device, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars,
-             const AvatarScene::HostBuffers& buffers)
+             AvatarScene::HostBuffers& buffers)
       : m_device(device), m_model(model), m_shape(S), m_expr(E), m_maxAvatars(maxAvatars), m_buffers(buffers) {}
   Skinning& skinning() override {
     if (!m_skinning)
@@ -55,10 +59,10 @@ class VulkanLane : public AvatarScene::Lane {
     return *m_skinning;
   }
   void stage(const BodyParams& p) override {
-    put(*m_buffers.pose, p.pose);
-    put(*m_buffers.betas, p.betas);
-    put(*m_buffers.expression, p.expression);
-    put(*m_buffers.transl, p.transl);
+    put(m_buffers.pose, p.pose);
+    put(m_buffers.betas, p.betas);
+    put(m_buffers.expression, p.expression);
+    put(m_buffers.transl, p.transl);
   }
   Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) override {
     m_zone = timer ? timer->beginZone(cmd, name) : 0;
@@ -71,19 +75,19 @@ class VulkanLane : public AvatarScene::Lane {
   }
   SkinningForwardArgs skinArgs(uint32_t avatars) const override {
     return {avatars,
-            f32(*m_buffers.pose),
-            f32(*m_buffers.betas),
-            f32(*m_buffers.expression),
-            f32(*m_buffers.transl),
-            f32(*m_buffers.positions),
-            f32(*m_buffers.joints)};
+            f32(m_buffers.pose),
+            f32(m_buffers.betas),
+            f32(m_buffers.expression),
+            f32(m_buffers.transl),
+            f32(m_buffers.positions),
+            f32(m_buffers.joints)};
   }
   VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec& exec, uint32_t avatars,
                               const std::array<float, 16>& viewProj, VkExtent2D extent) override {
-    return raster.recordVulkan(exec.commandBuffer(), m_buffers.positions->handle(), avatars, viewProj, extent);
+    return raster.recordVulkan(exec.commandBuffer(), m_buffers.positions.handle(), avatars, viewProj, extent);
   }
-  VkBuffer positions() const override { return m_buffers.positions->handle(); }
-  VkBuffer joints() const override { return m_buffers.joints->handle(); }
+  VkBuffer positions() const override { return m_buffers.positions.handle(); }
+  VkBuffer joints() const override { return m_buffers.joints.handle(); }
   std::string status() const override { return "compute on " + m_device.vulkan()->info().name; }
 
  private:
@@ -91,7 +95,7 @@ class VulkanLane : public AvatarScene::Lane {
   const BodyModel& m_model;
   uint32_t m_shape, m_expr, m_maxAvatars;
   std::unique_ptr<Skinning> m_skinning;
-  AvatarScene::HostBuffers m_buffers;
+  AvatarScene::HostBuffers& m_buffers;  // the scene's: it replaces betas and expression in place
   uint32_t m_zone = 0;
 };
 
@@ -179,16 +183,10 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   ARM_CHECK(maxAvatars >= 1, "AvatarScene: maxAvatars must be >= 1");
   m_base = BodyParams::zeros(m_model, 1, m_shape, m_expr);
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
-  auto host = [&](size_t floats) {
-    return std::make_shared<vk::Buffer>(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage,
-                                        vk::MemoryKind::HostVisible);
-  };
-  m_host.pose = host(B * J * 3);
-  m_host.transl = host(B * 3);
-  // Host-visible: the CPU backend writes them directly; the Vulkan backend's writes are tiny.
-  m_host.joints = host(B * J * 3);
-  m_host.positions = std::make_shared<vk::Buffer>(
-      ctx, B * V3 * 4, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::HostVisible);
+  m_host.pose = hostBuffer(ctx, B * J * 3);
+  m_host.transl = hostBuffer(ctx, B * 3);
+  m_host.joints = hostBuffer(ctx, B * J * 3);
+  m_host.positions = hostBuffer(ctx, B * V3, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);
@@ -218,10 +216,8 @@ void AvatarScene::setComponentCounts(uint32_t S, uint32_t E) {
   m_shape = S, m_expr = E;
   m_base = BodyParams::zeros(m_model, 1, S, E);
   if (!old.pose.empty()) applyPose(old);
-  m_host.betas = std::make_shared<vk::Buffer>(m_ctx, std::max<size_t>(size_t(m_maxAvatars) * S, 1) * 4,
-                                              vk::kStorageUsage, vk::MemoryKind::HostVisible);
-  m_host.expression = std::make_shared<vk::Buffer>(m_ctx, std::max<size_t>(size_t(m_maxAvatars) * E, 1) * 4,
-                                                   vk::kStorageUsage, vk::MemoryKind::HostVisible);
+  m_host.betas = hostBuffer(m_ctx, size_t(m_maxAvatars) * S);
+  m_host.expression = hostBuffer(m_ctx, size_t(m_maxAvatars) * E);
   // The skinning tables follow the component counts: the lanes are rebuilt (CUDA's at once, as it was in use).
   const bool hadCuda = m_cudaLane != nullptr;
   m_cudaLane.reset();
@@ -316,7 +312,7 @@ AvatarScene::Lane& AvatarScene::lane() const { return m_backend == Backend::Cuda
 
 std::vector<float> AvatarScene::readPositions() const {
   ARM_CHECK(m_backend != Backend::Cuda, "readPositions: the CUDA backend's positions live in the shared buffer");
-  return m_host.positions->download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
+  return m_host.positions.download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
 }
 
 void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
@@ -324,8 +320,8 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   if (m_backend == Backend::Cpu) {  // the reference, into the buffers the renderer draws from
     const int64_t t0 = steadyNowNs();
     BodyOutput out = bodyForwardRef(m_model, m_params);
-    put(*m_host.positions, out.vertices);
-    put(*m_host.joints, out.joints);
+    put(m_host.positions, out.vertices);
+    put(m_host.joints, out.joints);
     m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }

@@ -72,7 +72,7 @@ class AvatarScene {
 
   // The Vulkan lane's host-visible parameter and output buffers (the CPU reference writes the outputs too).
   struct HostBuffers {
-    std::shared_ptr<vk::Buffer> pose, betas, expression, transl, positions, joints;
+    vk::Buffer pose, betas, expression, transl, positions, joints;
   };
   class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
 
