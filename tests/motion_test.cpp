@@ -35,15 +35,7 @@ NpyWrite f64(std::vector<size_t> shape, std::vector<double> values) {
 std::string writeAmass(const std::string& name, std::map<std::string, NpyWrite> arrays) {
   std::map<std::string, std::vector<uint8_t>> entries;
   for (const auto& [key, array] : arrays) entries[key] = encodeNpy(array);
-  std::string header = "{'descr': '<U6', 'fortran_order': False, 'shape': (), }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::vector<uint8_t> gender(10 + header.size());
-  std::memcpy(gender.data(), "\x93NUMPY\x01\x00", 8);
-  gender[8] = uint8_t(header.size());
-  std::memcpy(gender.data() + 10, header.data(), header.size());
-  gender.resize(gender.size() + 24, 0);
-  entries["gender"] = gender;
+  entries["gender"] = rawNpy("<U6", "()", std::vector<uint8_t>(24, 0));
   const std::string path = tempPath(name);
   writeNpzEntries(path, entries, true);
   return path;

@@ -31,19 +31,6 @@ void writeFile(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
 }
 
-// An .npy of any dtype: numpy's header for `descr` and `shape`, then `data` as it is.
-std::vector<uint8_t> rawNpy(const std::string& descr, const std::string& shape, const std::vector<uint8_t>& data) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::vector<uint8_t> out(10 + header.size());
-  std::memcpy(out.data(), "\x93NUMPY\x01\x00", 8);
-  out[8] = uint8_t(header.size() & 0xff), out[9] = uint8_t(header.size() >> 8);
-  std::memcpy(out.data() + 10, header.data(), header.size());
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
 // A small model's entries as .npy bytes.
 std::map<std::string, std::vector<uint8_t>> modelEntries(const BodyModel& m) {
   std::map<std::string, std::vector<uint8_t>> out;

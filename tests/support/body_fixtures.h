@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <cstring>
 #include <random>
 
 #include "armature/body/body_model.h"
@@ -74,6 +75,20 @@ inline const BodyModel& defaultAvatar() {
     return asset && std::filesystem::exists(asset) ? loadBodyModel(asset) : synthesizeBodyModel({0});
   }();
   return m;
+}
+
+// An .npy of any dtype: numpy's header for `descr` and `shape`, then `data` as it is.
+inline std::vector<uint8_t> rawNpy(const std::string& descr, const std::string& shape,
+                                   const std::vector<uint8_t>& data) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::vector<uint8_t> out(10 + header.size());
+  std::memcpy(out.data(), "\x93NUMPY\x01\x00", 8);
+  out[8] = uint8_t(header.size() & 0xff), out[9] = uint8_t(header.size() >> 8);
+  std::memcpy(out.data() + 10, header.data(), header.size());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
 }
 
 }  // namespace armature::test
