@@ -13,12 +13,12 @@ int main(int argc, char** argv) {
   CLI::App app{"Armature: differentiable avatar and geometry operations on the GPU"};
   app.require_subcommand(1);
   auto* info = app.add_subcommand("info", "Vulkan and CUDA devices, versions and capabilities");
-  auto* model = app.add_subcommand("model", "Body model files (SMPL, SMPL+H, SMPL-X .npz)");
+  auto* model = app.add_subcommand("model", "Body model files (SMPL, SMPL+H, SMPL-X, MANO; .npz or .pkl)");
   model->require_subcommand(1);
   std::string modelPath, outPath;
   uint64_t seed = 0;
   auto* modelInfo = model->add_subcommand("info", "Dimensions, joint names and optional parts of a model file");
-  modelInfo->add_option("file", modelPath, "model .npz")->required()->check(cli::regularFile());
+  modelInfo->add_option("file", modelPath, "model .npz or .pkl")->required()->check(cli::regularFile());
   auto* synth = model->add_subcommand("synth", "Write the synthetic default avatar (SMPL-X layout)");
   synth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
   synth->add_option("--seed", seed, "generator seed (deterministic)")->check(cli::unsignedInteger());
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   int height = 720;
   double yaw = 0;
   constexpr int kMaxWidth = 16384;  // the poses are drawn side by side, each 3/4 of the height wide
-  render->add_option("file", modelPath, "model .npz")->required()->check(cli::regularFile());
+  render->add_option("file", modelPath, "model .npz or .pkl")->required()->check(cli::regularFile());
   render->add_option("-o,--output", outPath, "output .png")->required()->check(cli::writableFile());
   render->add_option("--poses", poses, "pose presets, drawn side by side")
       ->expected(1, 16)
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   auto* pose = app.add_subcommand("pose", "A motion (AMASS, smplx parameters) through a model: meshes or joints out");
   armature::app::PoseOptions poseOptions;
   std::string frames;
-  pose->add_option("model", poseOptions.model, "model .npz")->required()->check(cli::regularFile());
-  pose->add_option("--motion", poseOptions.motion, "AMASS .npz or smplx parameters .npz")
+  pose->add_option("model", poseOptions.model, "model .npz or .pkl")->required()->check(cli::regularFile());
+  pose->add_option("--motion", poseOptions.motion, "AMASS .npz, or smplx parameters .npz or .pkl")
       ->required()
       ->check(cli::regularFile());
   pose->add_option("-o,--output", poseOptions.output,

@@ -8,7 +8,7 @@
 namespace armature::app {
 
 int runModelInfo(const std::string& path) {
-  NpzReader archive = openNpz(path);
+  NpzReader archive = openArrayFile(path);
   BodyModel m = bodyModelFromNpz(archive);
   std::set<int32_t> used(m.faces.begin(), m.faces.end());
   std::printf("%s: %s model\n", path.c_str(), m.kindName());

@@ -28,11 +28,12 @@ int main(int argc, char** argv) {
       ->check(cli::writableFile());
   app.add_option("--backend", o.backend, "skinning backend")->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   app.add_option("--pose", o.pose, "pose preset")->check(CLI::IsMember(armature::app::posePresetNames()));
-  app.add_option("--model", o.model, "model .npz (default: the generated default avatar)")->check(cli::regularFile());
+  app.add_option("--model", o.model, "model .npz or .pkl (default: the generated default avatar)")
+      ->check(cli::regularFile());
   app.add_option("--avatars", o.avatars, "crowd size (1 … 4096)")->check(CLI::Range(1u, 4096u));
   app.add_option("--size", size, "image or window size, WxH")->check(cli::sizeWxH(kMaxSide));
   app.add_flag("--animate", o.animate, "loop a walk cycle");
-  app.add_option("--motion", o.motion, "play a motion: AMASS sequence or smplx parameters .npz")
+  app.add_option("--motion", o.motion, "play a motion: AMASS sequence .npz, or smplx parameters .npz or .pkl")
       ->check(cli::regularFile());
   app.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   app.add_flag("!--no-ground", o.ground, "do not draw the ground grid");

@@ -15,70 +15,12 @@
 
 #include "armature/body/body_model.h"
 #include "armature/error.h"
+#include "support/archive_checks.h"
 #include "support/body_fixtures.h"
 #include "support/temp_path.h"
 
 using namespace armature;
 using namespace armature::test;
-
-namespace {
-
-std::vector<char> readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-void writeFile(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-// A small model's entries as .npy bytes.
-std::map<std::string, std::vector<uint8_t>> modelEntries(const BodyModel& m) {
-  std::map<std::string, std::vector<uint8_t>> out;
-  for (const auto& [key, array] : bodyModelToNpz(m)) out[key] = encodeNpy(array);
-  return out;
-}
-
-BodyModel smallModel() {
-  std::mt19937_64 rng(5);
-  return randomBodyModel(60, 55, 10, 10, rng);
-}
-
-// Runs `work` in a forked child; returns its exit status (-1: no child) and its peak RSS in MiB.
-std::pair<int, double> inChild(const std::function<int()>& work) {
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return {-1, 0.0};
-  if (pid == 0) _exit(work());
-  int status = 0;
-  rusage usage{};
-  if (wait4(pid, &status, 0, &usage) != pid) return {-1, 0.0};
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), double(usage.ru_maxrss) / 1024.0};
-}
-
-// 0: the load threw armature::Error containing every part of `expected`; 1: it loaded; 2: another message; 3: another
-// exception (std::bad_alloc: it allocated what the file claimed).
-int loadExpectingError(const std::string& path, const std::vector<std::string>& expected, const NpzLimits& limits) {
-  try {
-    NpzReader reader = openNpz(path, limits);
-    bodyModelFromNpz(reader);
-    reader.readAll();
-    return 1;
-  } catch (const Error& e) {
-    for (const auto& part : expected)
-      if (std::string(e.what()).find(part) == std::string::npos) {
-        std::fprintf(stderr, "message: %s\n", e.what());
-        return 2;
-      }
-    return 0;
-  } catch (...) {
-    return 3;
-  }
-}
-
-// Well above this process's own footprint and far below what the crafted files claim (gigabytes).
-constexpr double kMemoryBoundMiB = 400;
-
-}  // namespace
 
 // Official SMPL-X v1.1 archives carry joint2num and part2num as pickled object arrays and an allow_pickle entry;
 // SMPL+H ones carry strings (bs_style, bs_type). They are listed with their dtype and never parsed, and the model
@@ -96,7 +38,7 @@ TEST(Npz, ObjectAndStringEntriesAreListedNotParsed) {
   for (bool deflate : {false, true}) {
     const std::string path = tempPath(deflate ? "official_deflated.npz" : "official.npz");
     writeNpzEntries(path, entries, deflate);
-    NpzReader reader = openNpz(path);
+    NpzReader reader = openArrayFile(path);
     const NpzEntry* joint2num = reader.find("joint2num");
     ASSERT_NE(joint2num, nullptr);
     EXPECT_EQ(joint2num->dtype, "|O");
@@ -189,7 +131,7 @@ TEST(Npz, DeflateBombsAreRefusedOrNeverDecoded) {
   EXPECT_LT(std::filesystem::file_size(path), size_t(1) << 20);
   const double basePeak = inChild([] { return 0; }).second;
   const auto [loaded, loadPeak] = inChild([&] {
-    NpzReader reader = openNpz(path);
+    NpzReader reader = openArrayFile(path);
     return bodyModelFromNpz(reader).vertexCount == 60 ? 0 : 1;
   });
   EXPECT_EQ(loaded, 0);

@@ -43,6 +43,7 @@ const char* BodyModel::kindName() const {
   if (jointCount == 55) return "SMPL-X";
   if (jointCount == 52) return "SMPL+H";
   if (jointCount == 24) return "SMPL";
+  if (jointCount == 16) return "MANO";
   return "custom";
 }
 
@@ -220,6 +221,10 @@ BodyModel bodyModelFrom(const Reader& r, const std::string& name) {
     } else {
       m.jointNames.insert(m.jointNames.end(), smplxJointNames().begin() + 25, smplxJointNames().end());
     }
+  } else if (J == 16) {  // MANO: the wrist, then the fingers in SMPL-X's order
+    m.jointNames.push_back("wrist");
+    for (auto it = smplxJointNames().begin() + 25; it != smplxJointNames().begin() + 40; ++it)
+      m.jointNames.push_back(it->substr(5));  // without "left_"
   } else {
     for (size_t j = 0; j < J; ++j) m.jointNames.push_back("joint_" + std::to_string(j));
   }
@@ -253,7 +258,7 @@ BodyModel bodyModelFromNpz(NpzReader& npz) {
 }
 
 BodyModel loadBodyModel(const std::string& path) {
-  NpzReader npz = openNpz(path);
+  NpzReader npz = openArrayFile(path);
   return bodyModelFromNpz(npz);
 }
 

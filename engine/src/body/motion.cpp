@@ -253,7 +253,7 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
 }
 
 Motion loadMotion(const std::string& path, const BodyModel& model) {
-  NpzReader archive = openNpz(path);
+  NpzReader archive = openArrayFile(path);
   return readMotion(archive, model);
 }
 

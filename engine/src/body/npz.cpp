@@ -1,5 +1,7 @@
 #include "armature/body/npz.h"
 
+#include "armature/body/pickle.h"
+
 #include <zip.h>
 #include <zlib.h>
 
@@ -185,6 +187,9 @@ NpzReader::NpzReader(std::vector<char> bytes, std::string name, NpzLimits limits
   open(m_archive->owned.data(), m_archive->owned.size());
 }
 
+NpzReader::NpzReader(std::vector<NpzEntry> entries, std::function<NpyArray(const NpzEntry&)> decode, std::string name)
+    : m_name(std::move(name)), m_entries(std::move(entries)), m_decode(std::move(decode)) {}
+
 void NpzReader::open(const void* data, size_t bytes) {
   m_archiveBytes = bytes;
   zip_error_t err;
@@ -250,6 +255,7 @@ NpyArray NpzReader::read(const std::string& key) {
   const std::string where = m_name + ": entry '" + key + "'";
   if (!e.readable)
     throw Error(where + ": dtype '" + e.dtype + "' is not supported (expected one of <f4 <f8 <i4 <i8 <u4 <u8)");
+  if (m_decode) return m_decode(e);
   // Every bound is checked against what the zip directory and the .npy header claim, before anything is allocated.
   const Location& at = m_located[k];
   if (e.bytes != at.dataBytes)
@@ -293,21 +299,14 @@ NpzArchive NpzReader::readAll() {
   return out;
 }
 
-NpzReader openNpz(const std::string& path, NpzLimits limits) {
+NpzReader openArrayFile(const std::string& path, NpzLimits limits) {
   checkRegularFile(path, "file", kMaxNpzFileBytes);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open file");
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  bool pickle = (bytes.size() > 2 && uint8_t(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5) ||
-                (path.size() > 4 && path.compare(path.size() - 4, 4, ".pkl") == 0);
-  if (pickle)
-    throw Error(path +
-                ": this is a Python pickle (.pkl), which Armature does not execute. Convert it once with: "
-                "python -c \"import pickle,numpy as np,scipy.sparse as sp; d=pickle.load(open('" +
-                path +
-                "','rb'),encoding='latin1'); np.savez('model.npz', **{k:(v.toarray() if sp.issparse(v) else "
-                "np.asarray(v)) for k,v in d.items() if not isinstance(v,str)})\" (needs chumpy installed for old SMPL "
-                "files)");
+  // Protocol 2 and later start with PROTO; protocols 0 and 1 with the dict's MARK or EMPTY_DICT.
+  const bool pickle = !bytes.empty() && (uint8_t(bytes[0]) == 0x80 || bytes[0] == '(' || bytes[0] == '}');
+  if (pickle) return readPickle(std::move(bytes), path, limits);
   return NpzReader(std::move(bytes), path, limits);
 }
 
@@ -315,7 +314,7 @@ NpzArchive readNpzFromMemory(const void* data, size_t bytes, const std::string& 
   return NpzReader(data, bytes, name).readAll();
 }
 
-NpzArchive readNpz(const std::string& path) { return openNpz(path).readAll(); }
+NpzArchive readNpz(const std::string& path) { return openArrayFile(path).readAll(); }
 
 std::vector<uint8_t> encodeNpy(const NpyWrite& a, bool fortran) {
   const char* descr = "<f4";

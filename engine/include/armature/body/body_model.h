@@ -36,7 +36,7 @@ struct BodyModel {
   // Padding vertices (interior markers) that no face references; the synthetic model has some.
   uint32_t poseFeatureCount() const { return (jointCount - 1) * 9; }
   bool hasHandPca() const { return !handsComponentsL.empty(); }
-  const char* kindName() const;  // "SMPL-X", "SMPL+H", "SMPL" or "custom"
+  const char* kindName() const;  // "SMPL-X", "SMPL+H", "SMPL", "MANO" or "custom"
   // Joints in an order where each parent comes before its children.
   std::vector<int32_t> topologicalOrder() const;
 };

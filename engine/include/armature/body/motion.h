@@ -1,8 +1,8 @@
 #pragma once
 // Pose sequences in: AMASS sequences (SMPL+H: poses (T,156); SMPL-X: poses (T,165) or the split root_orient /
 // pose_body / pose_hand / pose_jaw / pose_eye keys) and smplx / SMPLify-X parameter files (global_orient,
-// body_pose, left/right_hand_pose with or without PCA, jaw_pose, leye/reye_pose, betas, expression, transl), both
-// as .npz. A sequence comes out in the target model's joint layout, at its own frame rate or resampled.
+// body_pose, left/right_hand_pose with or without PCA, jaw_pose, leye/reye_pose, betas, expression, transl), as
+// .npz or .pkl. A sequence comes out in the target model's joint layout, at its own frame rate or resampled.
 //
 // Joint layouts are mapped between SMPL (24 joints), SMPL+H (52) and SMPL-X (55) by one rule: the 22 body joints
 // are shared; SMPL+H's and SMPL-X's 30 finger joints are shared; a joint the source lacks stays zero (SMPL-X's jaw

@@ -4,6 +4,7 @@
 // entries; values come back as doubles in C order. Entries of other dtypes are listed but not parsed. Every failure
 // throws armature::Error naming the file and key.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,6 +53,8 @@ class NpzReader {
   // `data` must outlive the reader; `name` is what messages call the source.
   NpzReader(const void* data, size_t bytes, std::string name, NpzLimits limits = {});
   NpzReader(std::vector<char> bytes, std::string name, NpzLimits limits = {});
+  // Entries another format decodes (a pickle's): `decode` gives a readable entry's array.
+  NpzReader(std::vector<NpzEntry> entries, std::function<NpyArray(const NpzEntry&)> decode, std::string name);
   const std::string& name() const { return m_name; }
   const std::vector<NpzEntry>& entries() const { return m_entries; }
   const NpzEntry* find(const std::string& key) const;  // null if absent
@@ -65,6 +68,7 @@ class NpzReader {
   NpzLimits m_limits;
   std::shared_ptr<Archive> m_archive;
   std::vector<NpzEntry> m_entries;
+  std::function<NpyArray(const NpzEntry&)> m_decode;  // set for entries not in a zip
   struct Location {  // per entry, beside m_entries: where it is and what its header implies
     uint64_t index = 0, dataBytes = 0;
     uint32_t crc = 0;
@@ -74,9 +78,9 @@ class NpzReader {
   uint64_t m_decodedBytes = 0, m_archiveBytes = 0;
 };
 
-// Opens an archive file (FIFOs, devices and directories are refused before any read; a pickle gets the conversion
-// command).
-NpzReader openNpz(const std::string& path, NpzLimits limits = {});
+// Opens an .npz archive or a .pkl pickle (armature/body/pickle.h), told apart by their first bytes. FIFOs, devices
+// and directories are refused before any read.
+NpzReader openArrayFile(const std::string& path, NpzLimits limits = {});
 // Every readable entry of an archive (entries of other dtypes are skipped).
 NpzArchive readNpz(const std::string& path);
 // `name` is what error messages call the source (usually the path).
