@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   render->add_option("--height", height, "image height in pixels")->check(CLI::Range(16, 4096));
   render->add_option("--yaw", yaw, "view rotation about the vertical axis, degrees")
       ->check(cli::finiteRange(-3600, 3600));
-  auto* pose = app.add_subcommand("pose", "A motion (AMASS, smplx parameters) through a model: meshes or joints out");
+  auto* pose =
+      app.add_subcommand("pose", "A motion (AMASS, smplx parameters) through a model: meshes, glTF or joints out");
   armature::app::PoseOptions poseOptions;
   std::string frames;
   pose->add_option("model", poseOptions.model, "model .npz or .pkl")->required()->check(cli::regularFile());
@@ -43,13 +44,16 @@ int main(int argc, char** argv) {
       ->required()
       ->check(cli::regularFile());
   pose->add_option("-o,--output", poseOptions.output,
-                   "OUT.obj or OUT.ply (a mesh per frame: OUT_00000.obj, ...; one frame: OUT itself), OUT.npy or "
-                   "OUT.csv (every frame's joints)")
+                   "OUT.obj or OUT.ply (a mesh per frame: OUT_00000.obj, ...; one frame: OUT itself), OUT.glb (the "
+                   "shaped avatar as a skinned mesh, the motion its animation, y-up), OUT.npy or OUT.csv (every "
+                   "frame's joints)")
       ->required()
       ->check(cli::writableFile());
   pose->add_option("--frames", frames, "A:B, frames [A, B) (either may be left out)")->check(cli::frameRange());
   pose->add_option("--fps", poseOptions.fps, "resample to this rate first (slerp)")
       ->check(cli::finiteRange(0.001, 10000));
+  pose->add_option("--influences", poseOptions.influences, "joints per vertex in a .glb: 4 or 8")
+      ->check(CLI::IsMember({4, 8}));
   pose->add_option("--backend", poseOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   if (auto code = cli::parse(app, argc, argv)) return *code;

@@ -11,6 +11,7 @@ struct PoseOptions {
   std::string model, motion, output, backend = "auto";
   uint32_t firstFrame = 0, endFrame = UINT32_MAX;  // frames [first, end) of the (resampled) motion
   double fps = 0;                                  // 0: the motion's own rate
+  uint32_t influences = 4;                         // joints per vertex in a .glb
 };
 int runPose(const PoseOptions& options);
 int runModelRender(const std::string& model, const std::string& out, const std::vector<std::string>& poses, int height,

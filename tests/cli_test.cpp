@@ -347,6 +347,34 @@ TEST(Cli, PoseOnCudaMatchesTheReference) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "value " << i;
 }
 
+// The motion as a skinned, animated glTF on each backend: the binary glTF header, the file's own length, and the
+// vertex error against that backend's skinning reported (pose correctives are what glTF skinning lacks: millimetres,
+// not metres).
+TEST(Cli, PoseWritesAnAnimatedGlb) {
+  const fs::path dir = scratch().dir / "glb";
+  fs::create_directories(dir);
+  for (const char* backend : {"cpu", "vulkan"}) {
+    const fs::path out = dir / (std::string(backend) + ".glb");
+    Result r = run("armature", {"pose", modelPath(), "--motion", scratch().motion.string(), "--backend", backend,
+                                "--influences", "8", "-o", out.string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("glb: 55 joints, 8 influences per vertex"), std::string::npos) << r.output;
+    double maxMm = -1, meanMm = -1;
+    const size_t at = r.output.find("skinning: max ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    ASSERT_EQ(std::sscanf(r.output.c_str() + at, "skinning: max %lf mm, mean %lf mm", &maxMm, &meanMm), 2) << r.output;
+    EXPECT_GT(maxMm, 0.0);
+    EXPECT_LT(maxMm, 100.0) << "the export should differ from our skinning by the correctives only";
+    EXPECT_LE(meanMm, maxMm);
+    std::ifstream f(out, std::ios::binary);
+    uint32_t header[3] = {};
+    f.read(reinterpret_cast<char*>(header), sizeof header);
+    EXPECT_EQ(header[0], 0x46546C67u);  // "glTF"
+    EXPECT_EQ(header[1], 2u);
+    EXPECT_EQ(header[2], fs::file_size(out));
+  }
+}
+
 // The viewer plays a motion headless: a crowd of three at their own phases, the file's description printed.
 TEST(Cli, HeadlessViewerPlaysAMotion) {
   fs::path shot = scratch().dir / "motion.png";

@@ -88,4 +88,10 @@ void writeJointsCsv(const std::string& path, const std::vector<float>& joints, u
   out.close();
 }
 
+void writeFileBytes(const std::string& path, const void* data, size_t bytes) {
+  File file(path, "wb");
+  std::fwrite(data, 1, bytes, file.f);
+  file.close();
+}
+
 }  // namespace armature

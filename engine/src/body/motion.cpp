@@ -53,13 +53,7 @@ struct Keys {
   }
 };
 
-// Quaternions (w, x, y, z) of axis-angle vectors, and back; both for unit quaternions with w >= 0 on the way back.
-std::array<double, 4> quaternion(const double* r) {
-  const double angle = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-  if (angle < 1e-12) return {1, r[0] / 2, r[1] / 2, r[2] / 2};
-  const double s = std::sin(angle / 2) / angle;
-  return {std::cos(angle / 2), r[0] * s, r[1] * s, r[2] * s};
-}
+// The axis-angle vector of a unit quaternion (w, x, y, z), taken with w >= 0.
 void axisAngle(std::array<double, 4> q, double* r) {
   if (q[0] < 0)
     for (double& c : q) c = -c;
@@ -86,6 +80,13 @@ std::array<double, 4> slerp(std::array<double, 4> a, std::array<double, 4> b, do
 }
 
 }  // namespace
+
+std::array<double, 4> quaternionFromAxisAngle(const double* r) {
+  const double angle = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+  if (angle < 1e-12) return {1, r[0] / 2, r[1] / 2, r[2] / 2};
+  const double s = std::sin(angle / 2) / angle;
+  return {std::cos(angle / 2), r[0] * s, r[1] * s, r[2] * s};
+}
 
 JointLayout jointLayoutOf(uint32_t joints) {
   if (joints == 24) return JointLayout::Smpl;
@@ -278,7 +279,8 @@ Motion resampleMotion(const Motion& in, double fps) {
       if (f < 1e-9) {
         std::copy_n(a, 3, r);  // on a source frame: its values exactly
       } else {
-        axisAngle(slerp(quaternion(a), quaternion(&in.pose[(size_t(next) * J + j) * 3]), f), r);
+        axisAngle(slerp(quaternionFromAxisAngle(a), quaternionFromAxisAngle(&in.pose[(size_t(next) * J + j) * 3]), f),
+                  r);
       }
     }
     for (size_t c = 0; c < 3; ++c) out.transl[k * 3 + c] = (1 - f) * in.transl[i * 3 + c] + f * in.transl[next * 3 + c];

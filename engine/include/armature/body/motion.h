@@ -8,6 +8,7 @@
 // are shared; SMPL+H's and SMPL-X's 30 finger joints are shared; a joint the source lacks stays zero (SMPL-X's jaw
 // and eyes from SMPL+H, SMPL's two hand joints from either); a joint the target lacks is dropped (the fingers for
 // SMPL, SMPL-X's jaw and eyes for SMPL+H).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ Motion resampleMotion(const Motion& motion, double fps);
 // translation) when it is z-up; unchanged otherwise. The body turns about its pelvis, so the result is the rotated
 // motion up to a constant offset (the rest pelvis's, R·J0 − J0).
 Motion yUp(const Motion& motion);
+
+// The unit quaternion (w, x, y, z) of an axis-angle rotation vector.
+std::array<double, 4> quaternionFromAxisAngle(const double* r);
 
 // Frames [first, first + count) as a batch of body parameters with S shape and E expression components (the
 // motion's betas and expression, truncated or zero-padded).
