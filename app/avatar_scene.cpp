@@ -235,6 +235,29 @@ void AvatarScene::bounds(float lo[3], float hi[3]) const {
     }
 }
 
+void AvatarScene::crowdBounds(float lo[3], float hi[3]) const {
+  float restLo[3], restHi[3];
+  bounds(restLo, restHi);
+  for (int k = 0; k < 3; ++k) lo[k] = 1e9f, hi[k] = -1e9f;
+  for (uint32_t i = 0; i < m_avatars; ++i)
+    for (size_t k = 0; k < 3; ++k) {
+      const float shift = float(m_params.transl[i * 3 + k] - m_base.transl[k]);
+      lo[k] = std::min(lo[k], restLo[k] + shift), hi[k] = std::max(hi[k], restHi[k] + shift);
+    }
+}
+
+void frameAvatars(Camera& camera, const AvatarScene& scene, CameraView view) {
+  constexpr float kLevel = 0.05f, kCrowdPitch = 0.45f, kQuarterTurn = 1.5707963f;
+  if (view == CameraView::Front) camera.yaw = 0, camera.pitch = kLevel;
+  if (view == CameraView::Side) camera.yaw = kQuarterTurn, camera.pitch = kLevel;
+  if (view == CameraView::Top) camera.yaw = 0, camera.pitch = 1.5f;
+  if (view == CameraView::Current && scene.avatars() > 1) camera.pitch = std::max(camera.pitch, kCrowdPitch);
+  float lo[3], hi[3];
+  scene.crowdBounds(lo, hi);
+  camera.frame(lo, hi);
+  if (scene.avatars() > 1) camera.distance *= 0.75f;  // the box's depth overstates what the view must hold
+}
+
 void AvatarScene::setBackend(Backend b) {
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
@@ -268,6 +291,11 @@ void AvatarScene::setMotion(Motion motion) {
   ARM_CHECK(motion.jointCount == m_model.jointCount, "setMotion: the motion has %u joints, the model %u",
             motion.jointCount, m_model.jointCount);
   m_motion = yUp(motion);
+  update(m_time);
+}
+
+void AvatarScene::clearMotion() {
+  m_motion = Motion{};
   update(m_time);
 }
 

@@ -44,6 +44,7 @@ class AvatarScene {
   // the fraction i·0.618… of the clip (the golden ratio's), so no two neighbours move alike. The base pose's
   // translation and the crowd's grid are added to the motion's translation relative to its first frame.
   void setMotion(Motion motion);
+  void clearMotion();  // back to the base pose (or the walk loop when animating)
   const Motion* motion() const { return m_motion.frames ? &m_motion : nullptr; }
   double motionSeconds() const;  // the clip's length
   // Poses every avatar for time `seconds` (the walk cycle's phase, or the motion's time).
@@ -64,8 +65,10 @@ class AvatarScene {
   // The stages the last skin() and rasterize() timed themselves, as profiler spans: CUDA's at their device times
   // on the CUDA stream's track, the CPU backend's skinning as a host stage. (Vulkan's are timer zones.)
   const std::vector<Span>& ownTimes() const { return m_ownTimes; }
-  // The axis-aligned box of avatar 0 at rest (for framing the camera) and the floor height.
+  // The axis-aligned box of avatar 0 at rest, and that box moved to every avatar's place (the crowd's box), for
+  // framing the camera; the floor height.
   void bounds(float lo[3], float hi[3]) const;
+  void crowdBounds(float lo[3], float hi[3]) const;
   float floorY() const { return m_floorY; }
   // The parameters of every avatar as the backends see them (for tests).
   const BodyParams& params() const { return m_params; }
@@ -92,5 +95,8 @@ class AvatarScene {
   Motion m_motion;  // no frames: none
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
+
+// Turns the camera to `view` and frames every avatar (a crowd from higher up, so the rows behind show).
+void frameAvatars(Camera& camera, const AvatarScene& scene, CameraView view);
 
 }  // namespace armature::app

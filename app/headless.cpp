@@ -31,6 +31,14 @@ Backend chooseBackend(const std::string& name) {
 }
 }  // namespace
 
+CameraView parseCameraView(const std::string& name) {
+  if (name == "front") return CameraView::Front;
+  if (name == "side") return CameraView::Side;
+  if (name == "top") return CameraView::Top;
+  ARM_CHECK(name == "all", "camera view '%s': expected front, side, top or all", name.c_str());
+  return CameraView::Current;
+}
+
 int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   ARM_CHECK(o.frames >= 1, "--frames must be >= 1");
   if (!o.screenshot.empty()) checkWritableFile(o.screenshot, "--screenshot");  // before any frame is rendered
@@ -55,16 +63,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   if (o.ui && !uiFactory) throw Error("--ui: this build has no Dear ImGui (scripts/install-deps.sh installs it)");
   std::unique_ptr<HeadlessUi> ui = o.ui ? uiFactory(ctx, OffscreenTarget::kColorFormat) : nullptr;
   Camera camera;
-  float lo[3], hi[3];
-  scene.bounds(lo, hi);
-  uint32_t columns = uint32_t(std::ceil(std::sqrt(double(o.avatars))));
-  if (o.avatars > 1) {  // the crowd's grid: frame all of it, from higher up
-    float half = 0.55f * float(columns - 1);
-    lo[0] -= half, hi[0] += half, lo[2] -= 1.1f * float(columns - 1);
-    camera.pitch = 0.45f;
-  }
-  camera.frame(lo, hi);
-  if (o.avatars > 1) camera.distance *= 0.75f;
+  frameAvatars(camera, scene, parseCameraView(o.view));
   DrawSettings draw;
   draw.vertexCount = scene.model().vertexCount;
   draw.avatars = o.avatars;

@@ -23,6 +23,9 @@ struct Camera {
   void frame(const float lo[3], const float hi[3]);
 };
 
+// Where the camera looks from: the avatars' front (+z), their left side (+x), above, or the current direction.
+enum class CameraView { Front, Side, Top, Current };
+
 // The compute rasteriser's output for one frame (app/visibility.h): drawn instead of the hardware-rasterised mesh.
 struct VisibilityBuffers {
   VkBuffer faces = VK_NULL_HANDLE;         // every avatar's faces, vertex ids offset into the position buffer

@@ -26,10 +26,14 @@ struct ViewerOptions {
   bool ground = true;
   bool skeleton = false;
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
+  std::string view = "all";         // headless camera: front | side | top | all (every avatar, from the default angle)
   bool ui = false;                  // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
   std::string guiTest;              // window: scripted smoke test writing screenshots into this folder
   std::function<void(uint64_t frame)> afterFrame;  // headless: called after each frame (soak tests)
 };
+
+// "front", "side", "top" or "all" (CameraView::Current: the default direction); throws for anything else.
+CameraView parseCameraView(const std::string& name);
 
 class Profiler;
 

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
                  "how the avatars are rasterised: hardware (graphics pipeline) | compute "
                  "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")
       ->check(CLI::IsMember({"hardware", "compute"}));
+  app.add_option("--view", o.view, "headless camera: front, side, top or all (every avatar; the default)")
+      ->check(CLI::IsMember({"front", "side", "top", "all"}));
   app.add_flag("--ui", o.ui,
                "headless: draw the GPU frame-time overlay into the frames (its cost is the \"ui\" stage)");
   app.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR")

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "app/avatar_scene.h"
@@ -50,6 +51,10 @@ class Viewer {
   void panels();
   void overlay();
   void motionPanel();
+  void filePanel();
+  void savePose(const std::string& path);
+  void loadPose(const std::string& path);
+  void runCaught(const std::function<void()>& action);
   void handleCamera();
   void drawFrame();
   bool saveScreenshot(const std::string& path);
@@ -78,6 +83,7 @@ class Viewer {
   int64_t m_uiStartNs = 0;
   std::string m_status;
   char m_modelPath[512] = {}, m_motionPath[512] = {};
+  char m_screenshotPath[512] = "armature.png", m_posePath[512] = "pose.npz";
   float m_speed = 1.f;  // the timeline's playback speed
   uint32_t m_avatars = 1;
   int m_activeShape = 10, m_activeExpr = 10;
@@ -144,9 +150,7 @@ void Viewer::loadModel(const std::string& path) {
     m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
                                             m_scene->model().parents);
   }
-  float lo[3], hi[3];
-  m_scene->bounds(lo, hi);
-  m_camera.frame(lo, hi);
+  frameAvatars(m_camera, *m_scene, CameraView::Current);
   m_draw.vertexCount = m_scene->model().vertexCount;
   m_draw.jointCount = m_scene->model().jointCount;
   m_draw.floorY = m_scene->floorY();
@@ -167,11 +171,7 @@ void Viewer::handleCamera() {
   const ImGuiIO& io = ImGui::GetIO();
   if (!io.WantCaptureKeyboard) {
     if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space))) m_scene->animate = !m_scene->animate;
-    if (glfwGetKey(m_window, GLFW_KEY_F) == GLFW_PRESS) {
-      float lo[3], hi[3];
-      m_scene->bounds(lo, hi);
-      m_camera.frame(lo, hi);
-    }
+    if (glfwGetKey(m_window, GLFW_KEY_F) == GLFW_PRESS) frameAvatars(m_camera, *m_scene, CameraView::Current);
     if (ImGui::IsKeyPressed(GLFW_KEY_F1)) m_showOverlay = !m_showOverlay;
   }
 }
@@ -223,6 +223,7 @@ void Viewer::panels() {
     }
   }
   motionPanel();
+  filePanel();
   ImGui::Separator();
   for (const auto& name : posePresetNames()) {
     if (ImGui::Button(name.c_str())) m_scene->applyPose(posePreset(m_scene->model(), name));
@@ -260,6 +261,55 @@ void Viewer::motionPanel() {
     ImGui::SliderFloat("speed", &m_speed, 0.f, 4.f, "%.2fx");
     ImGui::Text("frame %u of %u at %.0f fps", std::min(uint32_t(m_animTime * motion->fps), motion->frames - 1),
                 motion->frames, motion->fps);
+  }
+}
+
+// The camera presets, a screenshot of the next frame, and the pose saved or loaded as a parameter file in smplx's
+// names (what loadMotion reads).
+void Viewer::filePanel() {
+  ImGui::TextUnformatted("camera");
+  for (auto [label, view] : {std::pair{"front", CameraView::Front},
+                             {"side", CameraView::Side},
+                             {"top", CameraView::Top},
+                             {"frame all (F)", CameraView::Current}}) {
+    ImGui::SameLine();
+    if (ImGui::Button(label)) frameAvatars(m_camera, *m_scene, view);
+  }
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputText("png", m_screenshotPath, sizeof m_screenshotPath);
+  ImGui::SameLine();
+  if (ImGui::Button("screenshot")) {
+    m_pendingScreenshot = m_screenshotPath;
+    m_status = "screenshot: " + m_pendingScreenshot;
+  }
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputText("pose", m_posePath, sizeof m_posePath);
+  ImGui::SameLine();
+  if (ImGui::Button("save")) runCaught([&] { savePose(m_posePath); });
+  ImGui::SameLine();
+  if (ImGui::Button("load##pose")) runCaught([&] { loadPose(m_posePath); });
+}
+
+void Viewer::savePose(const std::string& path) {
+  writePoseParameters(path, m_scene->model(), m_scene->base());
+  m_status = "wrote " + path;
+}
+
+void Viewer::loadPose(const std::string& path) {
+  const Motion pose = loadMotion(path, m_scene->model());
+  const BodyParams& base = m_scene->base();
+  m_scene->applyPose(motionFrames(m_scene->model(), pose, 0, 1, base.shapeComponents, base.exprComponents));
+  m_scene->clearMotion();  // the loaded pose, not a motion's frame, is what the avatars now hold
+  m_scene->animate = false;
+  m_status = path + ": " + pose.description;
+}
+
+// Runs a panel's action; a failure becomes the status line.
+void Viewer::runCaught(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const std::exception& e) {
+    m_status = e.what();
   }
 }
 
@@ -425,6 +475,28 @@ int Viewer::guiTest() {
   for (size_t i = 0; i < before.size(); i += 4)
     changed += std::abs(int(before[i]) - int(after[i])) + std::abs(int(before[i + 1]) - int(after[i + 1])) > 24;
   std::printf("gui test: %zu of %zu pixels changed after moving the left shoulder\n", changed, before.size() / 4);
+  // The pose through a parameter file: saved, reset, loaded back.
+  const std::vector<double> posed = m_scene->base().pose;
+  savePose(dir + "/gui_pose.npz");
+  m_scene->applyPose(posePreset(m_scene->model(), "t-pose"));
+  loadPose(dir + "/gui_pose.npz");
+  double poseError = 0;
+  for (size_t i = 0; i < posed.size(); ++i)
+    poseError = std::max(poseError, std::abs(m_scene->base().pose[i] - posed[i]));
+  std::printf("gui test: pose saved and loaded back, largest difference %.3g rad\n", poseError);
+  // Camera presets: the front and top views of the same frame differ.
+  frameAvatars(m_camera, *m_scene, CameraView::Front);
+  m_pendingScreenshot = dir + "/gui_front.png";
+  frameOnce();
+  const auto front = m_lastScreenshot;
+  frameAvatars(m_camera, *m_scene, CameraView::Top);
+  m_pendingScreenshot = dir + "/gui_top.png";
+  frameOnce();
+  size_t viewsDiffer = 0;
+  for (size_t i = 0; i < front.size() && m_lastScreenshot.size() == front.size(); i += 4)
+    viewsDiffer += std::abs(int(front[i]) - int(m_lastScreenshot[i])) > 24;
+  std::printf("gui test: front and top views differ at %zu pixels\n", viewsDiffer);
+  frameAvatars(m_camera, *m_scene, CameraView::Current);
   // Switched live to the compute rasteriser, the same frame looks the same (edges may differ by a pixel). Without
   // the skeleton the compute-shaded frame has no render pass, so its UI comes as the cached layer: this compares
   // that composite with ImGui drawing straight into the hardware path's pass.
@@ -447,7 +519,8 @@ int Viewer::guiTest() {
   m_profiler.writeChromeTrace(json);
   bool moved = changed > before.size() / 4 / 200;  // at least 0.5% of the image
   bool agree = m_computeRaster && compute.size() == after.size() && differ < after.size() / 4 / 100;  // under 1%
-  return moved && agree ? 0 : 1;
+  const bool poseBack = poseError<1e-9, viewsChange = viewsDiffer> front.size() / 4 / 100;
+  return moved && agree && poseBack && viewsChange ? 0 : 1;
 }
 
 void Viewer::cleanup() {

@@ -375,6 +375,24 @@ TEST(Cli, PoseWritesAnAnimatedGlb) {
   }
 }
 
+// Headless camera presets: a crowd seen from the front, the side and above gives three different images.
+TEST(Cli, HeadlessCameraViewsDiffer) {
+  std::vector<std::string> images;
+  for (const char* view : {"front", "side", "top"}) {
+    const fs::path shot = scratch().dir / (std::string("view_") + view + ".png");
+    Result r = run("armature-viewer", {"--headless", "--frames", "1", "--size", "64x48", "--backend", "vulkan",
+                                       "--avatars", "4", "--view", view, "--screenshot", shot.string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+    std::ifstream f(shot, std::ios::binary);
+    images.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_GT(images.back().size(), 100u);
+  }
+  EXPECT_NE(images[0], images[1]);
+  EXPECT_NE(images[0], images[2]);
+  EXPECT_NE(images[1], images[2]);
+  EXPECT_EQ(run("armature-viewer", {"--headless", "--view", "diagonal"}).code, 2);
+}
+
 // The viewer plays a motion headless: a crowd of three at their own phases, the file's description printed.
 TEST(Cli, HeadlessViewerPlaysAMotion) {
   fs::path shot = scratch().dir / "motion.png";

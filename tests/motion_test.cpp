@@ -166,6 +166,38 @@ TEST(Motion, SmplxParameterFilesLoad) {
   std::filesystem::remove(smplPath);
 }
 
+// A pose saved as a parameter file reads back as the same pose, shape, expression and translation, for each layout
+// (SMPL-X's hands through the model's mean hand, which saving subtracts and loading adds back).
+TEST(Motion, SavedPoseParametersLoadBack) {
+  for (uint32_t joints : {55u, 52u, 24u}) {
+    SCOPED_TRACE("joints " + std::to_string(joints));
+    BodyModel model = modelWithJoints(joints);
+    if (joints == 55) {
+      model.handsComponentsL = uniformValues(45 * 45, -1, 1, 1);
+      model.handsComponentsR = uniformValues(45 * 45, -1, 1, 2);
+      model.handsMeanL = uniformValues(45, -0.3, 0.3, 3);
+      model.handsMeanR = uniformValues(45, -0.3, 0.3, 4);
+    }
+    BodyParams p = BodyParams::zeros(model, 1, 10, joints == 55 ? 10 : 0);
+    p.pose = uniformValues(p.pose.size(), -0.7, 0.7, joints);
+    p.betas = uniformValues(10, -2, 2, 5);
+    p.expression = uniformValues(p.expression.size(), -2, 2, 6);
+    p.transl = {0.1, -0.2, 0.3};
+    const std::string path = tempPath("saved_pose.npz");
+    writePoseParameters(path, model, p);
+    const Motion m = loadMotion(path, model);
+    ASSERT_EQ(m.frames, 1u);
+    const BodyParams back = motionFrames(model, m, 0, 1, p.shapeComponents, p.exprComponents);
+    for (size_t i = 0; i < p.pose.size(); ++i) EXPECT_NEAR(back.pose[i], p.pose[i], 1e-12) << "pose value " << i;
+    EXPECT_EQ(back.betas, p.betas);
+    EXPECT_EQ(back.expression, p.expression);
+    EXPECT_EQ(back.transl, p.transl);
+    std::filesystem::remove(path);
+  }
+  const BodyModel model = modelWithJoints(24);
+  EXPECT_THROW(writePoseParameters(tempPath("batch.npz"), model, BodyParams::zeros(model, 2)), Error);
+}
+
 // Resampling: frames on source frames keep their values exactly; between them each rotation is the slerp (for two
 // rotations about one axis, the mean angle) and the translation the mean.
 TEST(Motion, ResamplingSlerpsRotations) {

@@ -350,4 +350,39 @@ BodyParams motionFrames(const BodyModel& model, const Motion& motion, uint32_t f
   return p;
 }
 
+void writePoseParameters(const std::string& path, const BodyModel& model, const BodyParams& p) {
+  validateBodyParams(model, p);
+  ARM_CHECK(p.batch == 1, "writePoseParameters: one pose, not a batch of %u", p.batch);
+  const JointLayout layout = jointLayoutOf(model.jointCount);
+  auto row = [&](size_t firstJoint, size_t joints) {
+    const auto begin = p.pose.begin() + long(firstJoint * 3);
+    return NpyWrite{{1, joints * 3}, NpyType::F64, std::vector<double>(begin, begin + long(joints * 3))};
+  };
+  std::map<std::string, NpyWrite> out;
+  out["betas"] = {{1, p.shapeComponents}, NpyType::F64, p.betas};
+  const NpyWrite transl{{1, 3}, NpyType::F64, p.transl};
+  if (layout == JointLayout::SmplH) {
+    out["poses"] = row(0, 52);
+    out["trans"] = transl;
+  } else {
+    out["global_orient"] = row(0, 1);
+    out["body_pose"] = row(1, layout == JointLayout::Smpl ? 23 : 21);
+    out["transl"] = transl;
+  }
+  if (layout == JointLayout::SmplX) {
+    out["jaw_pose"] = row(22, 1);
+    out["leye_pose"] = row(23, 1);
+    out["reye_pose"] = row(24, 1);
+    out["left_hand_pose"] = row(25, 15);
+    out["right_hand_pose"] = row(40, 15);
+    if (model.hasHandPca())  // loadMotion adds the mean hand back, as smplx does with flat_hand_mean=False
+      for (size_t k = 0; k < 45; ++k) {
+        out["left_hand_pose"].values[k] -= model.handsMeanL[k];
+        out["right_hand_pose"].values[k] -= model.handsMeanR[k];
+      }
+    out["expression"] = {{1, p.exprComponents}, NpyType::F64, p.expression};
+  }
+  writeNpz(path, out);
+}
+
 }  // namespace armature
