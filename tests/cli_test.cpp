@@ -345,6 +345,10 @@ TEST(Cli, PoseOnCudaMatchesTheReference) {
   ASSERT_EQ(want.size(), 55u * 3);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "value " << i;
+  Result glb = run("armature", {"pose", modelPath(), "--motion", scratch().motion.string(), "--backend", "cuda", "-o",
+                                (dir / "cuda.glb").string()});
+  ASSERT_EQ(glb.code, 0) << glb.output;
+  EXPECT_NE(glb.output.find("vertex error against cuda skinning: max "), std::string::npos) << glb.output;
 }
 
 // The motion as a skinned, animated glTF on each backend: the binary glTF header, the file's own length, and the

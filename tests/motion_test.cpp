@@ -166,6 +166,34 @@ TEST(Motion, SmplxParameterFilesLoad) {
   std::filesystem::remove(smplPath);
 }
 
+// Hands as PCA coefficients (fewer than 45 values per hand), as SMPLify-X writes them: the full pose is what smplx
+// builds with use_pca=True and flat_hand_mean=False, as .npz and as .pkl.
+TEST(Motion, PcaHandParameterFilesLoad) {
+  BodyModel model = modelWithJoints(55);
+  model.handsComponentsL = uniformValues(45 * 45, -1, 1, 11);
+  model.handsComponentsR = uniformValues(45 * 45, -1, 1, 12);
+  model.handsMeanL = uniformValues(45, -0.3, 0.3, 13);
+  model.handsMeanR = uniformValues(45, -0.3, 0.3, 14);
+  SmplxPose p;
+  p.globalOrient = uniformValues(3, -0.5, 0.5, 15);
+  p.bodyPose = uniformValues(63, -0.5, 0.5, 16);
+  p.jaw = p.leye = p.reye = {0, 0, 0};
+  p.leftHand = uniformValues(6, -1, 1, 17);
+  p.rightHand = uniformValues(6, -1, 1, 18);
+  const std::string path = tempPath("pca_hands.npz");
+  writeNpz(path, {{"global_orient", f64({1, 3}, p.globalOrient)},
+                  {"body_pose", f64({1, 63}, p.bodyPose)},
+                  {"left_hand_pose", f64({1, 6}, p.leftHand)},
+                  {"right_hand_pose", f64({1, 6}, p.rightHand)}});
+  SmplxPoseOptions options;
+  options.numPcaComps = 6;
+  const std::vector<double> want = smplxFullPose(model, p, options, 1);
+  const Motion m = loadMotion(path, model);
+  ASSERT_EQ(m.pose.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(m.pose[i], want[i], 1e-12) << "pose value " << i;
+  std::filesystem::remove(path);
+}
+
 // A pose saved as a parameter file reads back as the same pose, shape, expression and translation, for each layout
 // (SMPL-X's hands through the model's mean hand, which saving subtracts and loading adds back).
 TEST(Motion, SavedPoseParametersLoadBack) {
