@@ -198,6 +198,32 @@ TEST(Pickle, ClassesThatWouldRunCodeAreRefused) {
   EXPECT_NE(pickleError(list.bytes()).find("expected a pickled dict"), std::string::npos);
 }
 
+// A sparse matrix whose index arrays do not fit its values is refused before any index is used (a fuzzed
+// corruption of this shape once read past the data).
+TEST(Pickle, MalformedSparseMatricesAreRefused) {
+  for (const std::vector<double>& indptr :
+       {std::vector<double>{0, 100, 5}, std::vector<double>{0, 3, 1}, std::vector<double>{0, 2, 4}}) {
+    PickleWriter w(2);
+    w.op('}');
+    w.op('(');
+    w.str("J_regressor");
+    w.object("scipy.sparse.csc", "csc_matrix", [&] {
+      w.str("_shape");
+      w.tuple({3, 2});
+      w.str("data");
+      w.array({{5}, NpyType::F64, {1, 2, 3, 4, 5}});
+      w.str("indices");
+      w.array({{5}, NpyType::I32, {0, 1, 2, 0, 1}});
+      w.str("indptr");
+      w.array({{3}, NpyType::I32, indptr});
+    });
+    w.op('u');
+    const std::string error = pickleError(w.bytes());
+    EXPECT_NE(error.find("'J_regressor'"), std::string::npos) << error;
+    EXPECT_NE(error.find(" matrix "), std::string::npos) << error;
+  }
+}
+
 // Every prefix of a released-layout pickle, and thousands of corruptions of it, give a model or an armature::Error:
 // never a crash (the sanitizer build runs this too).
 TEST(Pickle, TruncationsAndCorruptionsFailCleanly) {

@@ -799,7 +799,9 @@ struct Decoder {
     a.values.assign(rows * cols, 0.0);
     for (size_t o = 0; o < outer; ++o) {
       const double begin = indptr.values[o], end = indptr.values[o + 1];
-      if (!(begin <= end)) fail(where, "a sparse matrix whose indptr decreases at " + std::to_string(o));
+      if (!(begin <= end && end <= double(data.size())))
+        fail(where, "a sparse matrix whose indptr decreases or passes its " + std::to_string(data.size()) +
+                        " values at " + std::to_string(o));
       for (size_t k = size_t(begin); k < size_t(end); ++k) {
         const double in = indices.values[k];
         if (!(in >= 0 && in < double(inner)))
