@@ -1,0 +1,276 @@
+// Joint forests and the CPU reference of joint propagation: validation with errors naming the joint, the
+// heavy-path decomposition's invariants on wide, deep, shuffled and many-rooted forests, the forward on cases with
+// known answers, and every gradient of the backward against central differences in double.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "armature/error.h"
+#include "armature/ops/joint_forest.h"
+#include "armature/ops/joint_propagation.h"
+
+using namespace armature;
+
+namespace {
+
+// parent[i] uniform in [i - window, i - 1] (the random tree), optionally relabelled by a random
+// permutation (so parents may come after children) and with extra roots.
+std::vector<int32_t> randomForest(uint32_t n, uint32_t window, std::mt19937_64& rng, bool shuffled,
+                                  uint32_t extraRoots = 0) {
+  std::vector<int32_t> parents(n, -1);
+  for (uint32_t i = 1; i < n; ++i) parents[i] = int32_t(i - 1 - rng() % std::min(i, window));
+  for (uint32_t k = 0; k < extraRoots && n > 0; ++k) parents[rng() % n] = -1;
+  if (!shuffled) return parents;
+  std::vector<uint32_t> label(n);
+  std::iota(label.begin(), label.end(), 0u);
+  std::shuffle(label.begin(), label.end(), rng);
+  std::vector<int32_t> out(n);
+  for (uint32_t i = 0; i < n; ++i) out[label[i]] = parents[i] < 0 ? -1 : int32_t(label[size_t(parents[i])]);
+  return out;
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The decomposition's invariants: order() a parent-first permutation; along a path each joint's parent is the one
+// before it; a path's top has no parent or one on a path of an earlier generation; the generation bound.
+void expectValidDecomposition(const JointForest& f) {
+  const size_t N = f.size();
+  ASSERT_EQ(f.order().size(), N);
+  std::vector<int32_t> pathOf(N, -1), generationOf(f.paths(), -1);
+  for (uint32_t g = 0; g < f.generations(); ++g)
+    for (uint32_t p = f.generationStart()[g]; p < f.generationStart()[g + 1]; ++p) generationOf[p] = int32_t(g);
+  for (uint32_t p = 0; p < f.paths(); ++p) {
+    ASSERT_LT(f.pathStart()[p], f.pathStart()[p + 1]) << "an empty path";
+    for (uint32_t k = f.pathStart()[p]; k < f.pathStart()[p + 1]; ++k) {
+      const uint32_t j = f.order()[k];
+      ASSERT_EQ(pathOf[j], -1) << "joint " << j << " twice";
+      pathOf[j] = int32_t(p);
+      const int32_t parent = f.parents()[j];
+      if (k > f.pathStart()[p]) {
+        ASSERT_EQ(parent, int32_t(f.order()[k - 1])) << "joint " << j;
+      } else if (parent >= 0) {
+        ASSERT_GE(pathOf[size_t(parent)], 0) << "a top before its parent";
+        ASSERT_LT(generationOf[size_t(pathOf[size_t(parent)])], generationOf[p]);
+      }
+    }
+  }
+  EXPECT_EQ(f.pathStart().back(), N);
+  EXPECT_LE(f.generations(), N ? uint32_t(std::floor(std::log2(double(N)))) + 1 : 0u);
+}
+
+JointLocalsRef randomLocals(const JointForest& f, uint32_t batch, LocalTransform kind, uint32_t points,
+                            std::mt19937_64& rng, bool skinning) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  const size_t N = f.size();
+  JointLocalsRef in;
+  in.batch = batch;
+  in.kind = kind;
+  if (kind == LocalTransform::Rigid) {
+    in.rotations.resize(batch * N * 4);
+    for (size_t i = 0; i < batch * N; ++i) {
+      double* q = &in.rotations[i * 4];
+      double norm = 0;
+      for (int c = 0; c < 4; ++c) q[c] = u(rng), norm += q[c] * q[c];
+      for (int c = 0; c < 4; ++c) q[c] /= std::sqrt(norm);
+    }
+    in.translations.resize(batch * N * 3);
+    for (double& x : in.translations) x = 0.3 * u(rng);
+  } else {
+    in.affine.resize(batch * N * 12);
+    for (size_t i = 0; i < in.affine.size(); ++i) in.affine[i] = (i % 12 % 5 == 0 ? 1.0 : 0.0) + 0.4 * u(rng);
+  }
+  if (skinning) {
+    in.inverseBind.resize(N * 12);
+    for (size_t i = 0; i < in.inverseBind.size(); ++i) in.inverseBind[i] = (i % 12 % 5 == 0 ? 1.0 : 0.0) + 0.3 * u(rng);
+  }
+  for (uint32_t k = 0; k < points; ++k) {
+    in.pointJoints.push_back(int32_t(rng() % N));
+    for (int c = 0; c < 3; ++c) in.points.push_back(0.5 * u(rng));
+  }
+  return in;
+}
+
+// <weights, outputs> for fixed random weights: the loss whose gradients the backward must give.
+struct Loss {
+  JointGlobalsRef weights;
+  double operator()(const JointForest& f, const JointLocalsRef& in) const {
+    const JointGlobalsRef out = propagateJointsRef(f, in);
+    double sum = 0;
+    for (auto [w, y] : {std::pair{&weights.globals, &out.globals},
+                        {&weights.skinning, &out.skinning},
+                        {&weights.positions, &out.positions},
+                        {&weights.points, &out.points}})
+      for (size_t i = 0; i < w->size(); ++i) sum += (*w)[i] * (*y)[i];
+    return sum;
+  }
+};
+
+}  // namespace
+
+TEST(JointForest, BadParentsAreNamed) {
+  EXPECT_NE(errorOf([] { JointForest({-1, 0, 7}); }).find("joint 2 has parent 7"), std::string::npos);
+  EXPECT_NE(errorOf([] { JointForest({-1, -2}); }).find("joint 1 has parent -2"), std::string::npos);
+  EXPECT_NE(errorOf([] { JointForest({-1, 1}); }).find("joint 1 is its own parent"), std::string::npos);
+  const std::string cycle = errorOf([] { JointForest({-1, 3, 1, 2, 0}); });
+  EXPECT_NE(cycle.find("cycle: 1 -> 3 -> 2 -> 1"), std::string::npos) << cycle;
+  // A chain hanging off a cycle: the cycle is named, not the chain.
+  const std::string hanging = errorOf([] { JointForest({1, 2, 3, 2}); });
+  EXPECT_NE(hanging.find("cycle: 2 -> 3 -> 2"), std::string::npos) << hanging;
+}
+
+TEST(JointForest, DecompositionOfWideDeepShuffledAndEmptyForests) {
+  std::mt19937_64 rng(7);
+  const JointForest empty({});
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(empty.paths(), 0u);
+  EXPECT_EQ(empty.generations(), 0u);
+  EXPECT_EQ(empty.depth(), 0u);
+  const JointForest single({-1});
+  EXPECT_EQ(single.paths(), 1u);
+  EXPECT_EQ(single.depth(), 1u);
+  expectValidDecomposition(single);
+
+  std::vector<int32_t> chain(100000);
+  for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
+  const JointForest deep(chain);
+  EXPECT_EQ(deep.depth(), 100000u);
+  EXPECT_EQ(deep.paths(), 1u);  // one path, one generation: a single scan
+  expectValidDecomposition(deep);
+
+  std::vector<int32_t> star(100001, 0);
+  star[0] = -1;
+  const JointForest wide(star);
+  EXPECT_EQ(wide.depth(), 2u);
+  EXPECT_EQ(wide.paths(), 100000u);
+  EXPECT_EQ(wide.generations(), 2u);
+  expectValidDecomposition(wide);
+
+  for (bool shuffled : {false, true}) {
+    const JointForest random(randomForest(100000, 64, rng, shuffled, 37));
+    EXPECT_GE(random.roots(), 2u);
+    EXPECT_LE(random.roots(), 38u);  // joint 0 and 37 more (some may coincide)
+    expectValidDecomposition(random);
+  }
+  std::vector<int32_t> many(1000, -1);  // all roots
+  const JointForest flat(many);
+  EXPECT_EQ(flat.roots(), 1000u);
+  EXPECT_EQ(flat.generations(), 1u);
+  expectValidDecomposition(flat);
+}
+
+// Known answers: a chain of pure translations accumulates them; affine locals built from the rigid ones give the
+// same globals; skinning matrices are global × inverse bind; points ride their joint.
+TEST(JointPropagationRef, KnownAnswers) {
+  const JointForest chain({-1, 0, 1, 2});
+  JointLocalsRef in;
+  in.rotations = std::vector<double>(16, 0.0);
+  for (size_t j = 0; j < 4; ++j) in.rotations[j * 4 + 3] = 1;  // identity
+  in.translations = {1, 0, 0, 0, 2, 0, 0, 0, 3, 1, 1, 1};
+  in.inverseBind = std::vector<double>(48, 0.0);
+  for (size_t j = 0; j < 4; ++j)
+    in.inverseBind[j * 12] = in.inverseBind[j * 12 + 5] = in.inverseBind[j * 12 + 10] = 1,
+                       in.inverseBind[j * 12 + 3] = -1;
+  in.pointJoints = {3};
+  in.points = {0.5, 0, 0};
+  const JointGlobalsRef out = propagateJointsRef(chain, in);
+  EXPECT_EQ(out.positions, (std::vector<double>{1, 0, 0, 1, 2, 0, 1, 2, 3, 2, 3, 4}));
+  EXPECT_EQ(out.skinning[3 * 12 + 3], 1.0);  // x translation 2 - 1
+  EXPECT_EQ(out.points, (std::vector<double>{2.5, 3, 4}));
+
+  std::mt19937_64 rng(3);
+  const JointForest f(randomForest(50, 8, rng, true, 3));
+  const JointLocalsRef rigid = randomLocals(f, 2, LocalTransform::Rigid, 5, rng, true);
+  JointLocalsRef affine = rigid;
+  affine.kind = LocalTransform::Affine;
+  const JointGlobalsRef fromRigid = propagateJointsRef(f, rigid);
+  // The rigid locals as matrices: the globals of a one-joint forest per local.
+  const JointForest one({-1});
+  for (size_t i = 0; i < 2 * 50; ++i) {
+    JointLocalsRef single;
+    single.rotations.assign(&rigid.rotations[i * 4], &rigid.rotations[i * 4 + 4]);
+    single.translations.assign(&rigid.translations[i * 3], &rigid.translations[i * 3 + 3]);
+    const std::vector<double> m = propagateJointsRef(one, single).globals;
+    affine.affine.insert(affine.affine.end(), m.begin(), m.end());
+  }
+  const JointGlobalsRef fromAffine = propagateJointsRef(f, affine);
+  for (size_t i = 0; i < fromRigid.globals.size(); ++i) EXPECT_NEAR(fromAffine.globals[i], fromRigid.globals[i], 1e-12);
+  for (size_t i = 0; i < fromRigid.points.size(); ++i) EXPECT_NEAR(fromAffine.points[i], fromRigid.points[i], 1e-12);
+}
+
+// Every gradient against central differences: rigid and affine locals on a shuffled forest with several roots, a
+// batch of 2, skinning matrices and attached points, each output weighted at random.
+TEST(JointPropagationRef, BackwardMatchesFiniteDifferences) {
+  for (LocalTransform kind : {LocalTransform::Rigid, LocalTransform::Affine}) {
+    SCOPED_TRACE(kind == LocalTransform::Rigid ? "rigid" : "affine");
+    std::mt19937_64 rng(kind == LocalTransform::Rigid ? 11 : 12);
+    const JointForest f(randomForest(23, 5, rng, true, 2));
+    JointLocalsRef in = randomLocals(f, 2, kind, 7, rng, true);
+    const JointGlobalsRef shape = propagateJointsRef(f, in);
+    std::uniform_real_distribution<double> u(-1, 1);
+    Loss loss;
+    for (auto [w, y] : {std::pair{&loss.weights.globals, &shape.globals},
+                        {&loss.weights.skinning, &shape.skinning},
+                        {&loss.weights.positions, &shape.positions},
+                        {&loss.weights.points, &shape.points}}) {
+      w->resize(y->size());
+      for (double& x : *w) x = u(rng);
+    }
+    const JointLocalGradsRef g = propagateJointsBackwardRef(f, in, loss.weights);
+    auto check = [&](std::vector<double>& values, const std::vector<double>& analytic, const char* name) {
+      ASSERT_EQ(analytic.size(), values.size()) << name;
+      for (size_t i = 0; i < values.size(); ++i) {
+        const double keep = values[i], h = 1e-6;
+        values[i] = keep + h;
+        const double up = loss(f, in);
+        values[i] = keep - h;
+        const double down = loss(f, in);
+        values[i] = keep;
+        const double numeric = (up - down) / (2 * h);
+        EXPECT_NEAR(analytic[i], numeric, 1e-6 * (1 + std::abs(numeric))) << name << "[" << i << "]";
+      }
+    };
+    if (kind == LocalTransform::Rigid) {
+      check(in.rotations, g.rotations, "rotations");
+      check(in.translations, g.translations, "translations");
+    } else {
+      check(in.affine, g.affine, "affine");
+    }
+    check(in.points, g.points, "points");
+  }
+}
+
+TEST(JointPropagationRef, BadInputsAreClearErrors) {
+  std::mt19937_64 rng(5);
+  const JointForest f({-1, 0, 0});
+  JointLocalsRef in = randomLocals(f, 1, LocalTransform::Rigid, 2, rng, false);
+  JointLocalsRef shortRotations = in;
+  shortRotations.rotations.pop_back();
+  EXPECT_NE(errorOf([&] { propagateJointsRef(f, shortRotations); }).find("rotations has 11 values, expected 12"),
+            std::string::npos);
+  JointLocalsRef badPoint = in;
+  badPoint.pointJoints[1] = 3;
+  EXPECT_NE(errorOf([&] { propagateJointsRef(f, badPoint); }).find("point 1 is attached to joint 3"),
+            std::string::npos);
+  JointLocalsRef nan = in;
+  nan.translations[4] = std::nan("");
+  EXPECT_NE(errorOf([&] { propagateJointsRef(f, nan); }).find("translations[4]"), std::string::npos);
+  JointGlobalsRef grads;
+  grads.skinning.assign(36, 1.0);
+  EXPECT_NE(errorOf([&] { propagateJointsBackwardRef(f, in, grads); }).find("without inverse binds"),
+            std::string::npos);
+  // An empty forest propagates to nothing.
+  const JointForest empty({});
+  JointLocalsRef none;
+  EXPECT_TRUE(propagateJointsRef(empty, none).globals.empty());
+}
