@@ -8,9 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "armature/body/gltf_character.h"
 #include "armature/body/gltf_export.h"
+#include "armature/ops/joint_propagation.h"
 #include "armature/error.h"
 #include "support/body_fixtures.h"
 #include "support/temp_path.h"
@@ -189,6 +192,81 @@ TEST(GltfExport, RoundTripThroughTinygltfMatchesOurSkinning) {
     }
     std::filesystem::remove(path);
   }
+}
+
+// The export loaded as a glTF character and played through joint propagation and linear blend skinning: the same
+// vertices as skinning the export directly, on every key frame.
+TEST(GltfCharacter, ExportedAvatarPlaysThroughJointPropagation) {
+  std::mt19937_64 rng(31);
+  const uint32_t J = 24;
+  const BodyModel model = sixInfluenceModel(J, rng);
+  const Motion motion = randomMotion(model, 5, rng);
+  const GltfRig rig = gltfRig(model, motion.betas, {}, 8);
+  const GltfAnimation animation = gltfAnimation(model, rig, motion, 0, 5);
+  const std::string path = tempPath("character.glb");
+  writeGlb(path, model, rig, animation);
+  const GltfCharacter c = loadGltfCharacter(path);
+  EXPECT_EQ(c.jointCount(), J);
+  EXPECT_EQ(c.parents, model.parents);
+  EXPECT_EQ(c.influences, 8u);
+  EXPECT_EQ(c.vertexCount(), model.vertexCount);
+  ASSERT_EQ(c.clips.size(), 1u);
+  EXPECT_NEAR(c.clips[0].seconds, 4.0 / 24.0, 1e-6);
+  const JointForest forest(c.parents);
+  for (uint32_t t = 0; t < 5; ++t) {
+    JointLocalsRef locals;
+    locals.kind = LocalTransform::Affine;
+    locals.affine = sampleGltfLocals(c, 0, t / 24.0);
+    locals.inverseBind = c.inverseBind;
+    const JointGlobalsRef out = propagateJointsRef(forest, locals);
+    std::vector<double> skinned(c.vertexCount() * 3, 0.0);
+    for (size_t v = 0; v < c.vertexCount(); ++v)
+      for (size_t k = 0; k < c.influences; ++k) {
+        const double w = c.weights[v * c.influences + k];
+        const double* m = &out.skinning[size_t(c.joints[v * c.influences + k]) * 12];
+        for (size_t r = 0; r < 3; ++r)
+          skinned[v * 3 + r] += w * (m[r * 4] * c.vertices[v * 3] + m[r * 4 + 1] * c.vertices[v * 3 + 1] +
+                                     m[r * 4 + 2] * c.vertices[v * 3 + 2] + m[r * 4 + 3]);
+      }
+    EXPECT_LT(maxDistance(skinned, gltfSkin(model, rig, animation, t)), 2e-5) << "frame " << t;
+  }
+  std::filesystem::remove(path);
+}
+
+// STEP and CUBICSPLINE as glTF defines them, on a translation channel with two keys one second apart.
+TEST(GltfCharacter, StepAndCubicSplineChannels) {
+  GltfCharacter c;
+  c.parents = {-1};
+  c.restTrs = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+  c.rootParent = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+  GltfChannel step;
+  step.interpolation = GltfChannel::Interpolation::Step;
+  step.times = {0, 1};
+  step.values = {0, 0, 0, 1, 0, 0};
+  GltfChannel cubic = step;
+  cubic.interpolation = GltfChannel::Interpolation::CubicSpline;
+  // Per key: in-tangent, value, out-tangent. Key 0 leaves with slope 2 along x.
+  cubic.values = {0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+  c.clips = {{"step", 1, {step}}, {"cubic", 1, {cubic}}};
+  EXPECT_EQ(sampleGltfLocals(c, 0, 0.5)[3], 0.0);  // holds key 0
+  EXPECT_EQ(sampleGltfLocals(c, 0, 1.5)[3], 1.0);  // clamped to the last key
+  // Hermite at s = 0.5: 0.5·v0 + 0.125·(slope 2 × 1 s) + 0.5·v1 = 0.75.
+  EXPECT_NEAR(sampleGltfLocals(c, 1, 0.5)[3], 0.75, 1e-12);
+  EXPECT_EQ(sampleGltfLocals(c, 1, 1.0)[3], 1.0);
+}
+
+TEST(GltfCharacter, FilesWithoutASkinnedMeshAreRefused) {
+  const std::string path = tempPath("unskinned.gltf");
+  std::ofstream(path) << R"({"asset": {"version": "2.0"}, "nodes": [{"name": "empty"}], "scenes": [{"nodes": [0]}]})";
+  try {
+    loadGltfCharacter(path);
+    ADD_FAILURE() << "loaded a file without a skin";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no skinned mesh"), std::string::npos) << e.what();
+  }
+  std::ofstream(path) << "not json";
+  EXPECT_THROW(loadGltfCharacter(path), Error);
+  std::filesystem::remove(path);
 }
 
 TEST(GltfExport, BadArgumentsAreClearErrors) {

@@ -1,0 +1,360 @@
+#include "armature/body/gltf_character.h"
+
+#include <tiny_gltf.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "armature/error.h"
+#include "armature/file_checks.h"
+
+namespace armature {
+
+namespace {
+
+using Mat34 = std::array<double, 12>;  // row-major [R | t]
+
+Mat34 compose(const Mat34& a, const Mat34& b) {
+  Mat34 c;
+  for (int r = 0; r < 3; ++r)
+    for (int col = 0; col < 4; ++col) {
+      double x = col == 3 ? a[size_t(r * 4 + 3)] : 0.0;
+      for (int k = 0; k < 3; ++k) x += a[size_t(r * 4 + k)] * b[size_t(k * 4 + col)];
+      c[size_t(r * 4 + col)] = x;
+    }
+  return c;
+}
+
+// T · R(q) · S with q = (x, y, z, w).
+Mat34 trsMatrix(const double* t, const double* q, const double* s) {
+  const double x = q[0], y = q[1], z = q[2], w = q[3];
+  const double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),
+                       2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                       2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y)};
+  Mat34 m;
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) m[size_t(r * 4 + c)] = R[r * 3 + c] * s[c];
+    m[size_t(r * 4 + 3)] = t[r];
+  }
+  return m;
+}
+
+// A node's translation, rotation and scale, from its TRS or decomposed from its matrix (no shear).
+std::array<double, 10> nodeTrs(const tinygltf::Node& n) {
+  std::array<double, 10> trs = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+  if (n.matrix.size() == 16) {  // column-major
+    const auto& m = n.matrix;
+    for (int r = 0; r < 3; ++r) trs[size_t(r)] = m[size_t(12 + r)];
+    double R[3][3];
+    for (int c = 0; c < 3; ++c) {
+      const double len = std::sqrt(m[size_t(c * 4)] * m[size_t(c * 4)] + m[size_t(c * 4 + 1)] * m[size_t(c * 4 + 1)] +
+                                   m[size_t(c * 4 + 2)] * m[size_t(c * 4 + 2)]);
+      trs[size_t(7 + c)] = len;
+      for (int r = 0; r < 3; ++r) R[r][c] = len > 0 ? m[size_t(c * 4 + r)] / len : double(r == c);
+    }
+    // Rotation matrix to quaternion (Shepperd: from the largest of the trace and the diagonal).
+    const double tr = R[0][0] + R[1][1] + R[2][2];
+    double q[4];
+    if (tr > 0) {
+      const double s = 2 * std::sqrt(tr + 1);
+      q[3] = s / 4, q[0] = (R[2][1] - R[1][2]) / s, q[1] = (R[0][2] - R[2][0]) / s, q[2] = (R[1][0] - R[0][1]) / s;
+    } else if (R[0][0] > R[1][1] && R[0][0] > R[2][2]) {
+      const double s = 2 * std::sqrt(1 + R[0][0] - R[1][1] - R[2][2]);
+      q[3] = (R[2][1] - R[1][2]) / s, q[0] = s / 4, q[1] = (R[0][1] + R[1][0]) / s, q[2] = (R[0][2] + R[2][0]) / s;
+    } else if (R[1][1] > R[2][2]) {
+      const double s = 2 * std::sqrt(1 + R[1][1] - R[0][0] - R[2][2]);
+      q[3] = (R[0][2] - R[2][0]) / s, q[0] = (R[0][1] + R[1][0]) / s, q[1] = s / 4, q[2] = (R[1][2] + R[2][1]) / s;
+    } else {
+      const double s = 2 * std::sqrt(1 + R[2][2] - R[0][0] - R[1][1]);
+      q[3] = (R[1][0] - R[0][1]) / s, q[0] = (R[0][2] + R[2][0]) / s, q[1] = (R[1][2] + R[2][1]) / s, q[2] = s / 4;
+    }
+    std::copy_n(q, 4, &trs[3]);
+    return trs;
+  }
+  for (size_t k = 0; k < n.translation.size() && k < 3; ++k) trs[k] = n.translation[k];
+  for (size_t k = 0; k < n.rotation.size() && k < 4; ++k) trs[3 + k] = n.rotation[k];
+  for (size_t k = 0; k < n.scale.size() && k < 3; ++k) trs[7 + k] = n.scale[k];
+  return trs;
+}
+
+class Reader {
+ public:
+  Reader(const tinygltf::Model& g, const std::string& name) : m_g(g), m_name(name) {}
+  [[noreturn]] void fail(const std::string& message) const { throw Error(m_name + ": " + message); }
+
+  // An accessor's elements as doubles (normalised integers mapped to [0, 1]), `width` components each.
+  std::vector<double> read(int index, size_t width, const char* what) const {
+    if (index < 0 || size_t(index) >= m_g.accessors.size()) fail(std::string(what) + ": no such accessor");
+    const tinygltf::Accessor& a = m_g.accessors[size_t(index)];
+    if (size_t(tinygltf::GetNumComponentsInType(uint32_t(a.type))) != width)
+      fail(std::string(what) + ": expected " + std::to_string(width) + " components per element");
+    std::vector<double> out(a.count * width, 0.0);
+    if (a.bufferView < 0) return out;  // all zeros, as glTF defines an accessor without a view
+    if (size_t(a.bufferView) >= m_g.bufferViews.size()) fail(std::string(what) + ": no such buffer view");
+    const tinygltf::BufferView& v = m_g.bufferViews[size_t(a.bufferView)];
+    if (v.buffer < 0 || size_t(v.buffer) >= m_g.buffers.size()) fail(std::string(what) + ": no such buffer");
+    const std::vector<unsigned char>& data = m_g.buffers[size_t(v.buffer)].data;
+    const int componentBytes = tinygltf::GetComponentSizeInBytes(uint32_t(a.componentType));
+    if (componentBytes <= 0) fail(std::string(what) + ": unknown component type");
+    const size_t element = size_t(componentBytes) * width, stride = v.byteStride ? v.byteStride : element;
+    const size_t start = v.byteOffset + a.byteOffset;
+    if (a.count && (start + stride * (a.count - 1) + element > data.size() ||
+                    a.byteOffset + stride * (a.count - 1) + element > v.byteLength))
+      fail(std::string(what) + ": its data runs past its buffer");
+    for (size_t i = 0; i < a.count; ++i)
+      for (size_t c = 0; c < width; ++c) {
+        const unsigned char* p = &data[start + i * stride + c * size_t(componentBytes)];
+        double x = 0;
+        switch (a.componentType) {
+          case TINYGLTF_COMPONENT_TYPE_FLOAT: {
+            float f;
+            std::memcpy(&f, p, 4);
+            x = f;
+            break;
+          }
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE:
+            x = a.normalized ? p[0] / 255.0 : p[0];
+            break;
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
+            uint16_t u;
+            std::memcpy(&u, p, 2);
+            x = a.normalized ? u / 65535.0 : u;
+            break;
+          }
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT: {
+            uint32_t u;
+            std::memcpy(&u, p, 4);
+            x = u;
+            break;
+          }
+          default:
+            fail(std::string(what) + ": component type " + std::to_string(a.componentType) + " is not read here");
+        }
+        out[i * width + c] = x;
+      }
+    return out;
+  }
+
+ private:
+  const tinygltf::Model& m_g;
+  const std::string& m_name;
+};
+
+double keyTime(const GltfChannel& c, size_t k) { return double(c.times[k]); }
+
+}  // namespace
+
+GltfCharacter loadGltfCharacter(const std::string& path) {
+  checkRegularFile(path, "glTF file", uint64_t(2) << 30);
+  tinygltf::Model g;
+  tinygltf::TinyGLTF loader;
+  std::string error, warning;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  const bool ok = ext == ".glb" || ext == ".GLB" ? loader.LoadBinaryFromFile(&g, &error, &warning, path)
+                                                 : loader.LoadASCIIFromFile(&g, &error, &warning, path);
+  if (!ok) throw Error(path + ": not a readable glTF file: " + (error.empty() ? warning : error));
+  const Reader r(g, path);
+  GltfCharacter c;
+  c.source = path;
+  const tinygltf::Node* meshNode = nullptr;
+  for (const tinygltf::Node& n : g.nodes)
+    if (n.mesh >= 0 && n.skin >= 0 && size_t(n.mesh) < g.meshes.size() && size_t(n.skin) < g.skins.size()) {
+      meshNode = &n;
+      break;
+    }
+  if (!meshNode) r.fail("no skinned mesh (a node with both a mesh and a skin)");
+  const tinygltf::Skin& skin = g.skins[size_t(meshNode->skin)];
+  const size_t J = skin.joints.size();
+  if (J == 0 || J > 65535) r.fail("the skin has " + std::to_string(J) + " joints (expected 1 to 65535)");
+  const tinygltf::Primitive* prim = nullptr;
+  for (const tinygltf::Primitive& p : g.meshes[size_t(meshNode->mesh)].primitives)
+    if (p.attributes.count("JOINTS_0") && p.attributes.count("WEIGHTS_0") && p.attributes.count("POSITION")) {
+      prim = &p;
+      break;
+    }
+  if (!prim) r.fail("the skinned mesh has no primitive with POSITION, JOINTS_0 and WEIGHTS_0");
+  if (prim->mode != -1 && prim->mode != TINYGLTF_MODE_TRIANGLES) r.fail("the skinned primitive is not triangles");
+
+  const std::vector<double> positions = r.read(prim->attributes.at("POSITION"), 3, "POSITION");
+  c.vertices.assign(positions.begin(), positions.end());
+  const size_t V = c.vertexCount();
+  if (prim->indices >= 0) {
+    const std::vector<double> idx = r.read(prim->indices, 1, "indices");
+    for (double i : idx) {
+      if (i >= double(V))
+        r.fail("an index " + std::to_string(uint64_t(i)) + " past the " + std::to_string(V) + " vertices");
+      c.indices.push_back(uint32_t(i));
+    }
+  } else {
+    for (uint32_t i = 0; i < V; ++i) c.indices.push_back(i);
+  }
+  if (c.indices.size() % 3) r.fail("the triangle list has " + std::to_string(c.indices.size()) + " indices");
+  c.influences = prim->attributes.count("JOINTS_1") && prim->attributes.count("WEIGHTS_1") ? 8 : 4;
+  const size_t K = c.influences;
+  c.joints.assign(V * K, 0);
+  c.weights.assign(V * K, 0.0f);
+  for (size_t set = 0; set < K / 4; ++set) {
+    const std::string n = std::to_string(set);
+    const std::vector<double> joints = r.read(prim->attributes.at("JOINTS_" + n), 4, "JOINTS");
+    const std::vector<double> weights = r.read(prim->attributes.at("WEIGHTS_" + n), 4, "WEIGHTS");
+    if (joints.size() != V * 4 || weights.size() != V * 4) r.fail("JOINTS/WEIGHTS do not have one element per vertex");
+    for (size_t v = 0; v < V; ++v)
+      for (size_t k = 0; k < 4; ++k) {
+        const double j = joints[v * 4 + k], w = weights[v * 4 + k];
+        if (j >= double(J))
+          r.fail("vertex " + std::to_string(v) + " names joint " + std::to_string(uint64_t(j)) + " of a skin of " +
+                 std::to_string(J));
+        if (!(w >= 0)) r.fail("vertex " + std::to_string(v) + " has a negative or NaN weight");
+        c.joints[v * K + set * 4 + k] = uint16_t(j);
+        c.weights[v * K + set * 4 + k] = float(w);
+      }
+  }
+  for (size_t v = 0; v < V; ++v) {
+    double sum = 0;
+    for (size_t k = 0; k < K; ++k) sum += c.weights[v * K + k];
+    if (!(sum > 0)) r.fail("vertex " + std::to_string(v) + "'s weights sum to zero");
+    for (size_t k = 0; k < K; ++k) c.weights[v * K + k] = float(c.weights[v * K + k] / sum);
+  }
+
+  // The joints: node parents, each joint's nearest joint ancestor, and what lies above a root.
+  std::vector<int> nodeParent(g.nodes.size(), -1), jointOfNode(g.nodes.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int child : g.nodes[n].children)
+      if (child >= 0 && size_t(child) < g.nodes.size()) nodeParent[size_t(child)] = int(n);
+  for (size_t j = 0; j < J; ++j) {
+    const int node = skin.joints[j];
+    if (node < 0 || size_t(node) >= g.nodes.size()) r.fail("skin joint " + std::to_string(j) + " is not a node");
+    jointOfNode[size_t(node)] = int(j);
+  }
+  c.parents.assign(J, -1);
+  c.rootParent.assign(J * 12, 0.0);
+  c.restTrs.resize(J * 10);
+  for (size_t j = 0; j < J; ++j) {
+    const tinygltf::Node& node = g.nodes[size_t(skin.joints[j])];
+    c.jointNames.push_back(node.name.empty() ? "joint_" + std::to_string(j) : node.name);
+    const std::array<double, 10> trs = nodeTrs(node);
+    std::copy(trs.begin(), trs.end(), &c.restTrs[j * 10]);
+    Mat34 above = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+    int n = nodeParent[size_t(skin.joints[j])];
+    for (size_t steps = 0; n >= 0 && jointOfNode[size_t(n)] < 0; n = nodeParent[size_t(n)], ++steps) {
+      if (steps > g.nodes.size()) r.fail("the node hierarchy has a cycle");
+      const std::array<double, 10> t = nodeTrs(g.nodes[size_t(n)]);
+      above = compose(trsMatrix(&t[0], &t[3], &t[7]), above);
+    }
+    c.parents[j] = n >= 0 ? jointOfNode[size_t(n)] : -1;
+    std::copy(above.begin(), above.end(), &c.rootParent[j * 12]);
+  }
+  c.inverseBind.assign(J * 12, 0.0);
+  const std::vector<double> ibm = skin.inverseBindMatrices >= 0
+                                      ? r.read(skin.inverseBindMatrices, 16, "inverseBindMatrices")
+                                      : std::vector<double>();
+  if (!ibm.empty() && ibm.size() != J * 16)
+    r.fail("the skin has " + std::to_string(J) + " joints but " + std::to_string(ibm.size() / 16) +
+           " inverse bind matrices");
+  for (size_t j = 0; j < J; ++j)
+    for (size_t row = 0; row < 3; ++row)
+      for (size_t col = 0; col < 4; ++col)
+        c.inverseBind[j * 12 + row * 4 + col] = ibm.empty() ? double(row == col) : ibm[j * 16 + col * 4 + row];
+
+  for (const tinygltf::Animation& a : g.animations) {
+    GltfClip clip;
+    clip.name = a.name;
+    for (const tinygltf::AnimationChannel& ch : a.channels) {
+      if (ch.target_node < 0 || size_t(ch.target_node) >= g.nodes.size() || jointOfNode[size_t(ch.target_node)] < 0)
+        continue;  // not a joint of this skin
+      GltfChannel out;
+      out.joint = uint32_t(jointOfNode[size_t(ch.target_node)]);
+      if (ch.target_path == "translation")
+        out.path = GltfChannel::Path::Translation;
+      else if (ch.target_path == "rotation")
+        out.path = GltfChannel::Path::Rotation;
+      else if (ch.target_path == "scale")
+        out.path = GltfChannel::Path::Scale;
+      else
+        continue;  // morph weights
+      if (ch.sampler < 0 || size_t(ch.sampler) >= a.samplers.size()) r.fail("an animation channel without its sampler");
+      const tinygltf::AnimationSampler& s = a.samplers[size_t(ch.sampler)];
+      out.interpolation = s.interpolation == "STEP"          ? GltfChannel::Interpolation::Step
+                          : s.interpolation == "CUBICSPLINE" ? GltfChannel::Interpolation::CubicSpline
+                                                             : GltfChannel::Interpolation::Linear;
+      const std::vector<double> times = r.read(s.input, 1, "animation input");
+      const size_t width = out.path == GltfChannel::Path::Rotation ? 4 : 3;
+      const std::vector<double> values = r.read(s.output, width, "animation output");
+      const size_t perKey = out.interpolation == GltfChannel::Interpolation::CubicSpline ? 3 : 1;
+      if (times.empty() || values.size() != times.size() * width * perKey)
+        r.fail("an animation sampler with " + std::to_string(times.size()) + " times and " +
+               std::to_string(values.size() / width) + " values");
+      for (size_t k = 1; k < times.size(); ++k)
+        if (!(times[k] > times[k - 1])) r.fail("animation times that do not increase");
+      out.times.assign(times.begin(), times.end());
+      out.values.assign(values.begin(), values.end());
+      clip.seconds = std::max(clip.seconds, times.back());
+      clip.channels.push_back(std::move(out));
+    }
+    c.clips.push_back(std::move(clip));
+  }
+  return c;
+}
+
+std::vector<double> sampleGltfLocals(const GltfCharacter& c, uint32_t clipIndex, double seconds) {
+  const size_t J = c.jointCount();
+  std::vector<double> trs = c.restTrs;
+  if (clipIndex < c.clips.size()) {
+    for (const GltfChannel& ch : c.clips[clipIndex].channels) {
+      const size_t width = ch.path == GltfChannel::Path::Rotation ? 4 : 3, n = ch.times.size();
+      const bool cubic = ch.interpolation == GltfChannel::Interpolation::CubicSpline;
+      auto value = [&](size_t k, size_t part) {  // part: 0 in-tangent, 1 value, 2 out-tangent (cubic); else value
+        return &ch.values[(cubic ? k * 3 + part : k) * width];
+      };
+      const double t = std::clamp(seconds, keyTime(ch, 0), keyTime(ch, n - 1));
+      const size_t k = size_t(std::upper_bound(ch.times.begin(), ch.times.end(), float(t)) - ch.times.begin());
+      const size_t a = k == 0 ? 0 : std::min(k - 1, n - 1), b = std::min(a + 1, n - 1);
+      const double span = keyTime(ch, b) - keyTime(ch, a), s = span > 0 ? (t - keyTime(ch, a)) / span : 0.0;
+      double out[4];
+      if (ch.interpolation == GltfChannel::Interpolation::Step || a == b) {
+        for (size_t i = 0; i < width; ++i) out[i] = value(a, 1)[i];
+      } else if (cubic) {  // Hermite with tangents scaled by the key interval
+        const double s2 = s * s, s3 = s2 * s;
+        for (size_t i = 0; i < width; ++i)
+          out[i] = (2 * s3 - 3 * s2 + 1) * value(a, 1)[i] + (s3 - 2 * s2 + s) * span * value(a, 2)[i] +
+                   (-2 * s3 + 3 * s2) * value(b, 1)[i] + (s3 - s2) * span * value(b, 0)[i];
+      } else if (width == 4) {  // slerp along the shorter arc
+        double p[4], q[4], dot = 0;
+        for (size_t i = 0; i < 4; ++i) p[i] = value(a, 1)[i], q[i] = value(b, 1)[i], dot += p[i] * q[i];
+        if (dot < 0)
+          for (double& x : q) x = -x;
+        dot = std::abs(dot);
+        double wa = 1 - s, wb = s;
+        if (dot < 1 - 1e-9) {
+          const double theta = std::acos(std::min(dot, 1.0)), sn = std::sin(theta);
+          wa = std::sin((1 - s) * theta) / sn, wb = std::sin(s * theta) / sn;
+        }
+        for (size_t i = 0; i < 4; ++i) out[i] = wa * p[i] + wb * q[i];
+      } else {
+        for (size_t i = 0; i < width; ++i) out[i] = (1 - s) * value(a, 1)[i] + s * value(b, 1)[i];
+      }
+      if (width == 4) {
+        const double norm = std::sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2] + out[3] * out[3]);
+        for (double& x : out) x = norm > 0 ? x / norm : 0;
+      }
+      const size_t at = ch.path == GltfChannel::Path::Translation ? 0 : ch.path == GltfChannel::Path::Rotation ? 3 : 7;
+      std::copy_n(out, width, &trs[ch.joint * 10 + at]);
+    }
+  }
+  std::vector<double> locals(J * 12);
+  for (size_t j = 0; j < J; ++j) {
+    Mat34 m = trsMatrix(&trs[j * 10], &trs[j * 10 + 3], &trs[j * 10 + 7]);
+    if (c.parents[j] < 0) {
+      Mat34 above;
+      std::copy_n(&c.rootParent[j * 12], 12, above.begin());
+      m = compose(above, m);
+    }
+    std::copy(m.begin(), m.end(), &locals[j * 12]);
+  }
+  return locals;
+}
+
+}  // namespace armature
