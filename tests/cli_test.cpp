@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +17,8 @@
 
 #include "armature/body/npz.h"
 #include "armature/device.h"
+#include "support/body_fixtures.h"
+#include "support/pickle_writer.h"
 
 namespace {
 
@@ -349,6 +352,25 @@ TEST(Cli, PoseOnCudaMatchesTheReference) {
                                 (dir / "cuda.glb").string()});
   ASSERT_EQ(glb.code, 0) << glb.output;
   EXPECT_NE(glb.output.find("vertex error against cuda skinning: max "), std::string::npos) << glb.output;
+}
+
+// A model in its .pkl release layout: listed (the strings marked unread) and posed, as its .npz would be.
+TEST(Cli, PickledModelsAreListedAndPosed) {
+  std::mt19937_64 rng(4);
+  const armature::BodyModel model = armature::test::randomBodyModel(60, 55, 10, 10, rng);
+  const fs::path pkl = scratch().dir / "released.pkl";
+  const std::vector<uint8_t> bytes = armature::test::pickleBodyModel(model, 2);
+  std::ofstream(pkl, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  Result info = run("armature", {"model", "info", pkl.string()});
+  ASSERT_EQ(info.code, 0) << info.output;
+  EXPECT_NE(info.output.find("SMPL-X model"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("bs_style"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("str    () *"), std::string::npos) << info.output;
+  Result pose = run("armature", {"pose", pkl.string(), "--motion", scratch().motion.string(), "--backend", "cpu",
+                                 "--frames", "0:1", "-o", (scratch().dir / "from_pkl.obj").string()});
+  EXPECT_EQ(pose.code, 0) << pose.output;
+  EXPECT_TRUE(fs::exists(scratch().dir / "from_pkl.obj"));
 }
 
 // The motion as a skinned, animated glTF on each backend: the binary glTF header, the file's own length, and the
