@@ -10,37 +10,11 @@
 
 #include "armature/error.h"
 #include "armature/file_checks.h"
+#include "math/transform34.h"
 
 namespace armature {
 
 namespace {
-
-using Mat34 = std::array<double, 12>;  // row-major [R | t]
-
-Mat34 compose(const Mat34& a, const Mat34& b) {
-  Mat34 c;
-  for (int r = 0; r < 3; ++r)
-    for (int col = 0; col < 4; ++col) {
-      double x = col == 3 ? a[size_t(r * 4 + 3)] : 0.0;
-      for (int k = 0; k < 3; ++k) x += a[size_t(r * 4 + k)] * b[size_t(k * 4 + col)];
-      c[size_t(r * 4 + col)] = x;
-    }
-  return c;
-}
-
-// T · R(q) · S with q = (x, y, z, w).
-Mat34 trsMatrix(const double* t, const double* q, const double* s) {
-  const double x = q[0], y = q[1], z = q[2], w = q[3];
-  const double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),
-                       2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-                       2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y)};
-  Mat34 m;
-  for (int r = 0; r < 3; ++r) {
-    for (int c = 0; c < 3; ++c) m[size_t(r * 4 + c)] = R[r * 3 + c] * s[c];
-    m[size_t(r * 4 + 3)] = t[r];
-  }
-  return m;
-}
 
 // A node's translation, rotation and scale, from its TRS or decomposed from its matrix (no shear).
 std::array<double, 10> nodeTrs(const tinygltf::Node& n) {
@@ -237,7 +211,7 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
     c.jointNames.push_back(node.name.empty() ? "joint_" + std::to_string(j) : node.name);
     const std::array<double, 10> trs = nodeTrs(node);
     std::copy(trs.begin(), trs.end(), &c.restTrs[j * 10]);
-    Mat34 above = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+    Mat34 above = kIdentity34;
     int n = nodeParent[size_t(skin.joints[j])];
     for (size_t steps = 0; n >= 0 && jointOfNode[size_t(n)] < 0; n = nodeParent[size_t(n)], ++steps) {
       if (steps > g.nodes.size()) r.fail("the node hierarchy has a cycle");

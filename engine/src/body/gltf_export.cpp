@@ -11,43 +11,9 @@
 
 #include "armature/body/mesh_export.h"
 #include "armature/error.h"
+#include "math/transform34.h"
 
 namespace armature {
-
-namespace {
-
-using Mat4 = std::array<double, 16>;  // column-major, as glTF stores matrices
-
-Mat4 mul(const Mat4& a, const Mat4& b) {
-  Mat4 c{};
-  for (int col = 0; col < 4; ++col)
-    for (int row = 0; row < 4; ++row)
-      for (int k = 0; k < 4; ++k) c[size_t(col * 4 + row)] += a[size_t(k * 4 + row)] * b[size_t(col * 4 + k)];
-  return c;
-}
-
-// T(t) · R(q) with q = (x, y, z, w), as glTF composes a node's translation and rotation.
-Mat4 translationRotation(const float* t, const float* q) {
-  const double x = q[0], y = q[1], z = q[2], w = q[3];
-  return {1 - 2 * (y * y + z * z),
-          2 * (x * y + z * w),
-          2 * (x * z - y * w),
-          0,
-          2 * (x * y - z * w),
-          1 - 2 * (x * x + z * z),
-          2 * (y * z + x * w),
-          0,
-          2 * (x * z + y * w),
-          2 * (y * z - x * w),
-          1 - 2 * (x * x + y * y),
-          0,
-          t[0],
-          t[1],
-          t[2],
-          1};
-}
-
-}  // namespace
 
 GltfRig gltfRig(const BodyModel& m, const std::vector<double>& betas, const std::vector<double>& expression,
                 uint32_t influences) {
@@ -138,18 +104,19 @@ std::vector<double> gltfSkin(const BodyModel& m, const GltfRig& rig, const GltfA
   ARM_CHECK(frame < a.frames, "gltfSkin: frame %u of %u", frame, a.frames);
   const size_t J = m.jointCount, V = m.vertexCount, K = rig.influences;
   // Each joint's global matrix times its inverse bind matrix (a translation by minus its rest location).
-  std::vector<Mat4> global(J), skin(J);
+  std::vector<Mat34> global(J), skin(J);
   for (int32_t j : m.topologicalOrder()) {
     const size_t u = size_t(j);
     const int32_t p = m.parents[u];
-    float local[3];
+    double local[3], q[4];
     for (size_t c = 0; c < 3; ++c)
       local[c] = p < 0 ? a.rootTranslation[frame * 3 + c] : rig.joints[u * 3 + c] - rig.joints[size_t(p) * 3 + c];
-    const Mat4 own = translationRotation(local, &a.rotations[(frame * J + u) * 4]);
-    global[u] = p < 0 ? own : mul(global[size_t(p)], own);
-    Mat4 inverseBind{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-    for (size_t c = 0; c < 3; ++c) inverseBind[12 + c] = -double(rig.joints[u * 3 + c]);
-    skin[u] = mul(global[u], inverseBind);
+    for (size_t c = 0; c < 4; ++c) q[c] = a.rotations[(frame * J + u) * 4 + c];
+    const Mat34 own = trsMatrix(local, q);
+    global[u] = p < 0 ? own : compose(global[size_t(p)], own);
+    Mat34 inverseBind = kIdentity34;
+    for (size_t c = 0; c < 3; ++c) inverseBind[c * 4 + 3] = -double(rig.joints[u * 3 + c]);
+    skin[u] = compose(global[u], inverseBind);
   }
   std::vector<double> out(V * 3, 0.0);
   for (size_t v = 0; v < V; ++v) {
@@ -157,9 +124,9 @@ std::vector<double> gltfSkin(const BodyModel& m, const GltfRig& rig, const GltfA
     for (size_t k = 0; k < K; ++k) {
       const double w = rig.weights[v * K + k];
       if (w == 0) continue;
-      const Mat4& s = skin[rig.indices[v * K + k]];
+      const Mat34& s = skin[rig.indices[v * K + k]];
       for (size_t r = 0; r < 3; ++r)
-        out[v * 3 + r] += w * (s[r] * x[0] + s[4 + r] * x[1] + s[8 + r] * x[2] + s[12 + r]);
+        out[v * 3 + r] += w * (s[r * 4] * x[0] + s[r * 4 + 1] * x[1] + s[r * 4 + 2] * x[2] + s[r * 4 + 3]);
     }
   }
   return out;

@@ -5,24 +5,11 @@
 
 #include "armature/error.h"
 #include "armature/ops/joint_propagation.h"
+#include "math/transform34.h"
 
 namespace armature {
 
 namespace {
-
-using Mat34 = std::array<double, 12>;  // row-major [R | t]
-
-// a · b with the implied last rows (0 0 0 1).
-Mat34 compose(const Mat34& a, const Mat34& b) {
-  Mat34 c;
-  for (int r = 0; r < 3; ++r)
-    for (int col = 0; col < 4; ++col) {
-      double x = col == 3 ? a[size_t(r * 4 + 3)] : 0.0;
-      for (int k = 0; k < 3; ++k) x += a[size_t(r * 4 + k)] * b[size_t(k * 4 + col)];
-      c[size_t(r * 4 + col)] = x;
-    }
-  return c;
-}
 
 Mat34 local(const JointLocalsRef& in, size_t index) {  // index = b·N + j
   Mat34 m;
@@ -30,16 +17,10 @@ Mat34 local(const JointLocalsRef& in, size_t index) {  // index = b·N + j
     for (size_t k = 0; k < 12; ++k) m[k] = in.affine[index * 12 + k];
     return m;
   }
-  const double* q = &in.rotations[index * 4];
-  const double x = q[0], y = q[1], z = q[2], w = q[3];
-  const double* t = &in.translations[index * 3];
-  m = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),     t[0],
-       2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),     t[1],
-       2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y), t[2]};
-  return m;
+  return trsMatrix(&in.translations[index * 3], &in.rotations[index * 4]);
 }
 
-// d<gradR, R(q)>/dq for the formula above.
+// d<gradR, R(q)>/dq for trsMatrix's rotation (math/transform34.h).
 std::array<double, 4> quaternionBackward(const double* q, const Mat34& g) {
   const double x = q[0], y = q[1], z = q[2], w = q[3];
   auto G = [&](int r, int c) { return g[size_t(r * 4 + c)]; };
