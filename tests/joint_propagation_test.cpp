@@ -9,11 +9,15 @@
 #include <numeric>
 #include <random>
 
+#include "armature/body/body_model.h"
 #include "armature/error.h"
 #include "armature/ops/joint_forest.h"
 #include "armature/ops/joint_propagation.h"
+#include "support/compare.h"
+#include "support/vk_test_env.h"
 
 using namespace armature;
+using namespace armature::test;
 
 namespace {
 
@@ -74,6 +78,7 @@ JointLocalsRef randomLocals(const JointForest& f, uint32_t batch, LocalTransform
   std::uniform_real_distribution<double> u(-1, 1);
   const size_t N = f.size();
   JointLocalsRef in;
+  if (N == 0) return in;
   in.batch = batch;
   in.kind = kind;
   if (kind == LocalTransform::Rigid) {
@@ -87,8 +92,10 @@ JointLocalsRef randomLocals(const JointForest& f, uint32_t batch, LocalTransform
     in.translations.resize(batch * N * 3);
     for (double& x : in.translations) x = 0.3 * u(rng);
   } else {
+    // Near the identity by 0.4/√depth, so that products along the deepest chain stay of order one.
+    const double spread = 0.4 / std::sqrt(double(f.depth()));
     in.affine.resize(batch * N * 12);
-    for (size_t i = 0; i < in.affine.size(); ++i) in.affine[i] = (i % 12 % 5 == 0 ? 1.0 : 0.0) + 0.4 * u(rng);
+    for (size_t i = 0; i < in.affine.size(); ++i) in.affine[i] = (i % 12 % 5 == 0 ? 1.0 : 0.0) + spread * u(rng);
   }
   if (skinning) {
     in.inverseBind.resize(N * 12);
@@ -273,4 +280,142 @@ TEST(JointPropagationRef, BadInputsAreClearErrors) {
   const JointForest empty({});
   JointLocalsRef none;
   EXPECT_TRUE(propagateJointsRef(empty, none).globals.empty());
+}
+
+// ---- GPU ---------------------------------------------------------------------------------------------------------
+
+namespace {
+
+struct ForestCase {
+  std::string name;
+  std::vector<int32_t> parents;
+  uint32_t batch;
+};
+
+// `wide`: the joints of the deep chain and the children of the wide root (100k; lavapipe walks at most 60,000 steps
+// per invocation).
+std::vector<ForestCase> gpuCases(uint32_t wide) {
+  std::mt19937_64 r(19);
+  std::vector<int32_t> chain(wide), star(wide + 1, 0);
+  for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
+  star[0] = -1;
+  return {{"SMPL-X tree x 37", smplxParents(), 37},
+          {"random 5000, shuffled, 6 roots", randomForest(5000, 16, r, true, 5), 3},
+          {"chain of " + std::to_string(wide), chain, 1},
+          {"root with " + std::to_string(wide) + " children", star, 1},
+          {"one joint", {-1}, 5},
+          {"1000 roots", std::vector<int32_t>(1000, -1), 2}};
+}
+
+// Float inputs: the reference reads the same rounded values.
+void roundToFloat(std::vector<double>& v) {
+  for (double& x : v) x = double(float(x));
+}
+
+}  // namespace
+
+class JointPropagationOp : public OnBackend {};
+ARM_ON_GPU_BACKENDS(JointPropagationOp);
+
+// Forward and backward against the double reference, outputs NaN-poisoned, for rigid and affine locals on wide,
+// deep, shuffled, batched and trivial forests. Tolerances: float composition along a chain of depth D loses about
+// D ulps in the worst case (errors of independent rounding grow like √D), so globals are held to 2e-6·√D relative
+// to the largest value, gradients (sums over subtrees) to 1e-5·√D; the backward's second run must give the same
+// bits.
+TEST_P(JointPropagationOp, MatchesReference) {
+  const bool lavapipe = device().vulkan() && device().vulkan()->info().isCpu();
+  for (const ForestCase& c : gpuCases(lavapipe && backend() == Backend::Vulkan ? 30000 : 100000)) {
+    const JointForest forest(c.parents);
+    const DeviceJointForest onDevice(device(), forest);
+    for (LocalTransform kind : {LocalTransform::Rigid, LocalTransform::Affine}) {
+      SCOPED_TRACE(c.name + (kind == LocalTransform::Rigid ? ", rigid" : ", affine"));
+      std::mt19937_64 r(uint64_t(forest.size()) * 7 + uint64_t(kind));
+      JointLocalsRef in = randomLocals(forest, c.batch, kind, 0, r, true);
+      for (auto* v : {&in.rotations, &in.translations, &in.affine, &in.inverseBind}) roundToFloat(*v);
+      const JointGlobalsRef want = propagateJointsRef(forest, in);
+      const size_t BN = size_t(c.batch) * forest.size();
+      JointGlobalsRef grads;
+      grads.globals = uniform(BN * 12, -1, 1);
+      grads.skinning = uniform(BN * 12, -1, 1);
+      grads.positions = uniform(BN * 3, -1, 1);
+      for (auto* v : {&grads.globals, &grads.skinning, &grads.positions}) roundToFloat(*v);
+      const JointLocalGradsRef wantGrads = propagateJointsBackwardRef(forest, in, grads);
+
+      const bool rigid = kind == LocalTransform::Rigid;
+      DeviceBuffer rotations = device().upload(cast<float>(rigid ? in.rotations : std::vector<double>(1)));
+      DeviceBuffer translations = device().upload(cast<float>(rigid ? in.translations : std::vector<double>(1)));
+      DeviceBuffer affine = device().upload(cast<float>(rigid ? std::vector<double>(1) : in.affine));
+      DeviceBuffer inverseBind = device().upload(cast<float>(in.inverseBind));
+      DeviceBuffer gGlobals = device().upload(cast<float>(grads.globals));
+      DeviceBuffer gSkinning = device().upload(cast<float>(grads.skinning));
+      DeviceBuffer gPositions = device().upload(cast<float>(grads.positions));
+      DeviceBuffer globals = device().allocate(ElementType::Float32, BN * 12),
+                   skinning = device().allocate(ElementType::Float32, BN * 12),
+                   positions = device().allocate(ElementType::Float32, BN * 3),
+                   adjoint = device().allocate(ElementType::Float32, BN * 12),
+                   gradA = device().allocate(ElementType::Float32, BN * (rigid ? 4 : 12)),
+                   gradB = device().allocate(ElementType::Float32, BN * 3);
+      for (DeviceBuffer* b : {&globals, &skinning, &positions, &adjoint, &gradA, &gradB}) b->fill(nanBits());
+      JointPropagationArgs fwd{&onDevice, c.batch, kind};
+      (rigid ? fwd.rotations : fwd.affine) = rigid ? rotations.view() : affine.view();
+      if (rigid) fwd.translations = translations;
+      fwd.inverseBind = inverseBind;
+      fwd.globals = globals, fwd.skinning = skinning, fwd.positions = positions;
+      JointPropagationBackwardArgs bwd{&onDevice, c.batch, kind};
+      bwd.rotations = fwd.rotations, bwd.translations = fwd.translations, bwd.affine = fwd.affine;
+      bwd.inverseBind = inverseBind, bwd.globals = globals;
+      bwd.gradGlobals = gGlobals, bwd.gradSkinning = gSkinning, bwd.gradPositions = gPositions;
+      bwd.adjoint = adjoint;
+      (rigid ? bwd.gradRotations : bwd.gradAffine) = gradA;
+      if (rigid) bwd.gradTranslations = gradB;
+      run([&](const Exec& exec) {
+        propagateJoints(exec, fwd);
+        propagateJointsBackward(exec, bwd);
+      });
+      const double depth = std::sqrt(double(forest.depth()));
+      auto scaled = [&](const std::vector<double>& v, double tol) {
+        double largest = 0;
+        for (double x : v) largest = std::max(largest, std::abs(x));
+        return Tol{tol * depth * std::max(largest, 1.0), 0};
+      };
+      EXPECT_TRUE(allClose(globals.download<float>(BN * 12), want.globals, scaled(want.globals, 2e-6)));
+      EXPECT_TRUE(allClose(skinning.download<float>(BN * 12), want.skinning, scaled(want.skinning, 2e-6)));
+      EXPECT_TRUE(allClose(positions.download<float>(BN * 3), want.positions, scaled(want.positions, 2e-6)));
+      const std::vector<double>& wantA = rigid ? wantGrads.rotations : wantGrads.affine;
+      const std::vector<float> gotA = gradA.download<float>(wantA.size());
+      EXPECT_TRUE(allClose(gotA, wantA, scaled(wantA, 1e-5)));
+      if (rigid) {
+        EXPECT_TRUE(
+            allClose(gradB.download<float>(BN * 3), wantGrads.translations, scaled(wantGrads.translations, 1e-5)));
+      }
+      run([&](const Exec& exec) { propagateJointsBackward(exec, bwd); });
+      EXPECT_EQ(gradA.download<float>(wantA.size()), gotA) << "the backward is deterministic";
+    }
+  }
+}
+
+TEST_P(JointPropagationOp, RejectsBadArguments) {
+  const JointForest forest({-1, 0, 1});
+  const DeviceJointForest onDevice(device(), forest);
+  DeviceBuffer small = device().allocate(ElementType::Float32, 4), big = device().allocate(ElementType::Float32, 1024);
+  JointPropagationArgs a{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big, {}, {}};
+  a.rotations = small;
+  expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: rotations holds 4 elements");
+  a.rotations = big;
+  a.skinning = big;
+  a.inverseBind = {};
+  expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "skinning matrices need inverseBind");
+  JointPropagationBackwardArgs b{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big};
+  b.adjoint = big, b.gradRotations = big, b.gradTranslations = big;
+  expectRejected([&](const Exec& e) { propagateJointsBackward(e, b); }, "no gradient given");
+  JointPropagationArgs none;
+  expectRejected([&](const Exec& e) { propagateJoints(e, none); }, "the forest is missing");
+  if (backend() == Backend::Vulkan && device().vulkan()->info().isCpu()) {  // lavapipe's loop budget
+    std::vector<int32_t> chain(70000);
+    for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
+    const DeviceJointForest deep(device(), JointForest(chain));
+    DeviceBuffer huge = device().allocate(ElementType::Float32, 70000 * 12);
+    const JointPropagationArgs d{&deep, 1, LocalTransform::Affine, {}, {}, huge, {}, huge, {}, {}};
+    expectRejected([&](const Exec& e) { propagateJoints(e, d); }, "more than the 60000 llvmpipe runs");
+  }
 }

@@ -12,9 +12,15 @@
 //   - points (B,P,3): points attached to joints (their coordinates (P,3) in the joint's frame), transformed.
 // The backward takes a gradient for any subset of the outputs and returns the exact gradients for the locals and
 // the attached points' coordinates (summed over the batch).
+//
+// On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float): one dispatch per generation of the
+// forest's heavy-path decomposition, an invocation per (skeleton, path) walking its path; the backward gathers each
+// joint's children in a fixed order (no atomics: the same bits on every run). Attached points are the reference's
+// alone for now.
 #include <cstdint>
 #include <vector>
 
+#include "armature/device.h"
 #include "armature/ops/joint_forest.h"
 
 namespace armature {
@@ -52,5 +58,55 @@ JointGlobalsRef propagateJointsRef(const JointForest& forest, const JointLocalsR
 // `grads` holds the gradient of a loss for each output (an empty vector: zero).
 JointLocalGradsRef propagateJointsBackwardRef(const JointForest& forest, const JointLocalsRef& locals,
                                               const JointGlobalsRef& grads);
+
+// ---- GPU ------------------------------------------------------------------------------------------------------
+
+// A forest's tables on a device, uploaded once per topology: order, path starts, parents, and each joint's light
+// children (the children that start paths) as CSR.
+class DeviceJointForest {
+ public:
+  DeviceJointForest(Device& device, const JointForest& forest);
+  const JointForest& forest() const { return m_forest; }
+  DeviceView order() const { return m_order.view(); }
+  DeviceView pathStart() const { return m_pathStart.view(); }
+  DeviceView parents() const { return m_parents.view(); }
+  DeviceView lightStart() const { return m_lightStart.view(); }
+  DeviceView lightChildren() const { return m_lightChildren.view(); }
+  // The most steps one invocation takes: a path's joints plus their light children (what the backward visits).
+  uint64_t longestWalk() const { return m_longestWalk; }
+
+ private:
+  JointForest m_forest;
+  uint64_t m_longestWalk = 0;
+  DeviceBuffer m_order, m_pathStart, m_parents, m_lightStart, m_lightChildren;
+};
+
+// Float views shaped as the reference's vectors; an empty view is an absent optional one.
+struct JointPropagationArgs {
+  const DeviceJointForest* forest = nullptr;
+  uint32_t batch = 1;
+  LocalTransform kind = LocalTransform::Rigid;
+  DeviceView rotations, translations;  // rigid: (B,N,4), (B,N,3)
+  DeviceView affine;                   // affine: (B,N,12)
+  DeviceView inverseBind;              // (N,12): needed for skinning
+  DeviceView globals;                  // out (B,N,12)
+  DeviceView skinning;                 // out (B,N,12), optional
+  DeviceView positions;                // out (B,N,3), optional
+};
+// Records (Vulkan) or enqueues (CUDA); throws armature::Error for a bad argument, before any work.
+void propagateJoints(const Exec& exec, const JointPropagationArgs& args);
+
+struct JointPropagationBackwardArgs {
+  const DeviceJointForest* forest = nullptr;
+  uint32_t batch = 1;
+  LocalTransform kind = LocalTransform::Rigid;
+  DeviceView rotations, translations, affine, inverseBind;  // the forward's inputs
+  DeviceView globals;                                       // the forward's output
+  DeviceView gradGlobals, gradSkinning, gradPositions;      // optional (at least one)
+  DeviceView adjoint;                                       // scratch (B,N,12)
+  DeviceView gradRotations, gradTranslations;               // out, rigid
+  DeviceView gradAffine;                                    // out, affine
+};
+void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& args);
 
 }  // namespace armature
