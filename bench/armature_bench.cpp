@@ -92,7 +92,11 @@ int main(int argc, char** argv) {
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
-  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd}) {
+  auto* fkCmd = app.add_subcommand("fk", "joint propagation: set-up, forward, forward + backward");
+  std::string fkWorkloads = "smplx,random100k,random1m";
+  fkCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  fkCmd->add_option("--workloads", fkWorkloads, "comma-separated: smplx (65536 x 55), random100k, random1m");
+  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -130,6 +134,7 @@ int main(int argc, char** argv) {
     if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes, rasterFloatOnly);
     if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
+    if (*fkCmd) bench::runJoints(rows, *device, backend, iters, fkWorkloads);
 
     if (*axpyCmd) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache

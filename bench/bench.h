@@ -60,6 +60,9 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
 // Grid hierarchy rows: reference and fast builder on generated views of each size (wall-clock, CPU).
 void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, int iters);
 
+// Joint propagation rows (armature-bench fk): set-up, forward, forward + backward on each named workload.
+void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads);
+
 // Interop rows (needs a CUDA build).
 void runInterop(std::vector<Row>& rows, int iters);
 

@@ -496,10 +496,12 @@ const Smoke kSmokes[] = {
     {"raster_vulkan", {"raster", "--backend", "vulkan", "--scenes", "b"}},
     {"pipeline_vulkan", {"pipeline", "--backend", "vulkan", "--views", "1"}},
     {"hierarchy", {"hierarchy", "--sizes", "64"}},
+    {"fk_vulkan", {"fk", "--backend", "vulkan", "--workloads", "random100k"}},
     {"axpy_cuda", {"axpy", "--backend", "cuda"}, true},
     {"skinning_cuda", {"skinning", "--backend", "cuda", "--batch", "1,3", "--backward"}, true},
     {"raster_cuda", {"raster", "--backend", "cuda", "--scenes", "b"}, true},
     {"pipeline_cuda", {"pipeline", "--backend", "cuda", "--views", "1"}, true},
+    {"fk_cuda", {"fk", "--backend", "cuda"}, true},
     {"interop", {"interop"}, true, false},
 };
 INSTANTIATE_TEST_SUITE_P(Ops, BenchSmoke, ::testing::ValuesIn(kSmokes),

@@ -1,0 +1,98 @@
+// armature-bench fk: joint propagation on the workloads (a crowd of SMPL-X skeletons, one random tree of
+// 100k and of 1M joints): the set-up per topology (forest analysis on the host plus the tables' upload,
+// wall-clock), the forward and the forward + backward (GPU-timed), rigid locals to globals.
+#include <chrono>
+#include <random>
+#include <sstream>
+
+#include "armature/body/body_model.h"
+#include "armature/ops/joint_propagation.h"
+#include "bench/bench.h"
+
+namespace armature::bench {
+
+namespace {
+
+struct Workload {
+  std::string name;
+  std::vector<int32_t> parents;
+  uint32_t batch;
+};
+
+Workload workload(const std::string& name) {
+  if (name == "smplx") return {"65536 x SMPL-X tree (55)", smplxParents(), 65536};
+  const uint32_t n = name == "random100k" ? 100000 : name == "random1m" ? 1000000 : 0;
+  ARM_CHECK(n, "fk: unknown workload '%s' (smplx, random100k, random1m)", name.c_str());
+  std::mt19937_64 rng(7);
+  std::vector<int32_t> parents(n, -1);
+  for (uint32_t i = 1; i < n; ++i) parents[i] = int32_t(i - 1 - rng() % std::min<uint32_t>(i, 64));
+  return {"random tree of " + std::to_string(n) + " (parent in [i-64, i-1])", parents, 1};
+}
+
+}  // namespace
+
+void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads) {
+  std::stringstream list(workloads);
+  for (std::string name; std::getline(list, name, ',');) {
+    const Workload w = workload(name);
+    const double N = double(w.parents.size()), BN = N * w.batch;
+    // Set-up: the host's analysis and the upload, as a new topology costs (median of a few, wall-clock).
+    std::vector<double> setupMs;
+    std::unique_ptr<DeviceJointForest> forest;
+    for (int k = 0; k < 5; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      forest = std::make_unique<DeviceJointForest>(device, JointForest(w.parents));
+      setupMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const JointForest& f = forest->forest();
+    std::fprintf(stderr, "fk %s: depth %u, %u paths in %u generations, longest walk %llu\n", w.name.c_str(), f.depth(),
+                 f.paths(), f.generations(), (unsigned long long)forest->longestWalk());
+    rows.push_back({"fk", "host+upload", "setup," + name, w.batch, median(setupMs), minOf(setupMs), N * 20, 0, {}});
+
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> q(size_t(BN) * 4), t(size_t(BN) * 3);
+    for (size_t i = 0; i < size_t(BN); ++i) {
+      float* r = &q[i * 4];
+      float norm = 0;
+      for (int c = 0; c < 4; ++c) r[c] = u(rng), norm += r[c] * r[c];
+      for (int c = 0; c < 4; ++c) r[c] /= std::sqrt(norm);
+    }
+    for (float& x : t) x = 0.1f * u(rng);
+    DeviceBuffer rotations = device.upload(q), translations = device.upload(t);
+    auto floats = [&](double n) { return device.allocate(ElementType::Float32, size_t(n)); };
+    DeviceBuffer globals = floats(BN * 12), gradGlobals = device.upload(std::vector<float>(size_t(BN) * 12, 0.01f));
+    DeviceBuffer adjoint = floats(BN * 12), gradRotations = floats(BN * 4), gradTranslations = floats(BN * 3);
+    JointPropagationArgs fwd{forest.get(), w.batch, LocalTransform::Rigid, rotations, translations, {}, {}, globals};
+    JointPropagationBackwardArgs bwd{forest.get(), w.batch, LocalTransform::Rigid, rotations, translations, {},
+                                     {},           globals};
+    bwd.gradGlobals = gradGlobals, bwd.adjoint = adjoint;
+    bwd.gradRotations = gradRotations, bwd.gradTranslations = gradTranslations;
+    for (bool backward : {false, true}) {
+      // Floors: the forward reads the locals (7 floats) and writes the globals (12); the backward reads the
+      // locals, the parent's global, the globals' gradient and a light child's adjoint, writes the adjoint and the
+      // locals' gradient. Arithmetic: a quaternion's matrix and a 3×4 product forward (~100 flops), three products
+      // and the quaternion's backward after it (~300).
+      Row r{"fk",
+            backendName(backend),
+            std::string(backward ? "forward+backward," : "forward,") + name,
+            w.batch,
+            0,
+            0,
+            BN * 19 * 4 + (backward ? BN * 62 * 4 : 0),
+            BN * (backward ? 400 : 100),
+            {}};
+      const Device::Timings timings = device.time(
+          backend,
+          [&](const Exec& exec) {
+            propagateJoints(exec, fwd);
+            if (backward) propagateJointsBackward(exec, bwd);
+          },
+          iters);
+      r.medianMs = median(timings.ms), r.minMs = minOf(timings.ms);
+      rows.push_back(r);
+    }
+  }
+}
+
+}  // namespace armature::bench
