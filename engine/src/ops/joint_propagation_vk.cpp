@@ -14,7 +14,7 @@ void checkWalk(const Exec& exec, const DeviceJointForest& forest, const char* op
             op, (unsigned long long)forest.longestWalk(), JOINTS_LAVAPIPE_MAX_WALK);
 }
 
-// One dispatch per generation, each after the one it reads from (forward: earlier; backward: later).
+// One dispatch per generation, each after what it reads (forward: the generation before; backward: the one after).
 void runGenerations(const Exec& exec, const ComputeProgram& program, const DeviceJointForest& forest, uint32_t batch,
                     uint32_t flags, const std::vector<BufferView>& buffers, bool reverse) {
   const JointForest& f = forest.forest();
@@ -23,7 +23,8 @@ void runGenerations(const Exec& exec, const ComputeProgram& program, const Devic
     const uint32_t g = reverse ? G - 1 - step : step;
     const uint32_t first = f.generationStart()[g], paths = f.generationStart()[g + 1] - first;
     const JointsPush push{f.size(), batch, first, paths, flags, 0, 0, 0};
-    if (step) computeBarrier(exec.commandBuffer());
+    // Before the first too: the inputs may come from work recorded just before (the backward after its forward).
+    computeBarrier(exec.commandBuffer());
     dispatch(exec.commandBuffer(), program, groupCount(uint64_t(paths) * batch, JOINTS_WORKGROUP_SIZE), buffers, push);
   }
 }
