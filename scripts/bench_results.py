@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes bench/RESULTS.md from the benchmark JSON in bench/results/: one current table per op, with the GPU,
-the date and the command of each file the rows come from. History stays in git; run it after copying a device
+the date and the command of each file the rows come from, and the PyTorch baselines (bench/results/torch_*.json). History stays in git; run it after copying a device
 run's JSON into bench/results/ (scripts/device-run.sh leaves them in its logs.tgz).
 
 Usage: scripts/bench_results.py [RESULTS_DIR] [OUT_MD]"""
@@ -51,6 +51,16 @@ for op, rows in ops.items():
                      f"{number(floor)} | {ratio} |")
         for stage, ms in r.get("stages_ms", {}).items():
             lines.append(f"| | | ↳ {stage} | | {number(ms)} | | | | | |")
+    lines.append("")
+# PyTorch baselines run beside armature-bench (bench/fk_torch.py): one table per file.
+for path in sorted(glob.glob(os.path.join(results_dir, "torch_*.json"))):
+    with open(path) as f:
+        doc = json.load(f)
+    lines += [f"## PyTorch baselines: `{os.path.basename(path)}` ({doc.get('device', '?')}, torch {doc.get('torch', '?')})",
+              "", "| method | workload | batch | forward ms | forward + backward ms |", "|---|---|---|---|---|"]
+    for r in doc["results"]:
+        lines.append(f"| {r['method']} | {r['workload']} | {r['batch']} | {number(r['forward_ms'])} | "
+                     f"{number(r['forward_backward_ms'])} |")
     lines.append("")
 with open(out_path, "w") as f:
     f.write("\n".join(lines))
