@@ -29,6 +29,20 @@ void runGenerations(const Exec& exec, const ComputeProgram& program, const Devic
   }
 }
 
+// An optional argument's binding: `spare` where it is absent (bound, never read: its flag is off).
+BufferView bound(const DeviceView& view, const BufferView& spare) { return view.empty() ? spare : view.vulkan(); }
+
+// Bindings 0 to 7, the same in both directions: the forest's tables, the locals, the inverse binds (`spare` where an
+// argument is absent: bound, never read).
+template <typename Args>
+std::vector<BufferView> sharedBuffers(const Args& a, const BufferView& spare) {
+  const DeviceJointForest& f = *a.forest;
+  const bool affine = a.kind == LocalTransform::Affine;
+  return {f.order().vulkan(),           f.pathStart().vulkan(),     f.parents().vulkan(),
+          f.lightStart().vulkan(),      f.lightChildren().vulkan(), affine ? a.affine.vulkan() : a.rotations.vulkan(),
+          bound(a.translations, spare), bound(a.inverseBind, spare)};
+}
+
 }  // namespace
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
@@ -36,25 +50,12 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   const DeviceJointForest& f = *a.forest;
   checkWalk(exec, f, "propagateJoints");
   const bool affine = a.kind == LocalTransform::Affine;
-  const BufferView spare = a.globals.vulkan();  // bound where an argument is absent; never read there
-  auto or_ = [&](const DeviceView& v) { return v.empty() ? spare : v.vulkan(); };
+  const BufferView spare = a.globals.vulkan();
   const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.skinning.empty() ? 0u : JOINTS_SKINNING) |
                          (a.positions.empty() ? 0u : JOINTS_POSITIONS);
-  const std::vector<BufferView> buffers = {f.order().vulkan(),
-                                           f.pathStart().vulkan(),
-                                           f.parents().vulkan(),
-                                           f.lightStart().vulkan(),
-                                           f.lightChildren().vulkan(),
-                                           affine ? a.affine.vulkan() : a.rotations.vulkan(),
-                                           or_(a.translations),
-                                           or_(a.inverseBind),
-                                           a.globals.vulkan(),
-                                           or_(a.skinning),
-                                           or_(a.positions),
-                                           spare,
-                                           spare,
-                                           spare,
-                                           spare};
+  std::vector<BufferView> buffers = sharedBuffers(a, spare);
+  buffers.insert(buffers.end(),
+                 {a.globals.vulkan(), bound(a.skinning, spare), bound(a.positions, spare), spare, spare, spare, spare});
   runGenerations(exec, program, f, a.batch, flags, buffers, false);
 }
 
@@ -64,25 +65,14 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
   checkWalk(exec, f, "propagateJointsBackward");
   const bool affine = a.kind == LocalTransform::Affine;
   const BufferView spare = a.globals.vulkan();
-  auto or_ = [&](const DeviceView& v) { return v.empty() ? spare : v.vulkan(); };
   const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.gradSkinning.empty() ? 0u : JOINTS_SKINNING) |
                          (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) |
                          (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
-  const std::vector<BufferView> buffers = {f.order().vulkan(),
-                                           f.pathStart().vulkan(),
-                                           f.parents().vulkan(),
-                                           f.lightStart().vulkan(),
-                                           f.lightChildren().vulkan(),
-                                           affine ? a.affine.vulkan() : a.rotations.vulkan(),
-                                           or_(a.translations),
-                                           or_(a.inverseBind),
-                                           a.globals.vulkan(),
-                                           or_(a.gradSkinning),
-                                           or_(a.gradPositions),
-                                           or_(a.gradGlobals),
-                                           a.adjoint.vulkan(),
-                                           affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
-                                           affine ? a.adjoint.vulkan() : a.gradTranslations.vulkan()};
+  std::vector<BufferView> buffers = sharedBuffers(a, spare);
+  buffers.insert(buffers.end(), {a.globals.vulkan(), bound(a.gradSkinning, spare), bound(a.gradPositions, spare),
+                                 bound(a.gradGlobals, spare), a.adjoint.vulkan(),
+                                 affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
+                                 affine ? a.adjoint.vulkan() : a.gradTranslations.vulkan()});
   runGenerations(exec, program, f, a.batch, flags, buffers, true);
 }
 
