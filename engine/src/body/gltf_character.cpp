@@ -29,23 +29,9 @@ std::array<double, 10> nodeTrs(const tinygltf::Node& n) {
       trs[size_t(7 + c)] = len;
       for (int r = 0; r < 3; ++r) R[r][c] = len > 0 ? m[size_t(c * 4 + r)] / len : double(r == c);
     }
-    // Rotation matrix to quaternion (Shepperd: from the largest of the trace and the diagonal).
-    const double tr = R[0][0] + R[1][1] + R[2][2];
-    double q[4];
-    if (tr > 0) {
-      const double s = 2 * std::sqrt(tr + 1);
-      q[3] = s / 4, q[0] = (R[2][1] - R[1][2]) / s, q[1] = (R[0][2] - R[2][0]) / s, q[2] = (R[1][0] - R[0][1]) / s;
-    } else if (R[0][0] > R[1][1] && R[0][0] > R[2][2]) {
-      const double s = 2 * std::sqrt(1 + R[0][0] - R[1][1] - R[2][2]);
-      q[3] = (R[2][1] - R[1][2]) / s, q[0] = s / 4, q[1] = (R[0][1] + R[1][0]) / s, q[2] = (R[0][2] + R[2][0]) / s;
-    } else if (R[1][1] > R[2][2]) {
-      const double s = 2 * std::sqrt(1 + R[1][1] - R[0][0] - R[2][2]);
-      q[3] = (R[0][2] - R[2][0]) / s, q[0] = (R[0][1] + R[1][0]) / s, q[1] = s / 4, q[2] = (R[1][2] + R[2][1]) / s;
-    } else {
-      const double s = 2 * std::sqrt(1 + R[2][2] - R[0][0] - R[1][1]);
-      q[3] = (R[1][0] - R[0][1]) / s, q[0] = (R[0][2] + R[2][0]) / s, q[1] = (R[1][2] + R[2][1]) / s, q[2] = s / 4;
-    }
-    std::copy_n(q, 4, &trs[3]);
+    const double rotation[9] = {R[0][0], R[0][1], R[0][2], R[1][0], R[1][1], R[1][2], R[2][0], R[2][1], R[2][2]};
+    const std::array<double, 4> q = quaternionFromRotation(rotation);
+    std::copy(q.begin(), q.end(), &trs[3]);
     return trs;
   }
   for (size_t k = 0; k < n.translation.size() && k < 3; ++k) trs[k] = n.translation[k];
@@ -295,18 +281,11 @@ std::vector<double> sampleGltfLocals(const GltfCharacter& c, uint32_t clipIndex,
         for (size_t i = 0; i < width; ++i)
           out[i] = (2 * s3 - 3 * s2 + 1) * value(a, 1)[i] + (s3 - 2 * s2 + s) * span * value(a, 2)[i] +
                    (-2 * s3 + 3 * s2) * value(b, 1)[i] + (s3 - s2) * span * value(b, 0)[i];
-      } else if (width == 4) {  // slerp along the shorter arc
-        double p[4], q[4], dot = 0;
-        for (size_t i = 0; i < 4; ++i) p[i] = value(a, 1)[i], q[i] = value(b, 1)[i], dot += p[i] * q[i];
-        if (dot < 0)
-          for (double& x : q) x = -x;
-        dot = std::abs(dot);
-        double wa = 1 - s, wb = s;
-        if (dot < 1 - 1e-9) {
-          const double theta = std::acos(std::min(dot, 1.0)), sn = std::sin(theta);
-          wa = std::sin((1 - s) * theta) / sn, wb = std::sin(s * theta) / sn;
-        }
-        for (size_t i = 0; i < 4; ++i) out[i] = wa * p[i] + wb * q[i];
+      } else if (width == 4) {
+        std::array<double, 4> p, q;
+        for (size_t i = 0; i < 4; ++i) p[i] = value(a, 1)[i], q[i] = value(b, 1)[i];
+        const std::array<double, 4> r = slerp(p, q, s);
+        std::copy(r.begin(), r.end(), out);
       } else {
         for (size_t i = 0; i < width; ++i) out[i] = (1 - s) * value(a, 1)[i] + s * value(b, 1)[i];
       }

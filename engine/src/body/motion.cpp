@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "armature/error.h"
+#include "math/transform34.h"
 
 namespace armature {
 
@@ -61,24 +62,6 @@ void axisAngle(std::array<double, 4> q, double* r) {
   const double scale = v < 1e-12 ? 2 / q[0] : 2 * std::atan2(v, q[0]) / v;
   for (int c = 0; c < 3; ++c) r[c] = q[size_t(c) + 1] * scale;
 }
-std::array<double, 4> slerp(std::array<double, 4> a, std::array<double, 4> b, double t) {
-  double dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
-  if (dot < 0) {  // the shorter arc
-    for (double& c : b) c = -c;
-    dot = -dot;
-  }
-  double wa = 1 - t, wb = t;
-  if (dot < 1 - 1e-9) {
-    const double theta = std::acos(std::min(dot, 1.0)), s = std::sin(theta);
-    wa = std::sin((1 - t) * theta) / s, wb = std::sin(t * theta) / s;
-  }
-  std::array<double, 4> q;
-  double norm = 0;
-  for (size_t c = 0; c < 4; ++c) q[c] = wa * a[c] + wb * b[c], norm += q[c] * q[c];
-  for (double& c : q) c /= std::sqrt(norm);
-  return q;
-}
-
 }  // namespace
 
 std::array<double, 4> quaternionFromAxisAngle(const double* r) {
@@ -307,22 +290,9 @@ Motion yUp(const Motion& in) {
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 3; ++c)
         for (int k = 0; k < 3; ++k) M[size_t(r * 3 + c)] += R[size_t(r * 3 + k)] * G[size_t(k * 3 + c)];
-    // Back to axis-angle through the quaternion of M (Shepperd's choice of the largest diagonal term).
-    std::array<double, 4> q;
-    const double trace = M[0] + M[4] + M[8];
-    if (trace > 0) {
-      const double s = 2 * std::sqrt(trace + 1);
-      q = {s / 4, (M[7] - M[5]) / s, (M[2] - M[6]) / s, (M[3] - M[1]) / s};
-    } else if (M[0] > M[4] && M[0] > M[8]) {
-      const double s = 2 * std::sqrt(1 + M[0] - M[4] - M[8]);
-      q = {(M[7] - M[5]) / s, s / 4, (M[1] + M[3]) / s, (M[2] + M[6]) / s};
-    } else if (M[4] > M[8]) {
-      const double s = 2 * std::sqrt(1 + M[4] - M[0] - M[8]);
-      q = {(M[2] - M[6]) / s, (M[1] + M[3]) / s, s / 4, (M[5] + M[7]) / s};
-    } else {
-      const double s = 2 * std::sqrt(1 + M[8] - M[0] - M[4]);
-      q = {(M[3] - M[1]) / s, (M[2] + M[6]) / s, (M[5] + M[7]) / s, s / 4};
-    }
+    // Back to axis-angle through M's quaternion, reordered (x, y, z, w) -> (w, x, y, z).
+    const std::array<double, 4> xyzw = quaternionFromRotation(M.data());
+    const std::array<double, 4> q = {xyzw[3], xyzw[0], xyzw[1], xyzw[2]};
     axisAngle(q, root);
     double* tr = &out.transl[size_t(t) * 3];
     const double x = tr[0], y = tr[1], z = tr[2];
