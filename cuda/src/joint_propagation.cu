@@ -1,8 +1,9 @@
 // Joint propagation on CUDA: the Vulkan shaders' walk (shaders/joints_*.comp) with the same math
 // (shaders/shared/joints_io.h); one launch per generation on the exec's stream, which orders them.
-#include "armature/ops/joint_propagation.h"
+#include <algorithm>
+
 #include "check.h"
-#include "shared/joints_io.h"
+#include "ops/joint_propagation_backend.h"
 
 namespace armature::cuda {
 namespace {
@@ -142,18 +143,15 @@ Tables tablesOf(const DeviceJointForest& f) {
           f.lightStart().cuda<uint32_t>(), f.lightChildren().cuda<uint32_t>()};
 }
 
-template <typename Launch>
-void eachGeneration(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse, Launch launch) {
-  const JointForest& f = forest.forest();
-  const uint32_t G = f.generations();
-  for (uint32_t step = 0; step < G; ++step) {
-    const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t first = f.generationStart()[g], paths = f.generationStart()[g + 1] - first;
-    const size_t items = size_t(paths) * batch;
-    const unsigned blocks = unsigned(std::min<size_t>((items + 127) / 128, 65535 * 8));
-    launch(blocks, JointsPush{f.size(), batch, first, paths, flags, 0, 0, 0});
+// One launch per generation on the exec's stream, which orders them.
+template <typename Kernel>
+void launchEach(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse,
+                Kernel kernel) {
+  forEachGeneration(forest, batch, flags, reverse, [&](const JointsPush& push) {
+    const size_t items = size_t(push.paths) * batch;
+    kernel(unsigned(std::min<size_t>((items + 127) / 128, 65535 * 8)), stream(exec), push);
     CUDA_CHECK_LAUNCH();
-  }
+  });
 }
 
 }  // namespace
@@ -162,12 +160,10 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   const bool affine = a.kind == LocalTransform::Affine;
   const Locals locals{affine ? a.affine.cuda<float>() : a.rotations.cuda<float>(), a.translations.cuda<float>(),
                       affine};
-  const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.skinning.empty() ? 0u : JOINTS_SKINNING) |
-                         (a.positions.empty() ? 0u : JOINTS_POSITIONS);
   const Tables t = tablesOf(*a.forest);
-  eachGeneration(*a.forest, a.batch, flags, false, [&](unsigned blocks, const JointsPush& push) {
-    forwardKernel<<<blocks, 128, 0, stream(exec)>>>(t, locals, a.inverseBind.cuda<float>(), a.globals.cuda<float>(),
-                                                    a.skinning.cuda<float>(), a.positions.cuda<float>(), push);
+  launchEach(exec, *a.forest, a.batch, jointsFlags(a), false, [&](unsigned blocks, cudaStream_t s, JointsPush push) {
+    forwardKernel<<<blocks, 128, 0, s>>>(t, locals, a.inverseBind.cuda<float>(), a.globals.cuda<float>(),
+                                         a.skinning.cuda<float>(), a.positions.cuda<float>(), push);
   });
 }
 
@@ -175,13 +171,10 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
   const bool affine = a.kind == LocalTransform::Affine;
   const Locals locals{affine ? a.affine.cuda<float>() : a.rotations.cuda<float>(), a.translations.cuda<float>(),
                       affine};
-  const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.gradSkinning.empty() ? 0u : JOINTS_SKINNING) |
-                         (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) |
-                         (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
   const Tables t = tablesOf(*a.forest);
   const Grads grads{a.gradGlobals.cuda<float>(), a.gradSkinning.cuda<float>(), a.gradPositions.cuda<float>()};
-  eachGeneration(*a.forest, a.batch, flags, true, [&](unsigned blocks, const JointsPush& push) {
-    backwardKernel<<<blocks, 128, 0, stream(exec)>>>(
+  launchEach(exec, *a.forest, a.batch, jointsFlags(a), true, [&](unsigned blocks, cudaStream_t s, JointsPush push) {
+    backwardKernel<<<blocks, 128, 0, s>>>(
         t, locals, a.inverseBind.cuda<float>(), a.globals.cuda<float>(), grads, a.adjoint.cuda<float>(),
         affine ? a.gradAffine.cuda<float>() : a.gradRotations.cuda<float>(), a.gradTranslations.cuda<float>(), push);
   });

@@ -1,79 +1,55 @@
-#include "armature/ops/joint_propagation.h"
 #include "armature/error.h"
 #include "armature/shaders.h"
-#include "shared/joints_io.h"
+#include "ops/joint_propagation_backend.h"
 
 namespace armature::vk {
 
 namespace {
 
-void checkWalk(const Exec& exec, const DeviceJointForest& forest, const char* op) {
-  ARM_CHECK(!exec.context().info().isCpu() || forest.longestWalk() <= JOINTS_LAVAPIPE_MAX_WALK,
+// An optional argument's binding, null where it is absent (run() binds a spare there, never read: its flag is off).
+BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{} : view.vulkan(); }
+
+// Either direction: bindings 0 to 7 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`; one
+// dispatch per generation, each after what it reads (the generation before, or after in the backward; the first
+// after work recorded just before it, such as the backward's forward).
+template <typename Args>
+void run(const Exec& exec, const char* op, const shaders::SpirvBlob& spirv, const Args& a,
+         const std::vector<BufferView>& rest, bool reverse) {
+  const DeviceJointForest& f = *a.forest;
+  ARM_CHECK(!exec.context().info().isCpu() || f.longestWalk() <= JOINTS_LAVAPIPE_MAX_WALK,
             "%s: a path of this forest takes %llu steps, more than the %u llvmpipe runs in one invocation (it stops "
             "loops after 65535 iterations); use a GPU or CUDA",
-            op, (unsigned long long)forest.longestWalk(), JOINTS_LAVAPIPE_MAX_WALK);
-}
-
-// One dispatch per generation, each after what it reads (forward: the generation before; backward: the one after).
-void runGenerations(const Exec& exec, const ComputeProgram& program, const DeviceJointForest& forest, uint32_t batch,
-                    uint32_t flags, const std::vector<BufferView>& buffers, bool reverse) {
-  const JointForest& f = forest.forest();
-  const uint32_t G = f.generations();
-  for (uint32_t step = 0; step < G; ++step) {
-    const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t first = f.generationStart()[g], paths = f.generationStart()[g + 1] - first;
-    const JointsPush push{f.size(), batch, first, paths, flags, 0, 0, 0};
-    // Before the first too: the inputs may come from work recorded just before (the backward after its forward).
+            op, (unsigned long long)f.longestWalk(), JOINTS_LAVAPIPE_MAX_WALK);
+  std::vector<BufferView> buffers = {
+      f.order().vulkan(),         f.pathStart().vulkan(),
+      f.parents().vulkan(),       f.lightStart().vulkan(),
+      f.lightChildren().vulkan(), a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan(),
+      optional(a.translations),   optional(a.inverseBind)};
+  buffers.insert(buffers.end(), rest.begin(), rest.end());
+  for (BufferView& b : buffers)
+    if (!b.buffer) b = a.globals.vulkan();
+  const auto& program = exec.context().program(spirv, JOINTS_BINDINGS, sizeof(JointsPush));
+  forEachGeneration(f, a.batch, jointsFlags(a), reverse, [&](const JointsPush& push) {
     computeBarrier(exec.commandBuffer());
-    dispatch(exec.commandBuffer(), program, groupCount(uint64_t(paths) * batch, JOINTS_WORKGROUP_SIZE), buffers, push);
-  }
-}
-
-// An optional argument's binding: `spare` where it is absent (bound, never read: its flag is off).
-BufferView bound(const DeviceView& view, const BufferView& spare) { return view.empty() ? spare : view.vulkan(); }
-
-// Bindings 0 to 7, the same in both directions: the forest's tables, the locals, the inverse binds (`spare` where an
-// argument is absent: bound, never read).
-template <typename Args>
-std::vector<BufferView> sharedBuffers(const Args& a, const BufferView& spare) {
-  const DeviceJointForest& f = *a.forest;
-  const bool affine = a.kind == LocalTransform::Affine;
-  return {f.order().vulkan(),           f.pathStart().vulkan(),     f.parents().vulkan(),
-          f.lightStart().vulkan(),      f.lightChildren().vulkan(), affine ? a.affine.vulkan() : a.rotations.vulkan(),
-          bound(a.translations, spare), bound(a.inverseBind, spare)};
+    dispatch(exec.commandBuffer(), program, groupCount(uint64_t(push.paths) * push.batch, JOINTS_WORKGROUP_SIZE),
+             buffers, push);
+  });
 }
 
 }  // namespace
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
-  const auto& program = exec.context().program(shaders::joints_forward, JOINTS_BINDINGS, sizeof(JointsPush));
-  const DeviceJointForest& f = *a.forest;
-  checkWalk(exec, f, "propagateJoints");
-  const bool affine = a.kind == LocalTransform::Affine;
-  const BufferView spare = a.globals.vulkan();
-  const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.skinning.empty() ? 0u : JOINTS_SKINNING) |
-                         (a.positions.empty() ? 0u : JOINTS_POSITIONS);
-  std::vector<BufferView> buffers = sharedBuffers(a, spare);
-  buffers.insert(buffers.end(),
-                 {a.globals.vulkan(), bound(a.skinning, spare), bound(a.positions, spare), spare, spare, spare, spare});
-  runGenerations(exec, program, f, a.batch, flags, buffers, false);
+  run(exec, "propagateJoints", shaders::joints_forward, a,
+      {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}}, false);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
-  const auto& program = exec.context().program(shaders::joints_backward, JOINTS_BINDINGS, sizeof(JointsPush));
-  const DeviceJointForest& f = *a.forest;
-  checkWalk(exec, f, "propagateJointsBackward");
   const bool affine = a.kind == LocalTransform::Affine;
-  const BufferView spare = a.globals.vulkan();
-  const uint32_t flags = (affine ? JOINTS_AFFINE : 0u) | (a.gradSkinning.empty() ? 0u : JOINTS_SKINNING) |
-                         (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) |
-                         (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
-  std::vector<BufferView> buffers = sharedBuffers(a, spare);
-  buffers.insert(buffers.end(), {a.globals.vulkan(), bound(a.gradSkinning, spare), bound(a.gradPositions, spare),
-                                 bound(a.gradGlobals, spare), a.adjoint.vulkan(),
-                                 affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
-                                 affine ? a.adjoint.vulkan() : a.gradTranslations.vulkan()});
-  runGenerations(exec, program, f, a.batch, flags, buffers, true);
+  run(exec, "propagateJointsBackward", shaders::joints_backward, a,
+      {a.globals.vulkan(), optional(a.gradSkinning), optional(a.gradPositions), optional(a.gradGlobals),
+       a.adjoint.vulkan(), affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
+       affine ? BufferView{} : a.gradTranslations.vulkan()},
+      true);
 }
 
 }  // namespace armature::vk
