@@ -2,11 +2,9 @@
 // batches on the chosen backend, written as a mesh per frame (OBJ, PLY), as a skinned and animated glTF (.glb, with
 // its vertex error against the skinning measured on every frame) or as every frame's joints (.npy, CSV).
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "app/commands.h"
@@ -23,12 +21,6 @@ namespace armature::app {
 namespace {
 
 constexpr uint32_t kBatch = 64;  // frames skinned per call
-
-std::string extensionOf(const std::string& path) {
-  std::string e = std::filesystem::path(path).extension().string();
-  for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return e;
-}
 
 // OUT for frame `frame` of `frames`: OUT itself for one frame, else OUT's stem with the frame number.
 std::string framePath(const std::string& out, uint32_t frame, uint32_t frames) {
@@ -93,7 +85,7 @@ class Skinner {
 }  // namespace
 
 int runPose(const PoseOptions& o) {
-  const std::string ext = extensionOf(o.output);
+  const std::string ext = lowerExtension(o.output);
   const bool meshes = ext == ".obj" || ext == ".ply", glb = ext == ".glb", jointsOut = ext == ".npy" || ext == ".csv";
   if (!meshes && !glb && !jointsOut)
     throw Error(o.output +

@@ -194,13 +194,11 @@ void Viewer::panels() {
         "writes face ids and barycentrics, then one fullscreen pass shades them");
   int avatars = int(m_scene->avatars());
   if (ImGui::SliderInt("avatars", &avatars, 1, int(m_scene->maxAvatars()))) {
-    try {
+    runCaught([&] {
       m_scene->setAvatars(uint32_t(avatars));
       m_avatars = uint32_t(avatars);
       m_draw.avatars = m_avatars;
-    } catch (const std::exception& e) {
-      m_status = e.what();
-    }
+    });
   }
   ImGui::Checkbox("animate (space)", &m_scene->animate);
   ImGui::SameLine();
@@ -215,12 +213,10 @@ void Viewer::panels() {
   ImGui::InputText("model", m_modelPath, sizeof m_modelPath);
   ImGui::SameLine();
   if (ImGui::Button("load")) {
-    try {
+    runCaught([&] {
       loadModel(m_modelPath);
       createSwapchain();
-    } catch (const std::exception& e) {
-      m_status = e.what();
-    }
+    });
   }
   motionPanel();
   filePanel();
@@ -246,14 +242,12 @@ void Viewer::motionPanel() {
   ImGui::InputText("motion", m_motionPath, sizeof m_motionPath);
   ImGui::SameLine();
   if (ImGui::Button("open")) {
-    try {
+    runCaught([&] {
       m_scene->setMotion(loadMotion(m_motionPath, m_scene->model()));
       m_scene->animate = true;
       m_animTime = 0;
       m_status = std::string(m_motionPath) + ": " + m_scene->motion()->description;
-    } catch (const std::exception& e) {
-      m_status = e.what();
-    }
+    });
   }
   if (const Motion* motion = m_scene->motion()) {
     float at = float(m_animTime), length = float(m_scene->motionSeconds());

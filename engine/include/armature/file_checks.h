@@ -17,6 +17,9 @@ void checkWritableFile(const std::string& path, const std::string& what);
 // Throws armature::Error unless `path` is an existing, writable directory.
 void checkWritableDirectory(const std::string& path, const std::string& what);
 
+// `path`'s extension in lower case with its dot ("x/Walk.GLB" -> ".glb"), or "" without one.
+std::string lowerExtension(const std::string& path);
+
 // `path` with a frame number before its extension: "out/walk.obj", 12 -> "out/walk_00012.obj" (one file per frame).
 std::string numberedPath(const std::string& path, uint64_t number);
 

@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include "armature/error.h"
 #include "armature/file_checks.h"
@@ -112,8 +111,7 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
   tinygltf::Model g;
   tinygltf::TinyGLTF loader;
   std::string error, warning;
-  const std::string ext = std::filesystem::path(path).extension().string();
-  const bool ok = ext == ".glb" || ext == ".GLB" ? loader.LoadBinaryFromFile(&g, &error, &warning, path)
+  const bool ok = lowerExtension(path) == ".glb" ? loader.LoadBinaryFromFile(&g, &error, &warning, path)
                                                  : loader.LoadASCIIFromFile(&g, &error, &warning, path);
   if (!ok) throw Error(path + ": not a readable glTF file: " + (error.empty() ? warning : error));
   const Reader r(g, path);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 
@@ -72,6 +73,12 @@ std::string numberedPath(const std::string& path, uint64_t number) {
   char digits[32];
   std::snprintf(digits, sizeof digits, "_%05llu", static_cast<unsigned long long>(number));
   return (p.parent_path() / (p.stem().string() + digits + p.extension().string())).string();
+}
+
+std::string lowerExtension(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return e;
 }
 
 }  // namespace armature

@@ -23,9 +23,9 @@ DeviceBuffer uploadTable(Device& device, const std::vector<T>& values) {
   return values.empty() ? device.allocate(elementTypeOf<T>(), 1) : device.upload(values);
 }
 
-// The locals' and inverse binds' views, for both directions.
+// The locals' and inverse binds' views, for both directions; returns the joints of the batch (B·N).
 template <typename Args>
-void checkLocals(const char* op, const OpChecks& check, const Args& a) {
+size_t checkLocals(const char* op, const OpChecks& check, const Args& a) {
   ARM_CHECK(a.forest, "%s: the forest is missing", op);
   ARM_CHECK(a.batch >= 1, "%s: the batch must be >= 1, got %u", op, a.batch);
   const size_t N = a.forest->forest().size(), BN = size_t(a.batch) * N;
@@ -38,6 +38,7 @@ void checkLocals(const char* op, const OpChecks& check, const Args& a) {
   }
   check.optionalView("inverseBind", a.inverseBind, ElementType::Float32, N * 12);
   check.view("globals", a.globals, ElementType::Float32, BN * 12);
+  return BN;
 }
 
 }  // namespace
@@ -76,8 +77,7 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest) 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   const char* op = "propagateJoints";
   OpChecks check(op, exec);
-  checkLocals(op, check, a);
-  const size_t BN = size_t(a.batch) * (a.forest ? a.forest->forest().size() : 0);
+  const size_t BN = checkLocals(op, check, a);
   check.optionalView("skinning", a.skinning, ElementType::Float32, BN * 12);
   check.optionalView("positions", a.positions, ElementType::Float32, BN * 3);
   ARM_CHECK(a.skinning.empty() || !a.inverseBind.empty(), "%s: skinning matrices need inverseBind", op);
@@ -88,8 +88,7 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
   const char* op = "propagateJointsBackward";
   OpChecks check(op, exec);
-  checkLocals(op, check, a);
-  const size_t BN = size_t(a.batch) * (a.forest ? a.forest->forest().size() : 0);
+  const size_t BN = checkLocals(op, check, a);
   check.optionalView("gradGlobals", a.gradGlobals, ElementType::Float32, BN * 12);
   check.optionalView("gradSkinning", a.gradSkinning, ElementType::Float32, BN * 12);
   check.optionalView("gradPositions", a.gradPositions, ElementType::Float32, BN * 3);
