@@ -93,9 +93,10 @@ int main(int argc, char** argv) {
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
   auto* fkCmd = app.add_subcommand("fk", "joint propagation: set-up, forward, forward + backward");
-  std::string fkWorkloads = "smplx,random100k,random1m";
+  std::string fkWorkloads = "smplx,random100k,random1m,chains";
   fkCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
-  fkCmd->add_option("--workloads", fkWorkloads, "comma-separated: smplx (65536 x 55), random100k, random1m");
+  fkCmd->add_option("--workloads", fkWorkloads,
+                    "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
   for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));

@@ -102,7 +102,8 @@ def time_ms(fn, iters=10, warmup=3):
 def main():
     out = []
     workloads = [("smplx", smplx_parents(), 65536), ("random100k", random_tree(100000), 1),
-                 ("random1m", random_tree(1000000), 1)]
+                 ("random1m", random_tree(1000000), 1),
+                 ("chains", [i - 1 if i % 1000 else -1 for i in range(1000000)], 1)]
     for name, parents, batch in workloads:
         n = len(parents)
         q = torch.randn(batch, n, 4, device=DEV, requires_grad=True)

@@ -1,6 +1,6 @@
 // armature-bench fk: joint propagation on the workloads (a crowd of SMPL-X skeletons, one random tree of
-// 100k and of 1M joints): the set-up per topology (forest analysis on the host plus the tables' upload,
-// wall-clock), the forward and the forward + backward (GPU-timed), rigid locals to globals.
+// 100k and of 1M joints, 1000 chains of 1000): the set-up per topology (forest analysis on the host plus the tables'
+// upload, wall-clock), the forward and the forward + backward (GPU-timed), rigid locals to globals.
 #include <chrono>
 #include <random>
 #include <sstream>
@@ -21,8 +21,13 @@ struct Workload {
 
 Workload workload(const std::string& name) {
   if (name == "smplx") return {"65536 x SMPL-X tree (55)", smplxParents(), 65536};
+  if (name == "chains") {
+    std::vector<int32_t> parents(1000000);
+    for (size_t i = 0; i < parents.size(); ++i) parents[i] = i % 1000 ? int32_t(i) - 1 : -1;
+    return {"1000 chains x 1000", parents, 1};
+  }
   const uint32_t n = name == "random100k" ? 100000 : name == "random1m" ? 1000000 : 0;
-  ARM_CHECK(n, "fk: unknown workload '%s' (smplx, random100k, random1m)", name.c_str());
+  ARM_CHECK(n, "fk: unknown workload '%s' (smplx, random100k, random1m, chains)", name.c_str());
   std::mt19937_64 rng(7);
   std::vector<int32_t> parents(n, -1);
   for (uint32_t i = 1; i < n; ++i) parents[i] = int32_t(i - 1 - rng() % std::min<uint32_t>(i, 64));
@@ -45,8 +50,8 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
       setupMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     const JointForest& f = forest->forest();
-    std::fprintf(stderr, "fk %s: depth %u, %u paths in %u generations, longest walk %llu\n", w.name.c_str(), f.depth(),
-                 f.paths(), f.generations(), (unsigned long long)forest->longestWalk());
+    std::fprintf(stderr, "fk %s: depth %u, %u paths in %u generations, widest fan-out %u\n", w.name.c_str(), f.depth(),
+                 f.paths(), f.generations(), forest->widestFanOut());
     rows.push_back({"fk", "host+upload", "setup," + name, w.batch, median(setupMs), minOf(setupMs), N * 20, 0, {}});
 
     std::mt19937_64 rng(3);
@@ -63,10 +68,12 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
     auto floats = [&](double n) { return device.allocate(ElementType::Float32, size_t(n)); };
     DeviceBuffer globals = floats(BN * 12), gradGlobals = device.upload(std::vector<float>(size_t(BN) * 12, 0.01f));
     DeviceBuffer adjoint = floats(BN * 12), gradRotations = floats(BN * 4), gradTranslations = floats(BN * 3);
+    DeviceBuffer scratch = floats(double(forest->scratchFloats(w.batch)));
     JointPropagationArgs fwd{forest.get(), w.batch, LocalTransform::Rigid, rotations, translations, {}, {}, globals};
+    fwd.scratch = scratch;
     JointPropagationBackwardArgs bwd{forest.get(), w.batch, LocalTransform::Rigid, rotations, translations, {},
                                      {},           globals};
-    bwd.gradGlobals = gradGlobals, bwd.adjoint = adjoint;
+    bwd.gradGlobals = gradGlobals, bwd.adjoint = adjoint, bwd.scratch = scratch;
     bwd.gradRotations = gradRotations, bwd.gradTranslations = gradTranslations;
     for (bool backward : {false, true}) {
       // Floors: the forward reads the locals (7 floats) and writes the globals (12); the backward reads the

@@ -1,14 +1,13 @@
 #version 450
-// One generation of joint propagation, backward (generations last to first): an invocation per (skeleton, path)
-// walks the path bottom up. A joint's adjoint is the gradient of its own outputs, plus its heavy child's adjoint
-// carried through that child's local (from the step before on the same path), plus each light child's (finished in
-// a later generation, summed in the children's fixed order): no atomics, the same bits on every run.
+// One dispatch of one generation of joint propagation, backward (generations last to first; shared/joints_io.h): a
+// segmented scan, bottom up along each path, of the maps c -> (a + c)·Lᵀ that carry the adjoint from a joint's heavy
+// child to its parent. A joint's a is the gradient of its own outputs plus its light children's adjoints carried
+// through their locals (finished in a later generation, summed in the children's fixed order).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
-layout(local_size_x = JOINTS_WORKGROUP_SIZE) in;
+layout(local_size_x = JOINTS_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Order { uint order[]; };
-layout(std430, binding = JOINTS_BINDING_PATH_START) readonly buffer PathStart { uint pathStart[]; };
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer LightStart { uint lightStart[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer LightChildren { uint lightChildren[]; };
@@ -22,7 +21,11 @@ layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobal
 layout(std430, binding = JOINTS_BINDING_ADJOINT) buffer Adjoint { float adjoint[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float gradA[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
+layout(std430, binding = JOINTS_BINDING_SCRATCH) coherent buffer Scratch { uint scratchWords[]; };
 layout(push_constant) uniform Push { JointsPush p; };
+
+#define JOINTS_BACKWARD 1
+#include "shared/joints_scan.h"
 
 void localOf(uint i, out float m[12]) {
   if ((p.flags & JOINTS_AFFINE) != 0u) {
@@ -33,53 +36,96 @@ void localOf(uint i, out float m[12]) {
   }
 }
 
-void main() {
-  const uint total = p.paths * p.batch, stride = gl_NumWorkGroups.x * JOINTS_WORKGROUP_SIZE;
-  for (uint item = gl_GlobalInvocationID.x; item < total; item += stride) {
-    const uint b = item / p.paths, path = p.firstPath + item % p.paths, base = b * p.joints;
-    float carry[12], a[12], l[12], t[12], gp[12], dl[12];
-    for (int k = 0; k < 12; ++k) carry[k] = 0.0;
-    const uint first = pathStart[path], count = pathStart[path + 1u] - first;
-    for (uint step = 0u; step < count; ++step) {
-      const uint j = order[first + count - 1u - step], i = base + j;
-      a = carry;
-      if ((p.flags & JOINTS_GRAD_GLOBALS) != 0u)
-        for (int k = 0; k < 12; ++k) a[k] += gradGlobals[i * 12u + uint(k)];
-      if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
-        float ds[12], ib[12];
-        for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[j * 12u + uint(k)];
-        jointTimesTranspose(ds, ib, t);
-        for (int k = 0; k < 12; ++k) a[k] += t[k];
-      }
-      if ((p.flags & JOINTS_POSITIONS) != 0u)
-        for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
-      for (uint c = lightStart[j]; c < lightStart[j + 1u]; ++c) {
-        const uint child = base + lightChildren[c];
-        float ac[12];
-        for (int k = 0; k < 12; ++k) ac[k] = adjoint[child * 12u + uint(k)];
-        localOf(child, l);
-        jointTimesTranspose(ac, l, t);
-        for (int k = 0; k < 12; ++k) a[k] += t[k];
-      }
-      for (int k = 0; k < 12; ++k) adjoint[i * 12u + uint(k)] = a[k];
-      // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
-      const int parent = parents[j];
-      if (parent >= 0) {
-        for (int k = 0; k < 12; ++k) gp[k] = globals[(base + uint(parent)) * 12u + uint(k)];
-        jointTransposeTimes(gp, a, dl);
-      } else {
-        dl = a;
-      }
-      localOf(i, l);
-      jointTimesTranspose(a, l, carry);
-      if ((p.flags & JOINTS_AFFINE) != 0u) {
-        for (int k = 0; k < 12; ++k) gradA[i * 12u + uint(k)] = dl[k];
-      } else {
-        float dq[4];
-        jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
-        for (int k = 0; k < 4; ++k) gradA[i * 4u + uint(k)] = dq[k];
-        for (int r = 0; r < 3; ++r) gradB[i * 3u + uint(r)] = dl[r * 4 + 3];
-      }
+// An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
+float itemA[JOINTS_ITEMS][12], itemLocal[JOINTS_ITEMS][12];
+uint itemFlag[JOINTS_ITEMS], itemJoint[JOINTS_ITEMS], itemIndex[JOINTS_ITEMS], itemBase[JOINTS_ITEMS];
+
+// Element e of the generation's sequence taken from its end (so a path is met bottom first) into item n: its
+// segment flag (a path's bottom), its a and its local.
+void load(uint e, int n) {
+  const uint v = p.batch * p.genLength - 1u - e, position = v % p.genLength;
+  const uint base = v / p.genLength * p.joints, j = order[p.genStart + position] & ~JOINTS_HEAD, i = base + j;
+  itemJoint[n] = j, itemIndex[n] = i, itemBase[n] = base;
+  const bool bottom = position + 1u == p.genLength || (order[p.genStart + position + 1u] & JOINTS_HEAD) != 0u;
+  itemFlag[n] = bottom ? 1u : 0u;
+  float a[12] = kJointsZero, t[12];
+  if ((p.flags & JOINTS_GRAD_GLOBALS) != 0u)
+    for (int k = 0; k < 12; ++k) a[k] += gradGlobals[i * 12u + uint(k)];
+  if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
+    float ds[12], ib[12];
+    for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[j * 12u + uint(k)];
+    jointTimesTranspose(ds, ib, t);
+    for (int k = 0; k < 12; ++k) a[k] += t[k];
+  }
+  if ((p.flags & JOINTS_POSITIONS) != 0u)
+    for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
+  for (uint c = lightStart[j]; c < lightStart[j + 1u]; ++c) {
+    const uint child = base + lightChildren[c];
+    float ac[12], lc[12];
+    for (int k = 0; k < 12; ++k) ac[k] = adjoint[child * 12u + uint(k)];
+    localOf(child, lc);
+    jointTimesTranspose(ac, lc, t);
+    for (int k = 0; k < 12; ++k) a[k] += t[k];
+  }
+  itemA[n] = a;
+  float l[12];
+  localOf(i, l);
+  itemLocal[n] = l;
+}
+
+void apply(JointsState before, int count) {
+  // What arrives from below the first item: the prefix applied to nothing (the sequence starts at a path's bottom).
+  float c[12] = before.u;
+  for (int n = 0; n < count; ++n) {
+    const uint i = itemIndex[n];
+    if (itemFlag[n] != 0u) c = kJointsZero;
+    float a[12], dl[12];
+    for (int k = 0; k < 12; ++k) a[k] = itemA[n][k] + c[k];
+    for (int k = 0; k < 12; ++k) adjoint[i * 12u + uint(k)] = a[k];
+    // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
+    const int parent = parents[itemJoint[n]];
+    if (parent >= 0) {
+      float gp[12];
+      for (int k = 0; k < 12; ++k) gp[k] = globals[(itemBase[n] + uint(parent)) * 12u + uint(k)];
+      jointTransposeTimes(gp, a, dl);
+    } else {
+      dl = a;
     }
+    jointTimesTranspose(a, itemLocal[n], c);
+    if ((p.flags & JOINTS_AFFINE) != 0u) {
+      for (int k = 0; k < 12; ++k) gradA[i * 12u + uint(k)] = dl[k];
+    } else {
+      float dq[4];
+      jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+      for (int k = 0; k < 4; ++k) gradA[i * 4u + uint(k)] = dq[k];
+      for (int r = 0; r < 3; ++r) gradB[i * 3u + uint(r)] = dl[r * 4 + 3];
+    }
+  }
+}
+
+void main() {
+  if (p.phase == JOINTS_CARRY) {
+    jointsCarry();
+    return;
+  }
+  const uint count = p.batch * p.genLength;
+  for (uint tile = gl_WorkGroupID.x; tile < p.tiles; tile += gl_NumWorkGroups.x) {
+    const uint first = min(tile * JOINTS_TILE + gl_LocalInvocationID.x * JOINTS_ITEMS, count);
+    const int items = int(min(first + JOINTS_ITEMS, count) - first);
+    for (int n = 0; n < JOINTS_ITEMS; ++n)
+      if (n < items) load(first + uint(n), n);
+    JointsState mine = jointsIdentityState(), total;
+    for (int n = 0; n < items; ++n) {
+      JointsState x;
+      x.flag = itemFlag[n], x.m = itemLocal[n];
+      jointTimesTranspose(itemA[n], itemLocal[n], x.u);
+      mine = jointsCombine(mine, x);
+    }
+    const JointsState exclusive = jointsScanWorkgroup(mine, total);
+    if (p.phase == JOINTS_REDUCE) {
+      if (gl_LocalInvocationID.x == 0u) jointsWriteTile(tile, total);
+      continue;
+    }
+    apply(p.tiles > 1u ? jointsCombine(jointsTileCarry(tile, total), exclusive) : exclusive, items);
   }
 }

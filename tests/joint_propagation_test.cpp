@@ -292,16 +292,16 @@ struct ForestCase {
   uint32_t batch;
 };
 
-// `wide`: the joints of the deep chain and the children of the wide root (100k; lavapipe walks at most 60,000 steps
-// per invocation).
+// `wide`: the children of the wide root (lavapipe gathers at most 60,000 per invocation). The chain's 150k joints
+// make 147 tiles, more than one workgroup's worth of carries.
 std::vector<ForestCase> gpuCases(uint32_t wide) {
   std::mt19937_64 r(19);
-  std::vector<int32_t> chain(wide), star(wide + 1, 0);
+  std::vector<int32_t> chain(150000), star(wide + 1, 0);
   for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
   star[0] = -1;
   return {{"SMPL-X tree x 37", smplxParents(), 37},
           {"random 5000, shuffled, 6 roots", randomForest(5000, 16, r, true, 5), 3},
-          {"chain of " + std::to_string(wide), chain, 1},
+          {"chain of 150000", chain, 1},
           {"root with " + std::to_string(wide) + " children", star, 1},
           {"one joint", {-1}, 5},
           {"1000 roots", std::vector<int32_t>(1000, -1), 2}};
@@ -321,7 +321,7 @@ ARM_ON_GPU_BACKENDS(JointPropagationOp);
 // deep, shuffled, batched and trivial forests. Tolerances: float composition along a chain of depth D loses about
 // D ulps in the worst case (errors of independent rounding grow like √D), so globals are held to 2e-6·√D relative
 // to the largest value; a gradient sums its whole subtree (up to N terms, a wide root's 100k children among them),
-// so gradients are held to 1e-5·√N; the backward's second run must give the same bits.
+// so gradients are held to 1e-5·√N; a second run must give the same bits.
 TEST_P(JointPropagationOp, MatchesReference) {
   const bool lavapipe = device().vulkan() && device().vulkan()->info().isCpu();
   for (const ForestCase& c : gpuCases(lavapipe && backend() == Backend::Vulkan ? 30000 : 100000)) {
@@ -354,18 +354,19 @@ TEST_P(JointPropagationOp, MatchesReference) {
                    positions = device().allocate(ElementType::Float32, BN * 3),
                    adjoint = device().allocate(ElementType::Float32, BN * 12),
                    gradA = device().allocate(ElementType::Float32, BN * (rigid ? 4 : 12)),
-                   gradB = device().allocate(ElementType::Float32, BN * 3);
-      for (DeviceBuffer* b : {&globals, &skinning, &positions, &adjoint, &gradA, &gradB}) b->fill(nanBits());
+                   gradB = device().allocate(ElementType::Float32, BN * 3),
+                   scratch = device().allocate(ElementType::Float32, onDevice.scratchFloats(c.batch));
+      for (DeviceBuffer* b : {&globals, &skinning, &positions, &adjoint, &gradA, &gradB, &scratch}) b->fill(nanBits());
       JointPropagationArgs fwd{&onDevice, c.batch, kind};
       (rigid ? fwd.rotations : fwd.affine) = rigid ? rotations.view() : affine.view();
       if (rigid) fwd.translations = translations;
       fwd.inverseBind = inverseBind;
-      fwd.globals = globals, fwd.skinning = skinning, fwd.positions = positions;
+      fwd.globals = globals, fwd.skinning = skinning, fwd.positions = positions, fwd.scratch = scratch;
       JointPropagationBackwardArgs bwd{&onDevice, c.batch, kind};
       bwd.rotations = fwd.rotations, bwd.translations = fwd.translations, bwd.affine = fwd.affine;
       bwd.inverseBind = inverseBind, bwd.globals = globals;
       bwd.gradGlobals = gGlobals, bwd.gradSkinning = gSkinning, bwd.gradPositions = gPositions;
-      bwd.adjoint = adjoint;
+      bwd.adjoint = adjoint, bwd.scratch = scratch;
       (rigid ? bwd.gradRotations : bwd.gradAffine) = gradA;
       if (rigid) bwd.gradTranslations = gradB;
       run([&](const Exec& exec) {
@@ -388,7 +389,12 @@ TEST_P(JointPropagationOp, MatchesReference) {
         EXPECT_TRUE(allClose(gradB.download<float>(BN * 3), wantGrads.translations,
                              scaled(wantGrads.translations, 1e-5 * terms)));
       }
-      run([&](const Exec& exec) { propagateJointsBackward(exec, bwd); });
+      const std::vector<float> gotGlobals = globals.download<float>(BN * 12);
+      run([&](const Exec& exec) {
+        propagateJoints(exec, fwd);
+        propagateJointsBackward(exec, bwd);
+      });
+      EXPECT_EQ(globals.download<float>(BN * 12), gotGlobals) << "the forward is deterministic";
       EXPECT_EQ(gradA.download<float>(wantA.size()), gotA) << "the backward is deterministic";
     }
   }
@@ -398,7 +404,7 @@ TEST_P(JointPropagationOp, RejectsBadArguments) {
   const JointForest forest({-1, 0, 1});
   const DeviceJointForest onDevice(device(), forest);
   DeviceBuffer small = device().allocate(ElementType::Float32, 4), big = device().allocate(ElementType::Float32, 1024);
-  JointPropagationArgs a{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big, {}, {}};
+  JointPropagationArgs a{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big, {}, {}, big};
   a.rotations = small;
   expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: rotations holds 4 elements");
   a.rotations = big;
@@ -406,16 +412,19 @@ TEST_P(JointPropagationOp, RejectsBadArguments) {
   a.inverseBind = {};
   expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "skinning matrices need inverseBind");
   JointPropagationBackwardArgs b{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big};
-  b.adjoint = big, b.gradRotations = big, b.gradTranslations = big;
+  b.adjoint = big, b.scratch = big, b.gradRotations = big, b.gradTranslations = big;
   expectRejected([&](const Exec& e) { propagateJointsBackward(e, b); }, "no gradient given");
   JointPropagationArgs none;
   expectRejected([&](const Exec& e) { propagateJoints(e, none); }, "the forest is missing");
+  a.scratch = small;
+  a.skinning = {};
+  expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: scratch holds 4 elements");
   if (backend() == Backend::Vulkan && device().vulkan()->info().isCpu()) {  // lavapipe's loop budget
-    std::vector<int32_t> chain(70000);
-    for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
-    const DeviceJointForest deep(device(), JointForest(chain));
-    DeviceBuffer huge = device().allocate(ElementType::Float32, 70000 * 12);
-    const JointPropagationArgs d{&deep, 1, LocalTransform::Affine, {}, {}, huge, {}, huge, {}, {}};
-    expectRejected([&](const Exec& e) { propagateJoints(e, d); }, "more than the 60000 llvmpipe runs");
+    std::vector<int32_t> star(70001, 0);
+    star[0] = -1;
+    const DeviceJointForest wide(device(), JointForest(star));
+    DeviceBuffer huge = device().allocate(ElementType::Float32, 70001 * 12);
+    const JointPropagationArgs d{&wide, 1, LocalTransform::Affine, {}, {}, huge, {}, huge, {}, {}, huge};
+    expectRejected([&](const Exec& e) { propagateJoints(e, d); }, "more than the 60000 llvmpipe gathers");
   }
 }

@@ -1,31 +1,53 @@
 // Joint propagation on the GPU (GLSL and CUDA): bindings, push constants, and the transform math both backends run.
-// A path of the forest's heavy-path decomposition (armature/ops/joint_forest.h) is walked by one invocation, top
-// down in the forward and bottom up in the backward; one dispatch per generation. Transforms are 3×4 row-major
-// float[12] ([R | t], the last row 0 0 0 1 implied), as the CPU reference's.
+//
+// A generation of the forest's heavy-path decomposition (armature/ops/joint_forest.h) is a run of whole paths in
+// order(); for a batch it is that run repeated per skeleton. Propagating it is a segmented scan along that sequence,
+// a segment per path:
+//   - forward, top down: an element is its joint's local, a path's top also taking its parent's global (finished in
+//     an earlier generation) and starting a segment; the scan's product is each joint's global.
+//   - backward, bottom up: an element is the map c -> (a + c)·Lᵀ carrying the adjoint c arriving from the heavy child
+//     to the parent, where a is the joint's own gradient plus its light children's finished adjoints (a later
+//     generation, gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
+//     (u, P): c -> u + c·Pᵀ.
+// The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
+// registers. On a GPU one dispatch per generation does it (SINGLE): each tile publishes its aggregate, then combines
+// its predecessors' back to the first that starts a segment, for its carry: a look-back (after Merrill and Garland's
+// single-pass scan, 2016) without their shortcut through finished prefixes, whose association would vary from run
+// to run; tiles wait only on earlier ones, which run first. On lavapipe, whose invocations may not wait on others,
+// three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile
+// again from its carry (APPLY). A generation of one tile needs one dispatch either way.
+// Transforms are 3×4 row-major float[12] ([R | t], the last row 0 0 0 1 implied), as the CPU reference's.
 #ifndef ARMATURE_JOINTS_IO_H
 #define ARMATURE_JOINTS_IO_H
 #include "common_io.h"
 
-#define JOINTS_WORKGROUP_SIZE 64
-// llvmpipe (lavapipe) stops an invocation's loops after 65535 iterations in all, so there a path's walk (its joints,
-// plus in the backward their light children) is refused past this many steps (DeviceJointForest::longestWalk).
-#define JOINTS_LAVAPIPE_MAX_WALK 60000u
+#define JOINTS_THREADS 256                               // a workgroup
+#define JOINTS_ITEMS 4                                   // consecutive elements per invocation
+#define JOINTS_TILE (JOINTS_THREADS * JOINTS_ITEMS)
+#define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
+// Scratch (32-bit words): a status word per tile of every generation (SINGLE; zeroed at the start of a call, then
+// JOINTS_HAS_AGGREGATE), then a state per tile of one generation.
+#define JOINTS_HAS_AGGREGATE 1u
+#define JOINTS_HEAD 0x80000000u                          // in the order table: this joint starts a path
+// llvmpipe (lavapipe) stops an invocation's loops after 65535 iterations in all; one element gathers all its
+// joint's light children, so there a joint with more than this many is refused (DeviceJointForest::widestFanOut).
+#define JOINTS_LAVAPIPE_MAX_FAN_OUT 60000u
 
-#define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), path by path
-#define JOINTS_BINDING_PATH_START 1    // uint (paths + 1)
-#define JOINTS_BINDING_PARENTS 2       // int (N)
-#define JOINTS_BINDING_LIGHT_START 3   // uint (N + 1): each joint's children that start paths, as CSR
-#define JOINTS_BINDING_LIGHT_CHILDREN 4
-#define JOINTS_BINDING_LOCAL_A 5       // float: rotations (B,N,4) or affine (B,N,12)
-#define JOINTS_BINDING_LOCAL_B 6       // float: translations (B,N,3) (rigid)
-#define JOINTS_BINDING_INVERSE_BIND 7  // float (N,12)
-#define JOINTS_BINDING_GLOBALS 8       // float (B,N,12): written by the forward, read by the backward
-#define JOINTS_BINDING_SKINNING 9      // float (B,N,12): forward output, or its gradient in the backward
-#define JOINTS_BINDING_POSITIONS 10    // float (B,N,3): forward output, or its gradient in the backward
-#define JOINTS_BINDING_GRAD_GLOBALS 11 // float (B,N,12) (backward)
-#define JOINTS_BINDING_ADJOINT 12      // float (B,N,12) (backward scratch: each joint's finished adjoint)
-#define JOINTS_BINDING_GRAD_A 13       // float: gradient of rotations or affine (backward)
-#define JOINTS_BINDING_GRAD_B 14       // float: gradient of translations (backward)
+#define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top
+#define JOINTS_BINDING_PARENTS 1       // int (N)
+#define JOINTS_BINDING_LIGHT_START 2   // uint (N + 1): each joint's children that start paths, as CSR
+#define JOINTS_BINDING_LIGHT_CHILDREN 3
+#define JOINTS_BINDING_LOCAL_A 4       // float: rotations (B,N,4) or affine (B,N,12)
+#define JOINTS_BINDING_LOCAL_B 5       // float: translations (B,N,3) (rigid)
+#define JOINTS_BINDING_INVERSE_BIND 6  // float (N,12)
+#define JOINTS_BINDING_GLOBALS 7       // float (B,N,12): written by the forward, read by the backward
+#define JOINTS_BINDING_SKINNING 8      // float (B,N,12): forward output, or its gradient in the backward
+#define JOINTS_BINDING_POSITIONS 9     // float (B,N,3): forward output, or its gradient in the backward
+#define JOINTS_BINDING_GRAD_GLOBALS 10 // float (B,N,12) (backward)
+#define JOINTS_BINDING_ADJOINT 11      // float (B,N,12) (backward: each joint's finished adjoint)
+#define JOINTS_BINDING_GRAD_A 12       // float: gradient of rotations or affine (backward)
+#define JOINTS_BINDING_GRAD_B 13       // float: gradient of translations (backward)
+#define JOINTS_BINDING_SCRATCH 14      // uint: statuses and the tiles' records (above)
 #define JOINTS_BINDINGS 15
 
 #define JOINTS_AFFINE 1u          // flags: the locals are affine 3×4 (else rigid)
@@ -33,12 +55,21 @@
 #define JOINTS_POSITIONS 4u       // positions (forward output, or a gradient for them)
 #define JOINTS_GRAD_GLOBALS 8u    // backward: a gradient for the globals
 
+#define JOINTS_SINGLE 0u
+#define JOINTS_REDUCE 1u
+#define JOINTS_CARRY 2u
+#define JOINTS_APPLY 3u
+
 ARM_SHARED_STRUCT(JointsPush) {
-  uint joints;     // N
-  uint batch;      // B
-  uint firstPath;  // this dispatch's generation: paths [firstPath, firstPath + paths)
-  uint paths;
+  uint joints;       // N
+  uint batch;        // B
+  uint genStart;     // this dispatch's generation: order() positions [genStart, genStart + genLength)
+  uint genLength;
   uint flags;
+  uint phase;        // JOINTS_SINGLE, JOINTS_REDUCE, JOINTS_CARRY or JOINTS_APPLY
+  uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry
+  uint statusStart;  // SINGLE: this generation's first status word
+  uint recordStart;  // the first record's word
   uint pad0, pad1, pad2;
 };
 
@@ -89,7 +120,30 @@ ARM_FN void jointRigidBackward(float x, float y, float z, float w, JOINT_IN(G, 1
   dq[3] = 2.0f * (-z * G[1] + y * G[2] + z * G[4] - x * G[6] - y * G[8] + x * G[9]);
 }
 
+
+// The forward scan's operator on (segment flag, product): x then y (the result's flag is x's or y's).
+ARM_FN void jointsCombineForward(JOINT_IN(px, 12), uint fy, JOINT_IN(py, 12), JOINT_OUT(p, 12)) {
+  if (fy != 0u) {
+    for (int k = 0; k < 12; ++k) p[k] = py[k];
+  } else {
+    jointCompose(px, py, p);
+  }
+}
+
+// The backward scan's operator on maps (flag, u, P), c -> u + c·Pᵀ: x (below) then y (above). A flagged y ignores
+// what arrives from below.
+ARM_FN void jointsCombineBackward(JOINT_IN(ux, 12), JOINT_IN(px, 12), uint fy, JOINT_IN(uy, 12), JOINT_IN(py, 12),
+                                  JOINT_OUT(u, 12), JOINT_OUT(p, 12)) {
+  if (fy != 0u) {
+    for (int k = 0; k < 12; ++k) u[k] = uy[k], p[k] = py[k];
+  } else {
+    jointTimesTranspose(ux, py, u);
+    for (int k = 0; k < 12; ++k) u[k] += uy[k];
+    jointCompose(py, px, p);
+  }
+}
+
 #ifdef __cplusplus
-static_assert(sizeof(JointsPush) == 32);
+static_assert(sizeof(JointsPush) == 48);
 #endif
 #endif

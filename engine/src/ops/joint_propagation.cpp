@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dispatch.h"
+#include "ops/joint_propagation_backend.h"
 
 namespace armature {
 namespace vk {
@@ -38,6 +39,7 @@ size_t checkLocals(const char* op, const OpChecks& check, const Args& a) {
   }
   check.optionalView("inverseBind", a.inverseBind, ElementType::Float32, N * 12);
   check.view("globals", a.globals, ElementType::Float32, BN * 12);
+  check.view("scratch", a.scratch, ElementType::Float32, a.forest->scratchFloats(a.batch));
   return BN;
 }
 
@@ -59,19 +61,28 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest) 
     const int32_t parent = forest.parents()[top];
     if (parent >= 0) lightChildren[fill[size_t(parent)]++] = top;
   }
-  for (uint32_t p = 0; p < forest.paths(); ++p) {
-    uint64_t walk = 0;
-    for (uint32_t n = forest.pathStart()[p]; n < forest.pathStart()[p + 1]; ++n) {
-      const uint32_t j = forest.order()[n];
-      walk += 1 + lightStart[j + 1] - lightStart[j];
-    }
-    m_longestWalk = std::max(m_longestWalk, walk);
-  }
-  m_order = uploadTable(device, forest.order());
-  m_pathStart = uploadTable(device, forest.pathStart());
+  for (size_t j = 0; j < N; ++j) m_widestFanOut = std::max(m_widestFanOut, lightStart[j + 1] - lightStart[j]);
+  for (uint32_t g = 0; g < forest.generations(); ++g)
+    m_generationLengths.push_back(forest.pathStart()[forest.generationStart()[g + 1]] -
+                                  forest.pathStart()[forest.generationStart()[g]]);
+  std::vector<uint32_t> order = forest.order();
+  for (uint32_t p = 0; p < forest.paths(); ++p) order[forest.pathStart()[p]] |= JOINTS_HEAD;
+  m_order = uploadTable(device, order);
   m_parents = uploadTable(device, forest.parents());
   m_lightStart = uploadTable(device, lightStart);
   m_lightChildren = uploadTable(device, lightChildren);
+}
+
+size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
+  size_t tiles = 0;
+  for (uint32_t length : m_generationLengths) tiles += jointsTiles(batch, length);
+  return tiles;
+}
+
+size_t DeviceJointForest::scratchFloats(uint32_t batch) const {
+  uint32_t mostTiles = 1;
+  for (uint32_t length : m_generationLengths) mostTiles = std::max(mostTiles, jointsTiles(batch, length));
+  return scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS;
 }
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {

@@ -1,6 +1,8 @@
 #pragma once
 // What both backends of joint propagation share on the host: the flags an argument set selects, and the walk over
-// the forest's generations, one launch each (forward: first to last; backward: last to first).
+// the forest's generations and their scan's phases.
+#include <algorithm>
+
 #include "armature/ops/joint_propagation.h"
 #include "shared/joints_io.h"
 
@@ -16,15 +18,37 @@ inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
          (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) | (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
 }
 
-// Calls launch(push) for each generation of `forest`, in order or reversed.
+inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {
+  return uint32_t((uint64_t(batch) * length + JOINTS_TILE - 1) / JOINTS_TILE);
+}
+
+// Calls launch(push, workgroups) for each dispatch of each generation of `forest` (forward: first to last;
+// backward: last to first): SINGLE for a generation of at most `singlePassTiles` tiles (0 on lavapipe), else
+// REDUCE, CARRY and APPLY. The scratch's status words (DeviceJointForest::scratchStatusWords) must be zero before.
 template <typename Launch>
-void forEachGeneration(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse, Launch launch) {
+void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse,
+                  uint32_t singlePassTiles, Launch launch) {
   const JointForest& f = forest.forest();
-  const uint32_t G = f.generations();
+  const uint32_t G = f.generations(), recordStart = uint32_t(forest.scratchStatusWords(batch));
+  uint32_t statusStart = 0;
   for (uint32_t step = 0; step < G; ++step) {
     const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t first = f.generationStart()[g];
-    launch(JointsPush{f.size(), batch, first, f.generationStart()[g + 1] - first, flags, 0, 0, 0});
+    const uint32_t start = f.pathStart()[f.generationStart()[g]], end = f.pathStart()[f.generationStart()[g + 1]];
+    const uint32_t tiles = jointsTiles(batch, end - start);
+    JointsPush push{f.size(), batch,       start,       end - start, flags, JOINTS_SINGLE,
+                    tiles,    statusStart, recordStart, 0,           0,     0};
+    statusStart += tiles;
+    if (tiles == 1 || tiles <= singlePassTiles) {
+      launch(push, tiles);
+      continue;
+    }
+    const uint32_t groups = std::min<uint32_t>(tiles, 65535);
+    push.phase = JOINTS_REDUCE;
+    launch(push, groups);
+    push.phase = JOINTS_CARRY;
+    launch(push, 1u);
+    push.phase = JOINTS_APPLY;
+    launch(push, groups);
   }
 }
 

@@ -9,30 +9,36 @@ namespace {
 // An optional argument's binding, null where it is absent (run() binds a spare there, never read: its flag is off).
 BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{} : view.vulkan(); }
 
-// Either direction: bindings 0 to 7 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`; one
-// dispatch per generation, each after what it reads (the generation before, or after in the backward; the first
-// after work recorded just before it, such as the backward's forward).
+// Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`; each
+// phase after what it reads (the phase or generation before; the first after work recorded just before it, such as
+// the backward's forward).
 template <typename Args>
 void run(const Exec& exec, const char* op, const shaders::SpirvBlob& spirv, const Args& a,
          const std::vector<BufferView>& rest, bool reverse) {
   const DeviceJointForest& f = *a.forest;
-  ARM_CHECK(!exec.context().info().isCpu() || f.longestWalk() <= JOINTS_LAVAPIPE_MAX_WALK,
-            "%s: a path of this forest takes %llu steps, more than the %u llvmpipe runs in one invocation (it stops "
-            "loops after 65535 iterations); use a GPU or CUDA",
-            op, (unsigned long long)f.longestWalk(), JOINTS_LAVAPIPE_MAX_WALK);
-  std::vector<BufferView> buffers = {
-      f.order().vulkan(),         f.pathStart().vulkan(),
-      f.parents().vulkan(),       f.lightStart().vulkan(),
-      f.lightChildren().vulkan(), a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan(),
-      optional(a.translations),   optional(a.inverseBind)};
+  ARM_CHECK(!exec.context().info().isCpu() || f.widestFanOut() <= JOINTS_LAVAPIPE_MAX_FAN_OUT,
+            "%s: a joint of this forest has %u children that start paths, more than the %u llvmpipe gathers in one "
+            "invocation (it stops loops after 65535 iterations); use a GPU or CUDA",
+            op, f.widestFanOut(), JOINTS_LAVAPIPE_MAX_FAN_OUT);
+  std::vector<BufferView> buffers = {f.order().vulkan(),
+                                     f.parents().vulkan(),
+                                     f.lightStart().vulkan(),
+                                     f.lightChildren().vulkan(),
+                                     a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan(),
+                                     optional(a.translations),
+                                     optional(a.inverseBind)};
   buffers.insert(buffers.end(), rest.begin(), rest.end());
   for (BufferView& b : buffers)
     if (!b.buffer) b = a.globals.vulkan();
   const auto& program = exec.context().program(spirv, JOINTS_BINDINGS, sizeof(JointsPush));
-  forEachGeneration(f, a.batch, jointsFlags(a), reverse, [&](const JointsPush& push) {
-    computeBarrier(exec.commandBuffer());
-    dispatch(exec.commandBuffer(), program, groupCount(uint64_t(push.paths) * push.batch, JOINTS_WORKGROUP_SIZE),
-             buffers, push);
+  // One pass per generation where workgroups may wait on earlier ones (a GPU), three on lavapipe.
+  const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
+  VkCommandBuffer cmd = exec.commandBuffer();
+  computeBarrier(cmd);  // the status words may still be read by earlier work
+  vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);
+  forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, [&](const JointsPush& push, uint32_t groups) {
+    computeBarrier(cmd);
+    dispatch(cmd, program, groups, buffers, push);
   });
 }
 
@@ -40,7 +46,7 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& spirv, cons
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   run(exec, "propagateJoints", shaders::joints_forward, a,
-      {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}}, false);
+      {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}, a.scratch.vulkan()}, false);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
@@ -48,7 +54,7 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
   run(exec, "propagateJointsBackward", shaders::joints_backward, a,
       {a.globals.vulkan(), optional(a.gradSkinning), optional(a.gradPositions), optional(a.gradGlobals),
        a.adjoint.vulkan(), affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
-       affine ? BufferView{} : a.gradTranslations.vulkan()},
+       affine ? BufferView{} : a.gradTranslations.vulkan(), a.scratch.vulkan()},
       true);
 }
 

@@ -13,10 +13,10 @@
 // The backward takes a gradient for any subset of the outputs and returns the exact gradients for the locals and
 // the attached points' coordinates (summed over the batch).
 //
-// On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float): one dispatch per generation of the
-// forest's heavy-path decomposition, an invocation per (skeleton, path) walking its path; the backward gathers each
-// joint's children in a fixed order (no atomics: the same bits on every run). Attached points are the reference's
-// alone for now.
+// On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float): each generation of the forest's
+// heavy-path decomposition is a segmented scan along its paths (shaders/shared/joints_io.h), a few dispatches per
+// generation whatever the paths' lengths; the backward's sums have a fixed order (no atomics: the same bits on every
+// run). Attached points are the reference's alone for now.
 #include <cstdint>
 #include <vector>
 
@@ -61,24 +61,27 @@ JointLocalGradsRef propagateJointsBackwardRef(const JointForest& forest, const J
 
 // ---- GPU ------------------------------------------------------------------------------------------------------
 
-// A forest's tables on a device, uploaded once per topology: order, path starts, parents, and each joint's light
-// children (the children that start paths) as CSR.
+// A forest's tables on a device, uploaded once per topology: order (path tops marked), parents, and each joint's
+// light children (the children that start paths) as CSR.
 class DeviceJointForest {
  public:
   DeviceJointForest(Device& device, const JointForest& forest);
   const JointForest& forest() const { return m_forest; }
   DeviceView order() const { return m_order.view(); }
-  DeviceView pathStart() const { return m_pathStart.view(); }
   DeviceView parents() const { return m_parents.view(); }
   DeviceView lightStart() const { return m_lightStart.view(); }
   DeviceView lightChildren() const { return m_lightChildren.view(); }
-  // The most steps one invocation takes: a path's joints plus their light children (what the backward visits).
-  uint64_t longestWalk() const { return m_longestWalk; }
+  // The most light children of one joint (the backward gathers them in one invocation).
+  uint32_t widestFanOut() const { return m_widestFanOut; }
+  // The scratch (32-bit words, as floats) a batch's forward or backward needs: the scan's tile statuses and records.
+  size_t scratchFloats(uint32_t batch) const;
+  size_t scratchStatusWords(uint32_t batch) const;  // the first words, zeroed by each call
 
  private:
   JointForest m_forest;
-  uint64_t m_longestWalk = 0;
-  DeviceBuffer m_order, m_pathStart, m_parents, m_lightStart, m_lightChildren;
+  uint32_t m_widestFanOut = 0;
+  std::vector<uint32_t> m_generationLengths;
+  DeviceBuffer m_order, m_parents, m_lightStart, m_lightChildren;
 };
 
 // Float views shaped as the reference's vectors; an empty view is an absent optional one.
@@ -92,6 +95,7 @@ struct JointPropagationArgs {
   DeviceView globals;                  // out (B,N,12)
   DeviceView skinning;                 // out (B,N,12), optional
   DeviceView positions;                // out (B,N,3), optional
+  DeviceView scratch;                  // forest->scratchFloats(batch) floats
 };
 // Records (Vulkan) or enqueues (CUDA); throws armature::Error for a bad argument, before any work.
 void propagateJoints(const Exec& exec, const JointPropagationArgs& args);
@@ -104,6 +108,7 @@ struct JointPropagationBackwardArgs {
   DeviceView globals;                                       // the forward's output
   DeviceView gradGlobals, gradSkinning, gradPositions;      // optional (at least one)
   DeviceView adjoint;                                       // scratch (B,N,12)
+  DeviceView scratch;                                       // forest->scratchFloats(batch) floats
   DeviceView gradRotations, gradTranslations;               // out, rigid
   DeviceView gradAffine;                                    // out, affine
 };
