@@ -1,6 +1,7 @@
 // Joint forests and the CPU reference of joint propagation: validation with errors naming the joint, the
 // heavy-path decomposition's invariants on wide, deep, shuffled and many-rooted forests, the forward on cases with
 // known answers, and every gradient of the backward against central differences in double.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -292,14 +293,19 @@ struct ForestCase {
   uint32_t batch;
 };
 
-// `wide`: the children of the wide root (lavapipe gathers at most 60,000 per invocation). The chain's 150k joints
-// make 147 tiles, more than one workgroup's worth of carries.
+// Small forests (at most DeviceJointForest::kSmallJoints joints) take the level-by-level dispatch, the others the
+// scans. `wide`: the children of the wide root (lavapipe gathers at most 60,000 per invocation). The chain's 150k
+// joints make 147 tiles, more than one workgroup's worth of carries.
 std::vector<ForestCase> gpuCases(uint32_t wide) {
   std::mt19937_64 r(19);
   std::vector<int32_t> chain(150000), star(wide + 1, 0);
   for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
   star[0] = -1;
+  std::vector<int32_t> smallChain(DeviceJointForest::kSmallJoints);  // the deepest small forest (walked level by level)
+  for (size_t i = 0; i < smallChain.size(); ++i) smallChain[i] = int32_t(i) - 1;
   return {{"SMPL-X tree x 37", smplxParents(), 37},
+          {"random 150, shuffled, 3 roots x 41", randomForest(150, 8, r, true, 2), 41},
+          {"chain of " + std::to_string(DeviceJointForest::kSmallJoints) + " x 3", smallChain, 3},
           {"random 5000, shuffled, 6 roots", randomForest(5000, 16, r, true, 5), 3},
           {"chain of 150000", chain, 1},
           {"root with " + std::to_string(wide) + " children", star, 1},
@@ -326,19 +332,21 @@ TEST_P(JointPropagationOp, MatchesReference) {
   const bool lavapipe = device().vulkan() && device().vulkan()->info().isCpu();
   for (const ForestCase& c : gpuCases(lavapipe && backend() == Backend::Vulkan ? 30000 : 100000)) {
     const JointForest forest(c.parents);
-    const DeviceJointForest onDevice(device(), forest);
     for (LocalTransform kind : {LocalTransform::Rigid, LocalTransform::Affine}) {
       SCOPED_TRACE(c.name + (kind == LocalTransform::Rigid ? ", rigid" : ", affine"));
       std::mt19937_64 r(uint64_t(forest.size()) * 7 + uint64_t(kind));
-      JointLocalsRef in = randomLocals(forest, c.batch, kind, 0, r, true);
-      for (auto* v : {&in.rotations, &in.translations, &in.affine, &in.inverseBind}) roundToFloat(*v);
+      const uint32_t P = std::min<uint32_t>(forest.size(), 2000) + 3;  // attached points, several on some joints
+      JointLocalsRef in = randomLocals(forest, c.batch, kind, P, r, true);
+      for (auto* v : {&in.rotations, &in.translations, &in.affine, &in.inverseBind, &in.points}) roundToFloat(*v);
+      const DeviceJointForest onDevice(device(), forest, in.pointJoints);
       const JointGlobalsRef want = propagateJointsRef(forest, in);
       const size_t BN = size_t(c.batch) * forest.size();
       JointGlobalsRef grads;
       grads.globals = uniform(BN * 12, -1, 1);
       grads.skinning = uniform(BN * 12, -1, 1);
       grads.positions = uniform(BN * 3, -1, 1);
-      for (auto* v : {&grads.globals, &grads.skinning, &grads.positions}) roundToFloat(*v);
+      grads.points = uniform(size_t(c.batch) * P * 3, -1, 1);
+      for (auto* v : {&grads.globals, &grads.skinning, &grads.positions, &grads.points}) roundToFloat(*v);
       const JointLocalGradsRef wantGrads = propagateJointsBackwardRef(forest, in, grads);
 
       const bool rigid = kind == LocalTransform::Rigid;
@@ -349,24 +357,32 @@ TEST_P(JointPropagationOp, MatchesReference) {
       DeviceBuffer gGlobals = device().upload(cast<float>(grads.globals));
       DeviceBuffer gSkinning = device().upload(cast<float>(grads.skinning));
       DeviceBuffer gPositions = device().upload(cast<float>(grads.positions));
+      DeviceBuffer points = device().upload(cast<float>(in.points)),
+                   gPointsOut = device().upload(cast<float>(grads.points));
       DeviceBuffer globals = device().allocate(ElementType::Float32, BN * 12),
                    skinning = device().allocate(ElementType::Float32, BN * 12),
                    positions = device().allocate(ElementType::Float32, BN * 3),
                    adjoint = device().allocate(ElementType::Float32, BN * 12),
                    gradA = device().allocate(ElementType::Float32, BN * (rigid ? 4 : 12)),
                    gradB = device().allocate(ElementType::Float32, BN * 3),
-                   scratch = device().allocate(ElementType::Float32, onDevice.scratchFloats(c.batch));
-      for (DeviceBuffer* b : {&globals, &skinning, &positions, &adjoint, &gradA, &gradB, &scratch}) b->fill(nanBits());
+                   scratch = device().allocate(ElementType::Float32, onDevice.scratchFloats(c.batch)),
+                   pointsOut = device().allocate(ElementType::Float32, size_t(c.batch) * P * 3),
+                   gradPoints = device().allocate(ElementType::Float32, size_t(P) * 3);
+      for (DeviceBuffer* b :
+           {&globals, &skinning, &positions, &adjoint, &gradA, &gradB, &scratch, &pointsOut, &gradPoints})
+        b->fill(nanBits());
       JointPropagationArgs fwd{&onDevice, c.batch, kind};
       (rigid ? fwd.rotations : fwd.affine) = rigid ? rotations.view() : affine.view();
       if (rigid) fwd.translations = translations;
       fwd.inverseBind = inverseBind;
       fwd.globals = globals, fwd.skinning = skinning, fwd.positions = positions, fwd.scratch = scratch;
+      fwd.points = points, fwd.pointsOut = pointsOut;
       JointPropagationBackwardArgs bwd{&onDevice, c.batch, kind};
       bwd.rotations = fwd.rotations, bwd.translations = fwd.translations, bwd.affine = fwd.affine;
       bwd.inverseBind = inverseBind, bwd.globals = globals;
       bwd.gradGlobals = gGlobals, bwd.gradSkinning = gSkinning, bwd.gradPositions = gPositions;
       bwd.adjoint = adjoint, bwd.scratch = scratch;
+      bwd.points = points, bwd.gradPointsOut = gPointsOut, bwd.gradPoints = gradPoints;
       (rigid ? bwd.gradRotations : bwd.gradAffine) = gradA;
       if (rigid) bwd.gradTranslations = gradB;
       run([&](const Exec& exec) {
@@ -382,6 +398,11 @@ TEST_P(JointPropagationOp, MatchesReference) {
       EXPECT_TRUE(allClose(globals.download<float>(BN * 12), want.globals, scaled(want.globals, 2e-6 * depth)));
       EXPECT_TRUE(allClose(skinning.download<float>(BN * 12), want.skinning, scaled(want.skinning, 2e-6 * depth)));
       EXPECT_TRUE(allClose(positions.download<float>(BN * 3), want.positions, scaled(want.positions, 2e-6 * depth)));
+      EXPECT_TRUE(
+          allClose(pointsOut.download<float>(size_t(c.batch) * P * 3), want.points, scaled(want.points, 2e-6 * depth)));
+      // A point's gradient sums the batch of its joint's rotations (each as good as the globals) times gradients.
+      EXPECT_TRUE(allClose(gradPoints.download<float>(size_t(P) * 3), wantGrads.points,
+                           scaled(wantGrads.points, (2e-6 * depth + 1e-5) * std::sqrt(double(c.batch)))));
       const std::vector<double>& wantA = rigid ? wantGrads.rotations : wantGrads.affine;
       const std::vector<float> gotA = gradA.download<float>(wantA.size());
       EXPECT_TRUE(allClose(gotA, wantA, scaled(wantA, 1e-5 * terms)));
@@ -390,12 +411,14 @@ TEST_P(JointPropagationOp, MatchesReference) {
                              scaled(wantGrads.translations, 1e-5 * terms)));
       }
       const std::vector<float> gotGlobals = globals.download<float>(BN * 12);
+      const std::vector<float> gotPoints = gradPoints.download<float>(size_t(P) * 3);
       run([&](const Exec& exec) {
         propagateJoints(exec, fwd);
         propagateJointsBackward(exec, bwd);
       });
       EXPECT_EQ(globals.download<float>(BN * 12), gotGlobals) << "the forward is deterministic";
       EXPECT_EQ(gradA.download<float>(wantA.size()), gotA) << "the backward is deterministic";
+      EXPECT_EQ(gradPoints.download<float>(size_t(P) * 3), gotPoints) << "the points' backward is deterministic";
     }
   }
 }
@@ -404,7 +427,8 @@ TEST_P(JointPropagationOp, RejectsBadArguments) {
   const JointForest forest({-1, 0, 1});
   const DeviceJointForest onDevice(device(), forest);
   DeviceBuffer small = device().allocate(ElementType::Float32, 4), big = device().allocate(ElementType::Float32, 1024);
-  JointPropagationArgs a{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big, {}, {}, big};
+  JointPropagationArgs a{&onDevice, 2, LocalTransform::Rigid, big, big, {}, big, big, {}, {}};
+  a.scratch = big;
   a.rotations = small;
   expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: rotations holds 4 elements");
   a.rotations = big;
@@ -419,12 +443,22 @@ TEST_P(JointPropagationOp, RejectsBadArguments) {
   a.scratch = small;
   a.skinning = {};
   expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: scratch holds 4 elements");
+  EXPECT_THAT(errorOf([&] {
+                DeviceJointForest(device(), forest, {0, 5});
+              }),
+              testing::HasSubstr("point 1 is attached to joint 5, not in [0, 3)"));
+  const DeviceJointForest withPoints(device(), forest, {2, 0, 2});
+  a.forest = &withPoints, a.scratch = big, a.pointsOut = big;
+  expectRejected([&](const Exec& e) { propagateJoints(e, a); }, "propagateJoints: points is missing");
+  b.forest = &withPoints, b.gradRotations = big, b.gradPointsOut = big, b.points = big, b.gradPoints = small;
+  expectRejected([&](const Exec& e) { propagateJointsBackward(e, b); }, "gradPoints holds 4 elements");
   if (backend() == Backend::Vulkan && device().vulkan()->info().isCpu()) {  // lavapipe's loop budget
     std::vector<int32_t> star(70001, 0);
     star[0] = -1;
     const DeviceJointForest wide(device(), JointForest(star));
     DeviceBuffer huge = device().allocate(ElementType::Float32, 70001 * 12);
-    const JointPropagationArgs d{&wide, 1, LocalTransform::Affine, {}, {}, huge, {}, huge, {}, {}, huge};
+    JointPropagationArgs d{&wide, 1, LocalTransform::Affine, {}, {}, huge, {}, huge, {}, {}};
+    d.scratch = huge;
     expectRejected([&](const Exec& e) { propagateJoints(e, d); }, "more than the 60000 llvmpipe gathers");
   }
 }

@@ -1,5 +1,6 @@
-// Joint propagation on CUDA: the Vulkan shaders' segmented scans (shaders/joints_*.comp) with the same math
-// (shaders/shared/joints_io.h), one single-pass launch per generation in order on the exec's stream.
+// Joint propagation on CUDA: the Vulkan shaders (shaders/joints_*.comp) with the same math
+// (shaders/shared/joints_io.h): a small forest in one launch, any other in one single-pass scan per generation,
+// launched in order on the exec's stream.
 #include <algorithm>
 
 #include "check.h"
@@ -388,6 +389,172 @@ __global__ void __launch_bounds__(JOINTS_THREADS) scanKernel(Op op) {
   }
 }
 
+// A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
+__global__ void __launch_bounds__(JOINTS_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
+  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
+  const JointsPush& p = op.p;
+  const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
+  for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
+    const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
+    const size_t base = size_t(first) * N;
+    if (op.locals.affine) {
+      for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) sG[x] = op.locals.a[base * 12 + x];
+    } else {
+      for (uint32_t e = t; e < count; e += JOINTS_THREADS) op.locals.at(base + e, &sG[e * 12]);
+    }
+    __syncthreads();
+    for (uint32_t d = 1; d < levelCount; ++d) {  // level 0: roots, whose globals are their locals
+      const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
+      for (uint32_t x = t; x < skeletons * width; x += JOINTS_THREADS) {
+        const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
+        float g[12], l[12], y[12];
+        copy12(&sG[(s * N + uint32_t(op.t.parents[j])) * 12], g);
+        copy12(&sG[e * 12], l);
+        jointCompose(g, l, y);
+        copy12(y, &sG[e * 12]);
+      }
+      __syncthreads();
+    }
+    for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) op.globals[base * 12 + x] = sG[x];
+    if (p.flags & JOINTS_POSITIONS)
+      for (uint32_t x = t; x < count * 3; x += JOINTS_THREADS)
+        op.positions[base * 3 + x] = sG[x / 3 * 12 + x % 3 * 4 + 3];
+    if (p.flags & JOINTS_SKINNING) {
+      for (uint32_t e = t; e < count; e += JOINTS_THREADS) {
+        float g[12], ib[12], y[12];
+        copy12(&sG[e * 12], g);
+        copy12(&op.inverseBind[size_t(e % N) * 12], ib);
+        jointCompose(g, ib, y);
+        copy12(y, &op.skinning[(base + e) * 12]);
+      }
+    }
+    __syncthreads();  // before the next round's locals
+  }
+}
+
+// A small forest, backward: shaders/joints_small_backward.comp.
+__global__ void __launch_bounds__(JOINTS_THREADS)
+    smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
+  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient, becoming its adjoint
+  __shared__ float sL[JOINTS_SMALL_JOINTS * 12];  // locals
+  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // globals
+  const JointsPush& p = op.p;
+  const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
+  for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
+    const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
+    const size_t base = size_t(first) * N;
+    for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) {
+      sG[x] = op.globals[base * 12 + x];
+      sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) ? op.grads.globals[base * 12 + x] : 0.0f;
+      if (op.locals.affine) sL[x] = op.locals.a[base * 12 + x];
+    }
+    __syncthreads();
+    for (uint32_t e = t; e < count; e += JOINTS_THREADS) {
+      const size_t i = base + e;
+      float a[12], tmp[12];
+      copy12(&sA[e * 12], a);
+      if (p.flags & JOINTS_SKINNING) {  // S = G · IB: dG += dS · IBᵀ
+        float ds[12], ib[12];
+        copy12(&op.grads.skinning[i * 12], ds);
+        copy12(&op.inverseBind[size_t(e % N) * 12], ib);
+        jointTimesTranspose(ds, ib, tmp);
+#pragma unroll
+        for (int k = 0; k < 12; ++k) a[k] += tmp[k];
+      }
+      if (p.flags & JOINTS_POSITIONS)
+        for (int r = 0; r < 3; ++r) a[r * 4 + 3] += op.grads.positions[i * 3 + r];
+      copy12(a, &sA[e * 12]);
+      if (!op.locals.affine) op.locals.at(i, &sL[e * 12]);
+    }
+    __syncthreads();
+    for (uint32_t d = levelCount; d-- > 0;) {
+      const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
+      for (uint32_t x = t; x < skeletons * width; x += JOINTS_THREADS) {
+        const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
+        const size_t i = base + e;
+        float a[12], tmp[12], dl[12];
+        copy12(&sA[e * 12], a);
+        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // children: the level below, finished
+          const uint32_t ce = s * N + children[c];
+          jointTimesTranspose(&sA[ce * 12], &sL[ce * 12], tmp);
+#pragma unroll
+          for (int k = 0; k < 12; ++k) a[k] += tmp[k];
+        }
+        copy12(a, &sA[e * 12]);
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint). Into the joint's global's
+        // place (its children, the only readers, are done), written out whole below.
+        const int parent = op.t.parents[j];
+        if (parent >= 0) {
+          jointTransposeTimes(&sG[(s * N + uint32_t(parent)) * 12], a, dl);
+        } else {
+          copy12(a, dl);
+        }
+        if (!op.locals.affine) {  // (dq, dt) in the first 7 floats
+          float dq[4];
+          const float* q = &op.locals.a[i * 4];
+          jointRigidBackward(q[0], q[1], q[2], q[3], dl, dq);
+          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
+        }
+        copy12(dl, &sG[e * 12]);
+      }
+      __syncthreads();
+    }
+    if (op.locals.affine) {
+      for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) op.gradA[base * 12 + x] = sG[x];
+    } else {
+      for (uint32_t x = t; x < count * 4; x += JOINTS_THREADS) op.gradA[base * 4 + x] = sG[x / 4 * 12 + x % 4];
+      for (uint32_t x = t; x < count * 3; x += JOINTS_THREADS) op.gradB[base * 3 + x] = sG[x / 3 * 12 + 4 + x % 3];
+    }
+    __syncthreads();  // before the next round's reads
+  }
+}
+
+// Points attached to joints: shaders/joints_points.comp.
+__global__ void pointsKernel(const int32_t* pointJoints, const uint32_t* pointStart, const uint32_t* pointOrder,
+                             const float* points, const float* globals, float* moved, const float* gradGlobals,
+                             float* jointGrads, float* gradPoints, JointsPointsPush p) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x, first = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (p.mode == JOINTS_POINTS_FORWARD) {
+    for (size_t item = first; item < size_t(p.batch) * p.points; item += stride) {
+      const size_t q = item % p.points, g = (item / p.points * p.joints + size_t(pointJoints[q])) * 12;
+      const float* x = &points[q * 3];
+      for (int r = 0; r < 3; ++r)
+        moved[item * 3 + r] = globals[g + r * 4] * x[0] + globals[g + r * 4 + 1] * x[1] +
+                              globals[g + r * 4 + 2] * x[2] + globals[g + r * 4 + 3];
+    }
+  } else if (p.mode == JOINTS_POINTS_JOINT_GRADS) {  // d<dY, G·[x;1]>/dG = dY ⊗ [x;1]
+    for (size_t item = first; item < size_t(p.batch) * p.joints; item += stride) {
+      const size_t b = item / p.joints, j = item % p.joints;
+      float d[12];
+#pragma unroll
+      for (int k = 0; k < 12; ++k) d[k] = (p.flags & JOINTS_GRAD_GLOBALS) ? gradGlobals[item * 12 + k] : 0.0f;
+      for (uint32_t c = pointStart[j]; c < pointStart[j + 1]; ++c) {
+        const size_t q = pointOrder[c], at = (b * p.points + q) * 3;
+        for (int r = 0; r < 3; ++r) {
+          const float dy = moved[at + r];
+          d[r * 4] += dy * points[q * 3], d[r * 4 + 1] += dy * points[q * 3 + 1];
+          d[r * 4 + 2] += dy * points[q * 3 + 2], d[r * 4 + 3] += dy;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 12; ++k) jointGrads[item * 12 + k] = d[k];
+    }
+  } else {  // d<dY, G·[x;1]>/dx = Rᵀ dY, summed over the batch
+    for (size_t q = first; q < p.points; q += stride) {
+      const size_t j = size_t(pointJoints[q]);
+      float d[3] = {0.0f, 0.0f, 0.0f};
+      for (uint32_t b = 0; b < p.batch; ++b) {
+        const size_t g = (b * size_t(p.joints) + j) * 12, at = (b * size_t(p.points) + q) * 3;
+        for (int c = 0; c < 3; ++c)
+          d[c] += globals[g + c] * moved[at] + globals[g + 4 + c] * moved[at + 1] + globals[g + 8 + c] * moved[at + 2];
+      }
+      for (int c = 0; c < 3; ++c) gradPoints[q * 3 + c] = d[c];
+    }
+  }
+}
+
 Tables tablesOf(const DeviceJointForest& f) {
   return {f.order().cuda<uint32_t>(), f.parents().cuda<int32_t>(), f.lightStart().cuda<uint32_t>(),
           f.lightChildren().cuda<uint32_t>()};
@@ -406,6 +573,13 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
              a.inverseBind.cuda<float>(), a.globals.cuda<float>(),
              a.skinning.cuda<float>(),    a.positions.cuda<float>(),
              a.scratch.cuda<float>(),     {}};
+  if (a.forest->small()) {
+    uint32_t groups;
+    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
+    smallForwardKernel<<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>());
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   CUDA_CHECK(cudaMemsetAsync(a.scratch.cuda<float>(), 0, a.forest->scratchStatusWords(a.batch) * 4, stream(exec)));
   forEachPhase(*a.forest, a.batch, jointsFlags(a), false, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
@@ -426,12 +600,33 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
               a.gradTranslations.cuda<float>(),
               a.scratch.cuda<float>(),
               {}};
+  if (a.forest->small()) {
+    uint32_t groups;
+    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
+    smallBackwardKernel<<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>(),
+                                                                     a.forest->childStart().cuda<uint32_t>(),
+                                                                     a.forest->children().cuda<uint32_t>());
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   CUDA_CHECK(cudaMemsetAsync(a.scratch.cuda<float>(), 0, a.forest->scratchStatusWords(a.batch) * 4, stream(exec)));
   forEachPhase(*a.forest, a.batch, jointsFlags(a), true, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
     scanKernel<true><<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op);
     CUDA_CHECK_LAUNCH();
   });
+}
+
+void jointPoints(const Exec& exec, const JointPointsArgs& a) {
+  const JointsPointsPush push = jointsPointsPush(a);
+  const uint64_t items = a.mode == JOINTS_POINTS_FORWARD       ? uint64_t(a.batch) * push.points
+                         : a.mode == JOINTS_POINTS_JOINT_GRADS ? uint64_t(a.batch) * push.joints
+                                                               : push.points;
+  pointsKernel<<<unsigned(std::min<uint64_t>((items + 127) / 128, 65535 * 8)), 128, 0, stream(exec)>>>(
+      a.forest->pointJoints().cuda<int32_t>(), a.forest->pointStart().cuda<uint32_t>(),
+      a.forest->pointOrder().cuda<uint32_t>(), a.points.cuda<float>(), a.globals.cuda<float>(), a.moved.cuda<float>(),
+      a.gradGlobals.cuda<float>(), a.jointGrads.cuda<float>(), a.gradPoints.cuda<float>(), push);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace armature::cuda

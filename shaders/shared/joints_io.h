@@ -16,6 +16,10 @@
 // to run; tiles wait only on earlier ones, which run first. On lavapipe, whose invocations may not wait on others,
 // three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile
 // again from its carry (APPLY). A generation of one tile needs one dispatch either way.
+// A forest of at most JOINTS_SMALL_JOINTS joints (a body's skeleton, usually batched) takes another way, one
+// dispatch per direction (joints_small_*.comp): a workgroup holds whole skeletons in shared memory, read and written
+// with coalesced accesses, and walks them level by level (each joint its parent's global times its local; backward,
+// each joint gathering its children's adjoints in their fixed order).
 // Transforms are 3×4 row-major float[12] ([R | t], the last row 0 0 0 1 implied), as the CPU reference's.
 #ifndef ARMATURE_JOINTS_IO_H
 #define ARMATURE_JOINTS_IO_H
@@ -33,10 +37,13 @@
 // joint's light children, so there a joint with more than this many is refused (DeviceJointForest::widestFanOut).
 #define JOINTS_LAVAPIPE_MAX_FAN_OUT 60000u
 
-#define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top
+#define JOINTS_SMALL_JOINTS 192        // joints a workgroup holds (backward: 36 floats each, 27 KiB)
+
+#define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top; small:
+                                       // the joints by depth, then each level's start (levels + 1)
 #define JOINTS_BINDING_PARENTS 1       // int (N)
-#define JOINTS_BINDING_LIGHT_START 2   // uint (N + 1): each joint's children that start paths, as CSR
-#define JOINTS_BINDING_LIGHT_CHILDREN 3
+#define JOINTS_BINDING_LIGHT_START 2   // uint (N + 1): each joint's children that start paths, as CSR (small: all
+#define JOINTS_BINDING_LIGHT_CHILDREN 3  // its children)
 #define JOINTS_BINDING_LOCAL_A 4       // float: rotations (B,N,4) or affine (B,N,12)
 #define JOINTS_BINDING_LOCAL_B 5       // float: translations (B,N,3) (rigid)
 #define JOINTS_BINDING_INVERSE_BIND 6  // float (N,12)
@@ -55,10 +62,30 @@
 #define JOINTS_POSITIONS 4u       // positions (forward output, or a gradient for them)
 #define JOINTS_GRAD_GLOBALS 8u    // backward: a gradient for the globals
 
+#define JOINTS_SMALL 4u   // the small-forest dispatch: genStart is the levels' count, tiles the skeletons a round
 #define JOINTS_SINGLE 0u
 #define JOINTS_REDUCE 1u
 #define JOINTS_CARRY 2u
 #define JOINTS_APPLY 3u
+
+// Points attached to joints (joints_points.comp): three passes around the propagation.
+#define JOINTS_POINTS_FORWARD 0u      // an invocation per (skeleton, point): the point by its joint's global
+#define JOINTS_POINTS_JOINT_GRADS 1u  // per (skeleton, joint): the globals' gradient plus its points' (fixed order)
+#define JOINTS_POINTS_GRADS 2u        // per point: its coordinates' gradient, summed over the batch in order
+#define JOINTS_POINTS_BINDING_POINT_JOINTS 0  // int (P)
+#define JOINTS_POINTS_BINDING_POINT_START 1   // uint (N + 1): each joint's points, as CSR
+#define JOINTS_POINTS_BINDING_POINT_ORDER 2   // uint (P)
+#define JOINTS_POINTS_BINDING_POINTS 3        // float (P,3) in their joints' frames
+#define JOINTS_POINTS_BINDING_GLOBALS 4       // float (B,N,12)
+#define JOINTS_POINTS_BINDING_MOVED 5         // float (B,P,3): forward output, or its gradient
+#define JOINTS_POINTS_BINDING_GRAD_GLOBALS 6  // float (B,N,12), optional (JOINTS_GRAD_GLOBALS)
+#define JOINTS_POINTS_BINDING_JOINT_GRADS 7   // float (B,N,12): the globals' whole gradient
+#define JOINTS_POINTS_BINDING_GRAD_POINTS 8   // float (P,3)
+#define JOINTS_POINTS_BINDINGS 9
+
+ARM_SHARED_STRUCT(JointsPointsPush) {
+  uint joints, batch, points, mode, flags, pad0, pad1, pad2;
+};
 
 ARM_SHARED_STRUCT(JointsPush) {
   uint joints;       // N
@@ -145,5 +172,6 @@ ARM_FN void jointsCombineBackward(JOINT_IN(ux, 12), JOINT_IN(px, 12), uint fy, J
 
 #ifdef __cplusplus
 static_assert(sizeof(JointsPush) == 48);
+static_assert(sizeof(JointsPointsPush) == 32);
 #endif
 #endif

@@ -8,6 +8,24 @@
 
 namespace armature {
 
+// One pass of the attached points' shader (JOINTS_POINTS_*): vk::jointPoints, cuda::jointPoints.
+struct JointPointsArgs {
+  const DeviceJointForest* forest = nullptr;
+  uint32_t batch = 1, mode = JOINTS_POINTS_FORWARD;
+  DeviceView points, globals, moved, gradGlobals, jointGrads, gradPoints;
+};
+
+inline JointsPointsPush jointsPointsPush(const JointPointsArgs& a) {
+  return {a.forest->forest().size(),
+          a.batch,
+          a.forest->points(),
+          a.mode,
+          a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS,
+          0,
+          0,
+          0};
+}
+
 inline uint32_t jointsFlags(const JointPropagationArgs& a) {
   return (a.kind == LocalTransform::Affine ? JOINTS_AFFINE : 0u) | (a.skinning.empty() ? 0u : JOINTS_SKINNING) |
          (a.positions.empty() ? 0u : JOINTS_POSITIONS);
@@ -16,6 +34,13 @@ inline uint32_t jointsFlags(const JointPropagationArgs& a) {
 inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
   return (a.kind == LocalTransform::Affine ? JOINTS_AFFINE : 0u) | (a.gradSkinning.empty() ? 0u : JOINTS_SKINNING) |
          (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) | (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
+}
+
+// The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()).
+inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t& groups) {
+  const uint32_t N = forest.forest().size(), perRound = JOINTS_SMALL_JOINTS / N;
+  groups = uint32_t(std::min<uint64_t>((uint64_t(batch) + perRound - 1) / perRound, 65535));
+  return JointsPush{N, batch, forest.forest().depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
 }
 
 inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {

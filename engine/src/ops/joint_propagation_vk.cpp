@@ -10,30 +10,40 @@ namespace {
 BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{} : view.vulkan(); }
 
 // Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`; each
-// phase after what it reads (the phase or generation before; the first after work recorded just before it, such as
-// the backward's forward).
+// dispatch after what it reads (the one before; the first after work recorded just before it, such as the
+// backward's forward). `small` runs a small forest (DeviceJointForest::small()), `scan` any other.
 template <typename Args>
-void run(const Exec& exec, const char* op, const shaders::SpirvBlob& spirv, const Args& a,
-         const std::vector<BufferView>& rest, bool reverse) {
+void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, const shaders::SpirvBlob& scan,
+         const Args& a, const std::vector<BufferView>& rest, bool reverse) {
   const DeviceJointForest& f = *a.forest;
+  VkCommandBuffer cmd = exec.commandBuffer();
+  auto bind = [&](std::vector<BufferView> buffers) {
+    buffers.insert(buffers.end(), rest.begin(), rest.end());
+    for (BufferView& b : buffers)
+      if (!b.buffer) b = a.globals.vulkan();
+    return buffers;
+  };
+  const BufferView locals = a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan();
+  if (f.small()) {
+    uint32_t groups;
+    const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a), groups);
+    computeBarrier(cmd);
+    dispatch(cmd, exec.context().program(small, JOINTS_BINDINGS, sizeof(JointsPush)), groups,
+             bind({f.levels().vulkan(), f.parents().vulkan(), f.childStart().vulkan(), f.children().vulkan(), locals,
+                   optional(a.translations), optional(a.inverseBind)}),
+             push);
+    return;
+  }
   ARM_CHECK(!exec.context().info().isCpu() || f.widestFanOut() <= JOINTS_LAVAPIPE_MAX_FAN_OUT,
             "%s: a joint of this forest has %u children that start paths, more than the %u llvmpipe gathers in one "
             "invocation (it stops loops after 65535 iterations); use a GPU or CUDA",
             op, f.widestFanOut(), JOINTS_LAVAPIPE_MAX_FAN_OUT);
-  std::vector<BufferView> buffers = {f.order().vulkan(),
-                                     f.parents().vulkan(),
-                                     f.lightStart().vulkan(),
-                                     f.lightChildren().vulkan(),
-                                     a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan(),
-                                     optional(a.translations),
-                                     optional(a.inverseBind)};
-  buffers.insert(buffers.end(), rest.begin(), rest.end());
-  for (BufferView& b : buffers)
-    if (!b.buffer) b = a.globals.vulkan();
-  const auto& program = exec.context().program(spirv, JOINTS_BINDINGS, sizeof(JointsPush));
+  const std::vector<BufferView> buffers =
+      bind({f.order().vulkan(), f.parents().vulkan(), f.lightStart().vulkan(), f.lightChildren().vulkan(), locals,
+            optional(a.translations), optional(a.inverseBind)});
+  const auto& program = exec.context().program(scan, JOINTS_BINDINGS, sizeof(JointsPush));
   // One pass per generation where workgroups may wait on earlier ones (a GPU), three on lavapipe.
   const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
-  VkCommandBuffer cmd = exec.commandBuffer();
   computeBarrier(cmd);  // the status words may still be read by earlier work
   vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);
   forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, [&](const JointsPush& push, uint32_t groups) {
@@ -45,17 +55,34 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& spirv, cons
 }  // namespace
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
-  run(exec, "propagateJoints", shaders::joints_forward, a,
+  run(exec, "propagateJoints", shaders::joints_small_forward, shaders::joints_forward, a,
       {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}, a.scratch.vulkan()}, false);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
   const bool affine = a.kind == LocalTransform::Affine;
-  run(exec, "propagateJointsBackward", shaders::joints_backward, a,
+  run(exec, "propagateJointsBackward", shaders::joints_small_backward, shaders::joints_backward, a,
       {a.globals.vulkan(), optional(a.gradSkinning), optional(a.gradPositions), optional(a.gradGlobals),
        a.adjoint.vulkan(), affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
        affine ? BufferView{} : a.gradTranslations.vulkan(), a.scratch.vulkan()},
       true);
+}
+
+void jointPoints(const Exec& exec, const JointPointsArgs& a) {
+  const BufferView spare = a.globals.vulkan();
+  auto or_ = [&](const DeviceView& v) { return v.empty() ? spare : v.vulkan(); };
+  const JointsPointsPush push = jointsPointsPush(a);
+  const uint64_t items = a.mode == JOINTS_POINTS_FORWARD       ? uint64_t(a.batch) * push.points
+                         : a.mode == JOINTS_POINTS_JOINT_GRADS ? uint64_t(a.batch) * push.joints
+                                                               : push.points;
+  computeBarrier(exec.commandBuffer());
+  dispatch(exec.commandBuffer(),
+           exec.context().program(shaders::joints_points, JOINTS_POINTS_BINDINGS, sizeof(JointsPointsPush)),
+           groupCount(items, 64),
+           {a.forest->pointJoints().vulkan(), a.forest->pointStart().vulkan(), a.forest->pointOrder().vulkan(),
+            a.points.vulkan(), a.globals.vulkan(), a.moved.vulkan(), or_(a.gradGlobals), or_(a.jointGrads),
+            or_(a.gradPoints)},
+           push);
 }
 
 }  // namespace armature::vk

@@ -14,9 +14,10 @@
 // the attached points' coordinates (summed over the batch).
 //
 // On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float): each generation of the forest's
-// heavy-path decomposition is a segmented scan along its paths (shaders/shared/joints_io.h), a few dispatches per
-// generation whatever the paths' lengths; the backward's sums have a fixed order (no atomics: the same bits on every
-// run). Attached points are the reference's alone for now.
+// heavy-path decomposition is a segmented scan along its paths (shaders/shared/joints_io.h), one dispatch per
+// generation whatever the paths' lengths; a small forest (a body's skeleton) is one dispatch, skeletons held whole in
+// shared memory; the backward's sums have a fixed order (no atomics: the same bits on every
+// run). Attached points are moved after the propagation, and their gradient joins the globals' before it.
 #include <cstdint>
 #include <vector>
 
@@ -62,26 +63,43 @@ JointLocalGradsRef propagateJointsBackwardRef(const JointForest& forest, const J
 // ---- GPU ------------------------------------------------------------------------------------------------------
 
 // A forest's tables on a device, uploaded once per topology: order (path tops marked), parents, and each joint's
-// light children (the children that start paths) as CSR.
+// light children (the children that start paths) as CSR; and the joints points are attached to, if any (each in
+// [0, N): else armature::Error), with each joint's points as CSR.
 class DeviceJointForest {
  public:
-  DeviceJointForest(Device& device, const JointForest& forest);
+  DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints = {});
   const JointForest& forest() const { return m_forest; }
   DeviceView order() const { return m_order.view(); }
   DeviceView parents() const { return m_parents.view(); }
   DeviceView lightStart() const { return m_lightStart.view(); }
   DeviceView lightChildren() const { return m_lightChildren.view(); }
+  static constexpr uint32_t kSmallJoints = 192;  // the most joints of a small forest (held whole in shared memory)
+  // A small forest: its joints by depth then each level's start, and every
+  // joint's children as CSR (the small-forest dispatch's tables); else empty.
+  bool small() const { return m_small; }
+  DeviceView levels() const { return m_levels.view(); }
+  DeviceView childStart() const { return m_childStart.view(); }
+  DeviceView children() const { return m_children.view(); }
   // The most light children of one joint (the backward gathers them in one invocation).
   uint32_t widestFanOut() const { return m_widestFanOut; }
-  // The scratch (32-bit words, as floats) a batch's forward or backward needs: the scan's tile statuses and records.
+  uint32_t points() const { return m_points; }
+  DeviceView pointJoints() const { return m_pointJoints.view(); }
+  DeviceView pointStart() const { return m_pointStart.view(); }
+  DeviceView pointOrder() const { return m_pointOrder.view(); }
+
+  // The scratch (32-bit words, as floats) a batch's forward or backward needs: the scan's tile statuses and records,
+  // then with points the globals' whole gradient (B,N,12).
   size_t scratchFloats(uint32_t batch) const;
+  size_t scanScratchFloats(uint32_t batch) const;   // the scan's part
   size_t scratchStatusWords(uint32_t batch) const;  // the first words, zeroed by each call
 
  private:
   JointForest m_forest;
-  uint32_t m_widestFanOut = 0;
+  bool m_small = false;
+  uint32_t m_widestFanOut = 0, m_points = 0;
   std::vector<uint32_t> m_generationLengths;
-  DeviceBuffer m_order, m_parents, m_lightStart, m_lightChildren;
+  DeviceBuffer m_order, m_parents, m_lightStart, m_lightChildren, m_levels, m_childStart, m_children;
+  DeviceBuffer m_pointJoints, m_pointStart, m_pointOrder;
 };
 
 // Float views shaped as the reference's vectors; an empty view is an absent optional one.
@@ -95,6 +113,8 @@ struct JointPropagationArgs {
   DeviceView globals;                  // out (B,N,12)
   DeviceView skinning;                 // out (B,N,12), optional
   DeviceView positions;                // out (B,N,3), optional
+  DeviceView points;                   // (P,3) in their joints' frames (P = forest->points())
+  DeviceView pointsOut;                // out (B,P,3), optional
   DeviceView scratch;                  // forest->scratchFloats(batch) floats
 };
 // Records (Vulkan) or enqueues (CUDA); throws armature::Error for a bad argument, before any work.
@@ -106,11 +126,14 @@ struct JointPropagationBackwardArgs {
   LocalTransform kind = LocalTransform::Rigid;
   DeviceView rotations, translations, affine, inverseBind;  // the forward's inputs
   DeviceView globals;                                       // the forward's output
-  DeviceView gradGlobals, gradSkinning, gradPositions;      // optional (at least one)
+  DeviceView points;                                        // (P,3), with gradPointsOut
+  DeviceView gradGlobals, gradSkinning, gradPositions;      // optional (at least one of these four)
+  DeviceView gradPointsOut;                                 // (B,P,3)
   DeviceView adjoint;                                       // scratch (B,N,12)
   DeviceView scratch;                                       // forest->scratchFloats(batch) floats
   DeviceView gradRotations, gradTranslations;               // out, rigid
   DeviceView gradAffine;                                    // out, affine
+  DeviceView gradPoints;                                    // out (P,3) (summed over the batch), with gradPointsOut
 };
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& args);
 

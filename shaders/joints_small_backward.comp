@@ -1,0 +1,102 @@
+#version 450
+// Joint propagation of a small forest, backward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a
+// time, their locals, globals and outputs' gradients read whole into shared memory, and walks them level by level
+// from the deepest: a joint's adjoint is its own gradient plus each child's adjoint through the child's local (its
+// children in their fixed order: no atomics, the same bits on every run), then its local's gradient, written out
+// whole. The adjoint scratch is not used.
+#extension GL_GOOGLE_include_directive : require
+#include "shared/joints_io.h"
+
+layout(local_size_x = JOINTS_THREADS) in;
+layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
+layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
+layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer ChildStart { uint childStart[]; };
+layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer Children { uint children[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
+layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { float globals[]; };
+layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
+layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float gradA[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
+layout(push_constant) uniform Push { JointsPush p; };
+
+shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient, becoming its adjoint
+shared float sL[JOINTS_SMALL_JOINTS * 12];  // locals
+shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals
+
+void main() {
+  const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
+  for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
+    const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
+    for (uint x = t; x < count * 12u; x += JOINTS_THREADS) {
+      sG[x] = globals[base * 12u + x];
+      sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
+      if ((p.flags & JOINTS_AFFINE) != 0u) sL[x] = localA[base * 12u + x];
+    }
+    barrier();
+    for (uint e = t; e < count; e += JOINTS_THREADS) {
+      const uint i = base + e;
+      float a[12], l[12], tmp[12];
+      for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
+      if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
+        float ds[12], ib[12];
+        for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
+        jointTimesTranspose(ds, ib, tmp);
+        for (int k = 0; k < 12; ++k) a[k] += tmp[k];
+      }
+      if ((p.flags & JOINTS_POSITIONS) != 0u)
+        for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
+      for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
+      if ((p.flags & JOINTS_AFFINE) == 0u) {
+        jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
+                   localB[i * 3u + 1u], localB[i * 3u + 2u], l);
+        for (int k = 0; k < 12; ++k) sL[e * 12u + uint(k)] = l[k];
+      }
+    }
+    barrier();
+    for (uint d = levelCount; d-- > 0u;) {
+      const uint start = levels[N + d], width = levels[N + d + 1u] - start;
+      for (uint x = t; x < skeletons * width; x += JOINTS_THREADS) {
+        const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
+        float a[12], tmp[12], dl[12];
+        for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
+        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // children: the level below, finished
+          const uint ce = s * N + children[c];
+          float ac[12], lc[12];
+          for (int k = 0; k < 12; ++k) ac[k] = sA[ce * 12u + uint(k)], lc[k] = sL[ce * 12u + uint(k)];
+          jointTimesTranspose(ac, lc, tmp);
+          for (int k = 0; k < 12; ++k) a[k] += tmp[k];
+        }
+        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint). Into the joint's global's
+        // place (its children, the only readers, are done), written out whole below.
+        const int parent = parents[j];
+        if (parent >= 0) {
+          float gp[12];
+          for (int k = 0; k < 12; ++k) gp[k] = sG[(s * N + uint(parent)) * 12u + uint(k)];
+          jointTransposeTimes(gp, a, dl);
+        } else {
+          dl = a;
+        }
+        if ((p.flags & JOINTS_AFFINE) == 0u) {  // (dq, dt) in the first 7 floats
+          float dq[4];
+          jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
+          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
+        }
+        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = dl[k];
+      }
+      barrier();
+    }
+    if ((p.flags & JOINTS_AFFINE) != 0u) {
+      for (uint x = t; x < count * 12u; x += JOINTS_THREADS) gradA[base * 12u + x] = sG[x];
+    } else {
+      for (uint x = t; x < count * 4u; x += JOINTS_THREADS) gradA[base * 4u + x] = sG[x / 4u * 12u + x % 4u];
+      for (uint x = t; x < count * 3u; x += JOINTS_THREADS) gradB[base * 3u + x] = sG[x / 3u * 12u + 4u + x % 3u];
+    }
+    barrier();  // before the next round's reads
+  }
+}

@@ -1,0 +1,62 @@
+#version 450
+// Joint propagation of a small forest, forward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a time,
+// their locals read whole into shared memory, walks them level by level (a joint's global is its parent's times its
+// local), and writes them whole.
+#extension GL_GOOGLE_include_directive : require
+#include "shared/joints_io.h"
+
+layout(local_size_x = JOINTS_THREADS) in;
+layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
+layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
+layout(std430, binding = JOINTS_BINDING_GLOBALS) writeonly buffer Globals { float globals[]; };
+layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { float skinning[]; };
+layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
+layout(push_constant) uniform Push { JointsPush p; };
+
+shared float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
+
+void main() {
+  const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
+  for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
+    const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
+    if ((p.flags & JOINTS_AFFINE) != 0u) {
+      for (uint x = t; x < count * 12u; x += JOINTS_THREADS) sG[x] = localA[base * 12u + x];
+    } else {
+      for (uint e = t; e < count; e += JOINTS_THREADS) {
+        const uint i = base + e;
+        float m[12];
+        jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
+                   localB[i * 3u + 1u], localB[i * 3u + 2u], m);
+        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = m[k];
+      }
+    }
+    barrier();
+    for (uint d = 1u; d < levelCount; ++d) {  // level 0: roots, whose globals are their locals
+      const uint start = levels[N + d], width = levels[N + d + 1u] - start;
+      for (uint x = t; x < skeletons * width; x += JOINTS_THREADS) {
+        const uint s = x / width, j = levels[start + x % width], e = s * N + j;
+        const uint parentAt = (s * N + uint(parents[j])) * 12u;
+        float g[12], l[12], y[12];
+        for (int k = 0; k < 12; ++k) g[k] = sG[parentAt + uint(k)], l[k] = sG[e * 12u + uint(k)];
+        jointCompose(g, l, y);
+        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = y[k];
+      }
+      barrier();
+    }
+    for (uint x = t; x < count * 12u; x += JOINTS_THREADS) globals[base * 12u + x] = sG[x];
+    if ((p.flags & JOINTS_POSITIONS) != 0u)
+      for (uint x = t; x < count * 3u; x += JOINTS_THREADS) positions[base * 3u + x] = sG[x / 3u * 12u + x % 3u * 4u + 3u];
+    if ((p.flags & JOINTS_SKINNING) != 0u) {
+      for (uint e = t; e < count; e += JOINTS_THREADS) {
+        float g[12], ib[12], y[12];
+        for (int k = 0; k < 12; ++k) g[k] = sG[e * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
+        jointCompose(g, ib, y);
+        for (int k = 0; k < 12; ++k) skinning[(base + e) * 12u + uint(k)] = y[k];
+      }
+    }
+    barrier();  // before the next round's locals
+  }
+}
