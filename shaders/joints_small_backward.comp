@@ -1,13 +1,13 @@
 #version 450
 // Joint propagation of a small forest, backward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a
-// time, their locals, globals and outputs' gradients read whole into shared memory, and walks them level by level
-// from the deepest: a joint's adjoint is its own gradient plus each child's adjoint through the child's local (its
+// time, their globals and outputs' gradients read whole into shared memory, and walks them level by level from the
+// deepest: a joint's adjoint is its own gradient plus what each child sends (the child's adjoint through its local;
 // children in their fixed order: no atomics, the same bits on every run), then its local's gradient, written out
 // whole. The adjoint scratch is not used.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
-layout(local_size_x = JOINTS_THREADS) in;
+layout(local_size_x = JOINTS_SMALL_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer ChildStart { uint childStart[]; };
@@ -23,56 +23,53 @@ layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float g
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient, becoming its adjoint
-shared float sL[JOINTS_SMALL_JOINTS * 12];  // locals
-shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals
+shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
+shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
+
+void localOf(uint i, out float m[12]) {
+  if ((p.flags & JOINTS_AFFINE) != 0u) {
+    for (int k = 0; k < 12; ++k) m[k] = localA[i * 12u + uint(k)];
+  } else {
+    jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
+               localB[i * 3u + 1u], localB[i * 3u + 2u], m);
+  }
+}
 
 void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
-    for (uint x = t; x < count * 12u; x += JOINTS_THREADS) {
+    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) {
       sG[x] = globals[base * 12u + x];
       sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
-      if ((p.flags & JOINTS_AFFINE) != 0u) sL[x] = localA[base * 12u + x];
     }
     barrier();
-    for (uint e = t; e < count; e += JOINTS_THREADS) {
-      const uint i = base + e;
-      float a[12], l[12], tmp[12];
-      for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
-      if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
-        float ds[12], ib[12];
-        for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
-        jointTimesTranspose(ds, ib, tmp);
-        for (int k = 0; k < 12; ++k) a[k] += tmp[k];
-      }
-      if ((p.flags & JOINTS_POSITIONS) != 0u)
-        for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
-      for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
-      if ((p.flags & JOINTS_AFFINE) == 0u) {
-        jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
-                   localB[i * 3u + 1u], localB[i * 3u + 2u], l);
-        for (int k = 0; k < 12; ++k) sL[e * 12u + uint(k)] = l[k];
-      }
-    }
-    barrier();
-    for (uint d = levelCount; d-- > 0u;) {
-      const uint start = levels[N + d], width = levels[N + d + 1u] - start;
-      for (uint x = t; x < skeletons * width; x += JOINTS_THREADS) {
-        const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
-        float a[12], tmp[12], dl[12];
+    if ((p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) != 0u) {
+      for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
+        const uint i = base + e;
+        float a[12], tmp[12];
         for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
-        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // children: the level below, finished
-          const uint ce = s * N + children[c];
-          float ac[12], lc[12];
-          for (int k = 0; k < 12; ++k) ac[k] = sA[ce * 12u + uint(k)], lc[k] = sL[ce * 12u + uint(k)];
-          jointTimesTranspose(ac, lc, tmp);
+        if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
+          float ds[12], ib[12];
+          for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
+          jointTimesTranspose(ds, ib, tmp);
           for (int k = 0; k < 12; ++k) a[k] += tmp[k];
         }
+        if ((p.flags & JOINTS_POSITIONS) != 0u)
+          for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
         for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
-        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint). Into the joint's global's
-        // place (its children, the only readers, are done), written out whole below.
+      }
+      barrier();
+    }
+    for (uint d = levelCount; d-- > 0u;) {
+      const uint start = levels[N + d], width = levels[N + d + 1u] - start;
+      for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
+        const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
+        float a[12], l[12], dl[12], up[12];
+        for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
+        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c)  // the level below: what each child sent
+          for (int k = 0; k < 12; ++k) a[k] += sA[(s * N + children[c]) * 12u + uint(k)];
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
         const int parent = parents[j];
         if (parent >= 0) {
           float gp[12];
@@ -81,21 +78,23 @@ void main() {
         } else {
           dl = a;
         }
+        localOf(i, l);
+        jointTimesTranspose(a, l, up);
         if ((p.flags & JOINTS_AFFINE) == 0u) {  // (dq, dt) in the first 7 floats
           float dq[4];
           jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
           dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
           for (int k = 0; k < 4; ++k) dl[k] = dq[k];
         }
-        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = dl[k];
+        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = up[k], sG[e * 12u + uint(k)] = dl[k];
       }
       barrier();
     }
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_THREADS) gradA[base * 12u + x] = sG[x];
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sG[x];
     } else {
-      for (uint x = t; x < count * 4u; x += JOINTS_THREADS) gradA[base * 4u + x] = sG[x / 4u * 12u + x % 4u];
-      for (uint x = t; x < count * 3u; x += JOINTS_THREADS) gradB[base * 3u + x] = sG[x / 3u * 12u + 4u + x % 3u];
+      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sG[x / 4u * 12u + x % 4u];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sG[x / 3u * 12u + 4u + x % 3u];
     }
     barrier();  // before the next round's reads
   }

@@ -5,7 +5,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
-layout(local_size_x = JOINTS_THREADS) in;
+layout(local_size_x = JOINTS_SMALL_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
@@ -23,9 +23,9 @@ void main() {
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_THREADS) sG[x] = localA[base * 12u + x];
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x] = localA[base * 12u + x];
     } else {
-      for (uint e = t; e < count; e += JOINTS_THREADS) {
+      for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         const uint i = base + e;
         float m[12];
         jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
@@ -36,7 +36,7 @@ void main() {
     barrier();
     for (uint d = 1u; d < levelCount; ++d) {  // level 0: roots, whose globals are their locals
       const uint start = levels[N + d], width = levels[N + d + 1u] - start;
-      for (uint x = t; x < skeletons * width; x += JOINTS_THREADS) {
+      for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint s = x / width, j = levels[start + x % width], e = s * N + j;
         const uint parentAt = (s * N + uint(parents[j])) * 12u;
         float g[12], l[12], y[12];
@@ -46,11 +46,11 @@ void main() {
       }
       barrier();
     }
-    for (uint x = t; x < count * 12u; x += JOINTS_THREADS) globals[base * 12u + x] = sG[x];
+    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) globals[base * 12u + x] = sG[x];
     if ((p.flags & JOINTS_POSITIONS) != 0u)
-      for (uint x = t; x < count * 3u; x += JOINTS_THREADS) positions[base * 3u + x] = sG[x / 3u * 12u + x % 3u * 4u + 3u];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) positions[base * 3u + x] = sG[x / 3u * 12u + x % 3u * 4u + 3u];
     if ((p.flags & JOINTS_SKINNING) != 0u) {
-      for (uint e = t; e < count; e += JOINTS_THREADS) {
+      for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
         for (int k = 0; k < 12; ++k) g[k] = sG[e * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
         jointCompose(g, ib, y);

@@ -390,7 +390,7 @@ __global__ void __launch_bounds__(JOINTS_THREADS) scanKernel(Op op) {
 }
 
 // A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
-__global__ void __launch_bounds__(JOINTS_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
+__global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
   __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
@@ -398,14 +398,14 @@ __global__ void __launch_bounds__(JOINTS_THREADS) smallForwardKernel(Forward op,
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
     if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) sG[x] = op.locals.a[base * 12 + x];
+      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) sG[x] = op.locals.a[base * 12 + x];
     } else {
-      for (uint32_t e = t; e < count; e += JOINTS_THREADS) op.locals.at(base + e, &sG[e * 12]);
+      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) op.locals.at(base + e, &sG[e * 12]);
     }
     __syncthreads();
     for (uint32_t d = 1; d < levelCount; ++d) {  // level 0: roots, whose globals are their locals
       const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
-      for (uint32_t x = t; x < skeletons * width; x += JOINTS_THREADS) {
+      for (uint32_t x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
         float g[12], l[12], y[12];
         copy12(&sG[(s * N + uint32_t(op.t.parents[j])) * 12], g);
@@ -415,12 +415,12 @@ __global__ void __launch_bounds__(JOINTS_THREADS) smallForwardKernel(Forward op,
       }
       __syncthreads();
     }
-    for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) op.globals[base * 12 + x] = sG[x];
+    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.globals[base * 12 + x] = sG[x];
     if (p.flags & JOINTS_POSITIONS)
-      for (uint32_t x = t; x < count * 3; x += JOINTS_THREADS)
+      for (uint32_t x = t; x < count * 3; x += JOINTS_SMALL_THREADS)
         op.positions[base * 3 + x] = sG[x / 3 * 12 + x % 3 * 4 + 3];
     if (p.flags & JOINTS_SKINNING) {
-      for (uint32_t e = t; e < count; e += JOINTS_THREADS) {
+      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
         copy12(&sG[e * 12], g);
         copy12(&op.inverseBind[size_t(e % N) * 12], ib);
@@ -433,62 +433,60 @@ __global__ void __launch_bounds__(JOINTS_THREADS) smallForwardKernel(Forward op,
 }
 
 // A small forest, backward: shaders/joints_small_backward.comp.
-__global__ void __launch_bounds__(JOINTS_THREADS)
+__global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
-  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient, becoming its adjoint
-  __shared__ float sL[JOINTS_SMALL_JOINTS * 12];  // locals
-  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // globals
+  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
+  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
   for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
-    for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) {
+    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) {
       sG[x] = op.globals[base * 12 + x];
       sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) ? op.grads.globals[base * 12 + x] : 0.0f;
-      if (op.locals.affine) sL[x] = op.locals.a[base * 12 + x];
     }
     __syncthreads();
-    for (uint32_t e = t; e < count; e += JOINTS_THREADS) {
-      const size_t i = base + e;
-      float a[12], tmp[12];
-      copy12(&sA[e * 12], a);
-      if (p.flags & JOINTS_SKINNING) {  // S = G · IB: dG += dS · IBᵀ
-        float ds[12], ib[12];
-        copy12(&op.grads.skinning[i * 12], ds);
-        copy12(&op.inverseBind[size_t(e % N) * 12], ib);
-        jointTimesTranspose(ds, ib, tmp);
-#pragma unroll
-        for (int k = 0; k < 12; ++k) a[k] += tmp[k];
-      }
-      if (p.flags & JOINTS_POSITIONS)
-        for (int r = 0; r < 3; ++r) a[r * 4 + 3] += op.grads.positions[i * 3 + r];
-      copy12(a, &sA[e * 12]);
-      if (!op.locals.affine) op.locals.at(i, &sL[e * 12]);
-    }
-    __syncthreads();
-    for (uint32_t d = levelCount; d-- > 0;) {
-      const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
-      for (uint32_t x = t; x < skeletons * width; x += JOINTS_THREADS) {
-        const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
+    if (p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) {
+      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
         const size_t i = base + e;
-        float a[12], tmp[12], dl[12];
+        float a[12], tmp[12];
         copy12(&sA[e * 12], a);
-        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // children: the level below, finished
-          const uint32_t ce = s * N + children[c];
-          jointTimesTranspose(&sA[ce * 12], &sL[ce * 12], tmp);
+        if (p.flags & JOINTS_SKINNING) {  // S = G · IB: dG += dS · IBᵀ
+          float ds[12], ib[12];
+          copy12(&op.grads.skinning[i * 12], ds);
+          copy12(&op.inverseBind[size_t(e % N) * 12], ib);
+          jointTimesTranspose(ds, ib, tmp);
 #pragma unroll
           for (int k = 0; k < 12; ++k) a[k] += tmp[k];
         }
+        if (p.flags & JOINTS_POSITIONS)
+          for (int r = 0; r < 3; ++r) a[r * 4 + 3] += op.grads.positions[i * 3 + r];
         copy12(a, &sA[e * 12]);
-        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint). Into the joint's global's
-        // place (its children, the only readers, are done), written out whole below.
+      }
+      __syncthreads();
+    }
+    for (uint32_t d = levelCount; d-- > 0;) {
+      const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
+      for (uint32_t x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
+        const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
+        const size_t i = base + e;
+        float a[12], l[12], dl[12], up[12];
+        copy12(&sA[e * 12], a);
+        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // the level below: what each child sent
+          const float* m = &sA[(s * N + children[c]) * 12];
+#pragma unroll
+          for (int k = 0; k < 12; ++k) a[k] += m[k];
+        }
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
         const int parent = op.t.parents[j];
         if (parent >= 0) {
           jointTransposeTimes(&sG[(s * N + uint32_t(parent)) * 12], a, dl);
         } else {
           copy12(a, dl);
         }
+        op.locals.at(i, l);
+        jointTimesTranspose(a, l, up);
         if (!op.locals.affine) {  // (dq, dt) in the first 7 floats
           float dq[4];
           const float* q = &op.locals.a[i * 4];
@@ -497,15 +495,17 @@ __global__ void __launch_bounds__(JOINTS_THREADS)
 #pragma unroll
           for (int k = 0; k < 4; ++k) dl[k] = dq[k];
         }
+        copy12(up, &sA[e * 12]);
         copy12(dl, &sG[e * 12]);
       }
       __syncthreads();
     }
     if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_THREADS) op.gradA[base * 12 + x] = sG[x];
+      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.gradA[base * 12 + x] = sG[x];
     } else {
-      for (uint32_t x = t; x < count * 4; x += JOINTS_THREADS) op.gradA[base * 4 + x] = sG[x / 4 * 12 + x % 4];
-      for (uint32_t x = t; x < count * 3; x += JOINTS_THREADS) op.gradB[base * 3 + x] = sG[x / 3 * 12 + 4 + x % 3];
+      for (uint32_t x = t; x < count * 4; x += JOINTS_SMALL_THREADS) op.gradA[base * 4 + x] = sG[x / 4 * 12 + x % 4];
+      for (uint32_t x = t; x < count * 3; x += JOINTS_SMALL_THREADS)
+        op.gradB[base * 3 + x] = sG[x / 3 * 12 + 4 + x % 3];
     }
     __syncthreads();  // before the next round's reads
   }
@@ -576,7 +576,7 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   if (a.forest->small()) {
     uint32_t groups;
     op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
-    smallForwardKernel<<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>());
+    smallForwardKernel<<<groups, JOINTS_SMALL_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>());
     CUDA_CHECK_LAUNCH();
     return;
   }
@@ -603,9 +603,9 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
   if (a.forest->small()) {
     uint32_t groups;
     op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
-    smallBackwardKernel<<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>(),
-                                                                     a.forest->childStart().cuda<uint32_t>(),
-                                                                     a.forest->children().cuda<uint32_t>());
+    smallBackwardKernel<<<groups, JOINTS_SMALL_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>(),
+                                                                           a.forest->childStart().cuda<uint32_t>(),
+                                                                           a.forest->children().cuda<uint32_t>());
     CUDA_CHECK_LAUNCH();
     return;
   }
