@@ -56,6 +56,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({4, 8}));
   pose->add_option("--backend", poseOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
+  auto* gltf = app.add_subcommand(
+      "gltf", "A rigged glTF character's animation through joint propagation and skinning: checked, meshes out");
+  armature::app::GltfOptions gltfOptions;
+  gltf->add_option("file", gltfOptions.file, "rigged .glb or .gltf")->required()->check(cli::regularFile());
+  gltf->add_option("-o,--output", gltfOptions.output, "OUT.obj or OUT.ply: a mesh per frame (numbered)")
+      ->check(cli::writableFile());
+  gltf->add_option("--clip", gltfOptions.clip, "animation index")->check(cli::unsignedInteger());
+  gltf->add_option("--frames", gltfOptions.frames, "frames to sample (default: the whole clip)")
+      ->check(CLI::Range(1u, 1u << 20));
+  gltf->add_option("--fps", gltfOptions.fps, "sampling rate")->check(CLI::Range(0.001, 10000.0));
+  gltf->add_option("--backend", gltfOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   if (auto code = cli::parse(app, argc, argv)) return *code;
   if (!frames.empty()) std::tie(poseOptions.firstFrame, poseOptions.endFrame) = cli::parseFrameRange(frames);
   if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
@@ -69,6 +81,7 @@ int main(int argc, char** argv) {
     if (*synth) return armature::app::runModelSynth(outPath, seed);
     if (*render) return armature::app::runModelRender(modelPath, outPath, poses, height, yaw);
     if (*pose) return armature::app::runPose(poseOptions);
+    if (*gltf) return armature::app::runGltf(gltfOptions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature: %s\n", e.what());
     return cli::kFailure;

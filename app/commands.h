@@ -14,6 +14,12 @@ struct PoseOptions {
   uint32_t influences = 4;                         // joints per vertex in a .glb
 };
 int runPose(const PoseOptions& options);
+struct GltfOptions {
+  std::string file, output, backend = "auto";
+  uint32_t clip = 0, frames = 0;  // frames 0: the whole clip
+  double fps = 30;
+};
+int runGltf(const GltfOptions& options);
 int runModelRender(const std::string& model, const std::string& out, const std::vector<std::string>& poses, int height,
                    double yawDegrees);
 }  // namespace armature::app

@@ -401,6 +401,40 @@ TEST(Cli, PoseWritesAnAnimatedGlb) {
   }
 }
 
+// A rigged glTF the suite writes itself (the default avatar and the test motion, 8 influences) played through joint
+// propagation and linear blend skinning on each backend: every frame within 1e-5 of the largest coordinate of the
+// double reference, a mesh per frame written; a clip past the file's is refused.
+TEST(Cli, GltfCharacterPlaysThroughPropagationAndSkinning) {
+  const fs::path dir = scratch().dir / "gltf_play";
+  fs::create_directories(dir);
+  const fs::path glb = dir / "avatar.glb";
+  Result made = run("armature", {"pose", modelPath(), "--motion", scratch().motion.string(), "--backend", "cpu",
+                                 "--influences", "8", "-o", glb.string()});
+  ASSERT_EQ(made.code, 0) << made.output;
+  std::vector<std::string> backends = {"vulkan"};
+  if (!armature::cudaUnavailable()) backends.push_back("cuda");
+  for (const std::string& backend : backends) {
+    Result r = run("armature", {"gltf", glb.string(), "--backend", backend, "--fps", "60", "-o",
+                                (dir / (backend + ".obj")).string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("55 joints (depth 11), 10475 vertices, 8 influences"), std::string::npos) << r.output;
+    const size_t at = r.output.find("largest difference from the double reference ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    double worst = -1, relative = -1;
+    ASSERT_EQ(
+        std::sscanf(r.output.c_str() + at, "largest difference from the double reference %lf (%lf", &worst, &relative),
+        2)
+        << r.output;
+    EXPECT_GE(worst, 0.0);
+    EXPECT_LT(relative, 1e-5) << r.output;
+    EXPECT_TRUE(fs::exists(dir / (backend + "_00008.obj"))) << r.output;  // the last of 9 frames
+  }
+  if (armature::cudaUnavailable()) std::printf("[ cuda ] not run: %s\n", armature::cudaUnavailable()->c_str());
+  Result bad = run("armature", {"gltf", glb.string(), "--clip", "3", "--backend", "cpu"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("clip 3 of 1"), std::string::npos) << bad.output;
+}
+
 // Headless camera presets: a crowd seen from the front, the side and above gives three different images.
 TEST(Cli, HeadlessCameraViewsDiffer) {
   std::vector<std::string> images;
