@@ -5,6 +5,7 @@
 // cuda/src/skinning_forward.h. The blend product computes its pose features itself (skin_feature.glsl, whose rotation and
 // coefficient helpers this shares), so it runs beside this.
 #extension GL_GOOGLE_include_directive : require
+#include "shared/joints_io.h"
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
@@ -56,14 +57,12 @@ void main() {
         for (uint c = 0; c < 3; ++c) sT[j * 3 + c] = sJ[j * 3 + c];
       } else {
         uint q = uint(par);
-        vec3 rel = vec3(sJ[j * 3] - sJ[q * 3], sJ[j * 3 + 1] - sJ[q * 3 + 1], sJ[j * 3 + 2] - sJ[q * 3 + 2]);
-        for (uint r0 = 0; r0 < 3; ++r0) {
-          for (uint c = 0; c < 3; ++c)
-            sG[j * 9 + r0 * 3 + c] = sG[q * 9 + r0 * 3] * sR[j * 9 + c] + sG[q * 9 + r0 * 3 + 1] * sR[j * 9 + 3 + c] +
-                                     sG[q * 9 + r0 * 3 + 2] * sR[j * 9 + 6 + c];
-          sT[j * 3 + r0] = sT[q * 3 + r0] + sG[q * 9 + r0 * 3] * rel.x + sG[q * 9 + r0 * 3 + 1] * rel.y +
-                           sG[q * 9 + r0 * 3 + 2] * rel.z;
-        }
+        float gp[9], tp[3], r[9], rel[3], g[9], t[3];  // joint propagation's product (shared/joints_io.h)
+        for (uint e = 0; e < 9; ++e) gp[e] = sG[q * 9 + e], r[e] = sR[j * 9 + e];
+        for (uint c = 0; c < 3; ++c) tp[c] = sT[q * 3 + c], rel[c] = sJ[j * 3 + c] - sJ[q * 3 + c];
+        jointChainStep(gp, tp, r, rel, g, t);
+        for (uint e = 0; e < 9; ++e) sG[j * 9 + e] = g[e];
+        for (uint c = 0; c < 3; ++c) sT[j * 3 + c] = t[c];
       }
     }
     barrier();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "async_copy.h"
+#include "shared/joints_io.h"
 #include "device_flags.h"
 #include "skinning_layout.h"
 
@@ -121,13 +122,8 @@ __device__ void chainItem(const Dims& d, const Tables& t, const SkinningInputs& 
         for (int e = 0; e < 9; ++e) G[e] = R[e];
         for (int c = 0; c < 3; ++c) T[c] = sJ[q * 3 + c];
       } else {
-        const float *Gp = sG + par * 9, *Tp = sT + par * 3;
         float rel[3] = {sJ[q * 3] - sJ[par * 3], sJ[q * 3 + 1] - sJ[par * 3 + 1], sJ[q * 3 + 2] - sJ[par * 3 + 2]};
-        for (int r = 0; r < 3; ++r) {
-          for (int c = 0; c < 3; ++c)
-            G[r * 3 + c] = Gp[r * 3] * R[c] + Gp[r * 3 + 1] * R[3 + c] + Gp[r * 3 + 2] * R[6 + c];
-          T[r] = Tp[r] + Gp[r * 3] * rel[0] + Gp[r * 3 + 1] * rel[1] + Gp[r * 3 + 2] * rel[2];
-        }
+        jointChainStep(sG + par * 9, sT + par * 3, R, rel, G, T);  // joint propagation's product
       }
     }
     __syncthreads();

@@ -109,12 +109,29 @@ ARM_SHARED_STRUCT(JointsPush) {
 #define JOINT_OUT(name, n) out float name[n]
 #endif
 
-// c = a · b.
+// The one transform product of joint propagation and the SMPL-X skinning chain (skin_joints.comp,
+// cuda/src/skinning_forward.h): a joint's global rotation and translation from its parent's (gp, tp) and its local's
+// (r, t): g = gp·r, tr = tp + gp·t, rotations row-major 3×3, the terms summed in this order.
+ARM_FN void jointChainStep(JOINT_IN(gp, 9), JOINT_IN(tp, 3), JOINT_IN(r, 9), JOINT_IN(t, 3), JOINT_OUT(g, 9),
+                           JOINT_OUT(tr, 3)) {
+  for (int i = 0; i < 3; ++i) {
+    for (int c = 0; c < 3; ++c) g[i * 3 + c] = gp[i * 3] * r[c] + gp[i * 3 + 1] * r[3 + c] + gp[i * 3 + 2] * r[6 + c];
+    tr[i] = tp[i] + gp[i * 3] * t[0] + gp[i * 3 + 1] * t[1] + gp[i * 3 + 2] * t[2];
+  }
+}
+
+// c = a · b for 3×4 transforms: jointChainStep on their parts.
 ARM_FN void jointCompose(JOINT_IN(a, 12), JOINT_IN(b, 12), JOINT_OUT(c, 12)) {
-  for (int r = 0; r < 3; ++r)
-    for (int col = 0; col < 4; ++col)
-      c[r * 4 + col] = a[r * 4] * b[col] + a[r * 4 + 1] * b[4 + col] + a[r * 4 + 2] * b[8 + col] +
-                       (col == 3 ? a[r * 4 + 3] : 0.0f);
+  float ga[9], ta[3], rb[9], tb[3], g[9], t[3];
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 3; ++k) ga[i * 3 + k] = a[i * 4 + k], rb[i * 3 + k] = b[i * 4 + k];
+    ta[i] = a[i * 4 + 3], tb[i] = b[i * 4 + 3];
+  }
+  jointChainStep(ga, ta, rb, tb, g, t);
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 3; ++k) c[i * 4 + k] = g[i * 3 + k];
+    c[i * 4 + 3] = t[i];
+  }
 }
 
 // [R(q) | t] for q = (x, y, z, w) by the unit quaternion's formula (as the reference's trsMatrix).
