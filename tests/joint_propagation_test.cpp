@@ -15,6 +15,7 @@
 #include "armature/ops/joint_forest.h"
 #include "armature/ops/joint_propagation.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/vk_test_env.h"
 
 using namespace armature;
@@ -36,15 +37,6 @@ std::vector<int32_t> randomForest(uint32_t n, uint32_t window, std::mt19937_64& 
   std::vector<int32_t> out(n);
   for (uint32_t i = 0; i < n; ++i) out[label[i]] = parents[i] < 0 ? -1 : int32_t(label[size_t(parents[i])]);
   return out;
-}
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The decomposition's invariants: order() a parent-first permutation; along a path each joint's parent is the one

@@ -8,21 +8,13 @@
 #include "armature/error.h"
 #include "armature/ops/linear_blend_skinning.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/vk_test_env.h"
 
 using namespace armature;
 using namespace armature::test;
 
 namespace {
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<uint32_t> randomJoints(size_t n, uint32_t jointCount) {
   std::vector<uint32_t> j(n);

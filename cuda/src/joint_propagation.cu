@@ -566,6 +566,18 @@ Locals localsOf(LocalTransform kind, const DeviceView& rotations, const DeviceVi
   return {isAffine ? affine.cuda<float>() : rotations.cuda<float>(), translations.cuda<float>(), isAffine};
 }
 
+// A large forest's scans: the status words zeroed, then one launch per generation, in order on the exec's stream.
+template <bool IsBackward, typename Op>
+void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags,
+                 const DeviceView& scratch, Op& op) {
+  CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
+  forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
+    op.p = push;
+    scanKernel<IsBackward><<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 }  // namespace
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
@@ -580,12 +592,7 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
     CUDA_CHECK_LAUNCH();
     return;
   }
-  CUDA_CHECK(cudaMemsetAsync(a.scratch.cuda<float>(), 0, a.forest->scratchStatusWords(a.batch) * 4, stream(exec)));
-  forEachPhase(*a.forest, a.batch, jointsFlags(a), false, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
-    op.p = push;
-    scanKernel<false><<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op);
-    CUDA_CHECK_LAUNCH();
-  });
+  launchScans<false>(exec, *a.forest, a.batch, jointsFlags(a), a.scratch, op);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
@@ -609,12 +616,7 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
     CUDA_CHECK_LAUNCH();
     return;
   }
-  CUDA_CHECK(cudaMemsetAsync(a.scratch.cuda<float>(), 0, a.forest->scratchStatusWords(a.batch) * 4, stream(exec)));
-  forEachPhase(*a.forest, a.batch, jointsFlags(a), true, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
-    op.p = push;
-    scanKernel<true><<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op);
-    CUDA_CHECK_LAUNCH();
-  });
+  launchScans<true>(exec, *a.forest, a.batch, jointsFlags(a), a.scratch, op);
 }
 
 void jointPoints(const Exec& exec, const JointPointsArgs& a) {
