@@ -415,6 +415,23 @@ TEST_P(JointPropagationOp, MatchesReference) {
   }
 }
 
+// An empty forest is no work on either backend: nothing is written, nothing is refused.
+TEST_P(JointPropagationOp, EmptyForestIsNoWork) {
+  const JointForest empty(std::vector<int32_t>{});
+  const DeviceJointForest onDevice(device(), empty);
+  DeviceBuffer one = device().allocate(ElementType::Float32, std::max<size_t>(onDevice.scratchFloats(3), 1));
+  one.fill(nanBits());
+  JointPropagationArgs fwd{&onDevice, 3, LocalTransform::Rigid, one, one, {}, {}, one};
+  fwd.scratch = one;
+  JointPropagationBackwardArgs bwd{&onDevice, 3, LocalTransform::Rigid, one, one, {}, {}, one};
+  bwd.gradGlobals = one, bwd.adjoint = one, bwd.scratch = one, bwd.gradRotations = one, bwd.gradTranslations = one;
+  run([&](const Exec& exec) {
+    propagateJoints(exec, fwd);
+    propagateJointsBackward(exec, bwd);
+  });
+  EXPECT_TRUE(std::isnan(one.download<float>(1)[0])) << "nothing written";
+}
+
 TEST_P(JointPropagationOp, RejectsBadArguments) {
   const JointForest forest({-1, 0, 1});
   const DeviceJointForest onDevice(device(), forest);
