@@ -19,14 +19,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 #define JOINTS_BACKWARD 0
 #include "shared/joints_scan.h"
 
-void localOf(uint i, out float m[12]) {
-  if ((p.flags & JOINTS_AFFINE) != 0u) {
-    for (int k = 0; k < 12; ++k) m[k] = localA[i * 12u + uint(k)];
-  } else {
-    jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
-               localB[i * 3u + 1u], localB[i * 3u + 2u], m);
-  }
-}
+#include "shared/joints_locals.h"
 
 // An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
 float itemValue[JOINTS_ITEMS][12];

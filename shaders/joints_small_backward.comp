@@ -26,14 +26,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
 shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
 
-void localOf(uint i, out float m[12]) {
-  if ((p.flags & JOINTS_AFFINE) != 0u) {
-    for (int k = 0; k < 12; ++k) m[k] = localA[i * 12u + uint(k)];
-  } else {
-    jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
-               localB[i * 3u + 1u], localB[i * 3u + 2u], m);
-  }
-}
+#include "shared/joints_locals.h"
 
 void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;

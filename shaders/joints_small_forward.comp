@@ -18,18 +18,18 @@ layout(push_constant) uniform Push { JointsPush p; };
 
 shared float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
 
+#include "shared/joints_locals.h"
+
 void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x] = localA[base * 12u + x];
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x] = localA[base * 12u + x];  // coalesced
     } else {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
-        const uint i = base + e;
         float m[12];
-        jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
-                   localB[i * 3u + 1u], localB[i * 3u + 2u], m);
+        localOf(base + e, m);
         for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = m[k];
       }
     }

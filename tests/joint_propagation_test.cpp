@@ -64,6 +64,29 @@ void expectValidDecomposition(const JointForest& f) {
   }
   EXPECT_EQ(f.pathStart().back(), N);
   EXPECT_LE(f.generations(), N ? uint32_t(std::floor(std::log2(double(N)))) + 1 : 0u);
+  // Children as CSR: each joint's in increasing order, every non-root once.
+  ASSERT_EQ(f.childStart().size(), N + 1);
+  EXPECT_EQ(f.children().size(), N - f.roots());
+  for (size_t j = 0; j < N; ++j)
+    for (uint32_t k = f.childStart()[j]; k < f.childStart()[j + 1]; ++k) {
+      ASSERT_EQ(f.parents()[f.children()[k]], int32_t(j));
+      if (k > f.childStart()[j]) {
+        ASSERT_LT(f.children()[k - 1], f.children()[k]);
+      }
+    }
+  // Levels: every joint once, roots at level 0, each other joint one level below its parent.
+  ASSERT_EQ(f.levelStart().size(), size_t(f.depth()) + 1);
+  ASSERT_EQ(f.levelOrder().size(), N);
+  EXPECT_EQ(f.levelStart().back(), N);
+  std::vector<int32_t> levelOf(N, -1);
+  for (uint32_t d = 0; d < f.depth(); ++d)
+    for (uint32_t k = f.levelStart()[d]; k < f.levelStart()[d + 1]; ++k) {
+      const uint32_t j = f.levelOrder()[k];
+      ASSERT_EQ(levelOf[j], -1) << "joint " << j << " twice";
+      levelOf[j] = int32_t(d);
+      const int32_t parent = f.parents()[j];
+      ASSERT_EQ(parent < 0 ? -1 : levelOf[size_t(parent)], int32_t(d) - 1) << "joint " << j;
+    }
 }
 
 JointLocalsRef randomLocals(const JointForest& f, uint32_t batch, LocalTransform kind, uint32_t points,

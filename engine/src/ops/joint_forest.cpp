@@ -17,7 +17,9 @@ JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(par
     ARM_CHECK(p != int32_t(j), "joint forest: joint %zu is its own parent", j);
   }
   // Children as CSR, each joint's in increasing index order.
-  std::vector<uint32_t> childStart(N + 1, 0), children(N);
+  std::vector<uint32_t>&childStart = m_childStart, &children = m_children;
+  childStart.assign(N + 1, 0);
+  children.resize(N);
   for (int32_t p : m_parents)
     if (p >= 0) ++childStart[size_t(p) + 1];
   for (size_t j = 0; j < N; ++j) childStart[j + 1] += childStart[j];
@@ -26,8 +28,9 @@ JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(par
     for (size_t j = 0; j < N; ++j)
       if (m_parents[j] >= 0) children[fill[size_t(m_parents[j])]++] = uint32_t(j);
   }
-  // Breadth first from the roots; a joint never reached hangs off a cycle.
-  std::vector<uint32_t> bfs;
+  children.resize(childStart[N]);
+  // Breadth first from the roots (so by depth: the level order); a joint never reached hangs off a cycle.
+  std::vector<uint32_t>& bfs = m_levelOrder;
   bfs.reserve(N);
   for (size_t j = 0; j < N; ++j)
     if (m_parents[j] < 0) bfs.push_back(uint32_t(j));
@@ -50,10 +53,13 @@ JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(par
   std::vector<uint32_t> subtree(N, 1), depth(N, 1);
   for (size_t i = N; i-- > 0;)
     if (m_parents[bfs[i]] >= 0) subtree[size_t(m_parents[bfs[i]])] += subtree[bfs[i]];
-  for (uint32_t j : bfs) {
+  for (size_t i = 0; i < N; ++i) {
+    const uint32_t j = bfs[i];
     if (m_parents[j] >= 0) depth[j] = depth[size_t(m_parents[j])] + 1;
+    if (depth[j] > m_depth) m_levelStart.push_back(uint32_t(i));  // the first joint of a deeper level
     m_depth = std::max(m_depth, depth[j]);
   }
+  m_levelStart.push_back(uint32_t(N));
   std::vector<int32_t> heavy(N, -1);
   for (size_t j = 0; j < N; ++j)
     for (uint32_t k = childStart[j]; k < childStart[j + 1]; ++k)

@@ -23,9 +23,19 @@ static_assert(DeviceJointForest::kSmallJoints == JOINTS_SMALL_JOINTS);
 
 namespace {
 
-template <typename T>
-DeviceBuffer uploadTable(Device& device, const std::vector<T>& values) {
-  return values.empty() ? device.allocate(elementTypeOf<T>(), 1) : device.upload(values);
+// Items [0, count) grouped by key(item) in [0, groups) (a negative key: left out), each group's in item order:
+// the groups' starts (groups + 1) and their items.
+template <typename Key>
+std::pair<std::vector<uint32_t>, std::vector<uint32_t>> groupBy(size_t count, size_t groups, Key key) {
+  std::vector<uint32_t> start(groups + 1, 0), items;
+  for (size_t i = 0; i < count; ++i)
+    if (key(i) >= 0) ++start[size_t(key(i)) + 1];
+  for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];
+  items.resize(start[groups]);
+  std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < count; ++i)
+    if (key(i) >= 0) items[fill[size_t(key(i))]++] = uint32_t(i);
+  return {std::move(start), std::move(items)};
 }
 
 // The locals' and inverse binds' views, for both directions; returns the joints of the batch (B·N).
@@ -52,79 +62,44 @@ size_t checkLocals(const char* op, const OpChecks& check, const Args& a) {
 DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints)
     : m_forest(forest), m_points(uint32_t(pointJoints.size())) {
   const size_t N = forest.size();
-  std::vector<uint32_t> pointStart(N + 1, 0), pointOrder(pointJoints.size());
-  for (size_t q = 0; q < pointJoints.size(); ++q) {
+  for (size_t q = 0; q < pointJoints.size(); ++q)
     ARM_CHECK(pointJoints[q] >= 0 && size_t(pointJoints[q]) < N, "point %zu is attached to joint %d, not in [0, %zu)",
               q, pointJoints[q], N);
-    ++pointStart[size_t(pointJoints[q]) + 1];
-  }
-  for (size_t j = 0; j < N; ++j) pointStart[j + 1] += pointStart[j];
-  std::vector<uint32_t> pointFill(pointStart.begin(), pointStart.end() - (N ? 1 : 0));
-  for (size_t q = 0; q < pointJoints.size(); ++q) pointOrder[pointFill[size_t(pointJoints[q])]++] = uint32_t(q);
-  m_pointJoints = uploadTable(device, pointJoints);
-  m_pointStart = uploadTable(device, pointStart);
-  m_pointOrder = uploadTable(device, pointOrder);
+  const auto [pointStart, pointOrder] = groupBy(pointJoints.size(), N, [&](size_t q) { return pointJoints[q]; });
+  m_pointJoints = device.upload(pointJoints);
+  m_pointStart = device.upload(pointStart);
+  m_pointOrder = device.upload(pointOrder);
   // Each joint's light children: the tops of paths other than the first (a root's path), by their parent.
-  std::vector<uint32_t> lightStart(N + 1, 0), lightChildren;
-  for (uint32_t p = 0; p < forest.paths(); ++p) {
-    const int32_t parent = forest.parents()[forest.order()[forest.pathStart()[p]]];
-    if (parent >= 0) ++lightStart[size_t(parent) + 1];
-  }
-  for (size_t j = 0; j < N; ++j) lightStart[j + 1] += lightStart[j];
-  lightChildren.resize(lightStart[N]);
-  std::vector<uint32_t> fill(lightStart.begin(), lightStart.end() - (N ? 1 : 0));
-  for (uint32_t p = 0; p < forest.paths(); ++p) {
-    const uint32_t top = forest.order()[forest.pathStart()[p]];
-    const int32_t parent = forest.parents()[top];
-    if (parent >= 0) lightChildren[fill[size_t(parent)]++] = top;
-  }
+  auto topOf = [&](size_t path) { return forest.order()[forest.pathStart()[path]]; };
+  auto [lightStart, lightChildren] =
+      groupBy(forest.paths(), N, [&](size_t path) { return forest.parents()[topOf(path)]; });
+  for (uint32_t& path : lightChildren) path = topOf(path);
   for (size_t j = 0; j < N; ++j) m_widestFanOut = std::max(m_widestFanOut, lightStart[j + 1] - lightStart[j]);
-  for (uint32_t g = 0; g < forest.generations(); ++g)
-    m_generationLengths.push_back(forest.pathStart()[forest.generationStart()[g + 1]] -
-                                  forest.pathStart()[forest.generationStart()[g]]);
   std::vector<uint32_t> order = forest.order();
   for (uint32_t p = 0; p < forest.paths(); ++p) order[forest.pathStart()[p]] |= JOINTS_HEAD;
-  m_order = uploadTable(device, order);
-  m_small = N <= JOINTS_SMALL_JOINTS;
-  if (m_small) {  // joints by depth (each after its parent), each level's start; every joint's children
-    std::vector<uint32_t> depth(N, 0), levels, childStart(N + 1, 0), children(N - forest.roots());
-    uint32_t deepest = 0;
-    for (uint32_t j : forest.order()) {
-      const int32_t parent = forest.parents()[j];
-      depth[j] = parent < 0 ? 0 : depth[size_t(parent)] + 1;
-      deepest = std::max(deepest, depth[j]);
-      if (parent >= 0) ++childStart[size_t(parent) + 1];
-    }
-    std::vector<uint32_t> levelStart(deepest + 2, 0);
-    for (size_t j = 0; j < N; ++j) ++levelStart[depth[j] + 1];
-    for (size_t d = 0; d + 1 < levelStart.size(); ++d) levelStart[d + 1] += levelStart[d];
-    for (size_t j = 0; j < N; ++j) childStart[j + 1] += childStart[j];
-    levels.resize(N);
-    std::vector<uint32_t> levelFill(levelStart.begin(), levelStart.end() - 1),
-        childFill(childStart.begin(), childStart.end() - 1);
-    for (uint32_t j = 0; j < N; ++j) {
-      levels[levelFill[depth[j]]++] = j;
-      if (forest.parents()[j] >= 0) children[childFill[size_t(forest.parents()[j])]++] = j;
-    }
-    levels.insert(levels.end(), levelStart.begin(), levelStart.end());
-    m_levels = uploadTable(device, levels);
-    m_childStart = uploadTable(device, childStart);
-    m_children = uploadTable(device, children);
+  m_order = device.upload(order);
+  m_parents = device.upload(forest.parents());
+  m_lightStart = device.upload(lightStart);
+  m_lightChildren = device.upload(lightChildren);
+  if (small()) {  // the joints by depth, then each level's start; every joint's children
+    std::vector<uint32_t> levels = forest.levelOrder();
+    levels.insert(levels.end(), forest.levelStart().begin(), forest.levelStart().end());
+    m_levels = device.upload(levels);
+    m_childStart = device.upload(forest.childStart());
+    m_children = device.upload(forest.children());
   }
-  m_parents = uploadTable(device, forest.parents());
-  m_lightStart = uploadTable(device, lightStart);
-  m_lightChildren = uploadTable(device, lightChildren);
 }
 
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
-  for (uint32_t length : m_generationLengths) tiles += jointsTiles(batch, length);
+  for (uint32_t g = 0; g < m_forest.generations(); ++g) tiles += jointsTiles(batch, m_forest.generationLength(g));
   return tiles;
 }
 
 size_t DeviceJointForest::scanScratchFloats(uint32_t batch) const {
   uint32_t mostTiles = 1;
-  for (uint32_t length : m_generationLengths) mostTiles = std::max(mostTiles, jointsTiles(batch, length));
+  for (uint32_t g = 0; g < m_forest.generations(); ++g)
+    mostTiles = std::max(mostTiles, jointsTiles(batch, m_forest.generationLength(g)));
   // Rounded up to 256 bytes: the points' part after it is bound at its own offset (storage buffer alignment).
   return (scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS + 63) / 64 * 64;
 }

@@ -58,10 +58,11 @@ void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flag
   uint32_t statusStart = 0;
   for (uint32_t step = 0; step < G; ++step) {
     const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t start = f.pathStart()[f.generationStart()[g]], end = f.pathStart()[f.generationStart()[g + 1]];
-    const uint32_t tiles = jointsTiles(batch, end - start);
-    JointsPush push{f.size(), batch,       start,       end - start, flags, JOINTS_SINGLE,
-                    tiles,    statusStart, recordStart, 0,           0,     0};
+    const uint32_t length = f.generationLength(g), tiles = jointsTiles(batch, length);
+    JointsPush push{f.size(), batch,       f.pathStart()[f.generationStart()[g]],
+                    length,   flags,       JOINTS_SINGLE,
+                    tiles,    statusStart, recordStart,
+                    0,        0,           0};
     statusStart += tiles;
     if (tiles == 1 || tiles <= singlePassTiles) {
       launch(push, tiles);

@@ -61,8 +61,8 @@ DeviceSkinWeights::DeviceSkinWeights(Device& device, uint32_t jointCount, uint32
     : m_vertices(checkInfluences(jointCount, influences, joints, weights)),
       m_jointCount(jointCount),
       m_influences(influences) {
-  m_joints = joints.empty() ? device.allocate(ElementType::UInt32, 1) : device.upload(joints);
-  m_weights = weights.empty() ? device.allocate(ElementType::Float32, 1) : device.upload(weights);
+  m_joints = device.upload(joints);
+  m_weights = device.upload(weights);
 }
 
 void linearBlendSkinning(const Exec& exec, const LinearBlendSkinningArgs& a) {

@@ -33,11 +33,23 @@ class JointForest {
   const std::vector<uint32_t>& generationStart() const { return m_generationStart; }
   uint32_t paths() const { return uint32_t(m_pathStart.size() - 1); }
   uint32_t generations() const { return uint32_t(m_generationStart.size() - 1); }
+  // Joints [pathStart()[generationStart()[g]], pathStart()[generationStart()[g + 1]]) of order().
+  uint32_t generationLength(uint32_t g) const {
+    return m_pathStart[m_generationStart[g + 1]] - m_pathStart[m_generationStart[g]];
+  }
+
+  // Each joint's children as CSR (children()[childStart()[j] .. childStart()[j+1]), in increasing index order).
+  const std::vector<uint32_t>& childStart() const { return m_childStart; }
+  const std::vector<uint32_t>& children() const { return m_children; }
+  // Every joint once, by depth (roots first): level d holds levelOrder()[levelStart()[d] .. levelStart()[d+1]).
+  const std::vector<uint32_t>& levelOrder() const { return m_levelOrder; }
+  const std::vector<uint32_t>& levelStart() const { return m_levelStart; }
 
  private:
   std::vector<int32_t> m_parents;
   uint32_t m_roots = 0, m_depth = 0;
   std::vector<uint32_t> m_pathJoints, m_pathStart, m_generationStart;
+  std::vector<uint32_t> m_childStart, m_children, m_levelOrder, m_levelStart;
 };
 
 }  // namespace armature

@@ -76,7 +76,7 @@ class DeviceJointForest {
   static constexpr uint32_t kSmallJoints = 192;  // the most joints of a small forest (held whole in shared memory)
   // A small forest: its joints by depth then each level's start, and every
   // joint's children as CSR (the small-forest dispatch's tables); else empty.
-  bool small() const { return m_small; }
+  bool small() const { return m_forest.size() <= kSmallJoints; }
   DeviceView levels() const { return m_levels.view(); }
   DeviceView childStart() const { return m_childStart.view(); }
   DeviceView children() const { return m_children.view(); }
@@ -95,9 +95,7 @@ class DeviceJointForest {
 
  private:
   JointForest m_forest;
-  bool m_small = false;
   uint32_t m_widestFanOut = 0, m_points = 0;
-  std::vector<uint32_t> m_generationLengths;
   DeviceBuffer m_order, m_parents, m_lightStart, m_lightChildren, m_levels, m_childStart, m_children;
   DeviceBuffer m_pointJoints, m_pointStart, m_pointOrder;
 };
