@@ -65,12 +65,10 @@ class VulkanLane : public AvatarScene::Lane {
     put(m_buffers.transl, p.transl);
   }
   Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) override {
-    m_zone = timer ? timer->beginZone(cmd, name) : 0;
-    return Exec::vulkan(*m_device.vulkan(), cmd);
+    return m_stage.begin(*m_device.vulkan(), cmd, timer, name);
   }
   std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, bool) override {
-    if (timer) timer->endZone(cmd, m_zone);
-    vk::computeBarrier(cmd);
+    m_stage.end(cmd, timer);
     return std::nullopt;
   }
   SkinningForwardArgs skinArgs(uint32_t avatars) const override {
@@ -96,13 +94,12 @@ class VulkanLane : public AvatarScene::Lane {
   uint32_t m_shape, m_expr, m_maxAvatars;
   std::unique_ptr<Skinning> m_skinning;
   AvatarScene::HostBuffers& m_buffers;  // the scene's: it replaces betas and expression in place
-  uint32_t m_zone = 0;
+  VulkanStage m_stage;
 };
 
 #ifdef ARMATURE_HAS_INTEROP
 // CUDA: its own stream, its own parameter memory, and outputs shared with Vulkan through interop (zero-copy where
-// both drive one GPU, staged otherwise). A stage ends with the outputs handed to Vulkan and the host waiting for the
-// stream (the viewer's simple frame; interop::FrameRing is the protocol that avoids the wait); CUDA events time it.
+// both drive one GPU, staged otherwise).
 class CudaLane : public AvatarScene::Lane {
  public:
   CudaLane(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars)
@@ -125,19 +122,13 @@ class CudaLane : public AvatarScene::Lane {
     const std::vector<double>* params[4] = {&p.pose, &p.betas, &p.expression, &p.transl};
     for (int i = 0; i < 4; ++i) {
       m_staging[i].assign(params[i]->begin(), params[i]->end());
-      m_params[i].uploadAsync(m_staging[i].data(), m_staging[i].size() * 4, m_stream);
+      m_params[i].uploadAsync(m_staging[i].data(), m_staging[i].size() * 4, m_stage.stream());
     }
   }
-  Exec begin(VkCommandBuffer, vk::GpuTimer*, const char* name) override {
-    m_stage = name;
-    m_timer.start(m_stream);
-    return Exec::cuda(m_stream.handle());
-  }
+  Exec begin(VkCommandBuffer, vk::GpuTimer*, const char* name) override { return m_stage.begin(name); }
   std::optional<Span> end(VkCommandBuffer, vk::GpuTimer*, bool skinned) override {
-    m_timer.stop(m_stream);
-    if (skinned) m_positions->toVulkan(m_stream), m_joints->toVulkan(m_stream);
-    m_stream.synchronize();
-    return Span{m_stage + " (cuda)", m_timer.milliseconds(), m_timer.startHostNs(), Track::CudaStream};
+    if (skinned) return m_stage.end({m_positions.get(), m_joints.get()});
+    return m_stage.end();
   }
   SkinningForwardArgs skinArgs(uint32_t avatars) const override {
     const auto view = [](void* p, size_t floats) { return DeviceView::ofCuda(p, ElementType::Float32, floats); };
@@ -152,7 +143,8 @@ class CudaLane : public AvatarScene::Lane {
   }
   VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec&, uint32_t avatars,
                               const std::array<float, 16>& viewProj, VkExtent2D extent) override {
-    return raster.runCuda(static_cast<const float*>(m_positions->cudaPointer()), avatars, viewProj, extent, m_stream);
+    return raster.runCuda(static_cast<const float*>(m_positions->cudaPointer()), avatars, viewProj, extent,
+                          m_stage.stream());
   }
   VkBuffer positions() const override { return m_positions->buffer(); }
   VkBuffer joints() const override { return m_joints->buffer(); }
@@ -162,12 +154,11 @@ class CudaLane : public AvatarScene::Lane {
  private:
   std::unique_ptr<Skinning> m_skinning;
   Device m_device{nullptr};  // CUDA's own; the outputs are shared with Vulkan through interop
-  cuda::Stream m_stream;
+  CudaStage m_stage;
   uint32_t m_vertexCount, m_jointCount, m_shape, m_expr;
   cuda::DeviceMemory m_params[4];  // pose, betas, expression, translation
   std::vector<float> m_staging[4];
-  cuda::EventTimer m_timer;
-  std::string m_stage, m_status;
+  std::string m_status;
   std::unique_ptr<interop::SharedBuffer> m_positions, m_joints;
 };
 #endif
@@ -246,18 +237,6 @@ void AvatarScene::crowdBounds(float lo[3], float hi[3]) const {
     }
 }
 
-void frameAvatars(Camera& camera, const AvatarScene& scene, CameraView view) {
-  constexpr float kLevel = 0.05f, kCrowdPitch = 0.45f, kQuarterTurn = 1.5707963f;
-  if (view == CameraView::Front) camera.yaw = 0, camera.pitch = kLevel;
-  if (view == CameraView::Side) camera.yaw = kQuarterTurn, camera.pitch = kLevel;
-  if (view == CameraView::Top) camera.yaw = 0, camera.pitch = 1.5f;
-  if (view == CameraView::Current && scene.avatars() > 1) camera.pitch = std::max(camera.pitch, kCrowdPitch);
-  float lo[3], hi[3];
-  scene.crowdBounds(lo, hi);
-  camera.frame(lo, hi);
-  if (scene.avatars() > 1) camera.distance *= 0.75f;  // the box's depth overstates what the view must hold
-}
-
 void AvatarScene::setBackend(Backend b) {
   if (b == Backend::Cpu && m_avatars > kCpuMaxAvatars)
     throw Error("the CPU reference skins at most " + std::to_string(kCpuMaxAvatars) + " avatars per frame");
@@ -299,7 +278,7 @@ void AvatarScene::clearMotion() {
   update(m_time);
 }
 
-double AvatarScene::motionSeconds() const { return m_motion.frames ? m_motion.frames / m_motion.fps : 0.0; }
+double AvatarScene::clipSeconds() const { return m_motion.frames ? m_motion.frames / m_motion.fps : 0.0; }
 
 void AvatarScene::update(double seconds) {
   m_time = seconds;
@@ -310,8 +289,8 @@ void AvatarScene::update(double seconds) {
     std::copy(m_base.pose.begin(), m_base.pose.end(), m_params.pose.begin() + long(i) * J * 3);
     double motionOffset[3] = {0, 0, 0};
     if (m_motion.frames) {
-      const double phase = std::fmod(i * 0.6180339887498949, 1.0) * motionSeconds();
-      const double at = std::fmod(std::max(seconds, 0.0) + phase, motionSeconds());
+      const double phase = std::fmod(i * 0.6180339887498949, 1.0) * clipSeconds();
+      const double at = std::fmod(std::max(seconds, 0.0) + phase, clipSeconds());
       const size_t f = std::min<size_t>(size_t(at * m_motion.fps), m_motion.frames - 1);
       std::copy_n(m_motion.pose.begin() + long(f * J * 3), J * 3, m_params.pose.begin() + long(i) * J * 3);
       for (int c = 0; c < 3; ++c) motionOffset[c] = m_motion.transl[f * 3 + size_t(c)] - m_motion.transl[size_t(c)];

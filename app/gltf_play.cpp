@@ -20,17 +20,6 @@ namespace armature::app {
 
 namespace {
 
-// Every frame's vertices (F,V,3): the reference's (double) or a GPU backend's.
-std::vector<double> skinFramesRef(const GltfCharacter& c, const JointForest& forest, const std::vector<double>& locals,
-                                  uint32_t frames) {
-  JointLocalsRef in;
-  in.batch = frames, in.kind = LocalTransform::Affine, in.affine = locals, in.inverseBind = c.inverseBind;
-  const JointGlobalsRef g = propagateJointsRef(forest, in);
-  const std::vector<uint32_t> joints(c.joints.begin(), c.joints.end());
-  const std::vector<double> rest(c.vertices.begin(), c.vertices.end()), weights(c.weights.begin(), c.weights.end());
-  return linearBlendSkinningRef(rest, joints, weights, c.influences, g.skinning, c.jointCount(), frames);
-}
-
 std::vector<float> skinFramesGpu(Backend backend, const GltfCharacter& c, const JointForest& forest,
                                  const std::vector<double>& locals, uint32_t frames, double& seconds) {
   std::unique_ptr<vk::Context> ctx;
@@ -84,7 +73,7 @@ int runGltf(const GltfOptions& o) {
               o.file.c_str(), c.jointCount(), forest.depth(), c.vertexCount(), c.influences,
               c.clips.empty() ? "(none: the rest pose)" : ("'" + c.clips[o.clip].name + "'").c_str(), length, frames,
               o.fps);
-  const std::vector<double> want = skinFramesRef(c, forest, locals, frames);
+  const std::vector<double> want = poseGltfCharacterRef(c, forest, locals, frames).vertices;
   std::vector<double> vertices = want;
   if (backend != Backend::Cpu) {
     double seconds = 0;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "app/avatar_scene.h"
+#include "app/character_scene.h"
 #include "app/poses.h"
 #include "app/profiler.h"
 #include "app/renderer.h"
@@ -31,6 +32,24 @@ Backend chooseBackend(const std::string& name) {
 }
 }  // namespace
 
+void configureScene(Scene& scene, const ViewerOptions& o) {
+  scene.animate = o.animate;
+  if (auto* body = dynamic_cast<AvatarScene*>(&scene)) {
+    body->applyPose(posePreset(body->model(), o.pose));
+    if (!o.motion.empty()) {
+      body->setMotion(loadMotion(o.motion, body->model()));
+      std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), body->motion()->description.c_str());
+    }
+    return;
+  }
+  auto& character = dynamic_cast<CharacterScene&>(scene);
+  ARM_CHECK(o.motion.empty(), "--motion: a glTF character plays its own animation (--clip picks one)");
+  character.setClip(o.clip);
+  std::fprintf(stderr, "%s: %u joints, %u vertices, %u influences; %zu clip(s)\n", character.character().source.c_str(),
+               character.jointCount(), character.vertexCount(), character.character().influences,
+               character.character().clips.size());
+}
+
 CameraView parseCameraView(const std::string& name) {
   if (name == "front") return CameraView::Front;
   if (name == "side") return CameraView::Side;
@@ -45,33 +64,27 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   vk::ContextOptions contextOptions;
   if (o.ui) contextOptions.instanceExtensions.push_back("VK_KHR_surface");  // Dear ImGui's backend loads its functions
   vk::Context ctx(contextOptions);
-  std::string path = o.model.empty() ? defaultModelPath() : o.model;
-  BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
-  AvatarScene scene(ctx, model, std::max(o.avatars, 1u));
-  scene.applyPose(posePreset(scene.model(), o.pose));
-  scene.setBackend(chooseBackend(o.backend));
-  scene.setAvatars(o.avatars);
-  scene.animate = o.animate;
-  if (!o.motion.empty()) {
-    scene.setMotion(loadMotion(o.motion, scene.model()));
-    std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), scene.motion()->description.c_str());
-  }
+  std::unique_ptr<Scene> scene =
+      openScene(ctx, o.model.empty() ? defaultModelPath() : o.model, std::max(o.avatars, 1u));
+  configureScene(*scene, o);
+  scene->setBackend(chooseBackend(o.backend));
+  scene->setAvatars(o.avatars);
 
-  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.model().faces,
-                    scene.model().parents);
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene->faces(),
+                    scene->parents());
   OffscreenTarget target(ctx, renderer, {o.width, o.height});
   if (o.ui && !uiFactory) throw Error("--ui: this build has no Dear ImGui (scripts/install-deps.sh installs it)");
   std::unique_ptr<HeadlessUi> ui = o.ui ? uiFactory(ctx, OffscreenTarget::kColorFormat) : nullptr;
   Camera camera;
-  frameAvatars(camera, scene, parseCameraView(o.view));
+  frameAvatars(camera, *scene, parseCameraView(o.view));
   DrawSettings draw;
-  draw.vertexCount = scene.model().vertexCount;
+  draw.vertexCount = scene->vertexCount();
   draw.avatars = o.avatars;
-  draw.floorY = scene.floorY();
+  draw.floorY = scene->floorY();
   draw.wireframe = o.wireframe;
   draw.ground = o.ground;
   draw.skeleton = o.skeleton;
-  draw.jointCount = scene.model().jointCount;
+  draw.jointCount = scene->jointCount();
 
   ARM_CHECK(o.raster == "hardware" || o.raster == "compute", "--raster must be hardware or compute, got '%s'",
             o.raster.c_str());
@@ -87,14 +100,14 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     const int64_t t0 = steadyNowNs();
     double uiCpuMs = 0;
     int64_t uiStartNs = 0;
-    scene.update(f / 60.0);
+    scene->update(f / 60.0);
     const bool shoot = o.screenshotEvery > 0 && f % o.screenshotEvery == 0;
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
-      scene.skin(cmd, &timer);
+      scene->skin(cmd, &timer);
       if (o.raster == "compute")
-        draw.visibility = scene.rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
-      draw.joints = scene.joints();
+        draw.visibility = scene->rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
+      draw.joints = scene->joints();
       std::function<UiLayer(VkCommandBuffer)> layer;
       std::function<void(VkCommandBuffer)> drawUi;
       if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)
@@ -104,14 +117,14 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
         layer = [&](VkCommandBuffer c) { return ui->layer(c, target.extent()); };
         drawUi = [&](VkCommandBuffer c) { ui->draw(c); };
       }
-      recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene.positions(), draw, layer, drawUi);
+      recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene->positions(), draw, layer, drawUi);
       if (f == o.frames - 1 || shoot) target.recordReadback(cmd);
     });
     if (shoot) writePng(numberedPath(o.screenshot, uint64_t(f)), target.pixels());
     FrameRecord rec;
     rec.startHostNs = t0;
     if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});
-    for (const Span& s : scene.ownTimes()) rec.add(s);
+    for (const Span& s : scene->ownTimes()) rec.add(s);
     for (Span& s : vulkanSpans(timer.waitFrame(uint64_t(f)))) rec.add(std::move(s));
     rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;
     profiler.add(std::move(rec));
@@ -128,7 +141,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     std::printf("profile: %s (Chrome trace, opens in Perfetto) and %s\n", o.profile.c_str(), csv.c_str());
   }
   std::printf("device: %s; skinning: %s; raster: %s%s; %u avatar(s), %d frames at %ux%u\n", ctx.info().name.c_str(),
-              scene.backendStatus().c_str(), o.raster.c_str(), ui ? "; overlay drawn" : "", o.avatars, o.frames,
+              scene->backendStatus().c_str(), o.raster.c_str(), ui ? "; overlay drawn" : "", o.avatars, o.frames,
               o.width, o.height);
   std::printf("%-18s %9s %9s %9s %9s\n", "stage (ms)", "last", "mean", "p99", "max");
   for (auto& [name, s] : profiler.stats())

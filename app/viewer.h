@@ -17,7 +17,8 @@ struct ViewerOptions {
   std::string profile;           // Chrome trace JSON (+ a .csv summary beside it)
   std::string backend = "auto";  // auto | cuda | vulkan | cpu
   std::string pose = "a-pose";
-  std::string model;  // .npz; default: the generated default avatar
+  std::string model;  // .npz or .pkl body model, or a rigged .glb/.gltf; default: the generated default avatar
+  uint32_t clip = 0;  // a glTF character's animation to play
   uint32_t avatars = 1;
   uint32_t width = 1280, height = 720;
   bool animate = false;
@@ -36,6 +37,11 @@ struct ViewerOptions {
 CameraView parseCameraView(const std::string& name);
 
 class Profiler;
+class Scene;
+
+// Applies the options that say how a scene moves: a body model's pose preset and motion, a glTF character's clip,
+// and animation. Throws armature::Error for an option the scene's kind cannot take (a motion for a glTF character).
+void configureScene(Scene& scene, const ViewerOptions& options);
 
 // The UI headless mode draws with --ui. Dear ImGui lives in armature-viewer, not in the core library, so the
 // executable hands headless mode a factory (null in a build without it).

@@ -27,9 +27,11 @@ int main(int argc, char** argv) {
                  "CSV summary beside it)")
       ->check(cli::writableFile());
   app.add_option("--backend", o.backend, "skinning backend")->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
-  app.add_option("--pose", o.pose, "pose preset")->check(CLI::IsMember(armature::app::posePresetNames()));
-  app.add_option("--model", o.model, "model .npz or .pkl (default: the generated default avatar)")
+  app.add_option("--pose", o.pose, "pose preset (body models)")->check(CLI::IsMember(armature::app::posePresetNames()));
+  app.add_option("--model", o.model,
+                 "body model .npz or .pkl, or a rigged glTF character .glb/.gltf (default: the generated avatar)")
       ->check(cli::regularFile());
+  app.add_option("--clip", o.clip, "a glTF character's animation to play (0 = the first)");
   app.add_option("--avatars", o.avatars, "crowd size (1 … 4096)")->check(CLI::Range(1u, 4096u));
   app.add_option("--size", size, "image or window size, WxH")->check(cli::sizeWxH(kMaxSide));
   app.add_flag("--animate", o.animate, "loop a walk cycle");

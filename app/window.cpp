@@ -17,6 +17,7 @@
 #include <random>
 
 #include "app/avatar_scene.h"
+#include "app/character_scene.h"
 #include "app/imgui_layer.h"
 #include "app/poses.h"
 #include "app/pose_panels.h"
@@ -50,7 +51,7 @@ class Viewer {
   void createSwapchain();
   void panels();
   void overlay();
-  void motionPanel();
+  void motionPanel(AvatarScene& avatar);
   void filePanel();
   void savePose(const std::string& path);
   void loadPose(const std::string& path);
@@ -69,7 +70,8 @@ class Viewer {
   Frame m_frames[kFramesInFlight];
   std::unique_ptr<ImGuiLayer> m_ui;
   OverlayState m_overlayState;
-  std::unique_ptr<AvatarScene> m_scene;
+  std::unique_ptr<Scene> m_scene;
+  AvatarScene* body() const { return dynamic_cast<AvatarScene*>(m_scene.get()); }  // null for a glTF character
   std::unique_ptr<Renderer> m_renderer;
   std::unique_ptr<vk::GpuTimer> m_timer;
   Profiler m_profiler;
@@ -93,6 +95,7 @@ class Viewer {
   std::vector<uint8_t> m_lastScreenshot;
   void frameOnce();
   int guiTest();
+  int characterGuiTest();
   void cleanup();
 };
 
@@ -121,38 +124,35 @@ void Viewer::createSwapchain() {
   if (!m_swap) m_swap = std::make_unique<Swapchain>(*m_ctx, m_surface);
   if (!m_renderer)
     m_renderer = std::make_unique<Renderer>(*m_ctx, m_swap->chooseFormat(), VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                            m_scene->model().faces, m_scene->model().parents);
+                                            m_scene->faces(), m_scene->parents());
   int w = 0, h = 0;
   glfwGetFramebufferSize(m_window, &w, &h);
   m_swap->create({uint32_t(w), uint32_t(h)}, m_vsync, m_renderer->renderPass());
 }
 
 void Viewer::loadModel(const std::string& path) {
-  BodyModel model = path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path);
   if (m_ctx->device()) vkDeviceWaitIdle(m_ctx->device());
   Backend backend = m_scene ? m_scene->backend() : Backend::Vulkan;
-  uint32_t shape = std::min<uint32_t>(10, model.shapeCount), expr = std::min<uint32_t>(10, model.exprCount);
-  auto scene = std::make_unique<AvatarScene>(*m_ctx, std::move(model), std::max(m_options.avatars, 64u), shape, expr);
-  scene->applyPose(posePreset(scene->model(), m_options.pose));
+  std::unique_ptr<Scene> scene = openScene(*m_ctx, path, std::max(m_options.avatars, 64u));
+  configureScene(*scene, m_options);
   scene->animate = m_options.animate || !m_options.motion.empty();
-  if (!m_options.motion.empty()) {
-    scene->setMotion(loadMotion(m_options.motion, scene->model()));
-    std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());
-  }
+  if (!m_options.motion.empty()) std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());
   m_scene = std::move(scene);
-  m_groups = poseGroups(m_scene->model());
-  m_activeShape = int(m_scene->shapeComponents());
-  m_activeExpr = int(m_scene->exprComponents());
+  if (AvatarScene* b = body()) {
+    m_groups = poseGroups(b->model());
+    m_activeShape = int(b->shapeComponents());
+    m_activeExpr = int(b->exprComponents());
+  }
   setBackend(backend);
   m_scene->setAvatars(std::min(m_avatars, m_scene->maxAvatars()));
   if (m_renderer) {  // a new mesh: new index buffer, same pass
     VkFormat format = m_swap->format();
-    m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->model().faces,
-                                            m_scene->model().parents);
+    m_renderer = std::make_unique<Renderer>(*m_ctx, format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, m_scene->faces(),
+                                            m_scene->parents());
   }
   frameAvatars(m_camera, *m_scene, CameraView::Current);
-  m_draw.vertexCount = m_scene->model().vertexCount;
-  m_draw.jointCount = m_scene->model().jointCount;
+  m_draw.vertexCount = m_scene->vertexCount();
+  m_draw.jointCount = m_scene->jointCount();
   m_draw.floorY = m_scene->floorY();
   std::snprintf(m_modelPath, sizeof m_modelPath, "%s", path.c_str());
 }
@@ -218,40 +218,45 @@ void Viewer::panels() {
       createSwapchain();
     });
   }
-  motionPanel();
+  AvatarScene* avatar = body();
+  if (avatar) motionPanel(*avatar);
   filePanel();
+  if (!avatar) {  // a glTF character plays its own clip
+    ImGui::End();
+    return;
+  }
   ImGui::Separator();
   for (const auto& name : posePresetNames()) {
-    if (ImGui::Button(name.c_str())) m_scene->applyPose(posePreset(m_scene->model(), name));
+    if (ImGui::Button(name.c_str())) avatar->applyPose(posePreset(avatar->model(), name));
     ImGui::SameLine();
   }
   if (ImGui::Button("random")) {
     static std::mt19937 rng(7);
     std::uniform_real_distribution<double> u(-0.5, 0.5);
-    BodyParams& p = m_scene->base();
+    BodyParams& p = avatar->base();
     for (size_t i = 3; i < p.pose.size(); ++i) p.pose[i] = u(rng) * (i < 66 ? 1.0 : 0.6);
     for (auto& b : p.betas) b = 3 * u(rng);
   }
   ImGui::NewLine();
-  posePanels(*m_scene, m_groups, m_activeShape, m_activeExpr);
+  posePanels(*avatar, m_groups, m_activeShape, m_activeExpr);
   ImGui::End();
 }
 
 // The motion the avatars play: open a file, then a timeline (play/pause with "animate", scrub, speed; it loops).
-void Viewer::motionPanel() {
+void Viewer::motionPanel(AvatarScene& avatar) {
   ImGui::InputText("motion", m_motionPath, sizeof m_motionPath);
   ImGui::SameLine();
   if (ImGui::Button("open")) {
     runCaught([&] {
-      m_scene->setMotion(loadMotion(m_motionPath, m_scene->model()));
-      m_scene->animate = true;
+      avatar.setMotion(loadMotion(m_motionPath, avatar.model()));
+      avatar.animate = true;
       m_animTime = 0;
-      m_status = std::string(m_motionPath) + ": " + m_scene->motion()->description;
+      m_status = std::string(m_motionPath) + ": " + avatar.motion()->description;
     });
   }
-  if (const Motion* motion = m_scene->motion()) {
-    float at = float(m_animTime), length = float(m_scene->motionSeconds());
-    if (ImGui::SliderFloat("time (s)", &at, 0.f, length, "%.2f")) m_animTime = at, m_scene->update(m_animTime);
+  if (const Motion* motion = avatar.motion()) {
+    float at = float(m_animTime), length = float(avatar.clipSeconds());
+    if (ImGui::SliderFloat("time (s)", &at, 0.f, length, "%.2f")) m_animTime = at, avatar.update(m_animTime);
     ImGui::SliderFloat("speed", &m_speed, 0.f, 4.f, "%.2fx");
     ImGui::Text("frame %u of %u at %.0f fps", std::min(uint32_t(m_animTime * motion->fps), motion->frames - 1),
                 motion->frames, motion->fps);
@@ -276,6 +281,7 @@ void Viewer::filePanel() {
     m_pendingScreenshot = m_screenshotPath;
     m_status = "screenshot: " + m_pendingScreenshot;
   }
+  if (!body()) return;
   ImGui::SetNextItemWidth(200);
   ImGui::InputText("pose", m_posePath, sizeof m_posePath);
   ImGui::SameLine();
@@ -285,16 +291,17 @@ void Viewer::filePanel() {
 }
 
 void Viewer::savePose(const std::string& path) {
-  writePoseParameters(path, m_scene->model(), m_scene->base());
+  writePoseParameters(path, body()->model(), body()->base());
   m_status = "wrote " + path;
 }
 
 void Viewer::loadPose(const std::string& path) {
-  const Motion pose = loadMotion(path, m_scene->model());
-  const BodyParams& base = m_scene->base();
-  m_scene->applyPose(motionFrames(m_scene->model(), pose, 0, 1, base.shapeComponents, base.exprComponents));
-  m_scene->clearMotion();  // the loaded pose, not a motion's frame, is what the avatars now hold
-  m_scene->animate = false;
+  AvatarScene& avatar = *body();
+  const Motion pose = loadMotion(path, avatar.model());
+  const BodyParams& base = avatar.base();
+  avatar.applyPose(motionFrames(avatar.model(), pose, 0, 1, base.shapeComponents, base.exprComponents));
+  avatar.clearMotion();  // the loaded pose, not a motion's frame, is what the avatars now hold
+  avatar.animate = false;
   m_status = path + ": " + pose.description;
 }
 
@@ -333,7 +340,7 @@ void Viewer::drawFrame() {
 
   const int64_t t0 = steadyNowNs();
   m_animTime += m_scene->animate ? ImGui::GetIO().DeltaTime * m_speed : 0.0;
-  if (m_scene->motion()) m_animTime = std::fmod(m_animTime, m_scene->motionSeconds());  // loop
+  if (m_scene->clipSeconds() > 0) m_animTime = std::fmod(m_animTime, m_scene->clipSeconds());  // loop
   m_scene->update(m_animTime);
   VK_CHECK(vkResetCommandPool(dev, fr.pool, 0));
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -452,11 +459,13 @@ void Viewer::frameOnce() {
 // renders again, and checks that the avatar moved (the two screenshots differ in enough pixels).
 int Viewer::guiTest() {
   std::string dir = m_options.guiTest;
+  if (!body()) return characterGuiTest();
+  AvatarScene& avatar = *body();
   for (int i = 0; i < 4; ++i) frameOnce();
   m_pendingScreenshot = dir + "/gui_before.png";
   frameOnce();
   auto before = m_lastScreenshot;
-  m_scene->base().pose[16 * 3 + 2] = 1.3;  // left_shoulder z: the "Body" panel's slider value
+  avatar.base().pose[16 * 3 + 2] = 1.3;  // left_shoulder z: the "Body" panel's slider value
   for (int i = 0; i < 3; ++i) frameOnce();
   m_pendingScreenshot = dir + "/gui_after.png";
   frameOnce();
@@ -470,13 +479,12 @@ int Viewer::guiTest() {
     changed += std::abs(int(before[i]) - int(after[i])) + std::abs(int(before[i + 1]) - int(after[i + 1])) > 24;
   std::printf("gui test: %zu of %zu pixels changed after moving the left shoulder\n", changed, before.size() / 4);
   // The pose through a parameter file: saved, reset, loaded back.
-  const std::vector<double> posed = m_scene->base().pose;
+  const std::vector<double> posed = avatar.base().pose;
   savePose(dir + "/gui_pose.npz");
-  m_scene->applyPose(posePreset(m_scene->model(), "t-pose"));
+  avatar.applyPose(posePreset(avatar.model(), "t-pose"));
   loadPose(dir + "/gui_pose.npz");
   double poseError = 0;
-  for (size_t i = 0; i < posed.size(); ++i)
-    poseError = std::max(poseError, std::abs(m_scene->base().pose[i] - posed[i]));
+  for (size_t i = 0; i < posed.size(); ++i) poseError = std::max(poseError, std::abs(avatar.base().pose[i] - posed[i]));
   std::printf("gui test: pose saved and loaded back, largest difference %.3g rad\n", poseError);
   // Camera presets: the front and top views of the same frame differ.
   frameAvatars(m_camera, *m_scene, CameraView::Front);
@@ -515,6 +523,41 @@ int Viewer::guiTest() {
   bool agree = m_computeRaster && compute.size() == after.size() && differ < after.size() / 4 / 100;  // under 1%
   const bool poseBack = poseError<1e-9, viewsChange = viewsDiffer> front.size() / 4 / 100;
   return moved && agree && poseBack && viewsChange ? 0 : 1;
+}
+
+// The glTF character's smoke test: its clip's first frame, then a quarter second into the clip (each member at its
+// own phase) must look different; then the compute rasteriser draws that frame as the hardware does.
+int Viewer::characterGuiTest() {
+  const std::string dir = m_options.guiTest;
+  m_draw.skeleton = false;
+  m_showOverlay = false;  // its numbers change from frame to frame
+  m_scene->animate = true;
+  m_speed = 0;  // the clip stands still but at m_animTime
+  auto shoot = [&](const std::string& name) {
+    frameOnce();
+    m_pendingScreenshot = dir + "/" + name;
+    frameOnce();
+    return m_lastScreenshot;
+  };
+  auto differing = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size() && a.size() == b.size(); i += 4)
+      n += std::abs(int(a[i]) - int(b[i])) + std::abs(int(a[i + 1]) - int(b[i + 1])) > 24;
+    return n;
+  };
+  const auto start = shoot("gltf_start.png");
+  m_animTime = 0.25;
+  const auto later = shoot("gltf_later.png");
+  m_computeRaster = true;
+  const auto compute = shoot("gltf_compute.png");
+  const size_t pixels = start.size() / 4, moved = differing(start, later), rasterDiffer = differing(later, compute);
+  std::printf(
+      "gui test (glTF): %zu of %zu pixels changed a quarter second into the clip; the compute rasteriser "
+      "differs from the hardware one at %zu%s\n",
+      moved, pixels, rasterDiffer, m_computeRaster ? "" : (" (it failed: " + m_status + ")").c_str());
+  const bool ok = !start.empty() && moved > pixels / 200 && m_computeRaster && compute.size() == later.size() &&
+                  rasterDiffer < pixels / 100;
+  return ok ? 0 : 1;
 }
 
 void Viewer::cleanup() {

@@ -430,6 +430,18 @@ TEST(Cli, GltfCharacterPlaysThroughPropagationAndSkinning) {
     EXPECT_TRUE(fs::exists(dir / (backend + "_00008.obj"))) << r.output;  // the last of 9 frames
   }
   if (armature::cudaUnavailable()) std::printf("[ cuda ] not run: %s\n", armature::cudaUnavailable()->c_str());
+  // The viewer's window plays it as a crowd, under a virtual X server with the validation layer on.
+  if (std::system("command -v xvfb-run >/dev/null 2>&1") == 0) {
+    Result window = run("armature-viewer",
+                        {"--model", glb.string(), "--avatars", "4", "--gui-test", dir.string(), "--backend", "vulkan",
+                         "--size", "1000x650"},
+                        "ARMATURE_VALIDATION=1 xvfb-run -a -s '-screen 0 1280x800x24'", 300);
+    EXPECT_EQ(window.code, 0) << window.output;
+    EXPECT_NE(window.output.find("gui test (glTF)"), std::string::npos) << window.output;
+    EXPECT_EQ(window.output.find("vulkan validation"), std::string::npos) << window.output;
+  } else {
+    std::printf("[ window ] not run: no xvfb-run (scripts/install-deps.sh installs it)\n");
+  }
   Result bad = run("armature", {"gltf", glb.string(), "--clip", "3", "--backend", "cpu"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("clip 3 of 1"), std::string::npos) << bad.output;

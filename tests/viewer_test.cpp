@@ -12,9 +12,11 @@
 #include <sstream>
 
 #include "app/avatar_scene.h"
+#include "app/character_scene.h"
 #include "app/poses.h"
 #include "app/renderer.h"
 #include "app/viewer.h"
+#include "armature/body/gltf_export.h"
 #include "armature/body/synth.h"
 #include "armature/device.h"
 #include "support/compare.h"
@@ -357,6 +359,129 @@ TEST(Viewer, ProfileAndScreenshotAreWritten) {
   std::filesystem::remove_all(dir);
   o.pose = "no-such-pose";
   EXPECT_THROW(runHeadless(o), Error);
+}
+
+// A rigged glTF the suite writes itself: the default avatar with 8 influences and a 12-frame clip of swinging joints.
+const std::string& characterGlb() {
+  static const std::string path = [] {
+    const BodyModel& m = avatar();
+    Motion motion;
+    motion.frames = 12, motion.jointCount = m.jointCount;
+    motion.pose.resize(size_t(motion.frames) * m.jointCount * 3);
+    for (size_t i = 0; i < motion.pose.size(); ++i)
+      motion.pose[i] = 0.25 * std::sin(0.9 * double(i % 165) + 0.1 * double(i / 165));
+    motion.transl.assign(size_t(motion.frames) * 3, 0.0);
+    const GltfRig rig = gltfRig(m, std::vector<double>(10, 0.0), {}, 8);
+    const std::string file =
+        (std::filesystem::temp_directory_path() / ("armature_character_" + std::to_string(::getpid()) + ".glb"))
+            .string();
+    writeGlb(file, m, rig, gltfAnimation(m, rig, motion, 0, motion.frames));
+    return file;
+  }();
+  return path;
+}
+
+// Fills a buffer with NaN, visible to the compute work and host reads that follow.
+void poisonBuffer(vk::Context& ctx, VkBuffer buffer) {
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    vkCmdFillBuffer(cmd, buffer, 0, VK_WHOLE_SIZE, 0x7fc00000u);
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr,
+                         0, nullptr);
+  });
+}
+
+// A glTF crowd's skinned positions against the double reference of the scene's locals: all finite, within 1e-5 of
+// the largest coordinate (as `armature gltf` allows: float transforms composed over the skeleton's 11 levels), and
+// the members differ (each plays from its own phase, at its own place).
+void expectCrowdMatchesReference(const std::vector<float>& got, const CharacterScene& scene) {
+  const GltfCharacter& c = scene.character();
+  const std::vector<double> want =
+      poseGltfCharacterRef(c, JointForest(c.parents), scene.locals(), scene.avatars()).vertices;
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << "coordinate " << i;
+    worst = std::max(worst, std::abs(double(got[i]) - want[i])), scale = std::max(scale, std::abs(want[i]));
+  }
+  EXPECT_LT(worst, 1e-5 * scale);
+  const size_t V3 = size_t(c.vertexCount()) * 3;
+  for (uint32_t i = 1; i < scene.avatars(); ++i)
+    EXPECT_GT(std::abs(want[i * V3 + 1] - want[1]), 1e-4) << "member " << i;
+}
+
+// A glTF crowd in the viewer's scene, 5 members at two times, posed by the Vulkan backend (joint propagation and
+// linear blend skinning) and by the CPU backend, each against the double reference; outputs NaN-poisoned first.
+TEST(Viewer, GltfCrowdPosesAsTheDoubleReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const GltfCharacter c = loadGltfCharacter(characterGlb());
+  for (Backend backend : {Backend::Vulkan, Backend::Cpu}) {
+    SCOPED_TRACE(backendName(backend));
+    CharacterScene scene(ctx, c, 8);
+    scene.animate = true;
+    scene.setBackend(backend);
+    scene.setAvatars(5);
+    for (double seconds : {0.13, 0.29}) {
+      SCOPED_TRACE(seconds);
+      scene.update(seconds);
+      poisonBuffer(ctx, scene.positions());
+      ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+      expectCrowdMatchesReference(scene.readPositions(), scene);
+    }
+  }
+}
+
+// The same on CUDA, read back through the buffer the renderer draws from (shared with Vulkan through interop), with
+// the two stages timed on the CUDA stream.
+TEST(ViewerCuda, GltfCrowdPosesAsTheDoubleReference) {
+  ARM_REQUIRE_VULKAN(ctx);
+  ARM_REQUIRE_CUDA();
+  const GltfCharacter c = loadGltfCharacter(characterGlb());
+  CharacterScene scene(ctx, c, 8);
+  scene.animate = true;
+  scene.setBackend(Backend::Cuda);
+  scene.setAvatars(5);
+  scene.update(0.29);
+  poisonBuffer(ctx, scene.positions());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  std::set<std::string> stages;
+  for (const Span& span : scene.ownTimes()) stages.insert(span.name);
+  EXPECT_EQ(stages, (std::set<std::string>{"joints (cuda)", "skinning (cuda)"}));
+  const size_t bytes = size_t(5) * c.vertexCount() * 3 * 4;
+  vk::Buffer readback(ctx, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    VkBufferCopy region{0, 0, bytes};
+    vkCmdCopyBuffer(cmd, scene.positions(), readback.handle(), 1, &region);
+  });
+  expectCrowdMatchesReference(readback.download<float>(bytes / 4), scene);
+}
+
+// The viewer plays a glTF crowd headless: joint propagation and skinning are their own stages in the profile, the
+// frame shows the crowd, a motion file is refused (the character plays its own clips), and so is a clip past the
+// file's.
+TEST(Viewer, GltfCrowdRendersWithItsOwnStages) {
+  ARM_REQUIRE_VULKAN(ctx);
+  (void)ctx;
+  auto dir = scratchDir("gltf_crowd");
+  ViewerOptions o = profiledRun("vulkan", 4, 96, 64, dir / "profile.json");
+  o.model = characterGlb();
+  o.avatars = 6;
+  o.skeleton = true;
+  o.screenshot = (dir / "crowd.png").string();
+  ASSERT_EQ(runHeadless(o), 0);
+  auto tracks = checkTrace(o.profile, o.frames);
+  EXPECT_EQ(tracks[2], (std::set<std::string>{"joints", "skinning", "draw"}));
+  EXPECT_GT(std::filesystem::file_size(o.screenshot), 100u);
+  ViewerOptions withMotion = o;
+  withMotion.motion = o.model;
+  EXPECT_THROW(runHeadless(withMotion), Error);
+  ViewerOptions badClip = o;
+  badClip.clip = 1;
+  EXPECT_THROW(runHeadless(badClip), Error);
+  std::filesystem::remove_all(dir);
 }
 
 // GPU spans sit at their device times on every backend's track: Vulkan's zones through calibrated timestamps (or

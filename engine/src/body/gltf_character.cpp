@@ -9,6 +9,8 @@
 
 #include "armature/error.h"
 #include "armature/file_checks.h"
+#include "armature/ops/joint_propagation.h"
+#include "armature/ops/linear_blend_skinning.h"
 #include "math/transform34.h"
 
 namespace armature {
@@ -306,6 +308,17 @@ std::vector<double> sampleGltfLocals(const GltfCharacter& c, uint32_t clipIndex,
     std::copy(m.begin(), m.end(), &locals[j * 12]);
   }
   return locals;
+}
+
+GltfPoseRef poseGltfCharacterRef(const GltfCharacter& c, const JointForest& forest, const std::vector<double>& locals,
+                                 uint32_t batch) {
+  JointLocalsRef in;
+  in.batch = batch, in.kind = LocalTransform::Affine, in.affine = locals, in.inverseBind = c.inverseBind;
+  JointGlobalsRef g = propagateJointsRef(forest, in);
+  const std::vector<uint32_t> joints(c.joints.begin(), c.joints.end());
+  const std::vector<double> rest(c.vertices.begin(), c.vertices.end()), weights(c.weights.begin(), c.weights.end());
+  return {linearBlendSkinningRef(rest, joints, weights, c.influences, g.skinning, c.jointCount(), batch),
+          std::move(g.positions)};
 }
 
 }  // namespace armature

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "armature/ops/joint_forest.h"
+
 namespace armature {
 
 struct GltfChannel {
@@ -50,5 +52,13 @@ GltfCharacter loadGltfCharacter(const std::string& path);
 // Every joint's local transform (J,12) at `seconds` into clip `clip` (clamped to the clip), as 3×4 affine matrices
 // T·R·S (a root's with its ancestors' transform in front); joints without a channel keep their rest TRS.
 std::vector<double> sampleGltfLocals(const GltfCharacter& character, uint32_t clip, double seconds);
+
+// A batch of poses by the double reference (joint propagation, then linear blend skinning): locals (B,J,12) as
+// sampleGltfLocals gives them → posed vertices (B,V,3) and joint positions (B,J,3). `forest`: the character's.
+struct GltfPoseRef {
+  std::vector<double> vertices, joints;
+};
+GltfPoseRef poseGltfCharacterRef(const GltfCharacter& character, const JointForest& forest,
+                                 const std::vector<double>& locals, uint32_t batch);
 
 }  // namespace armature

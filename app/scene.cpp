@@ -1,0 +1,60 @@
+#include "app/scene.h"
+
+#include <algorithm>
+
+#include "app/avatar_scene.h"
+#include "app/character_scene.h"
+#include "armature/body/synth.h"
+#include "armature/file_checks.h"
+#include "armature/vk/context.h"
+#ifdef ARMATURE_HAS_INTEROP
+#include "armature/interop/interop.h"
+#endif
+
+namespace armature::app {
+
+void frameAvatars(Camera& camera, const Scene& scene, CameraView view) {
+  constexpr float kLevel = 0.05f, kCrowdPitch = 0.45f, kQuarterTurn = 1.5707963f;
+  if (view == CameraView::Front) camera.yaw = 0, camera.pitch = kLevel;
+  if (view == CameraView::Side) camera.yaw = kQuarterTurn, camera.pitch = kLevel;
+  if (view == CameraView::Top) camera.yaw = 0, camera.pitch = 1.5f;
+  if (view == CameraView::Current && scene.avatars() > 1) camera.pitch = std::max(camera.pitch, kCrowdPitch);
+  float lo[3], hi[3];
+  scene.crowdBounds(lo, hi);
+  camera.frame(lo, hi);
+  if (scene.avatars() > 1) camera.distance *= 0.75f;  // the box's depth overstates what the view must hold
+}
+
+std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars) {
+  const std::string ext = path.empty() ? "" : lowerExtension(path);
+  if (ext == ".glb" || ext == ".gltf")
+    return std::make_unique<CharacterScene>(ctx, loadGltfCharacter(path), maxAvatars);
+  return std::make_unique<AvatarScene>(ctx, path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path), maxAvatars);
+}
+
+Exec VulkanStage::begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) {
+  m_zone = timer ? timer->beginZone(cmd, name) : 0;
+  return Exec::vulkan(ctx, cmd);
+}
+
+void VulkanStage::end(VkCommandBuffer cmd, vk::GpuTimer* timer) {
+  if (timer) timer->endZone(cmd, m_zone);
+  vk::computeBarrier(cmd);
+}
+
+#ifdef ARMATURE_HAS_INTEROP
+Exec CudaStage::begin(const char* name) {
+  m_name = name;
+  m_timer.start(m_stream);
+  return Exec::cuda(m_stream.handle());
+}
+
+Span CudaStage::end(std::initializer_list<interop::SharedBuffer*> toVulkan) {
+  m_timer.stop(m_stream);
+  for (interop::SharedBuffer* buffer : toVulkan) buffer->toVulkan(m_stream);
+  m_stream.synchronize();
+  return Span{m_name + " (cuda)", m_timer.milliseconds(), m_timer.startHostNs(), Track::CudaStream};
+}
+#endif
+
+}  // namespace armature::app

@@ -1,0 +1,98 @@
+#pragma once
+// What the viewer draws: a crowd of posed meshes of one topology — SMPL-X avatars (app/avatar_scene.h) or a rigged
+// glTF character (app/character_scene.h) — posed each frame by the chosen backend into buffers the renderer reads.
+// The window and headless modes drive either through this interface; the stage helpers below are how both kinds
+// issue and time their GPU work.
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/profiler.h"
+#include "app/renderer.h"
+#include "armature/backend.h"
+#include "armature/cuda/runtime.h"
+#include "armature/device.h"
+#include "armature/vk/timer.h"
+
+namespace armature::interop {
+class SharedBuffer;
+}
+
+namespace armature::app {
+
+class Scene {
+ public:
+  virtual ~Scene() = default;
+  virtual const std::vector<int32_t>& faces() const = 0;    // (F,3), one member of the crowd's
+  virtual const std::vector<int32_t>& parents() const = 0;  // (J), −1 for roots: the skeleton drawn
+  virtual uint32_t vertexCount() const = 0;                 // per member
+  uint32_t jointCount() const { return uint32_t(parents().size()); }
+
+  // Switches the backend; throws armature::Error with the reason when it cannot run here.
+  virtual void setBackend(Backend backend) = 0;
+  virtual Backend backend() const = 0;
+  virtual std::string backendStatus() const = 0;
+  virtual void setAvatars(uint32_t count) = 0;  // 1 … maxAvatars, on a grid, each at its own animation phase
+  virtual uint32_t avatars() const = 0;
+  virtual uint32_t maxAvatars() const = 0;
+  bool animate = false;
+  // The looping clip's length in seconds (a motion's, a glTF animation's), 0 without one.
+  virtual double clipSeconds() const = 0;
+
+  // Poses every member for time `seconds`.
+  virtual void update(double seconds) = 0;
+  // Poses and skins every member into positions() and joints(). Vulkan records into `cmd` inside timer zones;
+  // CPU and CUDA do their work now and time it themselves (ownTimes()).
+  virtual void skin(VkCommandBuffer cmd, vk::GpuTimer* timer) = 0;
+  virtual VkBuffer positions() const = 0;  // B × V × 3 floats
+  virtual VkBuffer joints() const = 0;     // B × J × 3 floats: posed joint positions
+  // The compute-raster mode, after skin(): the crowd through the project's rasteriser into a visibility buffer
+  // (CUDA's for the CUDA backend, run now; Vulkan compute's otherwise, recorded into `cmd`).
+  virtual VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
+                                      VkExtent2D extent) = 0;
+  // The stages the last skin() and rasterize() timed themselves, as profiler spans.
+  const std::vector<Span>& ownTimes() const { return m_ownTimes; }
+  // The box of the whole crowd, for framing the camera; the floor height.
+  virtual void crowdBounds(float lo[3], float hi[3]) const = 0;
+  virtual float floorY() const = 0;
+
+ protected:
+  std::vector<Span> m_ownTimes;
+};
+
+// Turns the camera to `view` and frames every member (a crowd from higher up, so the rows behind show).
+void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
+
+// Opens what `path` holds: a rigged glTF character (.glb, .gltf) or a body model (.npz, .pkl; empty: the generated
+// default avatar), for a crowd of up to `maxAvatars`.
+std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars);
+
+// A Vulkan stage: recorded into the frame's command buffer inside a timer zone, followed by a compute barrier.
+class VulkanStage {
+ public:
+  Exec begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name);
+  void end(VkCommandBuffer cmd, vk::GpuTimer* timer);
+
+ private:
+  uint32_t m_zone = 0;
+};
+
+#ifdef ARMATURE_HAS_INTEROP
+// A CUDA stage: enqueued on the scene's stream and timed by events. end() hands the shared outputs to Vulkan and
+// waits for the stream (the viewer's simple frame; interop::FrameRing is the protocol that avoids the wait).
+class CudaStage {
+ public:
+  Exec begin(const char* name);
+  Span end(std::initializer_list<interop::SharedBuffer*> toVulkan = {});
+  cuda::Stream& stream() { return m_stream; }
+
+ private:
+  cuda::Stream m_stream;
+  cuda::EventTimer m_timer;
+  std::string m_name;
+};
+#endif
+
+}  // namespace armature::app
