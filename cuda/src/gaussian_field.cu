@@ -1,0 +1,210 @@
+// The Gaussian field on CUDA: the passes of shaders/gaussian_points.glsl, gaussian_gaussians.glsl and
+// gaussian_finish.comp (shared/gaussian_io.h), a thread per invocation, the same sums in the same order.
+#include "check.h"
+#include "ops/gaussian_field_backend.h"
+
+namespace armature::cuda {
+namespace {
+
+// A point per thread over its chunk of Gaussians: the field (forward) or the point's gradient (backward).
+template <int MAXC, bool BACKWARD>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    pointsKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
+                 const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
+                 float* __restrict__ mahalanobis, GaussianPush p) {
+  __shared__ float sA[GAUSSIAN_TILE * 6], sMean[GAUSSIAN_TILE * 3], sWeight[GAUSSIAN_TILE * MAXC];
+  const uint32_t lid = threadIdx.x, b = blockIdx.x * GAUSSIAN_THREADS + lid;
+  const bool inRange = b < p.points;
+  const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
+  const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.gaussians);
+  const float x = inRange ? points[b * 3] : 0.0f, y = inRange ? points[b * 3 + 1] : 0.0f,
+              zc = inRange ? points[b * 3 + 2] : 0.0f;
+  float acc[MAXC];  // forward: the field's channels; backward: the field's gradient
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && inRange && c < C ? gradField[b * C + c] : 0.0f;
+  float gx = 0.0f, gy = 0.0f, gz = 0.0f;
+  for (uint32_t base = first; base < last; base += GAUSSIAN_TILE) {
+    __syncthreads();
+    const uint32_t i = base + lid;
+    if (i < last) {
+      float raw[6], a[6];
+#pragma unroll
+      for (int k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
+      gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
+#pragma unroll
+      for (int k = 0; k < 6; ++k) sA[lid * 6 + k] = a[k];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) sMean[lid * 3 + k] = means[i * 3 + k];
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0f;
+    }
+    __syncthreads();
+    const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
+    for (uint32_t k = 0; k < count; ++k) {
+      float a[6], z[3];
+#pragma unroll
+      for (int e = 0; e < 6; ++e) a[e] = sA[k * 6 + e];
+      const float dx = x - sMean[k * 3], dy = y - sMean[k * 3 + 1], dz = zc - sMean[k * 3 + 2];
+      const float m = gaussianDistance(a, dx, dy, dz, z);
+      const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
+      if constexpr (BACKWARD) {
+        if (g == 0.0f) continue;  // no contribution (and z may be infinite)
+        float s = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAXC; ++c) s += acc[c] * sWeight[k * MAXC + c];
+        const float q2 = -g * s;  // 2·dLoss/dm
+        gx += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
+        gy += q2 * (a[2] * z[1] + a[4] * z[2]);
+        gz += q2 * (a[5] * z[2]);
+      } else {
+        if (inRange && (p.flags & GAUSSIAN_MAHALANOBIS)) mahalanobis[size_t(b) * p.gaussians + base + k] = m;
+#pragma unroll
+        for (int c = 0; c < MAXC; ++c) acc[c] += sWeight[k * MAXC + c] * g;
+      }
+    }
+  }
+  if (!inRange) return;
+  const size_t row = size_t(blockIdx.y) * p.points + b;  // the chunk's row of the partials, or the output's
+  if constexpr (BACKWARD) {
+    out[row * 3] = gx, out[row * 3 + 1] = gy, out[row * 3 + 2] = gz;
+  } else {
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c)
+      if (c < C) out[row * C + c] = acc[c];
+  }
+}
+
+// A Gaussian per thread over its chunk of points: the partial gradients of μ, A and w.
+template <int MAXC>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    gaussiansKernel(const float* __restrict__ points, const float* __restrict__ means,
+                    const float* __restrict__ cholesky, const float* __restrict__ weights,
+                    const float* __restrict__ gradField, float* __restrict__ partials, GaussianPush p) {
+  __shared__ float sPoint[GAUSSIAN_TILE * 3], sGrad[GAUSSIAN_TILE * MAXC];
+  const uint32_t lid = threadIdx.x, i = blockIdx.x * GAUSSIAN_THREADS + lid;
+  const bool inRange = i < p.gaussians;
+  const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
+  const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.points);
+  float raw[6], a[6], w[MAXC], gw[MAXC];
+#pragma unroll
+  for (int k = 0; k < 6; ++k) raw[k] = inRange && k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
+  gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
+  const float mx = inRange ? means[i * 3] : 0.0f, my = inRange ? means[i * 3 + 1] : 0.0f,
+              mz = inRange ? means[i * 3 + 2] : 0.0f;
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c) w[c] = inRange && c < C ? weights[i * C + c] : 0.0f, gw[c] = 0.0f;
+  float gMean[3] = {0.0f, 0.0f, 0.0f}, gA[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (uint32_t base = first; base < last; base += GAUSSIAN_TILE) {
+    __syncthreads();
+    const uint32_t b = base + lid;
+    if (b < last) {
+#pragma unroll
+      for (int k = 0; k < 3; ++k) sPoint[lid * 3 + k] = points[b * 3 + k];
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0f;
+    }
+    __syncthreads();
+    const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
+    for (uint32_t k = 0; k < count; ++k) {
+      float z[3];
+      const float dx = sPoint[k * 3] - mx, dy = sPoint[k * 3 + 1] - my, dz = sPoint[k * 3 + 2] - mz;
+      const float m = gaussianDistance(a, dx, dy, dz, z);
+      const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
+      if (g == 0.0f) continue;  // no contribution (and z may be infinite)
+      float s = 0.0f;
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c) {
+        const float gf = sGrad[k * MAXC + c];
+        s += gf * w[c];
+        gw[c] += gf * g;
+      }
+      const float q2 = -g * s;  // 2·dLoss/dm
+      gMean[0] -= q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
+      gMean[1] -= q2 * (a[2] * z[1] + a[4] * z[2]);
+      gMean[2] -= q2 * (a[5] * z[2]);
+      gA[0] += q2 * z[0] * dx;
+      gA[1] += q2 * z[1] * dx;
+      gA[2] += q2 * z[1] * dy;
+      gA[3] += q2 * z[2] * dx;
+      gA[4] += q2 * z[2] * dy;
+      gA[5] += q2 * z[2] * dz;
+    }
+  }
+  if (!inRange) return;
+  const uint32_t width = GAUSSIAN_GAUSSIAN_GRADS + C;
+  float* row = partials + (size_t(blockIdx.y) * p.gaussians + i) * width;
+#pragma unroll
+  for (int k = 0; k < 3; ++k) row[k] = gMean[k];
+#pragma unroll
+  for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c)
+    if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[c];
+}
+
+__device__ float chunkSum(const float* partials, uint32_t chunks, size_t index, size_t stride) {
+  float s = 0.0f;
+  for (uint32_t k = 0; k < chunks; ++k) s += partials[k * stride + index];
+  return s;
+}
+
+__global__ void finishKernel(const float* __restrict__ cholesky, const float* __restrict__ partials,
+                             float* __restrict__ outA, float* __restrict__ outB, float* __restrict__ outC,
+                             GaussianPush p) {
+  const size_t item = size_t(blockIdx.x) * GAUSSIAN_THREADS + threadIdx.x, stride = size_t(p.rows) * p.width;
+  if (p.flags & GAUSSIAN_FINISH_SUM) {
+    if (item < stride) outA[item] = chunkSum(partials, p.chunks, item, stride);
+    return;
+  }
+  if (item >= p.rows) return;
+  const size_t i = item, row = i * p.width;
+  const uint32_t paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
+  if (p.flags & GAUSSIAN_GRAD_MEANS)
+    for (int k = 0; k < 3; ++k) outA[i * 3 + k] = chunkSum(partials, p.chunks, row + k, stride);
+  if (p.flags & GAUSSIAN_GRAD_CHOLESKY) {
+    float raw[6], a[6], gA[6], g[6];
+    for (int k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
+    for (int k = 0; k < 6; ++k) gA[k] = chunkSum(partials, p.chunks, row + 3 + k, stride);
+    gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
+    gaussianCholeskyGrad(raw, a, gA, paramCount == 1u ? 1u : 0u, g);
+    for (uint32_t k = 0; k < paramCount; ++k) outB[i * paramCount + k] = g[k];
+  }
+  if (p.flags & GAUSSIAN_GRAD_WEIGHTS)
+    for (uint32_t c = 0; c < p.channels; ++c)
+      outC[i * p.channels + c] = chunkSum(partials, p.chunks, row + GAUSSIAN_GAUSSIAN_GRADS + c, stride);
+}
+
+template <int MAXC>
+void launchMain(const GaussianPass& p, cudaStream_t s) {
+  const dim3 grid(p.groupsX, p.groupsY);
+  const float *points = p.points.cuda<float>(), *means = p.means.cuda<float>(), *chol = p.cholesky.cuda<float>(),
+              *weights = p.weights.cuda<float>(), *gradField = p.gradField.cuda<float>();
+  float* out = p.out.cuda<float>();
+  if (p.kind == GaussianPass::Kind::Forward)
+    pointsKernel<MAXC, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out,
+                                                                p.mahalanobis.cuda<float>(), p.push);
+  else if (p.kind == GaussianPass::Kind::PointGrads)
+    pointsKernel<MAXC, true>
+        <<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, nullptr, p.push);
+  else
+    gaussiansKernel<MAXC><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, p.push);
+}
+
+}  // namespace
+
+void gaussianPass(const Exec& exec, const GaussianPass& p) {
+  const cudaStream_t s = stream(exec);
+  if (p.kind == GaussianPass::Kind::Finish)
+    finishKernel<<<p.groupsX, GAUSSIAN_THREADS, 0, s>>>(p.cholesky.cuda<float>(), p.partials.cuda<float>(),
+                                                        p.outA.cuda<float>(), p.outB.cuda<float>(),
+                                                        p.outC.cuda<float>(), p.push);
+  else if (p.maxChannels == 1)
+    launchMain<1>(p, s);
+  else if (p.maxChannels == 8)
+    launchMain<8>(p, s);
+  else
+    launchMain<32>(p, s);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace armature::cuda

@@ -1,0 +1,90 @@
+#pragma once
+// Anisotropic Gaussian fields: f(x) = Σ_i w_i · exp(−½‖L_i⁻¹(x − μ_i)‖²) at B points over N Gaussians, with C
+// channels of weights (1 to 32), forward and backward. This header holds the CPU reference in double precision,
+// which the GPU paths are tested against, and the GPU entry points (CUDA and Vulkan, float).
+//
+// Parametrisation of L_i (lower triangular with a positive diagonal), per Gaussian:
+//   - anisotropic, (N,6): (log l00, l10, log l11, l20, l21, log l22), the rows of L with the diagonal through exp;
+//   - isotropic, (N,1): log σ, L = σ·I.
+// exp, not softplus: a fit then moves scales multiplicatively (a Gaussian may shrink by orders of magnitude without
+// a floor), and the diagonal's gradient through it is the entry itself. The log-diagonal is clamped to ±30 (scales
+// 1e-13 … 1e13), so L⁻¹ stays finite in float; its gradient is zero beyond, as a clamp's is. A degenerate Gaussian
+// (a tiny diagonal) therefore gives finite values: far from its mean its contribution underflows to zero.
+//
+// Outputs: the field (B,C), and optionally the squared Mahalanobis distances (B,N) (not differentiated). The
+// backward takes the field's gradient and gives the points', the means', all of L's parameters' and the weights'.
+// On the GPU every sum has a fixed order (shaders/shared/gaussian_io.h): the same bits on every run, no atomics.
+// Non-finite inputs are an error in the reference; on the GPU they give non-finite outputs where they reach.
+#include <cstdint>
+#include <vector>
+
+#include "armature/device.h"
+
+namespace armature {
+
+enum class GaussianShape : uint8_t { Anisotropic, Isotropic };
+constexpr uint32_t kGaussianMaxChannels = 32;
+// L's parameters per Gaussian: 6 or 1.
+constexpr uint32_t gaussianParameterCount(GaussianShape shape) { return shape == GaussianShape::Isotropic ? 1 : 6; }
+
+struct GaussianFieldRef {
+  GaussianShape shape = GaussianShape::Anisotropic;
+  uint32_t channels = 1;
+  std::vector<double> points;    // (B,3)
+  std::vector<double> means;     // (N,3)
+  std::vector<double> cholesky;  // (N,6) or (N,1): L's parameters, above
+  std::vector<double> weights;   // (N,C)
+  uint32_t pointCount() const { return uint32_t(points.size() / 3); }
+  uint32_t gaussianCount() const { return uint32_t(means.size() / 3); }
+};
+
+struct GaussianFieldValuesRef {
+  std::vector<double> field;        // (B,C)
+  std::vector<double> mahalanobis;  // (B,N), when asked for
+};
+
+struct GaussianFieldGradsRef {
+  std::vector<double> points, means, cholesky, weights;  // shaped as the inputs
+};
+
+// Checks every shape, the channel count and that values are finite; throws armature::Error naming the argument.
+void validateGaussianField(const GaussianFieldRef& field);
+GaussianFieldValuesRef gaussianFieldRef(const GaussianFieldRef& field, bool mahalanobis = false);
+GaussianFieldGradsRef gaussianFieldBackwardRef(const GaussianFieldRef& field, const std::vector<double>& gradField);
+
+// ---- GPU ------------------------------------------------------------------------------------------------------
+
+// The inputs, as float views shaped as the reference's vectors.
+struct GaussianFieldInputs {
+  GaussianShape shape = GaussianShape::Anisotropic;
+  uint32_t points = 0, gaussians = 0, channels = 1;
+  DeviceView x;         // (B,3)
+  DeviceView means;     // (N,3)
+  DeviceView cholesky;  // (N,6) or (N,1)
+  DeviceView weights;   // (N,C)
+};
+
+// The scratch (floats) a call needs: the partial sums of the chunks a side is cut into (0 when neither is).
+size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t channels, bool backward);
+
+struct GaussianFieldArgs {
+  GaussianFieldInputs in;
+  DeviceView field;        // out (B,C)
+  DeviceView mahalanobis;  // out (B,N), optional
+  DeviceView scratch;      // gaussianFieldScratchFloats(…, false) floats (may be empty when that is 0)
+};
+// Records (Vulkan) or enqueues (CUDA); throws armature::Error for a bad argument, before any work.
+void gaussianField(const Exec& exec, const GaussianFieldArgs& args);
+
+struct GaussianFieldBackwardArgs {
+  GaussianFieldInputs in;
+  DeviceView gradField;     // (B,C)
+  DeviceView gradPoints;    // out (B,3), optional
+  DeviceView gradMeans;     // out (N,3), optional
+  DeviceView gradCholesky;  // out (N,6|1), optional
+  DeviceView gradWeights;   // out (N,C), optional (at least one of the four)
+  DeviceView scratch;       // gaussianFieldScratchFloats(…, true) floats
+};
+void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& args);
+
+}  // namespace armature

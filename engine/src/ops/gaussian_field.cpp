@@ -1,0 +1,153 @@
+// The Gaussian field's entry points: argument checks and the passes (gaussian_field_backend.h); the reference is
+// gaussian_field_ref.cpp, the backends gaussian_field_vk.cpp and cuda/src/gaussian_field.cu.
+#include <algorithm>
+
+#include "dispatch.h"
+#include "gaussian_field_backend.h"
+
+namespace armature {
+
+namespace {
+
+// How one side's rows (an invocation each) split the other side's columns: into chunks of whole tiles, enough of
+// them that rows × chunks reaches GAUSSIAN_TARGET_INVOCATIONS. A function of the sizes only (so of no timing): the
+// sums keep their order from run to run.
+struct Chunks {
+  uint32_t chunk = GAUSSIAN_TILE, count = 1;
+};
+Chunks chunksFor(uint32_t rows, uint32_t columns) {
+  const uint32_t tiles = std::max(1u, (columns + GAUSSIAN_TILE - 1) / GAUSSIAN_TILE);
+  const uint32_t wanted = std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + std::max(rows, 1u) - 1) / std::max(rows, 1u));
+  const uint32_t tilesPerChunk = (tiles + std::min(wanted, tiles) - 1) / std::min(wanted, tiles);
+  return {tilesPerChunk * GAUSSIAN_TILE, (tiles + tilesPerChunk - 1) / tilesPerChunk};
+}
+
+uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
+uint32_t groupsFor(uint32_t rows) { return std::max(1u, (rows + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS); }
+
+// Floats of the point side's partials (when cut into more than one chunk) and of the Gaussian side's (always).
+// (Rounded up to 64 floats, so that the Gaussian side's partials start where any device may bind them.)
+size_t pointPartialFloats(uint32_t B, uint32_t N, uint32_t width) {
+  const Chunks c = chunksFor(B, N);
+  return c.count > 1 ? (size_t(c.count) * B * width + 63) / 64 * 64 : 0;
+}
+size_t gaussianPartialFloats(uint32_t B, uint32_t N, uint32_t C) {
+  return size_t(chunksFor(N, B).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
+}
+
+void checkInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in) {
+  ARM_CHECK(in.channels >= 1 && in.channels <= kGaussianMaxChannels, "%s: %u channels, not 1 to %u", op, in.channels,
+            kGaussianMaxChannels);
+  const size_t B = in.points, N = in.gaussians;
+  ARM_CHECK(B * N <= UINT32_MAX && B * std::max<size_t>(in.channels, 3) <= UINT32_MAX &&
+                N * (GAUSSIAN_GAUSSIAN_GRADS + in.channels) * 64 <= UINT32_MAX,
+            "%s: %zu points × %zu Gaussians: indices past 2^32", op, B, N);
+  check.view("x", in.x, ElementType::Float32, B * 3);
+  check.view("means", in.means, ElementType::Float32, N * 3);
+  check.view("cholesky", in.cholesky, ElementType::Float32, N * gaussianParameterCount(in.shape));
+  check.view("weights", in.weights, ElementType::Float32, N * in.channels);
+}
+
+GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Chunks chunks, uint32_t rows) {
+  GaussianPass p;
+  p.kind = kind;
+  p.push = {in.points,    in.gaussians, in.channels, in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u,
+            chunks.chunk, chunks.count, 0,           0};
+  p.groupsX = groupsFor(rows), p.groupsY = chunks.count;
+  p.maxChannels = variantFor(in.channels);
+  p.points = in.x, p.means = in.means, p.cholesky = in.cholesky, p.weights = in.weights;
+  return p;
+}
+
+// Adds `chunks` partials of (rows, width) in order into `out`.
+GaussianPass sumPass(const GaussianFieldInputs& in, DeviceView partials, uint32_t chunks, uint32_t rows, uint32_t width,
+                     DeviceView out) {
+  GaussianPass p;
+  p.kind = GaussianPass::Kind::Finish;
+  p.push = {in.points, in.gaussians, in.channels, GAUSSIAN_FINISH_SUM, 0, chunks, width, rows};
+  p.groupsX = std::max(1u, uint32_t((size_t(rows) * width + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS));
+  p.cholesky = in.cholesky, p.partials = partials, p.outA = out;
+  return p;
+}
+
+}  // namespace
+
+size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t channels, bool backward) {
+  if (!backward) return pointPartialFloats(points, gaussians, channels);
+  return pointPartialFloats(points, gaussians, 3) + gaussianPartialFloats(points, gaussians, channels);
+}
+
+void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
+  const char* op = "gaussianField";
+  OpChecks check(op, exec);
+  checkInputs(op, check, a.in);
+  const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
+  check.view("field", a.field, ElementType::Float32, size_t(B) * C);
+  check.optionalView("mahalanobis", a.mahalanobis, ElementType::Float32, size_t(B) * N);
+  const size_t scratch = gaussianFieldScratchFloats(B, N, C, false);
+  if (scratch) check.view("scratch", a.scratch, ElementType::Float32, scratch);
+  if (B == 0) return;
+  const Chunks chunks = chunksFor(B, N);
+  GaussianPass pass = mainPass(GaussianPass::Kind::Forward, a.in, chunks, B);
+  pass.out = chunks.count > 1 ? a.scratch : a.field;
+  pass.mahalanobis = a.mahalanobis;
+  if (!a.mahalanobis.empty()) pass.push.flags |= GAUSSIAN_MAHALANOBIS;
+  dispatch(op, exec, pass, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
+  if (chunks.count > 1)
+    dispatch(op, exec, sumPass(a.in, a.scratch, chunks.count, B, C, a.field), &vk::gaussianPass,
+             ARM_CUDA_BACKEND(gaussianPass));
+}
+
+void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a) {
+  const char* op = "gaussianFieldBackward";
+  OpChecks check(op, exec);
+  checkInputs(op, check, a.in);
+  const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
+  check.view("gradField", a.gradField, ElementType::Float32, size_t(B) * C);
+  check.optionalView("gradPoints", a.gradPoints, ElementType::Float32, size_t(B) * 3);
+  check.optionalView("gradMeans", a.gradMeans, ElementType::Float32, size_t(N) * 3);
+  check.optionalView("gradCholesky", a.gradCholesky, ElementType::Float32,
+                     size_t(N) * gaussianParameterCount(a.in.shape));
+  check.optionalView("gradWeights", a.gradWeights, ElementType::Float32, size_t(N) * C);
+  const bool gaussianSide = !a.gradMeans.empty() || !a.gradCholesky.empty() || !a.gradWeights.empty();
+  ARM_CHECK(gaussianSide || !a.gradPoints.empty(), "%s: no gradient asked for", op);
+  check.view("scratch", a.scratch, ElementType::Float32, gaussianFieldScratchFloats(B, N, C, true));
+  auto run = [&](const GaussianPass& pass) {
+    dispatch(op, exec, pass, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
+  };
+  const size_t pointFloats = pointPartialFloats(B, N, 3);
+  if (!a.gradPoints.empty() && B > 0) {
+    const Chunks chunks = chunksFor(B, N);
+    GaussianPass pass = mainPass(GaussianPass::Kind::PointGrads, a.in, chunks, B);
+    pass.gradField = a.gradField;
+    pass.out = chunks.count > 1 ? a.scratch.slice(0, pointFloats) : a.gradPoints;
+    run(pass);
+    if (chunks.count > 1) run(sumPass(a.in, a.scratch.slice(0, pointFloats), chunks.count, B, 3, a.gradPoints));
+  }
+  if (!gaussianSide || N == 0) return;
+  const Chunks chunks = chunksFor(N, B);
+  const DeviceView partials = a.scratch.slice(pointFloats, gaussianPartialFloats(B, N, C));
+  GaussianPass pass = mainPass(GaussianPass::Kind::GaussianGrads, a.in, chunks, N);
+  pass.gradField = a.gradField;
+  pass.out = partials;
+  run(pass);
+  GaussianPass finish;
+  finish.kind = GaussianPass::Kind::Finish;
+  finish.push = {B,
+                 N,
+                 C,
+                 (a.in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u) |
+                     (a.gradMeans.empty() ? 0u : GAUSSIAN_GRAD_MEANS) |
+                     (a.gradCholesky.empty() ? 0u : GAUSSIAN_GRAD_CHOLESKY) |
+                     (a.gradWeights.empty() ? 0u : GAUSSIAN_GRAD_WEIGHTS),
+                 0,
+                 chunks.count,
+                 GAUSSIAN_GAUSSIAN_GRADS + C,
+                 N};
+  finish.groupsX = groupsFor(N);
+  finish.cholesky = a.in.cholesky, finish.partials = partials;
+  finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;
+  run(finish);
+}
+
+}  // namespace armature

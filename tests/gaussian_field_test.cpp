@@ -1,0 +1,267 @@
+// Gaussian fields: the reference's known answers, its every gradient against central differences, degenerate and
+// bad inputs; CUDA and Vulkan against the reference on fresh random fields of awkward sizes (chunked on either
+// side, 1 to 32 channels, both shapes), outputs NaN-poisoned, the same bits on a second run, bad arguments refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "armature/error.h"
+#include "armature/ops/gaussian_field.h"
+#include "support/compare.h"
+#include "support/errors.h"
+#include "support/vk_test_env.h"
+
+using namespace armature;
+using namespace armature::test;
+
+namespace {
+
+// A random field: points and means in the unit cube's double, scales 0.2 … 0.8, off-diagonals ±0.5, weights ±1;
+// values rounded to float, so the GPU sees the reference's inputs.
+GaussianFieldRef randomField(uint32_t B, uint32_t N, uint32_t C, GaussianShape shape) {
+  GaussianFieldRef f;
+  f.shape = shape, f.channels = C;
+  f.points = uniform(size_t(B) * 3, -1, 1), f.means = uniform(size_t(N) * 3, -1, 1);
+  f.weights = uniform(size_t(N) * C, -1, 1);
+  const uint32_t P = gaussianParameterCount(shape);
+  f.cholesky = uniform(size_t(N) * P, -0.5, 0.5);
+  const std::vector<double> logScale = uniform(size_t(N) * 3, std::log(0.2), std::log(0.8));
+  for (size_t i = 0; i < N; ++i)
+    for (uint32_t k : P == 1 ? std::vector<uint32_t>{0} : std::vector<uint32_t>{0, 2, 5})
+      f.cholesky[i * P + k] = logScale[i * 3 + (k == 0 ? 0 : k == 2 ? 1 : 2)];
+  for (auto* v : {&f.points, &f.means, &f.weights, &f.cholesky})
+    for (double& x : *v) x = double(float(x));
+  return f;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+// One isotropic Gaussian of σ = 2 at the origin: at (2, 0, 0) the distance is 1 and the field w·e^{−½}. An
+// anisotropic one with L = [[1,0,0],[1,1,0],[0,0,3]]: (1, 1, 3) solves to z = (1, 0, 1), distance 2.
+TEST(GaussianFieldRef, KnownAnswers) {
+  GaussianFieldRef iso;
+  iso.shape = GaussianShape::Isotropic, iso.channels = 2;
+  iso.points = {2, 0, 0}, iso.means = {0, 0, 0}, iso.cholesky = {std::log(2.0)}, iso.weights = {3, -1};
+  GaussianFieldValuesRef v = gaussianFieldRef(iso, true);
+  EXPECT_NEAR(v.field[0], 3 * std::exp(-0.5), 1e-14);
+  EXPECT_NEAR(v.field[1], -std::exp(-0.5), 1e-14);
+  EXPECT_NEAR(v.mahalanobis[0], 1.0, 1e-14);
+  GaussianFieldRef aniso;
+  aniso.points = {1, 1, 3, 0, 0, 0}, aniso.means = {0, 0, 0}, aniso.weights = {1};
+  aniso.cholesky = {0, 1, 0, 0, 0, std::log(3.0)};
+  v = gaussianFieldRef(aniso, true);
+  EXPECT_NEAR(v.mahalanobis[0], 2.0, 1e-14);
+  EXPECT_NEAR(v.field[0], std::exp(-1.0), 1e-14);
+  EXPECT_NEAR(v.mahalanobis[1], 0.0, 1e-14);
+  EXPECT_NEAR(v.field[1], 1.0, 1e-14);
+}
+
+// Every gradient of the reference (points, means, all of L's parameters, weights; both shapes, 3 channels) against
+// central differences in double: step 1e-6 on order-one values leaves truncation ~1e-12 and rounding ~1e-10, so
+// 1e-6 relative (over the whole vector) is far above both and far below any wrong term.
+TEST(GaussianFieldRef, GradientsMatchFiniteDifferences) {
+  for (GaussianShape shape : {GaussianShape::Anisotropic, GaussianShape::Isotropic}) {
+    SCOPED_TRACE(shape == GaussianShape::Isotropic ? "isotropic" : "anisotropic");
+    GaussianFieldRef f = randomField(5, 4, 3, shape);
+    for (double& x : f.points) x *= 0.5;  // near the Gaussians: every term matters
+    const std::vector<double> gradField = uniform(5 * 3, -1, 1);
+    const GaussianFieldGradsRef g = gaussianFieldBackwardRef(f, gradField);
+    auto fd = [&](std::vector<double> GaussianFieldRef::*input) {
+      std::vector<double> out((f.*input).size());
+      for (size_t i = 0; i < out.size(); ++i) {
+        GaussianFieldRef up = f, down = f;
+        (up.*input)[i] += 1e-6, (down.*input)[i] -= 1e-6;
+        out[i] = (dot(gaussianFieldRef(up).field, gradField) - dot(gaussianFieldRef(down).field, gradField)) / 2e-6;
+      }
+      return out;
+    };
+    const auto rel = [](const std::vector<double>& a, const std::vector<double>& b) {
+      double num = 0, den = 0;
+      for (size_t i = 0; i < a.size(); ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+      return std::sqrt(num / std::max(den, 1e-300));
+    };
+    EXPECT_LT(rel(g.points, fd(&GaussianFieldRef::points)), 1e-6) << "points";
+    EXPECT_LT(rel(g.means, fd(&GaussianFieldRef::means)), 1e-6) << "means";
+    EXPECT_LT(rel(g.cholesky, fd(&GaussianFieldRef::cholesky)), 1e-6) << "cholesky";
+    EXPECT_LT(rel(g.weights, fd(&GaussianFieldRef::weights)), 1e-6) << "weights";
+    for (double x : g.cholesky) EXPECT_NE(x, 0.0);  // every parameter reaches the loss
+  }
+}
+
+// A degenerate Gaussian (a diagonal of e^-28 ≈ 7e-13, or far below the clamp) gives finite values and gradients;
+// beyond the clamp its diagonal's gradient is zero. Non-finite values and bad shapes are errors naming the argument.
+TEST(GaussianFieldRef, DegenerateAndBadInputs) {
+  GaussianFieldRef f = randomField(7, 3, 2, GaussianShape::Anisotropic);
+  f.cholesky[0] = -28, f.cholesky[6 + 2] = -80, f.cholesky[12 + 5] = 80;
+  const GaussianFieldValuesRef v = gaussianFieldRef(f, true);
+  const GaussianFieldGradsRef g = gaussianFieldBackwardRef(f, uniform(14, -1, 1));
+  for (const auto* vec : {&v.field, &g.points, &g.means, &g.cholesky, &g.weights})
+    for (double x : *vec) EXPECT_TRUE(std::isfinite(x));
+  EXPECT_EQ(g.cholesky[6 + 2], 0.0);
+  EXPECT_EQ(g.cholesky[12 + 5], 0.0);
+
+  GaussianFieldRef bad = f;
+  bad.means[4] = NAN;
+  EXPECT_THAT(errorOf([&] { gaussianFieldRef(bad); }), testing::HasSubstr("means[4] is nan"));
+  bad = f, bad.cholesky.pop_back();
+  EXPECT_THAT(errorOf([&] { gaussianFieldRef(bad); }), testing::HasSubstr("cholesky has 17 values, not (3,6)"));
+  bad = f, bad.channels = 33, bad.weights.resize(99);
+  EXPECT_THAT(errorOf([&] { gaussianFieldRef(bad); }), testing::HasSubstr("33 channels, not 1 to 32"));
+  EXPECT_THAT(errorOf([&] {
+                gaussianFieldBackwardRef(f, {1, 2});
+              }),
+              testing::HasSubstr("gradField has 2 values, not (7,2)"));
+}
+
+namespace {
+
+// The inputs on the device, and the views of them.
+struct DeviceField {
+  DeviceBuffer points, means, cholesky, weights;
+  GaussianFieldInputs in;
+  DeviceField(Device& device, const GaussianFieldRef& f)
+      : points(device.upload(cast<float>(f.points))),
+        means(device.upload(cast<float>(f.means))),
+        cholesky(device.upload(cast<float>(f.cholesky))),
+        weights(device.upload(cast<float>(f.weights))) {
+    in = {f.shape, f.pointCount(), f.gaussianCount(), f.channels, points, means, cholesky, weights};
+  }
+};
+
+DeviceBuffer poisoned(Device& device, size_t floats) {
+  DeviceBuffer b = device.allocate(ElementType::Float32, std::max<size_t>(floats, 1));
+  b.fill(nanBits());
+  return b;
+}
+
+double largest(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+}  // namespace
+
+class GaussianFieldOp : public OnBackend {};
+ARM_ON_GPU_BACKENDS(GaussianFieldOp);
+
+// Against the reference on awkward sizes: one pair; the point side cut into chunks (500 × 1000, and 3 × 2000); the
+// Gaussian side cut into chunks (5000 × 7); 8 and 32 channels; isotropic; and no Gaussians at all. Tolerances:
+//   - the field: each value sums N float terms w·e^{−m/2} (exp2 to a few ulps, m to a few ulps relative), so it is
+//     held to 1e-5 of Σ|w|·e^{−m/2} over its row (the sum of the terms' sizes) plus 1e-7;
+//   - distances: 1e-5 relative plus 1e-5 (x − μ rounds to 1e-7 of the cube and A scales it by ≤ 5);
+//   - gradients: each sums B or N terms with independent roundings, held to 1e-5·√terms of the array's largest.
+// A second run must give the same bits for every output.
+TEST_P(GaussianFieldOp, MatchesReference) {
+  struct Case {
+    uint32_t points, gaussians, channels;
+    GaussianShape shape;
+  };
+  const auto aniso = GaussianShape::Anisotropic, iso = GaussianShape::Isotropic;
+  for (const Case c :
+       {Case{1, 1, 1, aniso}, Case{500, 1000, 1, aniso}, Case{3, 2000, 8, aniso}, Case{5000, 7, 2, aniso},
+        Case{130, 777, 32, aniso}, Case{1000, 3, 5, iso}, Case{129, 0, 3, aniso}}) {
+    SCOPED_TRACE(std::to_string(c.points) + " points × " + std::to_string(c.gaussians) + " Gaussians, " +
+                 std::to_string(c.channels) + " channels" + (c.shape == iso ? ", isotropic" : ""));
+    const uint32_t B = c.points, N = c.gaussians, C = c.channels, P = gaussianParameterCount(c.shape);
+    GaussianFieldRef f = randomField(B, N, C, c.shape);
+    if (N > 2) f.cholesky[P == 1 ? 1 : 6 + 2] = -28;  // one degenerate Gaussian
+    const GaussianFieldValuesRef want = gaussianFieldRef(f, true);
+    GaussianFieldRef sizes = f;
+    for (double& w : sizes.weights) w = std::abs(w);
+    const std::vector<double> scale = gaussianFieldRef(sizes).field;
+    const std::vector<double> gradField = uniform(size_t(B) * C, -1, 1);
+    const GaussianFieldGradsRef wantGrads = gaussianFieldBackwardRef(f, gradField);
+
+    const DeviceField d(device(), f);
+    DeviceBuffer field = poisoned(device(), size_t(B) * C), distances = poisoned(device(), size_t(B) * N);
+    DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, C, false));
+    DeviceBuffer gradIn = device().upload(cast<float>(gradField));
+    DeviceBuffer gPoints = poisoned(device(), size_t(B) * 3), gMeans = poisoned(device(), size_t(N) * 3);
+    DeviceBuffer gChol = poisoned(device(), size_t(N) * P), gWeights = poisoned(device(), size_t(N) * C);
+    DeviceBuffer backScratch = poisoned(device(), gaussianFieldScratchFloats(B, N, C, true));
+    auto runBoth = [&] {
+      run([&](const Exec& exec) {
+        gaussianField(exec, {d.in, field, distances, scratch});
+        gaussianFieldBackward(exec, {d.in, gradIn, gPoints, gMeans, gChol, gWeights, backScratch});
+      });
+      return std::vector<std::vector<float>>{
+          field.download<float>(size_t(B) * C),   distances.download<float>(size_t(B) * N),
+          gPoints.download<float>(size_t(B) * 3), gMeans.download<float>(size_t(N) * 3),
+          gChol.download<float>(size_t(N) * P),   gWeights.download<float>(size_t(N) * C)};
+    };
+    const auto got = runBoth();
+    for (size_t i = 0; i < want.field.size(); ++i)
+      ASSERT_NEAR(got[0][i], want.field[i], 1e-5 * scale[i] + 1e-7) << "field " << i;
+    for (size_t i = 0; i < want.mahalanobis.size(); ++i) {
+      if (N > 2 && i % N == 1) {  // the degenerate one: ill-conditioned (its L⁻¹ cancels terms of 1e12), only huge
+        ASSERT_GT(got[1][i], 1e6f) << "distance " << i;
+        continue;
+      }
+      ASSERT_NEAR(got[1][i], want.mahalanobis[i], 1e-5 * want.mahalanobis[i] + 1e-5) << "distance " << i;
+    }
+    const auto expectGrad = [](const std::vector<float>& g, const std::vector<double>& w, size_t terms,
+                               const char* name) {
+      const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;
+      EXPECT_TRUE(allClose(g, w, Tol{tol, 0})) << name;
+    };
+    expectGrad(got[2], wantGrads.points, N, "points");
+    expectGrad(got[3], wantGrads.means, B, "means");
+    expectGrad(got[4], wantGrads.cholesky, B, "cholesky");
+    expectGrad(got[5], wantGrads.weights, B, "weights");
+    const auto again = runBoth();
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_EQ(std::memcmp(got[k].data(), again[k].data(), got[k].size() * 4), 0) << "output " << k << " differs";
+  }
+}
+
+// The backward's outputs are each optional: asking for the weights' gradient only writes that one.
+TEST_P(GaussianFieldOp, BackwardWritesOnlyWhatIsAsked) {
+  const GaussianFieldRef f = randomField(300, 200, 4, GaussianShape::Anisotropic);
+  const std::vector<double> gradField = uniform(300 * 4, -1, 1);
+  const GaussianFieldGradsRef want = gaussianFieldBackwardRef(f, gradField);
+  const DeviceField d(device(), f);
+  DeviceBuffer gradIn = device().upload(cast<float>(gradField)), gWeights = poisoned(device(), 200 * 4);
+  DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(300, 200, 4, true));
+  run([&](const Exec& exec) { gaussianFieldBackward(exec, {d.in, gradIn, {}, {}, {}, gWeights, scratch}); });
+  EXPECT_TRUE(allClose(gWeights.download<float>(200 * 4), want.weights,
+                       Tol{1e-5 * std::sqrt(300.0) * largest(want.weights), 0}));
+}
+
+TEST_P(GaussianFieldOp, RejectsBadArguments) {
+  const GaussianFieldRef f = randomField(10, 4, 2, GaussianShape::Anisotropic);
+  DeviceField d(device(), f);
+  DeviceBuffer big = device().allocate(ElementType::Float32, 4096), small = device().allocate(ElementType::Float32, 5);
+  expectRejected(
+      [&](const Exec& e) {
+        gaussianField(e, {d.in, small, {}, big});
+      },
+      "gaussianField: field holds 5 elements");
+  GaussianFieldInputs wrong = d.in;
+  wrong.channels = 33;
+  expectRejected([&](const Exec& e) { gaussianField(e, {wrong, big, {}, big}); }, "33 channels, not 1 to 32");
+  wrong = d.in, wrong.shape = GaussianShape::Anisotropic, wrong.cholesky = small;
+  expectRejected(
+      [&](const Exec& e) {
+        gaussianField(e, {wrong, big, {}, big});
+      },
+      "gaussianField: cholesky holds 5 elements");
+  expectRejected(
+      [&](const Exec& e) {
+        gaussianFieldBackward(e, {d.in, big, {}, {}, {}, {}, big});
+      },
+      "no gradient asked for");
+  expectRejected(
+      [&](const Exec& e) {
+        gaussianFieldBackward(e, {d.in, big, big, {}, {}, {}, {}});
+      },
+      "gaussianFieldBackward: scratch");
+}
