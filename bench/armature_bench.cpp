@@ -97,7 +97,11 @@ int main(int argc, char** argv) {
   fkCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   fkCmd->add_option("--workloads", fkWorkloads,
                     "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
-  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd}) {
+  auto* gaussianCmd = app.add_subcommand("gaussian", "dense Gaussian field: forward, forward + backward");
+  std::string gaussianSizes = "1000x500,10000x100000,100000x1000000";
+  gaussianCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  gaussianCmd->add_option("--sizes", gaussianSizes, "comma-separated GAUSSIANSxPOINTS");
+  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -136,6 +140,7 @@ int main(int argc, char** argv) {
     if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
     if (*fkCmd) bench::runJoints(rows, *device, backend, iters, fkWorkloads);
+    if (*gaussianCmd) bench::runGaussian(rows, *device, backend, iters, gaussianSizes);
 
     if (*axpyCmd) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache

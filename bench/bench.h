@@ -63,6 +63,9 @@ void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, in
 // Joint propagation rows (armature-bench fk): set-up, forward, forward + backward on each named workload.
 void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads);
 
+// Gaussian field rows (armature-bench gaussian): forward and forward + backward, dense, at each NxB size.
+void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& sizes);
+
 // Interop rows (needs a CUDA build).
 void runInterop(std::vector<Row>& rows, int iters);
 

@@ -548,6 +548,8 @@ const Smoke kSmokes[] = {
     {"raster_cuda", {"raster", "--backend", "cuda", "--scenes", "b"}, true},
     {"pipeline_cuda", {"pipeline", "--backend", "cuda", "--views", "1"}, true},
     {"fk_cuda", {"fk", "--backend", "cuda"}, true},
+    {"gaussian_vulkan", {"gaussian", "--backend", "vulkan", "--sizes", "300x200"}},
+    {"gaussian_cuda", {"gaussian", "--backend", "cuda", "--sizes", "1000x500"}, true},
     {"interop", {"interop"}, true, false},
 };
 INSTANTIATE_TEST_SUITE_P(Ops, BenchSmoke, ::testing::ValuesIn(kSmokes),
