@@ -66,53 +66,51 @@ class CharacterScene::Lane {
 
 namespace {
 
-// Vulkan: records into the frame's command buffer over host-visible locals and outputs (which the CPU backend
-// writes directly).
+// Vulkan: records into the frame's command buffer; the locals are host-visible (written each frame), the outputs
+// device-local (a crowd's vertices are far too many to write across the bus every frame).
 class VulkanLane : public CharacterScene::Lane {
  public:
   VulkanLane(vk::Context& ctx, const GltfCharacter& c, const JointForest& forest, uint32_t maxAvatars)
       : m_device(&ctx, Sharing::VulkanOnly),
         m_rig(m_device, c, forest, maxAvatars),
-        m_locals(host(ctx, size_t(maxAvatars) * c.jointCount() * 12)),
-        m_positions(host(ctx, size_t(maxAvatars) * c.vertexCount() * 3, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT)),
-        m_joints(host(ctx, size_t(maxAvatars) * c.jointCount() * 3)) {}
+        m_locals(ctx, std::max<size_t>(size_t(maxAvatars) * c.jointCount() * 12, 1) * 4, vk::kStorageUsage,
+                 vk::MemoryKind::HostVisible),
+        m_positions(m_device.allocate(ElementType::Float32, size_t(maxAvatars) * c.vertexCount() * 3)),
+        m_joints(m_device.allocate(ElementType::Float32, size_t(maxAvatars) * c.jointCount() * 3)) {}
 
   void skin(const std::vector<double>& locals, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
             std::vector<Span>&) override {
     const std::vector<float> f = toFloats(locals);
     std::memcpy(m_locals.mapped(), f.data(), f.size() * 4);
-    m_rig.propagate(m_stage.begin(*m_device.vulkan(), cmd, timer, "joints"), avatars, f32(m_locals), f32(m_joints));
+    m_rig.propagate(m_stage.begin(*m_device.vulkan(), cmd, timer, "joints"), avatars,
+                    DeviceView::of(m_locals, ElementType::Float32), m_joints);
     m_stage.end(cmd, timer);
-    m_rig.skin(m_stage.begin(*m_device.vulkan(), cmd, timer, "skinning"), avatars, f32(m_positions));
+    m_rig.skin(m_stage.begin(*m_device.vulkan(), cmd, timer, "skinning"), avatars, m_positions);
     m_stage.end(cmd, timer);
   }
-  // The CPU backend's outputs, into the buffers the renderer reads.
+  // The CPU backend's outputs, into the buffers the renderer reads (uploaded now).
   void put(const std::vector<double>& positions, const std::vector<double>& joints) {
     const std::vector<float> p = toFloats(positions), j = toFloats(joints);
-    std::memcpy(m_positions.mapped(), p.data(), p.size() * 4);
-    std::memcpy(m_joints.mapped(), j.data(), j.size() * 4);
+    m_positions.upload(p.data(), p.size() * 4);
+    m_joints.upload(j.data(), j.size() * 4);
   }
   std::vector<float> readPositions(size_t floats) const { return m_positions.download<float>(floats); }
   VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
                               const std::array<float, 16>& viewProj, VkExtent2D extent, std::vector<Span>&) override {
     m_stage.begin(*m_device.vulkan(), cmd, timer, "raster");
-    VisibilityBuffers out = raster.recordVulkan(cmd, m_positions.handle(), avatars, viewProj, extent);
+    VisibilityBuffers out = raster.recordVulkan(cmd, m_positions.vulkanBuffer(), avatars, viewProj, extent);
     m_stage.end(cmd, timer);
     return out;
   }
-  VkBuffer positions() const override { return m_positions.handle(); }
-  VkBuffer joints() const override { return m_joints.handle(); }
+  VkBuffer positions() const override { return m_positions.vulkanBuffer(); }
+  VkBuffer joints() const override { return m_joints.vulkanBuffer(); }
   std::string status() const override { return "compute on " + m_device.vulkan()->info().name; }
 
  private:
-  static vk::Buffer host(vk::Context& ctx, size_t floats, VkBufferUsageFlags extraUsage = 0) {
-    return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage | extraUsage,
-                      vk::MemoryKind::HostVisible);
-  }
-  static DeviceView f32(const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); }
   Device m_device;
   CharacterScene::Rig m_rig;
-  vk::Buffer m_locals, m_positions, m_joints;
+  vk::Buffer m_locals;
+  DeviceBuffer m_positions, m_joints;
   VulkanStage m_stage;
 };
 

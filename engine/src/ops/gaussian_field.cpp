@@ -39,8 +39,8 @@ void checkInputs(const char* op, const OpChecks& check, const GaussianFieldInput
   ARM_CHECK(in.channels >= 1 && in.channels <= kGaussianMaxChannels, "%s: %u channels, not 1 to %u", op, in.channels,
             kGaussianMaxChannels);
   const size_t B = in.points, N = in.gaussians;
-  ARM_CHECK(B * N <= UINT32_MAX && B * std::max<size_t>(in.channels, 3) <= UINT32_MAX &&
-                N * (GAUSSIAN_GAUSSIAN_GRADS + in.channels) * 64 <= UINT32_MAX,
+  ARM_CHECK(B * (GAUSSIAN_GAUSSIAN_GRADS + kGaussianMaxChannels) <= UINT32_MAX &&
+                N * (GAUSSIAN_GAUSSIAN_GRADS + kGaussianMaxChannels) <= UINT32_MAX,
             "%s: %zu points × %zu Gaussians: indices past 2^32", op, B, N);
   check.view("x", in.x, ElementType::Float32, B * 3);
   check.view("means", in.means, ElementType::Float32, N * 3);
@@ -84,6 +84,8 @@ void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   check.view("field", a.field, ElementType::Float32, size_t(B) * C);
   check.optionalView("mahalanobis", a.mahalanobis, ElementType::Float32, size_t(B) * N);
+  ARM_CHECK(a.mahalanobis.empty() || size_t(B) * N <= UINT32_MAX,
+            "%s: the distances of %u points × %u Gaussians are past 2^32 values", op, B, N);
   const size_t scratch = gaussianFieldScratchFloats(B, N, C, false);
   if (scratch) check.view("scratch", a.scratch, ElementType::Float32, scratch);
   if (B == 0) return;
