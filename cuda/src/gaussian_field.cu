@@ -6,23 +6,30 @@
 namespace armature::cuda {
 namespace {
 
-// A point per thread over its chunk of Gaussians: the field (forward) or the point's gradient (backward).
+// GAUSSIAN_ROWS points per thread over its chunk of Gaussians: the field (forward) or the points' gradient
+// (backward). Row r is point firstRow + r·GAUSSIAN_THREADS.
 template <int MAXC, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     pointsKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
                  const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
                  float* __restrict__ mahalanobis, GaussianPush p) {
+  constexpr int ROWS = GAUSSIAN_ROWS(MAXC);
   __shared__ float sA[GAUSSIAN_TILE * 6], sMean[GAUSSIAN_TILE * 3], sWeight[GAUSSIAN_TILE * MAXC];
-  const uint32_t lid = threadIdx.x, b = blockIdx.x * GAUSSIAN_THREADS + lid;
-  const bool inRange = b < p.points;
+  const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.gaussians);
-  const float x = inRange ? points[b * 3] : 0.0f, y = inRange ? points[b * 3 + 1] : 0.0f,
-              zc = inRange ? points[b * 3 + 2] : 0.0f;
-  float acc[MAXC];  // forward: the field's channels; backward: the field's gradient
+  float x[ROWS], y[ROWS], zc[ROWS], g3[ROWS][3];
+  float acc[ROWS][MAXC];  // forward: the field's channels; backward: the field's gradient
 #pragma unroll
-  for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && inRange && c < C ? gradField[b * C + c] : 0.0f;
-  float gx = 0.0f, gy = 0.0f, gz = 0.0f;
+  for (int r = 0; r < ROWS; ++r) {
+    const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
+    const bool inRange = b < p.points;
+    x[r] = inRange ? points[b * 3] : 0.0f, y[r] = inRange ? points[b * 3 + 1] : 0.0f;
+    zc[r] = inRange ? points[b * 3 + 2] : 0.0f;
+    g3[r][0] = g3[r][1] = g3[r][2] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c) acc[r][c] = BACKWARD && inRange && c < C ? gradField[b * C + c] : 0.0f;
+  }
   for (uint32_t base = first; base < last; base += GAUSSIAN_TILE) {
     __syncthreads();
     const uint32_t i = base + lid;
@@ -41,59 +48,78 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     __syncthreads();
     const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
     for (uint32_t k = 0; k < count; ++k) {
-      float a[6], z[3];
+      float a[6], w[MAXC];
 #pragma unroll
       for (int e = 0; e < 6; ++e) a[e] = sA[k * 6 + e];
-      const float dx = x - sMean[k * 3], dy = y - sMean[k * 3 + 1], dz = zc - sMean[k * 3 + 2];
-      const float m = gaussianDistance(a, dx, dy, dz, z);
-      const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
-      if constexpr (BACKWARD) {
-        if (g == 0.0f) continue;  // no contribution (and z may be infinite)
-        float s = 0.0f;
 #pragma unroll
-        for (int c = 0; c < MAXC; ++c) s += acc[c] * sWeight[k * MAXC + c];
-        const float q2 = -g * s;  // 2·dLoss/dm
-        gx += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
-        gy += q2 * (a[2] * z[1] + a[4] * z[2]);
-        gz += q2 * (a[5] * z[2]);
-      } else {
-        if (inRange && (p.flags & GAUSSIAN_MAHALANOBIS)) mahalanobis[size_t(b) * p.gaussians + base + k] = m;
+      for (int c = 0; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
+      const float mx = sMean[k * 3], my = sMean[k * 3 + 1], mz = sMean[k * 3 + 2];
 #pragma unroll
-        for (int c = 0; c < MAXC; ++c) acc[c] += sWeight[k * MAXC + c] * g;
+      for (int r = 0; r < ROWS; ++r) {
+        float z[3];
+        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);
+        const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
+        if constexpr (BACKWARD) {
+          if (g == 0.0f) continue;  // no contribution (and z may be infinite)
+          float s = 0.0f;
+#pragma unroll
+          for (int c = 0; c < MAXC; ++c) s += acc[r][c] * w[c];
+          const float q2 = -g * s;  // 2·dLoss/dm
+          g3[r][0] += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
+          g3[r][1] += q2 * (a[2] * z[1] + a[4] * z[2]);
+          g3[r][2] += q2 * (a[5] * z[2]);
+        } else {
+          const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
+          if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS)) mahalanobis[size_t(b) * p.gaussians + base + k] = m;
+#pragma unroll
+          for (int c = 0; c < MAXC; ++c) acc[r][c] += w[c] * g;
+        }
       }
     }
   }
-  if (!inRange) return;
-  const size_t row = size_t(blockIdx.y) * p.points + b;  // the chunk's row of the partials, or the output's
-  if constexpr (BACKWARD) {
-    out[row * 3] = gx, out[row * 3 + 1] = gy, out[row * 3 + 2] = gz;
-  } else {
 #pragma unroll
-    for (int c = 0; c < MAXC; ++c)
-      if (c < C) out[row * C + c] = acc[c];
+  for (int r = 0; r < ROWS; ++r) {
+    const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
+    if (b >= p.points) continue;
+    const size_t row = size_t(blockIdx.y) * p.points + b;  // the chunk's row of the partials, or the output's
+    if constexpr (BACKWARD) {
+      out[row * 3] = g3[r][0], out[row * 3 + 1] = g3[r][1], out[row * 3 + 2] = g3[r][2];
+    } else {
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c)
+        if (c < C) out[row * C + c] = acc[r][c];
+    }
   }
 }
 
-// A Gaussian per thread over its chunk of points: the partial gradients of μ, A and w.
+// GAUSSIAN_ROWS Gaussians per thread over its chunk of points: the partial gradients of μ, A and w. Row r is
+// Gaussian firstRow + r·GAUSSIAN_THREADS.
 template <int MAXC>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     gaussiansKernel(const float* __restrict__ points, const float* __restrict__ means,
                     const float* __restrict__ cholesky, const float* __restrict__ weights,
                     const float* __restrict__ gradField, float* __restrict__ partials, GaussianPush p) {
+  constexpr int ROWS = GAUSSIAN_ROWS(MAXC);
   __shared__ float sPoint[GAUSSIAN_TILE * 3], sGrad[GAUSSIAN_TILE * MAXC];
-  const uint32_t lid = threadIdx.x, i = blockIdx.x * GAUSSIAN_THREADS + lid;
-  const bool inRange = i < p.gaussians;
+  const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.points);
-  float raw[6], a[6], w[MAXC], gw[MAXC];
+  float a[ROWS][6], mean[ROWS][3], w[ROWS][MAXC], gw[ROWS][MAXC], gMean[ROWS][3], gA[ROWS][6];
 #pragma unroll
-  for (int k = 0; k < 6; ++k) raw[k] = inRange && k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
-  gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
-  const float mx = inRange ? means[i * 3] : 0.0f, my = inRange ? means[i * 3 + 1] : 0.0f,
-              mz = inRange ? means[i * 3 + 2] : 0.0f;
+  for (int r = 0; r < ROWS; ++r) {
+    const uint32_t i = firstRow + r * GAUSSIAN_THREADS;
+    const bool inRange = i < p.gaussians;
+    float raw[6];
 #pragma unroll
-  for (int c = 0; c < MAXC; ++c) w[c] = inRange && c < C ? weights[i * C + c] : 0.0f, gw[c] = 0.0f;
-  float gMean[3] = {0.0f, 0.0f, 0.0f}, gA[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k = 0; k < 6; ++k) raw[k] = inRange && k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
+    gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a[r]);
+#pragma unroll
+    for (int k = 0; k < 6; ++k) gA[r][k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 3; ++k) mean[r][k] = inRange ? means[i * 3 + k] : 0.0f, gMean[r][k] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c) w[r][c] = inRange && c < C ? weights[i * C + c] : 0.0f, gw[r][c] = 0.0f;
+  }
   for (uint32_t base = first; base < last; base += GAUSSIAN_TILE) {
     __syncthreads();
     const uint32_t b = base + lid;
@@ -106,40 +132,50 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     __syncthreads();
     const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
     for (uint32_t k = 0; k < count; ++k) {
-      float z[3];
-      const float dx = sPoint[k * 3] - mx, dy = sPoint[k * 3 + 1] - my, dz = sPoint[k * 3 + 2] - mz;
-      const float m = gaussianDistance(a, dx, dy, dz, z);
-      const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
-      if (g == 0.0f) continue;  // no contribution (and z may be infinite)
-      float s = 0.0f;
+      float gf[MAXC];
 #pragma unroll
-      for (int c = 0; c < MAXC; ++c) {
-        const float gf = sGrad[k * MAXC + c];
-        s += gf * w[c];
-        gw[c] += gf * g;
+      for (int c = 0; c < MAXC; ++c) gf[c] = sGrad[k * MAXC + c];
+      const float px = sPoint[k * 3], py = sPoint[k * 3 + 1], pz = sPoint[k * 3 + 2];
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        float z[3];
+        const float dx = px - mean[r][0], dy = py - mean[r][1], dz = pz - mean[r][2];
+        const float m = gaussianDistance(a[r], dx, dy, dz, z);
+        const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
+        if (g == 0.0f) continue;  // no contribution (and z may be infinite)
+        float s = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAXC; ++c) {
+          s += gf[c] * w[r][c];
+          gw[r][c] += gf[c] * g;
+        }
+        const float q2 = -g * s;  // 2·dLoss/dm
+        gMean[r][0] -= q2 * (a[r][0] * z[0] + a[r][1] * z[1] + a[r][3] * z[2]);
+        gMean[r][1] -= q2 * (a[r][2] * z[1] + a[r][4] * z[2]);
+        gMean[r][2] -= q2 * (a[r][5] * z[2]);
+        gA[r][0] += q2 * z[0] * dx;
+        gA[r][1] += q2 * z[1] * dx;
+        gA[r][2] += q2 * z[1] * dy;
+        gA[r][3] += q2 * z[2] * dx;
+        gA[r][4] += q2 * z[2] * dy;
+        gA[r][5] += q2 * z[2] * dz;
       }
-      const float q2 = -g * s;  // 2·dLoss/dm
-      gMean[0] -= q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
-      gMean[1] -= q2 * (a[2] * z[1] + a[4] * z[2]);
-      gMean[2] -= q2 * (a[5] * z[2]);
-      gA[0] += q2 * z[0] * dx;
-      gA[1] += q2 * z[1] * dx;
-      gA[2] += q2 * z[1] * dy;
-      gA[3] += q2 * z[2] * dx;
-      gA[4] += q2 * z[2] * dy;
-      gA[5] += q2 * z[2] * dz;
     }
   }
-  if (!inRange) return;
   const uint32_t width = GAUSSIAN_GAUSSIAN_GRADS + C;
-  float* row = partials + (size_t(blockIdx.y) * p.gaussians + i) * width;
 #pragma unroll
-  for (int k = 0; k < 3; ++k) row[k] = gMean[k];
+  for (int r = 0; r < ROWS; ++r) {
+    const uint32_t i = firstRow + r * GAUSSIAN_THREADS;
+    if (i >= p.gaussians) continue;
+    float* row = partials + (size_t(blockIdx.y) * p.gaussians + i) * width;
 #pragma unroll
-  for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
+    for (int k = 0; k < 3; ++k) row[k] = gMean[r][k];
 #pragma unroll
-  for (int c = 0; c < MAXC; ++c)
-    if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[c];
+    for (int k = 0; k < 6; ++k) row[3 + k] = gA[r][k];
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c)
+      if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r][c];
+  }
 }
 
 __device__ float chunkSum(const float* partials, uint32_t chunks, size_t index, size_t stride) {

@@ -9,36 +9,47 @@ namespace armature {
 
 namespace {
 
-// How one side's rows (an invocation each) split the other side's columns: into chunks of whole tiles, enough of
-// them that rows × chunks reaches GAUSSIAN_TARGET_INVOCATIONS. A function of the sizes only (so of no timing): the
-// sums keep their order from run to run.
+uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
+// An invocation's rows for `channels` channels (GAUSSIAN_ROWS of its variant), and the invocations `rows` need.
+uint32_t rowsPerInvocation(uint32_t channels) { return GAUSSIAN_ROWS(variantFor(channels)); }
+uint32_t invocationsFor(uint32_t rows, uint32_t channels) {
+  return (rows + rowsPerInvocation(channels) - 1) / rowsPerInvocation(channels);
+}
+uint32_t groupsFor(uint32_t invocations) {
+  return std::max(1u, (invocations + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS);
+}
+
+// How one side's rows split the other side's columns: into chunks of whole tiles, enough of them that the
+// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS. A function of the sizes only (so of no timing): the sums
+// keep their order from run to run.
 struct Chunks {
   uint32_t chunk = GAUSSIAN_TILE, count = 1;
 };
-Chunks chunksFor(uint32_t rows, uint32_t columns) {
+Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels) {
+  const uint32_t invocations = std::max(1u, invocationsFor(rows, channels));
   const uint32_t tiles = std::max(1u, (columns + GAUSSIAN_TILE - 1) / GAUSSIAN_TILE);
-  const uint32_t wanted = std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + std::max(rows, 1u) - 1) / std::max(rows, 1u));
-  const uint32_t tilesPerChunk = (tiles + std::min(wanted, tiles) - 1) / std::min(wanted, tiles);
+  const uint32_t wanted = std::min(tiles, std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + invocations - 1) / invocations));
+  const uint32_t tilesPerChunk = (tiles + wanted - 1) / wanted;
   return {tilesPerChunk * GAUSSIAN_TILE, (tiles + tilesPerChunk - 1) / tilesPerChunk};
 }
 
-uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
-uint32_t groupsFor(uint32_t rows) { return std::max(1u, (rows + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS); }
-
 // Floats of the point side's partials (when cut into more than one chunk) and of the Gaussian side's (always).
 // (Rounded up to 64 floats, so that the Gaussian side's partials start where any device may bind them.)
-size_t pointPartialFloats(uint32_t B, uint32_t N, uint32_t width) {
-  const Chunks c = chunksFor(B, N);
+size_t pointPartialFloats(uint32_t B, uint32_t N, uint32_t C, uint32_t width) {
+  const Chunks c = chunksFor(B, N, C);
   return c.count > 1 ? (size_t(c.count) * B * width + 63) / 64 * 64 : 0;
 }
 size_t gaussianPartialFloats(uint32_t B, uint32_t N, uint32_t C) {
-  return size_t(chunksFor(N, B).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
+  return size_t(chunksFor(N, B, C).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
 }
 
 void checkInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in) {
   ARM_CHECK(in.channels >= 1 && in.channels <= kGaussianMaxChannels, "%s: %u channels, not 1 to %u", op, in.channels,
             kGaussianMaxChannels);
   const size_t B = in.points, N = in.gaussians;
+  // A dispatch's workgroups along x are at most 65535 on some devices.
+  ARM_CHECK(B <= 65535u * GAUSSIAN_THREADS && N <= 65535u * GAUSSIAN_THREADS,
+            "%s: %zu points and %zu Gaussians: at most %u of each per call", op, B, N, 65535u * GAUSSIAN_THREADS);
   ARM_CHECK(B * (GAUSSIAN_GAUSSIAN_GRADS + kGaussianMaxChannels) <= UINT32_MAX &&
                 N * (GAUSSIAN_GAUSSIAN_GRADS + kGaussianMaxChannels) <= UINT32_MAX,
             "%s: %zu points × %zu Gaussians: indices past 2^32", op, B, N);
@@ -53,7 +64,7 @@ GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Ch
   p.kind = kind;
   p.push = {in.points,    in.gaussians, in.channels, in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u,
             chunks.chunk, chunks.count, 0,           0};
-  p.groupsX = groupsFor(rows), p.groupsY = chunks.count;
+  p.groupsX = groupsFor(invocationsFor(rows, in.channels)), p.groupsY = chunks.count;
   p.maxChannels = variantFor(in.channels);
   p.points = in.x, p.means = in.means, p.cholesky = in.cholesky, p.weights = in.weights;
   return p;
@@ -65,7 +76,7 @@ GaussianPass sumPass(const GaussianFieldInputs& in, DeviceView partials, uint32_
   GaussianPass p;
   p.kind = GaussianPass::Kind::Finish;
   p.push = {in.points, in.gaussians, in.channels, GAUSSIAN_FINISH_SUM, 0, chunks, width, rows};
-  p.groupsX = std::max(1u, uint32_t((size_t(rows) * width + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS));
+  p.groupsX = groupsFor(uint32_t(size_t(rows) * width));
   p.cholesky = in.cholesky, p.partials = partials, p.outA = out;
   return p;
 }
@@ -73,8 +84,8 @@ GaussianPass sumPass(const GaussianFieldInputs& in, DeviceView partials, uint32_
 }  // namespace
 
 size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t channels, bool backward) {
-  if (!backward) return pointPartialFloats(points, gaussians, channels);
-  return pointPartialFloats(points, gaussians, 3) + gaussianPartialFloats(points, gaussians, channels);
+  if (!backward) return pointPartialFloats(points, gaussians, channels, channels);
+  return pointPartialFloats(points, gaussians, channels, 3) + gaussianPartialFloats(points, gaussians, channels);
 }
 
 void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
@@ -89,7 +100,7 @@ void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
   const size_t scratch = gaussianFieldScratchFloats(B, N, C, false);
   if (scratch) check.view("scratch", a.scratch, ElementType::Float32, scratch);
   if (B == 0) return;
-  const Chunks chunks = chunksFor(B, N);
+  const Chunks chunks = chunksFor(B, N, C);
   GaussianPass pass = mainPass(GaussianPass::Kind::Forward, a.in, chunks, B);
   pass.out = chunks.count > 1 ? a.scratch : a.field;
   pass.mahalanobis = a.mahalanobis;
@@ -117,9 +128,9 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
   auto run = [&](const GaussianPass& pass) {
     dispatch(op, exec, pass, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
   };
-  const size_t pointFloats = pointPartialFloats(B, N, 3);
+  const size_t pointFloats = pointPartialFloats(B, N, C, 3);
   if (!a.gradPoints.empty() && B > 0) {
-    const Chunks chunks = chunksFor(B, N);
+    const Chunks chunks = chunksFor(B, N, C);
     GaussianPass pass = mainPass(GaussianPass::Kind::PointGrads, a.in, chunks, B);
     pass.gradField = a.gradField;
     pass.out = chunks.count > 1 ? a.scratch.slice(0, pointFloats) : a.gradPoints;
@@ -127,7 +138,7 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
     if (chunks.count > 1) run(sumPass(a.in, a.scratch.slice(0, pointFloats), chunks.count, B, 3, a.gradPoints));
   }
   if (!gaussianSide || N == 0) return;
-  const Chunks chunks = chunksFor(N, B);
+  const Chunks chunks = chunksFor(N, B, C);
   const DeviceView partials = a.scratch.slice(pointFloats, gaussianPartialFloats(B, N, C));
   GaussianPass pass = mainPass(GaussianPass::Kind::GaussianGrads, a.in, chunks, N);
   pass.gradField = a.gradField;
@@ -146,7 +157,7 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
                  chunks.count,
                  GAUSSIAN_GAUSSIAN_GRADS + C,
                  N};
-  finish.groupsX = groupsFor(N);
+  finish.groupsX = groupsFor(N);  // an invocation per Gaussian
   finish.cholesky = a.in.cholesky, finish.partials = partials;
   finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;
   run(finish);
