@@ -1,12 +1,14 @@
 #version 450
-// Gaussian field backward, GAUSSIAN_ROWS Gaussians per invocation (shared/gaussian_io.h): the gradients of each
+// Gaussian field backward, one or GAUSSIAN_MANY_ROWS Gaussians per invocation (shared/gaussian_io.h): the gradients of each
 // one's mean, of A = L⁻¹ and of its weights over this chunk's points in order, staged GAUSSIAN_TILE at a time,
 // written as the chunk's partial row (μ 3, A 6, w C); gaussian_finish adds the chunks and turns A's gradient into
-// L's parameters'. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
+// L's parameters'. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32); GAUSSIAN_ROWS_PER_INVOCATION:
+// 1 or GAUSSIAN_MANY_ROWS.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_io.h"
 
-#define ROWS GAUSSIAN_ROWS(GAUSSIAN_CHANNELS_MAX)
+#define ROWS GAUSSIAN_ROWS_PER_INVOCATION
 #define MAXC GAUSSIAN_CHANNELS_MAX
 
 layout(local_size_x = GAUSSIAN_THREADS) in;
@@ -28,7 +30,7 @@ void main() {
   const uint first = gl_WorkGroupID.y * p.chunk, last = min(first + p.chunk, p.points);
   // Row r is Gaussian firstRow + r·GAUSSIAN_THREADS.
   float a[ROWS * 6], mean[ROWS * 3], w[ROWS * MAXC], gw[ROWS * MAXC], gMean[ROWS * 3], gA[ROWS * 6];
-  for (uint r = 0u; r < ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint i = firstRow + r * GAUSSIAN_THREADS;
     const bool inRange = i < p.gaussians;
     float raw[6], ar[6];
@@ -36,30 +38,30 @@ void main() {
     gaussianInverse(raw, paramCount == 1u ? 1u : 0u, ar);
     for (uint k = 0u; k < 6u; ++k) a[r * 6u + k] = ar[k], gA[r * 6u + k] = 0.0;
     for (uint k = 0u; k < 3u; ++k) mean[r * 3u + k] = inRange ? means[i * 3u + k] : 0.0, gMean[r * 3u + k] = 0.0;
-    for (uint c = 0u; c < MAXC; ++c) w[r * MAXC + c] = inRange && c < C ? weights[i * C + c] : 0.0, gw[r * MAXC + c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[r * MAXC + c] = inRange && c < C ? weights[i * C + c] : 0.0, gw[r * MAXC + c] = 0.0;
   }
   for (uint base = first; base < last; base += GAUSSIAN_TILE) {
     barrier();
     const uint b = base + lid;
     if (b < last) {
       for (uint k = 0u; k < 3u; ++k) sPoint[lid * 3u + k] = points[b * 3u + k];
-      for (uint c = 0u; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0;
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0;
     }
     barrier();
     const uint count = min(uint(GAUSSIAN_TILE), last - base);
     for (uint k = 0u; k < count; ++k) {
       float gf[MAXC];
-      for (uint c = 0u; c < MAXC; ++c) gf[c] = sGrad[k * MAXC + c];
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) gf[c] = sGrad[k * MAXC + c];
       const float px = sPoint[k * 3u], py = sPoint[k * 3u + 1u], pz = sPoint[k * 3u + 2u];
-      for (uint r = 0u; r < ROWS; ++r) {
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float ar[6], z[3];
-        for (uint e = 0u; e < 6u; ++e) ar[e] = a[r * 6u + e];
+        [[unroll]] for (uint e = 0u; e < 6u; ++e) ar[e] = a[r * 6u + e];
         const float dx = px - mean[r * 3u], dy = py - mean[r * 3u + 1u], dz = pz - mean[r * 3u + 2u];
         const float m = gaussianDistance(ar, dx, dy, dz, z);
         const float g = exp2(m * GAUSSIAN_HALF_LOG2E);
         if (g == 0.0) continue;  // no contribution (and z may be infinite)
         float s = 0.0;
-        for (uint c = 0u; c < MAXC; ++c) {
+        [[unroll]] for (uint c = 0u; c < MAXC; ++c) {
           s += gf[c] * w[r * MAXC + c];
           gw[r * MAXC + c] += gf[c] * g;
         }
@@ -77,13 +79,13 @@ void main() {
     }
   }
   const uint width = GAUSSIAN_GAUSSIAN_GRADS + C;
-  for (uint r = 0u; r < ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint i = firstRow + r * GAUSSIAN_THREADS;
     if (i >= p.gaussians) continue;
     const uint row = (gl_WorkGroupID.y * p.gaussians + i) * width;
     for (uint k = 0u; k < 3u; ++k) partials[row + k] = gMean[r * 3u + k];
     for (uint k = 0u; k < 6u; ++k) partials[row + 3u + k] = gA[r * 6u + k];
-    for (uint c = 0u; c < MAXC; ++c)
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c)
       if (c < C) partials[row + GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r * MAXC + c];
   }
 }

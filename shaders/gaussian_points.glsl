@@ -1,11 +1,13 @@
 #version 450
-// Gaussian field, GAUSSIAN_ROWS points per invocation (shared/gaussian_io.h): the field at the points
+// Gaussian field, one or GAUSSIAN_MANY_ROWS points per invocation (shared/gaussian_io.h): the field at the points
 // (GAUSSIAN_BACKWARD 0) or their gradient (1), over this chunk's Gaussians in order, staged GAUSSIAN_TILE at a time.
-// GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32), so that they stay in registers.
+// GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32), so that they stay in registers;
+// GAUSSIAN_ROWS_PER_INVOCATION: 1 or GAUSSIAN_MANY_ROWS.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_io.h"
 
-#define ROWS GAUSSIAN_ROWS(GAUSSIAN_CHANNELS_MAX)
+#define ROWS GAUSSIAN_ROWS_PER_INVOCATION
 #define MAXC GAUSSIAN_CHANNELS_MAX
 
 layout(local_size_x = GAUSSIAN_THREADS) in;
@@ -33,16 +35,16 @@ void main() {
 #else
   float acc[ROWS * MAXC];
 #endif
-  for (uint r = 0u; r < ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint b = firstRow + r * GAUSSIAN_THREADS;
     const bool inRange = b < p.points;
     x[r] = inRange ? points[b * 3u] : 0.0, y[r] = inRange ? points[b * 3u + 1u] : 0.0;
     zc[r] = inRange ? points[b * 3u + 2u] : 0.0;
 #if GAUSSIAN_BACKWARD
-    for (uint c = 0u; c < MAXC; ++c) gradIn[r * MAXC + c] = inRange && c < C ? gradField[b * C + c] : 0.0;
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c) gradIn[r * MAXC + c] = inRange && c < C ? gradField[b * C + c] : 0.0;
     gx[r] = 0.0, gy[r] = 0.0, gz[r] = 0.0;
 #else
-    for (uint c = 0u; c < MAXC; ++c) acc[r * MAXC + c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[r * MAXC + c] = 0.0;
 #endif
   }
   for (uint base = first; base < last; base += GAUSSIAN_TILE) {
@@ -54,23 +56,23 @@ void main() {
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
       for (uint k = 0u; k < 6u; ++k) sA[lid * 6u + k] = a[k];
       for (uint k = 0u; k < 3u; ++k) sMean[lid * 3u + k] = means[i * 3u + k];
-      for (uint c = 0u; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0;
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0;
     }
     barrier();
     const uint count = min(uint(GAUSSIAN_TILE), last - base);
     for (uint k = 0u; k < count; ++k) {
       float a[6], w[MAXC];
-      for (uint e = 0u; e < 6u; ++e) a[e] = sA[k * 6u + e];
-      for (uint c = 0u; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
+      [[unroll]] for (uint e = 0u; e < 6u; ++e) a[e] = sA[k * 6u + e];
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
       const float mx = sMean[k * 3u], my = sMean[k * 3u + 1u], mz = sMean[k * 3u + 2u];
-      for (uint r = 0u; r < ROWS; ++r) {
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float z[3];
         const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);
         const float g = exp2(m * GAUSSIAN_HALF_LOG2E);
 #if GAUSSIAN_BACKWARD
         if (g == 0.0) continue;  // no contribution (and z may be infinite)
         float s = 0.0;
-        for (uint c = 0u; c < MAXC; ++c) s += gradIn[r * MAXC + c] * w[c];
+        [[unroll]] for (uint c = 0u; c < MAXC; ++c) s += gradIn[r * MAXC + c] * w[c];
         const float q2 = -g * s;  // 2·dLoss/dm
         gx[r] += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
         gy[r] += q2 * (a[2] * z[1] + a[4] * z[2]);
@@ -78,19 +80,19 @@ void main() {
 #else
         const uint b = firstRow + r * GAUSSIAN_THREADS;
         if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS) != 0u) mahalanobis[b * p.gaussians + base + k] = m;
-        for (uint c = 0u; c < MAXC; ++c) acc[r * MAXC + c] += w[c] * g;
+        [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[r * MAXC + c] += w[c] * g;
 #endif
       }
     }
   }
-  for (uint r = 0u; r < ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint b = firstRow + r * GAUSSIAN_THREADS;
     if (b >= p.points) continue;
     const uint row = gl_WorkGroupID.y * p.points + b;  // the chunk's row of the partials; one chunk: the output's
 #if GAUSSIAN_BACKWARD
     outValues[row * 3u] = gx[r], outValues[row * 3u + 1u] = gy[r], outValues[row * 3u + 2u] = gz[r];
 #else
-    for (uint c = 0u; c < MAXC; ++c)
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c)
       if (c < C) outValues[row * C + c] = acc[r * MAXC + c];
 #endif
   }

@@ -6,14 +6,13 @@
 namespace armature::cuda {
 namespace {
 
-// GAUSSIAN_ROWS points per thread over its chunk of Gaussians: the field (forward) or the points' gradient
+// ROWS points per thread over its chunk of Gaussians: the field (forward) or the points' gradient
 // (backward). Row r is point firstRow + r·GAUSSIAN_THREADS.
-template <int MAXC, bool BACKWARD>
+template <int MAXC, int ROWS, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     pointsKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
                  const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
                  float* __restrict__ mahalanobis, GaussianPush p) {
-  constexpr int ROWS = GAUSSIAN_ROWS(MAXC);
   __shared__ float sA[GAUSSIAN_TILE * 6], sMean[GAUSSIAN_TILE * 3], sWeight[GAUSSIAN_TILE * MAXC];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
@@ -92,14 +91,13 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   }
 }
 
-// GAUSSIAN_ROWS Gaussians per thread over its chunk of points: the partial gradients of μ, A and w. Row r is
+// ROWS Gaussians per thread over its chunk of points: the partial gradients of μ, A and w. Row r is
 // Gaussian firstRow + r·GAUSSIAN_THREADS.
-template <int MAXC>
+template <int MAXC, int ROWS>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     gaussiansKernel(const float* __restrict__ points, const float* __restrict__ means,
                     const float* __restrict__ cholesky, const float* __restrict__ weights,
                     const float* __restrict__ gradField, float* __restrict__ partials, GaussianPush p) {
-  constexpr int ROWS = GAUSSIAN_ROWS(MAXC);
   __shared__ float sPoint[GAUSSIAN_TILE * 3], sGrad[GAUSSIAN_TILE * MAXC];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
@@ -210,20 +208,20 @@ __global__ void finishKernel(const float* __restrict__ cholesky, const float* __
       outC[i * p.channels + c] = chunkSum(partials, p.chunks, row + GAUSSIAN_GAUSSIAN_GRADS + c, stride);
 }
 
-template <int MAXC>
+template <int MAXC, int ROWS>
 void launchMain(const GaussianPass& p, cudaStream_t s) {
   const dim3 grid(p.groupsX, p.groupsY);
   const float *points = p.points.cuda<float>(), *means = p.means.cuda<float>(), *chol = p.cholesky.cuda<float>(),
               *weights = p.weights.cuda<float>(), *gradField = p.gradField.cuda<float>();
   float* out = p.out.cuda<float>();
   if (p.kind == GaussianPass::Kind::Forward)
-    pointsKernel<MAXC, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out,
-                                                                p.mahalanobis.cuda<float>(), p.push);
+    pointsKernel<MAXC, ROWS, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out,
+                                                                      p.mahalanobis.cuda<float>(), p.push);
   else if (p.kind == GaussianPass::Kind::PointGrads)
-    pointsKernel<MAXC, true>
+    pointsKernel<MAXC, ROWS, true>
         <<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, nullptr, p.push);
   else
-    gaussiansKernel<MAXC><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, p.push);
+    gaussiansKernel<MAXC, ROWS><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, p.push);
 }
 
 }  // namespace
@@ -235,11 +233,11 @@ void gaussianPass(const Exec& exec, const GaussianPass& p) {
                                                         p.outA.cuda<float>(), p.outB.cuda<float>(),
                                                         p.outC.cuda<float>(), p.push);
   else if (p.maxChannels == 1)
-    launchMain<1>(p, s);
+    p.rowsPerInvocation > 1 ? launchMain<1, GAUSSIAN_MANY_ROWS>(p, s) : launchMain<1, 1>(p, s);
   else if (p.maxChannels == 8)
-    launchMain<8>(p, s);
+    p.rowsPerInvocation > 1 ? launchMain<8, GAUSSIAN_MANY_ROWS>(p, s) : launchMain<8, 1>(p, s);
   else
-    launchMain<32>(p, s);
+    launchMain<32, 1>(p, s);
   CUDA_CHECK_LAUNCH();
 }
 

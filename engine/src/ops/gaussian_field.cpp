@@ -10,10 +10,13 @@ namespace armature {
 namespace {
 
 uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
-// An invocation's rows for `channels` channels (GAUSSIAN_ROWS of its variant), and the invocations `rows` need.
-uint32_t rowsPerInvocation(uint32_t channels) { return GAUSSIAN_ROWS(variantFor(channels)); }
+// An invocation's rows: GAUSSIAN_MANY_ROWS when there are rows enough to fill the GPU at one each and few channels
+// (their registers allow it), else one; and the invocations `rows` then need.
+uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels) {
+  return channels <= 8 && rows >= GAUSSIAN_TARGET_INVOCATIONS ? GAUSSIAN_MANY_ROWS : 1;
+}
 uint32_t invocationsFor(uint32_t rows, uint32_t channels) {
-  return (rows + rowsPerInvocation(channels) - 1) / rowsPerInvocation(channels);
+  return (rows + rowsPerInvocation(rows, channels) - 1) / rowsPerInvocation(rows, channels);
 }
 uint32_t groupsFor(uint32_t invocations) {
   return std::max(1u, (invocations + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS);
@@ -66,6 +69,7 @@ GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Ch
             chunks.chunk, chunks.count, 0,           0};
   p.groupsX = groupsFor(invocationsFor(rows, in.channels)), p.groupsY = chunks.count;
   p.maxChannels = variantFor(in.channels);
+  p.rowsPerInvocation = rowsPerInvocation(rows, in.channels);
   p.points = in.x, p.means = in.means, p.cholesky = in.cholesky, p.weights = in.weights;
   return p;
 }

@@ -8,18 +8,18 @@ namespace {
 
 const shaders::SpirvBlob& variant(const GaussianPass& pass) {
   using Kind = GaussianPass::Kind;
-  const uint32_t c = pass.maxChannels;
-  if (pass.kind == Kind::Forward)
-    return c == 1   ? shaders::gaussian_forward_c1
-           : c == 8 ? shaders::gaussian_forward_c8
-                    : shaders::gaussian_forward_c32;
-  if (pass.kind == Kind::PointGrads)
-    return c == 1   ? shaders::gaussian_point_grads_c1
-           : c == 8 ? shaders::gaussian_point_grads_c8
-                    : shaders::gaussian_point_grads_c32;
-  return c == 1   ? shaders::gaussian_gaussian_grads_c1
-         : c == 8 ? shaders::gaussian_gaussian_grads_c8
-                  : shaders::gaussian_gaussian_grads_c32;
+  using namespace shaders;
+  const bool many = pass.rowsPerInvocation > 1;
+  const SpirvBlob* forward[] = {&gaussian_forward_c1_r1, &gaussian_forward_c1_r4, &gaussian_forward_c8_r1,
+                                &gaussian_forward_c8_r4, &gaussian_forward_c32_r1};
+  const SpirvBlob* pointGrads[] = {&gaussian_point_grads_c1_r1, &gaussian_point_grads_c1_r4,
+                                   &gaussian_point_grads_c8_r1, &gaussian_point_grads_c8_r4,
+                                   &gaussian_point_grads_c32_r1};
+  const SpirvBlob* gaussianGrads[] = {&gaussian_gaussian_grads_c1_r1, &gaussian_gaussian_grads_c1_r4,
+                                      &gaussian_gaussian_grads_c8_r1, &gaussian_gaussian_grads_c8_r4,
+                                      &gaussian_gaussian_grads_c32_r1};
+  const size_t index = pass.maxChannels == 1 ? (many ? 1 : 0) : pass.maxChannels == 8 ? (many ? 3 : 2) : 4;
+  return *(pass.kind == Kind::Forward ? forward : pass.kind == Kind::PointGrads ? pointGrads : gaussianGrads)[index];
 }
 
 // An absent view binds a buffer of the pass that the shader then does not touch.
