@@ -155,7 +155,7 @@ ARM_ON_GPU_BACKENDS(GaussianFieldOp);
 
 // Against the reference on awkward sizes: one pair; the point side cut into chunks (500 × 1000, and 3 × 2000); the
 // Gaussian side cut into chunks (5000 × 7); 8 and 32 channels; isotropic; no Gaussians at all; and sides of more
-// than 131072 rows (GAUSSIAN_TARGET_INVOCATIONS: several rows per invocation), of points and of Gaussians. Tolerances:
+// than 32768 rows (several rows per invocation), of points and of Gaussians. Tolerances:
 //   - the field: each value sums N float terms w·e^{−m/2} (exp2 to a few ulps, m to a few ulps relative), so it is
 //     held to 1e-5 of Σ|w|·e^{−m/2} over its row (the sum of the terms' sizes) plus 1e-7;
 //   - distances: 1e-5 relative plus 1e-5 (x − μ rounds to 1e-7 of the cube and A scales it by ≤ 5);

@@ -19,7 +19,7 @@
 
 #define GAUSSIAN_THREADS 128  // a workgroup: one row (a point or a Gaussian) per invocation
 #define GAUSSIAN_TILE 128     // columns staged per round: one per invocation
-// Rows per invocation, a shader variant: with many rows (enough to fill the GPU at one each) and few channels
+// Rows per invocation, a shader variant: with many rows (a quarter of GAUSSIAN_TARGET_INVOCATIONS) and few channels
 // (registers allow), each column read from shared memory serves GAUSSIAN_MANY_ROWS rows; otherwise one.
 #define GAUSSIAN_MANY_ROWS 4
 #define GAUSSIAN_MAX_CHANNELS 32

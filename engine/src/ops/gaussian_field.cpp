@@ -10,10 +10,10 @@ namespace armature {
 namespace {
 
 uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
-// An invocation's rows: GAUSSIAN_MANY_ROWS when there are rows enough to fill the GPU at one each and few channels
-// (their registers allow it), else one; and the invocations `rows` then need.
+// An invocation's rows: GAUSSIAN_MANY_ROWS when rows are many (a quarter of what fills the GPU at one each: the
+// chunks make up the rest) and channels few (their registers allow it), else one; and the invocations `rows` need.
 uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels) {
-  return channels <= 8 && rows >= GAUSSIAN_TARGET_INVOCATIONS ? GAUSSIAN_MANY_ROWS : 1;
+  return channels <= 8 && rows >= GAUSSIAN_TARGET_INVOCATIONS / 4 ? GAUSSIAN_MANY_ROWS : 1;
 }
 uint32_t invocationsFor(uint32_t rows, uint32_t channels) {
   return (rows + rowsPerInvocation(rows, channels) - 1) / rowsPerInvocation(rows, channels);
