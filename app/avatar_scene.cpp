@@ -252,11 +252,7 @@ void AvatarScene::setBackend(Backend b) {
   m_backend = b;
 }
 
-std::string AvatarScene::backendStatus() const {
-  std::string s = backendName(m_backend);
-  if (m_backend == Backend::Cpu) return s + " reference (double)";
-  return s + (m_backend == Backend::Cuda ? ", " : " ") + lane().status();
-}
+std::string AvatarScene::gpuStatus() const { return lane().status(); }
 
 void AvatarScene::setAvatars(uint32_t count) {
   ARM_CHECK(count >= 1 && count <= m_maxAvatars, "avatars must be in [1, %u], got %u", m_maxAvatars, count);

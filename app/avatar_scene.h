@@ -28,8 +28,7 @@ class AvatarScene : public Scene {
   uint32_t vertexCount() const override { return m_model.vertexCount; }
   void setBackend(Backend backend) override;
   Backend backend() const override { return m_backend; }
-  std::string backendStatus() const override;  // e.g. "cuda, interop: zero-copy (…)"
-  void setAvatars(uint32_t count) override;    // each with its own shape and phase
+  void setAvatars(uint32_t count) override;  // each with its own shape and phase
   uint32_t avatars() const override { return m_avatars; }
   uint32_t maxAvatars() const override { return m_maxAvatars; }
 
@@ -74,6 +73,7 @@ class AvatarScene : public Scene {
   class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
 
  private:
+  std::string gpuStatus() const override;
   Lane& lane() const;
   vk::Context& m_ctx;
   BodyModel m_model;

@@ -23,7 +23,6 @@ class CharacterScene : public Scene {
   uint32_t vertexCount() const override { return m_character.vertexCount(); }
   void setBackend(Backend backend) override;
   Backend backend() const override { return m_backend; }
-  std::string backendStatus() const override;
   void setAvatars(uint32_t count) override;
   uint32_t avatars() const override { return m_avatars; }
   uint32_t maxAvatars() const override { return m_maxAvatars; }
@@ -51,6 +50,7 @@ class CharacterScene : public Scene {
   class Lane;
 
  private:
+  std::string gpuStatus() const override;
   Lane& lane() const;
   vk::Context& m_ctx;
   GltfCharacter m_character;

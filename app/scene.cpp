@@ -25,6 +25,12 @@ void frameAvatars(Camera& camera, const Scene& scene, CameraView view) {
   if (scene.avatars() > 1) camera.distance *= 0.75f;  // the box's depth overstates what the view must hold
 }
 
+std::string Scene::backendStatus() const {
+  const std::string name = backendName(backend());
+  if (backend() == Backend::Cpu) return name + " reference (double)";
+  return name + (backend() == Backend::Cuda ? ", " : " ") + gpuStatus();
+}
+
 std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars) {
   const std::string ext = path.empty() ? "" : lowerExtension(path);
   if (ext == ".glb" || ext == ".gltf")

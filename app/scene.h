@@ -33,7 +33,7 @@ class Scene {
   // Switches the backend; throws armature::Error with the reason when it cannot run here.
   virtual void setBackend(Backend backend) = 0;
   virtual Backend backend() const = 0;
-  virtual std::string backendStatus() const = 0;
+  std::string backendStatus() const;            // e.g. "cuda, interop: zero-copy (…)"
   virtual void setAvatars(uint32_t count) = 0;  // 1 … maxAvatars, on a grid, each at its own animation phase
   virtual uint32_t avatars() const = 0;
   virtual uint32_t maxAvatars() const = 0;
@@ -59,6 +59,7 @@ class Scene {
   virtual float floorY() const = 0;
 
  protected:
+  virtual std::string gpuStatus() const = 0;  // the GPU backend's side: where it runs, how it shares its outputs
   std::vector<Span> m_ownTimes;
 };
 

@@ -3,11 +3,11 @@ batched product per depth level) and pointer jumping (log2(depth) passes composi
 the same workloads, rigid locals (quaternion + translation) to 4x4 globals, forward and forward + backward
 (autograd of a weighted sum). Medians of CUDA-event-timed calls after warm-up. Usage: python3 fk_torch.py [OUT.json]
 """
-import json
 import random
-import sys
 
 import torch
+
+from torch_timing import Rows, time_ms
 
 DEV = "cuda"
 
@@ -83,24 +83,8 @@ class PointerJumping:
         return M
 
 
-def time_ms(fn, iters=10, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
-
-
 def main():
-    out = []
+    out = Rows()
     workloads = [("smplx", smplx_parents(), 65536), ("random100k", random_tree(100000), 1),
                  ("random1m", random_tree(1000000), 1),
                  ("chains", [i - 1 if i % 1000 else -1 for i in range(1000000)], 1)]
@@ -118,12 +102,8 @@ def main():
                 (prop(local_matrices(q, t)) * weights).sum().backward()
 
             both = time_ms(step, iters=5, warmup=1)
-            row = {"method": method, "workload": name, "batch": batch, "forward_ms": fwd, "forward_backward_ms": both}
-            print(json.dumps(row), flush=True)
-            out.append(row)
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": out}, f, indent=1)
+            out.add(method, name, batch, fwd, both)
+    out.write()
 
 
 if __name__ == "__main__":

@@ -8,18 +8,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_io.h"
 
-#define ROWS GAUSSIAN_ROWS_PER_INVOCATION
-#define MAXC GAUSSIAN_CHANNELS_MAX
-
-layout(local_size_x = GAUSSIAN_THREADS) in;
-layout(std430, binding = GAUSSIAN_BINDING_POINTS) readonly buffer Points { float points[]; };
-layout(std430, binding = GAUSSIAN_BINDING_MEANS) readonly buffer Means { float means[]; };
-layout(std430, binding = GAUSSIAN_BINDING_CHOLESKY) readonly buffer Cholesky { float cholesky[]; };
-layout(std430, binding = GAUSSIAN_BINDING_WEIGHTS) readonly buffer Weights { float weights[]; };
-layout(std430, binding = GAUSSIAN_BINDING_GRAD_FIELD) readonly buffer GradField { float gradField[]; };
-layout(std430, binding = GAUSSIAN_BINDING_OUT) writeonly buffer Out { float partials[]; };
-layout(std430, binding = GAUSSIAN_BINDING_MAHALANOBIS) writeonly buffer Unused { float unused[]; };
-layout(push_constant) uniform Push { GaussianPush p; };
+#include "gaussian_buffers.glsl"
 
 shared float sPoint[GAUSSIAN_TILE * 3];
 shared float sGrad[GAUSSIAN_TILE * MAXC];
@@ -83,9 +72,9 @@ void main() {
     const uint i = firstRow + r * GAUSSIAN_THREADS;
     if (i >= p.gaussians) continue;
     const uint row = (gl_WorkGroupID.y * p.gaussians + i) * width;
-    for (uint k = 0u; k < 3u; ++k) partials[row + k] = gMean[r * 3u + k];
-    for (uint k = 0u; k < 6u; ++k) partials[row + 3u + k] = gA[r * 6u + k];
+    for (uint k = 0u; k < 3u; ++k) outValues[row + k] = gMean[r * 3u + k];
+    for (uint k = 0u; k < 6u; ++k) outValues[row + 3u + k] = gA[r * 6u + k];
     [[unroll]] for (uint c = 0u; c < MAXC; ++c)
-      if (c < C) partials[row + GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r * MAXC + c];
+      if (c < C) outValues[row + GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r * MAXC + c];
   }
 }
