@@ -68,6 +68,21 @@ int main(int argc, char** argv) {
   gltf->add_option("--fps", gltfOptions.fps, "sampling rate")->check(CLI::Range(0.001, 10000.0));
   gltf->add_option("--backend", gltfOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
+  auto* fit = app.add_subcommand(
+      "fit-field", "Fit N Gaussians to the avatar's occupancy with Adam on the GPU: progress, IoU, the field out");
+  armature::app::FitFieldOptions fitOptions;
+  fit->add_option("--model", fitOptions.model, "body model .npz or .pkl (default: the generated avatar)")
+      ->check(cli::regularFile());
+  fit->add_option("-o,--output", fitOptions.output, "the fitted field, .npz")->check(cli::writableFile());
+  fit->add_option("--gaussians", fitOptions.gaussians, "how many")->check(CLI::Range(1u, 1u << 20));
+  fit->add_option("--iterations", fitOptions.iterations, "Adam steps")->check(CLI::Range(1u, 1u << 24));
+  fit->add_option("--samples", fitOptions.samples, "training samples (as many again are held out)")
+      ->check(CLI::Range(16u, 1u << 22));
+  fit->add_option("--log-every", fitOptions.logEvery, "iterations per progress line")->check(CLI::Range(1u, 1u << 24));
+  fit->add_option("--lr", fitOptions.lr, "Adam's learning rate")->check(cli::finiteRange(1e-9, 10));
+  fit->add_option("--seed", fitOptions.seed, "samples and initial field");
+  fit->add_option("--backend", fitOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda or vulkan")
+      ->check(CLI::IsMember({"auto", "cuda", "vulkan"}));
   if (auto code = cli::parse(app, argc, argv)) return *code;
   if (!frames.empty()) std::tie(poseOptions.firstFrame, poseOptions.endFrame) = cli::parseFrameRange(frames);
   if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
@@ -82,6 +97,7 @@ int main(int argc, char** argv) {
     if (*render) return armature::app::runModelRender(modelPath, outPath, poses, height, yaw);
     if (*pose) return armature::app::runPose(poseOptions);
     if (*gltf) return armature::app::runGltf(gltfOptions);
+    if (*fit) return armature::app::runFitField(fitOptions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature: %s\n", e.what());
     return cli::kFailure;

@@ -20,6 +20,13 @@ struct GltfOptions {
   double fps = 30;
 };
 int runGltf(const GltfOptions& options);
+struct FitFieldOptions {
+  std::string model, output, backend = "auto";
+  uint32_t gaussians = 20, iterations = 500, samples = 4096, logEvery = 50;
+  double lr = 0.01;
+  uint64_t seed = 0;
+};
+int runFitField(const FitFieldOptions& options);
 int runModelRender(const std::string& model, const std::string& out, const std::vector<std::string>& poses, int height,
                    double yawDegrees);
 }  // namespace armature::app
