@@ -18,15 +18,16 @@ void main() {
   const uint C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) != 0u ? 1u : 6u;
   const uint first = gl_WorkGroupID.y * p.chunk, last = min(first + p.chunk, p.points);
   // Row r is Gaussian firstRow + r·GAUSSIAN_THREADS.
-  float a[ROWS * 6], mean[ROWS * 3], w[ROWS * MAXC], gw[ROWS * MAXC], gMean[ROWS * 3], gA[ROWS * 6];
+  // a: A' (scaled, gaussian_io.h); D and S: the sums gaussianSideGrads turns into μ's and A's gradients.
+  float a[ROWS * 6], mean[ROWS * 3], w[ROWS * MAXC], gw[ROWS * MAXC], D[ROWS * 3], S[ROWS * 6];
   [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint i = firstRow + r * GAUSSIAN_THREADS;
     const bool inRange = i < p.gaussians;
     float raw[6], ar[6];
     for (uint k = 0u; k < 6u; ++k) raw[k] = inRange && k < paramCount ? cholesky[i * paramCount + k] : 0.0;
     gaussianInverse(raw, paramCount == 1u ? 1u : 0u, ar);
-    for (uint k = 0u; k < 6u; ++k) a[r * 6u + k] = ar[k], gA[r * 6u + k] = 0.0;
-    for (uint k = 0u; k < 3u; ++k) mean[r * 3u + k] = inRange ? means[i * 3u + k] : 0.0, gMean[r * 3u + k] = 0.0;
+    for (uint k = 0u; k < 6u; ++k) a[r * 6u + k] = ar[k] * GAUSSIAN_EXP2_SCALE, S[r * 6u + k] = 0.0;
+    for (uint k = 0u; k < 3u; ++k) mean[r * 3u + k] = inRange ? means[i * 3u + k] : 0.0, D[r * 3u + k] = 0.0;
     [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[r * MAXC + c] = inRange && c < C ? weights[i * C + c] : 0.0, gw[r * MAXC + c] = 0.0;
   }
   for (uint base = first; base < last; base += GAUSSIAN_TILE) {
@@ -46,24 +47,23 @@ void main() {
         float ar[6], z[3];
         [[unroll]] for (uint e = 0u; e < 6u; ++e) ar[e] = a[r * 6u + e];
         const float dx = px - mean[r * 3u], dy = py - mean[r * 3u + 1u], dz = pz - mean[r * 3u + 2u];
-        const float m = gaussianDistance(ar, dx, dy, dz, z);
-        const float g = exp2(m * GAUSSIAN_HALF_LOG2E);
-        if (g == 0.0) continue;  // no contribution (and z may be infinite)
+        const float m = gaussianDistance(ar, dx, dy, dz, z);  // scaled (gaussian_io.h)
+        const float g = gaussianTerm(m);
+        if (g == 0.0) continue;  // no contribution
         float s = 0.0;
         [[unroll]] for (uint c = 0u; c < MAXC; ++c) {
           s += gf[c] * w[r * MAXC + c];
           gw[r * MAXC + c] += gf[c] * g;
         }
-        const float q2 = -g * s;  // 2·dLoss/dm
-        gMean[r * 3u] -= q2 * (ar[0] * z[0] + ar[1] * z[1] + ar[3] * z[2]);
-        gMean[r * 3u + 1u] -= q2 * (ar[2] * z[1] + ar[4] * z[2]);
-        gMean[r * 3u + 2u] -= q2 * (ar[5] * z[2]);
-        gA[r * 6u] += q2 * z[0] * dx;
-        gA[r * 6u + 1u] += q2 * z[1] * dx;
-        gA[r * 6u + 2u] += q2 * z[1] * dy;
-        gA[r * 6u + 3u] += q2 * z[2] * dx;
-        gA[r * 6u + 4u] += q2 * z[2] * dy;
-        gA[r * 6u + 5u] += q2 * z[2] * dz;
+        const float q = -g * s;  // 2·dLoss/dm
+        const float qx = q * dx, qy = q * dy, qz = q * dz;
+        D[r * 3u] += qx, D[r * 3u + 1u] += qy, D[r * 3u + 2u] += qz;
+        S[r * 6u] += qx * dx;
+        S[r * 6u + 1u] += qy * dx;
+        S[r * 6u + 2u] += qy * dy;
+        S[r * 6u + 3u] += qz * dx;
+        S[r * 6u + 4u] += qz * dy;
+        S[r * 6u + 5u] += qz * dz;
       }
     }
   }
@@ -72,8 +72,12 @@ void main() {
     const uint i = firstRow + r * GAUSSIAN_THREADS;
     if (i >= p.gaussians) continue;
     const uint row = (gl_WorkGroupID.y * p.gaussians + i) * width;
-    for (uint k = 0u; k < 3u; ++k) outValues[row + k] = gMean[r * 3u + k];
-    for (uint k = 0u; k < 6u; ++k) outValues[row + 3u + k] = gA[r * 6u + k];
+    float ar[6], Dr[3], Sr[6], gMean[3], gA[6];
+    [[unroll]] for (uint k = 0u; k < 6u; ++k) ar[k] = a[r * 6u + k] * (1.0 / GAUSSIAN_EXP2_SCALE), Sr[k] = S[r * 6u + k];
+    [[unroll]] for (uint k = 0u; k < 3u; ++k) Dr[k] = D[r * 3u + k];
+    gaussianSideGrads(ar, Dr, Sr, gMean, gA);
+    for (uint k = 0u; k < 3u; ++k) outValues[row + k] = gMean[k];
+    for (uint k = 0u; k < 6u; ++k) outValues[row + 3u + k] = gA[k];
     [[unroll]] for (uint c = 0u; c < MAXC; ++c)
       if (c < C) outValues[row + GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r * MAXC + c];
   }

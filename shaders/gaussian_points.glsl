@@ -43,7 +43,7 @@ void main() {
       float raw[6], a[6];
       for (uint k = 0u; k < 6u; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
-      for (uint k = 0u; k < 6u; ++k) sA[lid * 6u + k] = a[k];
+      for (uint k = 0u; k < 6u; ++k) sA[lid * 6u + k] = a[k] * GAUSSIAN_EXP2_SCALE;
       for (uint k = 0u; k < 3u; ++k) sMean[lid * 3u + k] = means[i * 3u + k];
       [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0;
     }
@@ -56,8 +56,8 @@ void main() {
       const float mx = sMean[k * 3u], my = sMean[k * 3u + 1u], mz = sMean[k * 3u + 2u];
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float z[3];
-        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);
-        const float g = exp2(m * GAUSSIAN_HALF_LOG2E);
+        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);  // scaled (gaussian_io.h)
+        const float g = gaussianTerm(m);
 #if GAUSSIAN_BACKWARD
         if (g == 0.0) continue;  // no contribution (and z may be infinite)
         float s = 0.0;
@@ -68,7 +68,7 @@ void main() {
         gz[r] += q2 * (a[5] * z[2]);
 #else
         const uint b = firstRow + r * GAUSSIAN_THREADS;
-        if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS) != 0u) mahalanobis[b * p.gaussians + base + k] = m;
+        if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS) != 0u) mahalanobis[b * p.gaussians + base + k] = m * GAUSSIAN_UNSCALE;
         [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[r * MAXC + c] += w[c] * g;
 #endif
       }
@@ -79,7 +79,9 @@ void main() {
     if (b >= p.points) continue;
     const uint row = gl_WorkGroupID.y * p.points + b;  // the chunk's row of the partials; one chunk: the output's
 #if GAUSSIAN_BACKWARD
-    outValues[row * 3u] = gx[r], outValues[row * 3u + 1u] = gy[r], outValues[row * 3u + 2u] = gz[r];
+    // A'ᵀz' is the unscaled Aᵀz times the scale's square.
+    outValues[row * 3u] = gx[r] * GAUSSIAN_UNSCALE, outValues[row * 3u + 1u] = gy[r] * GAUSSIAN_UNSCALE;
+    outValues[row * 3u + 2u] = gz[r] * GAUSSIAN_UNSCALE;
 #else
     [[unroll]] for (uint c = 0u; c < MAXC; ++c)
       if (c < C) outValues[row * C + c] = acc[r * MAXC + c];

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       for (int k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
 #pragma unroll
-      for (int k = 0; k < 6; ++k) sA[lid * 6 + k] = a[k];
+      for (int k = 0; k < 6; ++k) sA[lid * 6 + k] = a[k] * GAUSSIAN_EXP2_SCALE;
 #pragma unroll
       for (int k = 0; k < 3; ++k) sMean[lid * 3 + k] = means[i * 3 + k];
 #pragma unroll
@@ -56,8 +56,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         float z[3];
-        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);
-        const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
+        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);  // scaled (gaussian_io.h)
+        const float g = gaussianTerm(m);
         if constexpr (BACKWARD) {
           if (g == 0.0f) continue;  // no contribution (and z may be infinite)
           float s = 0.0f;
@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
           g3[r][2] += q2 * (a[5] * z[2]);
         } else {
           const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
-          if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS)) mahalanobis[size_t(b) * p.gaussians + base + k] = m;
+          if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS))
+            mahalanobis[size_t(b) * p.gaussians + base + k] = m * GAUSSIAN_UNSCALE;
 #pragma unroll
           for (int c = 0; c < MAXC; ++c) acc[r][c] += w[c] * g;
         }
@@ -82,7 +83,9 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     if (b >= p.points) continue;
     const size_t row = size_t(blockIdx.y) * p.points + b;  // the chunk's row of the partials, or the output's
     if constexpr (BACKWARD) {
-      out[row * 3] = g3[r][0], out[row * 3 + 1] = g3[r][1], out[row * 3 + 2] = g3[r][2];
+      // A'ᵀz' is the unscaled Aᵀz times the scale's square.
+      out[row * 3] = g3[r][0] * GAUSSIAN_UNSCALE, out[row * 3 + 1] = g3[r][1] * GAUSSIAN_UNSCALE;
+      out[row * 3 + 2] = g3[r][2] * GAUSSIAN_UNSCALE;
     } else {
 #pragma unroll
       for (int c = 0; c < MAXC; ++c)
@@ -102,7 +105,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.points);
-  float a[ROWS][6], mean[ROWS][3], w[ROWS][MAXC], gw[ROWS][MAXC], gMean[ROWS][3], gA[ROWS][6];
+  // a: A' (scaled, gaussian_io.h); D and S: the sums gaussianSideGrads turns into μ's and A's gradients.
+  float a[ROWS][6], mean[ROWS][3], w[ROWS][MAXC], gw[ROWS][MAXC], D[ROWS][3], S[ROWS][6];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const uint32_t i = firstRow + r * GAUSSIAN_THREADS;
@@ -112,9 +116,9 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     for (int k = 0; k < 6; ++k) raw[k] = inRange && k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
     gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a[r]);
 #pragma unroll
-    for (int k = 0; k < 6; ++k) gA[r][k] = 0.0f;
+    for (int k = 0; k < 6; ++k) a[r][k] *= GAUSSIAN_EXP2_SCALE, S[r][k] = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 3; ++k) mean[r][k] = inRange ? means[i * 3 + k] : 0.0f, gMean[r][k] = 0.0f;
+    for (int k = 0; k < 3; ++k) mean[r][k] = inRange ? means[i * 3 + k] : 0.0f, D[r][k] = 0.0f;
 #pragma unroll
     for (int c = 0; c < MAXC; ++c) w[r][c] = inRange && c < C ? weights[i * C + c] : 0.0f, gw[r][c] = 0.0f;
   }
@@ -138,25 +142,24 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       for (int r = 0; r < ROWS; ++r) {
         float z[3];
         const float dx = px - mean[r][0], dy = py - mean[r][1], dz = pz - mean[r][2];
-        const float m = gaussianDistance(a[r], dx, dy, dz, z);
-        const float g = exp2f(m * GAUSSIAN_HALF_LOG2E);
-        if (g == 0.0f) continue;  // no contribution (and z may be infinite)
+        const float m = gaussianDistance(a[r], dx, dy, dz, z);  // scaled (gaussian_io.h)
+        const float g = gaussianTerm(m);
+        if (g == 0.0f) continue;  // no contribution
         float s = 0.0f;
 #pragma unroll
         for (int c = 0; c < MAXC; ++c) {
           s += gf[c] * w[r][c];
           gw[r][c] += gf[c] * g;
         }
-        const float q2 = -g * s;  // 2·dLoss/dm
-        gMean[r][0] -= q2 * (a[r][0] * z[0] + a[r][1] * z[1] + a[r][3] * z[2]);
-        gMean[r][1] -= q2 * (a[r][2] * z[1] + a[r][4] * z[2]);
-        gMean[r][2] -= q2 * (a[r][5] * z[2]);
-        gA[r][0] += q2 * z[0] * dx;
-        gA[r][1] += q2 * z[1] * dx;
-        gA[r][2] += q2 * z[1] * dy;
-        gA[r][3] += q2 * z[2] * dx;
-        gA[r][4] += q2 * z[2] * dy;
-        gA[r][5] += q2 * z[2] * dz;
+        const float q = -g * s;  // 2·dLoss/dm
+        const float qx = q * dx, qy = q * dy, qz = q * dz;
+        D[r][0] += qx, D[r][1] += qy, D[r][2] += qz;
+        S[r][0] += qx * dx;
+        S[r][1] += qy * dx;
+        S[r][2] += qy * dy;
+        S[r][3] += qz * dx;
+        S[r][4] += qz * dy;
+        S[r][5] += qz * dz;
       }
     }
   }
@@ -166,10 +169,14 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     const uint32_t i = firstRow + r * GAUSSIAN_THREADS;
     if (i >= p.gaussians) continue;
     float* row = partials + (size_t(blockIdx.y) * p.gaussians + i) * width;
+    float ar[6], gMean[3], gA[6];
 #pragma unroll
-    for (int k = 0; k < 3; ++k) row[k] = gMean[r][k];
+    for (int k = 0; k < 6; ++k) ar[k] = a[r][k] * (1.0f / GAUSSIAN_EXP2_SCALE);
+    gaussianSideGrads(ar, D[r], S[r], gMean, gA);
 #pragma unroll
-    for (int k = 0; k < 6; ++k) row[3 + k] = gA[r][k];
+    for (int k = 0; k < 3; ++k) row[k] = gMean[k];
+#pragma unroll
+    for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
 #pragma unroll
     for (int c = 0; c < MAXC; ++c)
       if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[r][c];

@@ -67,21 +67,27 @@ static_assert(sizeof(GaussianPush) == 32);
 #if defined(__cplusplus) || defined(__CUDACC__)
 #define GAUSSIAN_IN(name, n) const float name[n]
 #define GAUSSIAN_OUT(name, n) float name[n]
-#ifdef __CUDACC__
-#define GAUSSIAN_EXP2(x) exp2f(x)
-#else
-#define GAUSSIAN_EXP2(x) std::exp2(x)
-#endif
 #else
 #define GAUSSIAN_IN(name, n) in float name[n]
 #define GAUSSIAN_OUT(name, n) out float name[n]
-#define GAUSSIAN_EXP2(x) exp2(x)
 #endif
 
-// −½·log2(e): exp(−½m) = exp2(m · this).
-#define GAUSSIAN_HALF_LOG2E (-0.72134752044448170368f)
+// The kernels stage A' = √(½·log2 e)·A, so that a pair's term is exp2(−‖A'd‖²) with no multiply; its distance is
+// m = ‖A'd‖²·2·ln 2. (On CUDA one ex2.approx instruction: ~2 ulp, tiny results flushed to zero, as GLSL's exp2 is.)
+#define GAUSSIAN_EXP2_SCALE 0.84932180028801904f
+#define GAUSSIAN_UNSCALE 1.38629436111989061f  // 1 / GAUSSIAN_EXP2_SCALE² = 2·ln 2
+#if defined(__CUDACC__)
+__device__ inline float gaussianTerm(float scaledDistance) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(-scaledDistance));
+  return y;
+}
+#elif defined(__cplusplus)
+inline float gaussianTerm(float scaledDistance) { return std::exp2(-scaledDistance); }
+#else
+float gaussianTerm(float scaledDistance) { return exp2(-scaledDistance); }
+#endif
 
-// (NaN stays NaN: a bad parameter shows in its Gaussian's outputs.)
 ARM_FN float gaussianClampLog(float raw) {
   return raw < -GAUSSIAN_LOG_SCALE_LIMIT ? -GAUSSIAN_LOG_SCALE_LIMIT
                                          : (raw > GAUSSIAN_LOG_SCALE_LIMIT ? GAUSSIAN_LOG_SCALE_LIMIT : raw);
@@ -110,6 +116,24 @@ ARM_FN float gaussianDistance(GAUSSIAN_IN(a, 6), float dx, float dy, float dz, G
   z[1] = a[1] * dx + a[2] * dy;
   z[2] = a[3] * dx + a[4] * dy + a[5] * dz;
   return z[0] * z[0] + z[1] * z[1] + z[2] * z[2];
+}
+
+// The Gaussian side's sums, turned into the gradients of μ and A (A unscaled): the kernel accumulates, over its
+// points, D = Σ q·d and S = Σ q·d·dᵀ (lower triangle as a), q = −g·s twice the loss's derivative by the distance;
+// then A's gradient is Σ q·z·dᵀ = A·S (lower triangle) and μ's is −Σ q·Aᵀz = −Aᵀ·A·D.
+ARM_FN void gaussianSideGrads(GAUSSIAN_IN(a, 6), GAUSSIAN_IN(D, 3), GAUSSIAN_IN(S, 6), GAUSSIAN_OUT(gMean, 3),
+                              GAUSSIAN_OUT(gA, 6)) {
+  const float s00 = S[0], s10 = S[1], s11 = S[2], s20 = S[3], s21 = S[4], s22 = S[5];
+  gA[0] = a[0] * s00;
+  gA[1] = a[1] * s00 + a[2] * s10;
+  gA[2] = a[1] * s10 + a[2] * s11;
+  gA[3] = a[3] * s00 + a[4] * s10 + a[5] * s20;
+  gA[4] = a[3] * s10 + a[4] * s11 + a[5] * s21;
+  gA[5] = a[3] * s20 + a[4] * s21 + a[5] * s22;
+  const float ad0 = a[0] * D[0], ad1 = a[1] * D[0] + a[2] * D[1], ad2 = a[3] * D[0] + a[4] * D[1] + a[5] * D[2];
+  gMean[0] = -(a[0] * ad0 + a[1] * ad1 + a[3] * ad2);
+  gMean[1] = -(a[2] * ad1 + a[4] * ad2);
+  gMean[2] = -(a[5] * ad2);
 }
 
 // The gradient of L's parameters from A's (gA, lower triangle as a): L's is −Aᵀ·gA·Aᵀ (A = L⁻¹), kept on the lower
