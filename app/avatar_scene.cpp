@@ -39,12 +39,14 @@ constexpr uint32_t kCpuMaxAvatars = 16;  // the double reference takes ~20 ms pe
 template <typename T>
 void put(vk::Buffer& b, const std::vector<T>& v) {
   std::vector<float> f(v.begin(), v.end());
-  if (!f.empty()) std::memcpy(b.mapped(), f.data(), f.size() * 4);
+  b.upload(f.data(), f.size() * 4);  // a copy into device memory, or straight into a host-visible buffer
 }
 DeviceView f32(const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); }
-// Host-visible parameters and outputs: the CPU backend writes them directly; the Vulkan backend's writes are tiny.
-vk::Buffer hostBuffer(vk::Context& ctx, size_t floats, VkBufferUsageFlags extraUsage = 0) {
-  return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage | extraUsage, vk::MemoryKind::HostVisible);
+// Parameters are host-visible (written every frame, and small); outputs stay in device memory, where the skinning
+// writes them and the renderer reads them (a crowd's vertices are far too many to cross the bus every frame).
+vk::Buffer hostBuffer(vk::Context& ctx, size_t floats, VkBufferUsageFlags extraUsage = 0,
+                      vk::MemoryKind kind = vk::MemoryKind::HostVisible) {
+  return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage | extraUsage, kind);
 }
 
 // Vulkan: records into the frame's command buffer, inside timer zones, over the scene's host-visible buffers.
@@ -176,8 +178,8 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
   m_host.pose = hostBuffer(ctx, B * J * 3);
   m_host.transl = hostBuffer(ctx, B * 3);
-  m_host.joints = hostBuffer(ctx, B * J * 3);
-  m_host.positions = hostBuffer(ctx, B * V3, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
+  m_host.joints = hostBuffer(ctx, B * J * 3, 0, vk::MemoryKind::DeviceLocal);
+  m_host.positions = hostBuffer(ctx, B * V3, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::DeviceLocal);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);

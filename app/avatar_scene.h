@@ -66,7 +66,7 @@ class AvatarScene : public Scene {
   // The parameters of every avatar as the backends see them (for tests).
   const BodyParams& params() const { return m_params; }
 
-  // The Vulkan lane's host-visible parameter and output buffers (the CPU reference writes the outputs too).
+  // The Vulkan lane's buffers: host-visible parameters, device-local outputs (the CPU reference uploads into them).
   struct HostBuffers {
     vk::Buffer pose, betas, expression, transl, positions, joints;
   };
