@@ -26,12 +26,12 @@ namespace armature::app {
 namespace {
 
 // Parameters laid out in one buffer for one Adam step: means (N,3), L's parameters (N,6), weights (N,1), each part
-// starting on 64 floats (where any device binds a view).
+// starting where any device binds a view.
 struct Layout {
   size_t means = 0, cholesky = 0, weights = 0, total = 0;
   explicit Layout(uint32_t N) {
-    auto aligned = [](size_t n) { return (n + 63) / 64 * 64; };
-    cholesky = aligned(size_t(N) * 3), weights = cholesky + aligned(size_t(N) * 6), total = weights + aligned(N);
+    cholesky = bindableFloats(size_t(N) * 3), weights = cholesky + bindableFloats(size_t(N) * 6);
+    total = weights + bindableFloats(N);
   }
 };
 
@@ -72,8 +72,7 @@ std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count, const Body
 }  // namespace
 
 int runFitField(const FitFieldOptions& o) {
-  const Backend backend =
-      o.backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(o.backend);
+  const Backend backend = chooseBackend(o.backend);
   ARM_CHECK(backend != Backend::Cpu, "fit-field runs on the GPU: --backend cuda or vulkan");
   const BodyModel model = o.model.empty() ? synthesizeBodyModel({0}) : loadBodyModel(o.model);
   std::unique_ptr<vk::Context> ctx;

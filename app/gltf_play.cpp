@@ -67,8 +67,7 @@ int runGltf(const GltfOptions& o) {
         c.clips.empty() ? sampleGltfLocals(c, 0, 0) : sampleGltfLocals(c, o.clip, std::min(f / o.fps, length));
     locals.insert(locals.end(), l.begin(), l.end());
   }
-  const Backend backend =
-      o.backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(o.backend);
+  const Backend backend = chooseBackend(o.backend);
   std::printf("%s: %u joints (depth %u), %u vertices, %u influences; clip %s (%.3g s): %u frames at %g fps\n",
               o.file.c_str(), c.jointCount(), forest.depth(), c.vertexCount(), c.influences,
               c.clips.empty() ? "(none: the rest pose)" : ("'" + c.clips[o.clip].name + "'").c_str(), length, frames,

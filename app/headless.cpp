@@ -25,13 +25,6 @@ std::string defaultModelPath() {
   return "";
 }
 
-namespace {
-Backend chooseBackend(const std::string& name) {
-  if (name != "auto") return parseBackend(name);
-  return cudaUnavailable() ? Backend::Vulkan : Backend::Cuda;
-}
-}  // namespace
-
 void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
   if (auto* body = dynamic_cast<AvatarScene*>(&scene)) {

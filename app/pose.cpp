@@ -103,8 +103,7 @@ int runPose(const PoseOptions& o) {
   const uint32_t frames = last - first;
   const uint32_t S = std::min<uint32_t>(uint32_t(std::max<size_t>(motion.betas.size(), 1)), model.shapeCount);
   const uint32_t E = std::min<uint32_t>(uint32_t(motion.expression.size() / motion.frames), model.exprCount);
-  const Backend backend =
-      o.backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(o.backend);
+  const Backend backend = chooseBackend(o.backend);
   std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), motion.description.c_str());
   GltfRig rig;
   GltfAnimation animation;

@@ -593,7 +593,7 @@ int Viewer::run() {
     m_draw.skeleton = m_options.skeleton;
     m_computeRaster = m_options.raster == "compute";
     std::string backend = m_options.backend;
-    setBackend(backend == "auto" ? (cudaUnavailable() ? Backend::Vulkan : Backend::Cuda) : parseBackend(backend));
+    setBackend(chooseBackend(backend));
     createSwapchain();
     m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 8);
     for (auto& f : m_frames) {

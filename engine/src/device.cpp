@@ -100,6 +100,11 @@ std::optional<std::string> cudaUnavailable() {
 #endif
 }
 
+Backend chooseBackend(std::string_view name) {
+  if (name != "auto") return parseBackend(name);
+  return cudaUnavailable() ? Backend::Vulkan : Backend::Cuda;
+}
+
 std::string cudaDeviceName() {
 #if ARMATURE_HAS_CUDA
   if (!cuda::unavailableReason()) {

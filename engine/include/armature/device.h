@@ -217,10 +217,16 @@ class OpChecks {
   const Exec& m_exec;
 };
 
+// `floats` rounded up to a multiple of 64 (256 bytes): where a view that follows them in one buffer may start on any
+// device (minStorageBufferOffsetAlignment is at most 256).
+constexpr size_t bindableFloats(size_t floats) { return (floats + 63) / 64 * 64; }
+
 // The one error for an op that the exec's backend does not have (or that this build does not contain).
 [[noreturn]] void throwMissingBackend(const char* op, Backend backend);
 // Why CUDA cannot run on this machine (not built, no driver, no device), or nothing when it can.
 std::optional<std::string> cudaUnavailable();
+// A backend by name: "auto" is CUDA where it runs, else Vulkan; any other name as parseBackend reads it.
+Backend chooseBackend(std::string_view name);
 // The first CUDA device's name, or empty where CUDA cannot run.
 std::string cudaDeviceName();
 

@@ -37,10 +37,10 @@ Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels) {
 }
 
 // Floats of the point side's partials (when cut into more than one chunk) and of the Gaussian side's (always).
-// (Rounded up to 64 floats, so that the Gaussian side's partials start where any device may bind them.)
+// (Bindable, so that the Gaussian side's partials may follow.)
 size_t pointPartialFloats(uint32_t B, uint32_t N, uint32_t C, uint32_t width) {
   const Chunks c = chunksFor(B, N, C);
-  return c.count > 1 ? (size_t(c.count) * B * width + 63) / 64 * 64 : 0;
+  return c.count > 1 ? bindableFloats(size_t(c.count) * B * width) : 0;
 }
 size_t gaussianPartialFloats(uint32_t B, uint32_t N, uint32_t C) {
   return size_t(chunksFor(N, B, C).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);

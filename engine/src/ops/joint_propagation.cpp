@@ -101,7 +101,7 @@ size_t DeviceJointForest::scanScratchFloats(uint32_t batch) const {
   for (uint32_t g = 0; g < m_forest.generations(); ++g)
     mostTiles = std::max(mostTiles, jointsTiles(batch, m_forest.generationLength(g)));
   // Rounded up to 256 bytes: the points' part after it is bound at its own offset (storage buffer alignment).
-  return (scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS + 63) / 64 * 64;
+  return bindableFloats(scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS);
 }
 
 size_t DeviceJointForest::scratchFloats(uint32_t batch) const {
