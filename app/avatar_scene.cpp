@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "app/box.h"
 #include "app/poses.h"
 #include "armature/cuda/runtime.h"
 #ifdef ARMATURE_HAS_INTEROP
@@ -44,16 +45,15 @@ void put(vk::Buffer& b, const std::vector<T>& v) {
 DeviceView f32(const vk::Buffer& b) { return DeviceView::of(b, ElementType::Float32); }
 // Parameters are host-visible (written every frame, and small); outputs stay in device memory, where the skinning
 // writes them and the renderer reads them (a crowd's vertices are far too many to cross the bus every frame).
-vk::Buffer hostBuffer(vk::Context& ctx, size_t floats, VkBufferUsageFlags extraUsage = 0,
-                      vk::MemoryKind kind = vk::MemoryKind::HostVisible) {
+vk::Buffer floatBuffer(vk::Context& ctx, size_t floats, vk::MemoryKind kind, VkBufferUsageFlags extraUsage = 0) {
   return vk::Buffer(ctx, std::max<size_t>(floats, 1) * 4, vk::kStorageUsage | extraUsage, kind);
 }
 
-// Vulkan: records into the frame's command buffer, inside timer zones, over the scene's host-visible buffers.
+// Vulkan: records into the frame's command buffer, inside timer zones, over the scene's buffers.
 class VulkanLane : public AvatarScene::Lane {
  public:
   VulkanLane(Device& device, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars,
-             AvatarScene::HostBuffers& buffers)
+             AvatarScene::LaneBuffers& buffers)
       : m_device(device), m_model(model), m_shape(S), m_expr(E), m_maxAvatars(maxAvatars), m_buffers(buffers) {}
   Skinning& skinning() override {
     if (!m_skinning)
@@ -95,7 +95,7 @@ class VulkanLane : public AvatarScene::Lane {
   const BodyModel& m_model;
   uint32_t m_shape, m_expr, m_maxAvatars;
   std::unique_ptr<Skinning> m_skinning;
-  AvatarScene::HostBuffers& m_buffers;  // the scene's: it replaces betas and expression in place
+  AvatarScene::LaneBuffers& m_buffers;  // the scene's: it replaces betas and expression in place
   VulkanStage m_stage;
 };
 
@@ -176,10 +176,10 @@ AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars,
   ARM_CHECK(maxAvatars >= 1, "AvatarScene: maxAvatars must be >= 1");
   m_base = BodyParams::zeros(m_model, 1, m_shape, m_expr);
   size_t V3 = size_t(m_model.vertexCount) * 3, J = m_model.jointCount, B = maxAvatars;
-  m_host.pose = hostBuffer(ctx, B * J * 3);
-  m_host.transl = hostBuffer(ctx, B * 3);
-  m_host.joints = hostBuffer(ctx, B * J * 3, 0, vk::MemoryKind::DeviceLocal);
-  m_host.positions = hostBuffer(ctx, B * V3, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, vk::MemoryKind::DeviceLocal);
+  m_buffers.pose = floatBuffer(ctx, B * J * 3, vk::MemoryKind::HostVisible);
+  m_buffers.transl = floatBuffer(ctx, B * 3, vk::MemoryKind::HostVisible);
+  m_buffers.joints = floatBuffer(ctx, B * J * 3, vk::MemoryKind::DeviceLocal);
+  m_buffers.positions = floatBuffer(ctx, B * V3, vk::MemoryKind::DeviceLocal, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
   setComponentCounts(m_shape, m_expr);
   float lo[3], hi[3];
   bounds(lo, hi);
@@ -209,24 +209,17 @@ void AvatarScene::setComponentCounts(uint32_t S, uint32_t E) {
   m_shape = S, m_expr = E;
   m_base = BodyParams::zeros(m_model, 1, S, E);
   if (!old.pose.empty()) applyPose(old);
-  m_host.betas = hostBuffer(m_ctx, size_t(m_maxAvatars) * S);
-  m_host.expression = hostBuffer(m_ctx, size_t(m_maxAvatars) * E);
+  m_buffers.betas = floatBuffer(m_ctx, size_t(m_maxAvatars) * S, vk::MemoryKind::HostVisible);
+  m_buffers.expression = floatBuffer(m_ctx, size_t(m_maxAvatars) * E, vk::MemoryKind::HostVisible);
   // The skinning tables follow the component counts: the lanes are rebuilt (CUDA's at once, as it was in use).
   const bool hadCuda = m_cudaLane != nullptr;
   m_cudaLane.reset();
-  m_vulkanLane = std::make_unique<VulkanLane>(m_vkDevice, m_model, S, E, m_maxAvatars, m_host);
+  m_vulkanLane = std::make_unique<VulkanLane>(m_vkDevice, m_model, S, E, m_maxAvatars, m_buffers);
   if (hadCuda) setBackend(Backend::Cuda);
   update(m_time);
 }
 
-void AvatarScene::bounds(float lo[3], float hi[3]) const {
-  for (int k = 0; k < 3; ++k) lo[k] = 1e9f, hi[k] = -1e9f;
-  for (size_t v = 0; v < m_model.vertexCount; ++v)
-    for (int k = 0; k < 3; ++k) {
-      float x = float(m_model.vTemplate[v * 3 + size_t(k)]);
-      lo[k] = std::min(lo[k], x), hi[k] = std::max(hi[k], x);
-    }
-}
+void AvatarScene::bounds(float lo[3], float hi[3]) const { boxOf(m_model.vTemplate, lo, hi); }
 
 void AvatarScene::crowdBounds(float lo[3], float hi[3]) const {
   float restLo[3], restHi[3];
@@ -282,12 +275,11 @@ void AvatarScene::update(double seconds) {
   m_time = seconds;
   uint32_t B = m_avatars, J = m_model.jointCount;
   m_params = BodyParams::zeros(m_model, B, m_shape, m_expr);
-  uint32_t columns = uint32_t(std::ceil(std::sqrt(double(B))));
   for (uint32_t i = 0; i < B; ++i) {
     std::copy(m_base.pose.begin(), m_base.pose.end(), m_params.pose.begin() + long(i) * J * 3);
     double motionOffset[3] = {0, 0, 0};
     if (m_motion.frames) {
-      const double phase = std::fmod(i * 0.6180339887498949, 1.0) * clipSeconds();
+      const double phase = crowdPhase(i) * clipSeconds();
       const double at = std::fmod(std::max(seconds, 0.0) + phase, clipSeconds());
       const size_t f = std::min<size_t>(size_t(at * m_motion.fps), m_motion.frames - 1);
       std::copy_n(m_motion.pose.begin() + long(f * J * 3), J * 3, m_params.pose.begin() + long(i) * J * 3);
@@ -301,7 +293,7 @@ void AvatarScene::update(double seconds) {
       m_params.betas[i * m_shape + k] = m_base.betas[k] + jitter;
     }
     for (uint32_t k = 0; k < m_expr; ++k) m_params.expression[i * m_expr + k] = m_base.expression[k];
-    double x = (double(i % columns) - (columns - 1) / 2.0) * 1.1, z = -(double(i / columns)) * 1.1;
+    const auto [x, z] = crowdPlace(i, B, 1.1);
     m_params.transl[i * 3] = m_base.transl[0] + x + motionOffset[0];
     m_params.transl[i * 3 + 1] = m_base.transl[1] + motionOffset[1];
     m_params.transl[i * 3 + 2] = m_base.transl[2] + z + motionOffset[2];
@@ -312,12 +304,12 @@ VkBuffer AvatarScene::positions() const { return lane().positions(); }
 
 VkBuffer AvatarScene::joints() const { return lane().joints(); }
 
-// The backend's lane; the CPU reference writes the Vulkan lane's host-visible buffers, so its frames use that lane.
+// The backend's lane; the CPU reference writes the Vulkan lane's output buffers, so its frames use that lane.
 AvatarScene::Lane& AvatarScene::lane() const { return m_backend == Backend::Cuda ? *m_cudaLane : *m_vulkanLane; }
 
 std::vector<float> AvatarScene::readPositions() const {
   ARM_CHECK(m_backend != Backend::Cuda, "readPositions: the CUDA backend's positions live in the shared buffer");
-  return m_host.positions.download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
+  return m_buffers.positions.download<float>(size_t(m_avatars) * m_model.vertexCount * 3);
 }
 
 void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
@@ -325,8 +317,8 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   if (m_backend == Backend::Cpu) {  // the reference, into the buffers the renderer draws from
     const int64_t t0 = steadyNowNs();
     BodyOutput out = bodyForwardRef(m_model, m_params);
-    put(m_host.positions, out.vertices);
-    put(m_host.joints, out.joints);
+    put(m_buffers.positions, out.vertices);
+    put(m_buffers.joints, out.joints);
     m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }

@@ -67,7 +67,7 @@ class AvatarScene : public Scene {
   const BodyParams& params() const { return m_params; }
 
   // The Vulkan lane's buffers: host-visible parameters, device-local outputs (the CPU reference uploads into them).
-  struct HostBuffers {
+  struct LaneBuffers {
     vk::Buffer pose, betas, expression, transl, positions, joints;
   };
   class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
@@ -84,7 +84,7 @@ class AvatarScene : public Scene {
   double m_time = 0;
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
-  HostBuffers m_host;
+  LaneBuffers m_buffers;
   Motion m_motion;  // no frames: none
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };

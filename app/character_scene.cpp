@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "app/box.h"
 #include "armature/ops/joint_propagation.h"
 #include "armature/ops/linear_blend_skinning.h"
 #include "armature/vk/context.h"
@@ -15,7 +16,6 @@ namespace armature::app {
 
 namespace {
 constexpr uint32_t kCpuMaxAvatars = 64;  // the double reference, on the host, every frame
-constexpr double kGoldenFraction = 0.6180339887498949;
 
 std::vector<float> toFloats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 }  // namespace
@@ -176,14 +176,8 @@ CharacterScene::CharacterScene(vk::Context& ctx, GltfCharacter character, uint32
       m_maxAvatars(maxAvatars) {
   ARM_CHECK(maxAvatars >= 1, "CharacterScene: maxAvatars must be >= 1");
   // The box of one member at the clip's start sets the grid's spacing and the floor.
-  const std::vector<double> vertices =
-      poseGltfCharacterRef(m_character, m_forest, sampleGltfLocals(m_character, 0, 0), 1).vertices;
-  for (int k = 0; k < 3; ++k) m_restLo[k] = 1e30f, m_restHi[k] = -1e30f;
-  for (size_t i = 0; i < vertices.size(); ++i) {
-    const size_t k = i % 3;
-    m_restLo[k] = std::min(m_restLo[k], float(vertices[i])), m_restHi[k] = std::max(m_restHi[k], float(vertices[i]));
-  }
-  if (vertices.empty()) std::fill_n(m_restLo, 3, 0.f), std::fill_n(m_restHi, 3, 0.f);
+  boxOf(poseGltfCharacterRef(m_character, m_forest, sampleGltfLocals(m_character, 0, 0), 1).vertices, m_restLo,
+        m_restHi);
   m_spacing = 1.25 * std::max({double(m_restHi[0] - m_restLo[0]), double(m_restHi[2] - m_restLo[2]), 1e-3});
   m_vulkanLane = std::make_unique<VulkanLane>(ctx, m_character, m_forest, maxAvatars);
   update(0);
@@ -230,26 +224,20 @@ void CharacterScene::update(double seconds) {
   m_time = seconds;
   const uint32_t B = m_avatars, J = m_character.jointCount();
   const double length = clipSeconds();
-  const uint32_t columns = uint32_t(std::ceil(std::sqrt(double(B))));
-  m_offsets.assign(size_t(B) * 3, 0.0);
+  const bool playing = animate && length > 0;
+  const std::vector<double> still = playing ? std::vector<double>{} : sampleGltfLocals(m_character, m_clip, 0);
+  std::vector<double> sampled;
   m_locals.resize(size_t(B) * J * 12);
-  std::vector<double> still;  // without animation every member holds the same frame
-  if (!animate || length <= 0) still = sampleGltfLocals(m_character, m_clip, 0);
   for (uint32_t i = 0; i < B; ++i) {
-    double* offset = &m_offsets[size_t(i) * 3];
-    offset[0] = (double(i % columns) - (columns - 1) / 2.0) * m_spacing;
-    offset[2] = -double(i / columns) * m_spacing;
-    const std::vector<double> sampled =
-        still.empty()
-            ? sampleGltfLocals(m_character, m_clip,
-                               std::fmod(std::max(seconds, 0.0) + std::fmod(i * kGoldenFraction, 1.0) * length, length))
-            : std::vector<double>{};
-    const std::vector<double>& l = still.empty() ? sampled : still;
+    if (playing)
+      sampled =
+          sampleGltfLocals(m_character, m_clip, std::fmod(std::max(seconds, 0.0) + crowdPhase(i) * length, length));
+    const std::vector<double>& l = playing ? sampled : still;
     double* out = &m_locals[size_t(i) * J * 12];
     std::copy(l.begin(), l.end(), out);
+    const auto [x, z] = crowdPlace(i, B, m_spacing);
     for (uint32_t j = 0; j < J; ++j)  // the grid moves the roots, in the world's axes
-      if (m_character.parents[j] < 0)
-        for (int k = 0; k < 3; ++k) out[j * 12 + uint32_t(k) * 4 + 3] += offset[k];
+      if (m_character.parents[j] < 0) out[j * 12 + 3] += x, out[j * 12 + 11] += z;
   }
 }
 
@@ -283,11 +271,11 @@ VisibilityBuffers CharacterScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* t
 
 void CharacterScene::crowdBounds(float lo[3], float hi[3]) const {
   for (int k = 0; k < 3; ++k) lo[k] = m_restLo[k], hi[k] = m_restHi[k];
-  for (uint32_t i = 0; i < m_avatars; ++i)
-    for (size_t k = 0; k < 3; ++k) {
-      lo[k] = std::min(lo[k], m_restLo[k] + float(m_offsets[i * 3 + k]));
-      hi[k] = std::max(hi[k], m_restHi[k] + float(m_offsets[i * 3 + k]));
-    }
+  for (uint32_t i = 0; i < m_avatars; ++i) {
+    const auto [x, z] = crowdPlace(i, m_avatars, m_spacing);
+    lo[0] = std::min(lo[0], m_restLo[0] + float(x)), hi[0] = std::max(hi[0], m_restHi[0] + float(x));
+    lo[2] = std::min(lo[2], m_restLo[2] + float(z)), hi[2] = std::max(hi[2], m_restHi[2] + float(z));
+  }
 }
 
 }  // namespace armature::app

@@ -30,8 +30,8 @@ class CharacterScene : public Scene {
   void setClip(uint32_t clip);
   double clipSeconds() const override;
 
-  // Member i plays the clip from the fraction i·0.618… of it (the golden ratio's: no two neighbours move alike)
-  // when animating, else holds the clip's first frame; members stand on a grid, spaced by the character's size.
+  // Member i plays the clip from crowdPhase(i) when animating, else holds the clip's first frame; members stand at
+  // crowdPlace, spaced by the character's size.
   void update(double seconds) override;
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer) override;
   VkBuffer positions() const override;
@@ -61,7 +61,6 @@ class CharacterScene : public Scene {
   double m_time = 0, m_spacing = 1;
   float m_restLo[3], m_restHi[3];  // member 0's box at the clip's start
   std::vector<double> m_locals;    // (B,J,12)
-  std::vector<double> m_offsets;   // (B,3): each member's place on the grid
   std::unique_ptr<VisibilityRaster> m_raster;
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };

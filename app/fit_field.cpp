@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 
+#include "app/box.h"
 #include "app/commands.h"
 #include "armature/body/body_model.h"
 #include "armature/body/npz.h"
@@ -82,10 +83,7 @@ int runFitField(const FitFieldOptions& o) {
 
   // The target: the rest mesh's occupancy at samples in its box, padded by 5%.
   float lo[3], hi[3];
-  for (int k = 0; k < 3; ++k) lo[k] = 1e30f, hi[k] = -1e30f;
-  for (size_t i = 0; i < model.vTemplate.size(); ++i)
-    lo[i % 3] = std::min(lo[i % 3], float(model.vTemplate[i])),
-           hi[i % 3] = std::max(hi[i % 3], float(model.vTemplate[i]));
+  boxOf(model.vTemplate, lo, hi);
   for (int k = 0; k < 3; ++k) {
     const float pad = 0.05f * (hi[k] - lo[k]);
     lo[k] -= pad, hi[k] += pad;
@@ -95,8 +93,8 @@ int runFitField(const FitFieldOptions& o) {
   const uint32_t B = o.samples, E = o.samples;  // training and held-out samples
   const DeviceTriangleMesh mesh(device, std::vector<float>(model.vTemplate.begin(), model.vTemplate.end()),
                                 model.faces);
-  DeviceBuffer train = device.upload(samplePoints(rng, B, model, lo, hi));
-  DeviceBuffer held = device.upload(samplePoints(rng, E, model, lo, hi));
+  const std::vector<float> trainPoints = samplePoints(rng, B, model, lo, hi);
+  DeviceBuffer train = device.upload(trainPoints), held = device.upload(samplePoints(rng, E, model, lo, hi));
   DeviceBuffer windings = device.allocate(ElementType::Float32, std::max(B, E));
   auto occupancy = [&](const DeviceBuffer& points, uint32_t count) {
     device.run(backend, [&](const Exec& exec) { windingNumbers(exec, {&mesh, count, points, windings}); });
@@ -114,7 +112,6 @@ int runFitField(const FitFieldOptions& o) {
   const uint32_t N = o.gaussians;
   const Layout layout(N);
   std::vector<float> params(layout.total, 0.0f);
-  const std::vector<float> trainPoints = train.download<float>(size_t(B) * 3);
   std::vector<size_t> insideSamples;
   for (size_t i = 0; i < B; ++i)
     if (target[i] > 0.5f) insideSamples.push_back(i);

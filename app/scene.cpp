@@ -1,6 +1,7 @@
 #include "app/scene.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
@@ -12,6 +13,13 @@
 #endif
 
 namespace armature::app {
+
+std::array<double, 2> crowdPlace(uint32_t i, uint32_t count, double spacing) {
+  const uint32_t columns = uint32_t(std::ceil(std::sqrt(double(count))));
+  return {(double(i % columns) - (columns - 1) / 2.0) * spacing, -double(i / columns) * spacing};
+}
+
+double crowdPhase(uint32_t i) { return std::fmod(i * 0.6180339887498949, 1.0); }
 
 void frameAvatars(Camera& camera, const Scene& scene, CameraView view) {
   constexpr float kLevel = 0.05f, kCrowdPitch = 0.45f, kQuarterTurn = 1.5707963f;

@@ -63,6 +63,13 @@ class Scene {
   std::vector<Span> m_ownTimes;
 };
 
+// Where member i of a crowd of `count` stands: (x, z) on a square grid `spacing` apart, centred on x = 0, its rows
+// going back from z = 0.
+std::array<double, 2> crowdPlace(uint32_t i, uint32_t count, double spacing);
+// Where member i starts in a looping clip, as a fraction of it: i·0.618… (the golden ratio's), so that no two
+// neighbours move alike.
+double crowdPhase(uint32_t i);
+
 // Turns the camera to `view` and frames every member (a crowd from higher up, so the rows behind show).
 void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
 

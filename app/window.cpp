@@ -34,6 +34,15 @@ namespace {
 
 constexpr uint32_t kFramesInFlight = 2;
 
+// The GUI tests' measure of change between two RGBA8 screenshots: pixels whose red and green move by more than 24
+// together (none when the sizes differ).
+size_t changedPixels(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  size_t n = 0;
+  for (size_t i = 0; i < a.size() && a.size() == b.size(); i += 4)
+    n += std::abs(int(a[i]) - int(b[i])) + std::abs(int(a[i + 1]) - int(b[i + 1])) > 24;
+  return n;
+}
+
 struct Frame {
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -474,9 +483,7 @@ int Viewer::guiTest() {
     std::fprintf(stderr, "gui test: screenshots missing\n");
     return 1;
   }
-  size_t changed = 0;
-  for (size_t i = 0; i < before.size(); i += 4)
-    changed += std::abs(int(before[i]) - int(after[i])) + std::abs(int(before[i + 1]) - int(after[i + 1])) > 24;
+  const size_t changed = changedPixels(before, after);
   std::printf("gui test: %zu of %zu pixels changed after moving the left shoulder\n", changed, before.size() / 4);
   // The pose through a parameter file: saved, reset, loaded back.
   const std::vector<double> posed = avatar.base().pose;
@@ -512,9 +519,7 @@ int Viewer::guiTest() {
   m_pendingScreenshot = dir + "/gui_compute.png";
   frameOnce();
   auto compute = m_lastScreenshot;
-  size_t differ = 0;
-  for (size_t i = 0; i < after.size() && compute.size() == after.size(); i += 4)
-    differ += std::abs(int(compute[i]) - int(after[i])) + std::abs(int(compute[i + 1]) - int(after[i + 1])) > 24;
+  const size_t differ = changedPixels(compute, after);
   std::printf("gui test: compute rasteriser differs from the hardware one at %zu of %zu pixels%s\n", differ,
               after.size() / 4, m_computeRaster ? "" : (" (it failed: " + m_status + ")").c_str());
   std::string json = dir + "/gui_profile.json";
@@ -539,18 +544,13 @@ int Viewer::characterGuiTest() {
     frameOnce();
     return m_lastScreenshot;
   };
-  auto differing = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-    size_t n = 0;
-    for (size_t i = 0; i < a.size() && a.size() == b.size(); i += 4)
-      n += std::abs(int(a[i]) - int(b[i])) + std::abs(int(a[i + 1]) - int(b[i + 1])) > 24;
-    return n;
-  };
   const auto start = shoot("gltf_start.png");
   m_animTime = 0.25;
   const auto later = shoot("gltf_later.png");
   m_computeRaster = true;
   const auto compute = shoot("gltf_compute.png");
-  const size_t pixels = start.size() / 4, moved = differing(start, later), rasterDiffer = differing(later, compute);
+  const size_t pixels = start.size() / 4, moved = changedPixels(start, later),
+               rasterDiffer = changedPixels(later, compute);
   std::printf(
       "gui test (glTF): %zu of %zu pixels changed a quarter second into the clip; the compute rasteriser "
       "differs from the hardware one at %zu%s\n",

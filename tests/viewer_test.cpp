@@ -384,7 +384,7 @@ const std::string& characterGlb() {
 // Fills a buffer with NaN, visible to the compute work and host reads that follow.
 void poisonBuffer(vk::Context& ctx, VkBuffer buffer) {
   ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    vkCmdFillBuffer(cmd, buffer, 0, VK_WHOLE_SIZE, 0x7fc00000u);
+    vkCmdFillBuffer(cmd, buffer, 0, VK_WHOLE_SIZE, nanBits());
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
