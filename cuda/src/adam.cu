@@ -1,11 +1,8 @@
 // One Adam step on CUDA: shaders/adam.comp's update, element by element.
-#include "armature/ops/adam.h"
 #include "check.h"
-#include "shared/adam_io.h"
+#include "ops/adam_backend.h"
 
 namespace armature {
-AdamPush adamPush(const AdamArgs& args);  // adam.cpp
-
 namespace cuda {
 namespace {
 

@@ -3,16 +3,10 @@
 
 #include <cmath>
 
+#include "adam_backend.h"
 #include "dispatch.h"
-#include "shared/adam_io.h"
 
 namespace armature {
-namespace vk {
-void adamStep(const Exec& exec, const AdamArgs& args);
-}  // namespace vk
-namespace cuda {
-void adamStep(const Exec& exec, const AdamArgs& args);
-}  // namespace cuda
 
 namespace {
 void checkSettings(const AdamSettings& s, uint32_t step) {

@@ -1,11 +1,8 @@
-#include "armature/ops/adam.h"
+#include "adam_backend.h"
 #include "armature/shaders.h"
 #include "armature/vk/context.h"
-#include "shared/adam_io.h"
 
 namespace armature {
-AdamPush adamPush(const AdamArgs& args);  // adam.cpp
-
 namespace vk {
 
 void adamStep(const Exec& exec, const AdamArgs& a) {
