@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
   fkCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   fkCmd->add_option("--workloads", fkWorkloads,
                     "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
-  auto* gaussianCmd = app.add_subcommand("gaussian", "dense Gaussian field: forward, forward + backward");
+  auto* gaussianCmd =
+      app.add_subcommand("gaussian", "Gaussian field: dense and culled, forward, forward + backward, grid build");
   std::string gaussianSizes = "1000x500,10000x100000,100000x1000000";
   gaussianCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   gaussianCmd->add_option("--sizes", gaussianSizes, "comma-separated GAUSSIANSxPOINTS");

@@ -9,6 +9,7 @@
 
 #include "armature/error.h"
 #include "armature/ops/gaussian_field.h"
+#include "shared/gaussian_grid_io.h"
 #include "support/compare.h"
 #include "support/errors.h"
 #include "support/vk_test_env.h"
@@ -266,4 +267,189 @@ TEST_P(GaussianFieldOp, RejectsBadArguments) {
         gaussianFieldBackward(e, {d.in, big, big, {}, {}, {}, {}});
       },
       "gaussianFieldBackward: scratch");
+}
+
+namespace {
+
+// A localised field for culled mode: `small` Gaussians of scales 0.02 … 0.08 in the unit cube's double, `large` of
+// 0.5 … 1 (beyond the grid's percentile: the list every point walks), weights ±1 (one of them below ε: no support),
+// one degenerate; points in a box a little larger than the Gaussians', so some fall outside the grid.
+GaussianFieldRef localisedField(uint32_t B, uint32_t small, uint32_t large, uint32_t C, GaussianShape shape,
+                                double epsilon) {
+  const uint32_t N = small + large, P = gaussianParameterCount(shape);
+  GaussianFieldRef f = randomField(B, N, C, shape);
+  f.epsilon = epsilon;
+  for (double& x : f.points) x *= 1.2;
+  const std::vector<double> smallScale = uniform(size_t(N) * 3, std::log(0.02), std::log(0.08));
+  const std::vector<double> largeScale = uniform(size_t(N) * 3, std::log(0.5), std::log(1.0));
+  for (size_t i = 0; i < N; ++i) {
+    const auto& scale = i < small ? smallScale : largeScale;
+    if (P == 1) {
+      f.cholesky[i] = scale[i * 3];
+      continue;
+    }
+    for (int k : {1, 3, 4}) f.cholesky[i * 6 + size_t(k)] *= std::exp(scale[i * 3]);  // off-diagonals to scale
+    f.cholesky[i * 6] = scale[i * 3], f.cholesky[i * 6 + 2] = scale[i * 3 + 1],
+                   f.cholesky[i * 6 + 5] = scale[i * 3 + 2];
+  }
+  if (N > 2) {
+    for (uint32_t c = 0; c < C; ++c) f.weights[1 * C + c] = 0.5 * epsilon;  // no support
+    f.cholesky[size_t(2) * P] = -28;                                        // degenerate
+  }
+  for (double& x : f.cholesky) x = double(float(x));
+  return f;
+}
+
+// Per point: how many Gaussians the cut leaves out there, and whether any pair lies within a rounding of its cut
+// (float distances may fall on either side of it there).
+struct CutCounts {
+  std::vector<uint32_t> cut;
+  std::vector<bool> nearCut;
+};
+CutCounts cutCounts(const GaussianFieldRef& f) {
+  GaussianFieldRef dense = f;
+  dense.epsilon = 0;
+  const std::vector<double> m = gaussianFieldRef(dense, true).mahalanobis;
+  const size_t B = f.pointCount(), N = f.gaussianCount();
+  CutCounts counts{std::vector<uint32_t>(B, 0), std::vector<bool>(B, false)};
+  for (size_t i = 0; i < N; ++i) {
+    double weightMax = 0;
+    for (uint32_t c = 0; c < f.channels; ++c) weightMax = std::max(weightMax, std::abs(f.weights[i * f.channels + c]));
+    const double cut = weightMax > f.epsilon ? 2 * std::log(weightMax / f.epsilon) : -1;
+    for (size_t b = 0; b < B; ++b) {
+      counts.cut[b] += m[b * N + i] > cut;
+      counts.nearCut[b] = counts.nearCut[b] || std::abs(m[b * N + i] - cut) < 1e-3 * std::max(1.0, cut);
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+// The reference's culled field against its dense one: each value within (the Gaussians cut there)·ε, the bound the
+// header states; the cut changes something (the test could fail), and a Gaussian whose weights are all below ε is
+// gone everywhere.
+TEST(GaussianFieldRef, CulledFieldIsWithinItsBound) {
+  const double epsilon = 1e-3;
+  const GaussianFieldRef f = localisedField(400, 300, 5, 3, GaussianShape::Anisotropic, epsilon);
+  GaussianFieldRef dense = f;
+  dense.epsilon = 0;
+  const std::vector<double> culled = gaussianFieldRef(f).field, exact = gaussianFieldRef(dense).field;
+  const CutCounts counts = cutCounts(f);
+  double largestError = 0;
+  for (size_t b = 0; b < f.pointCount(); ++b)
+    for (uint32_t c = 0; c < 3; ++c) {
+      const double error = std::abs(culled[b * 3 + c] - exact[b * 3 + c]);
+      ASSERT_LE(error, counts.cut[b] * epsilon + 1e-15) << "point " << b;
+      largestError = std::max(largestError, error);
+    }
+  EXPECT_GT(largestError, 0.0);
+  GaussianFieldRef alone = f;
+  alone.means = {f.means[3], f.means[4], f.means[5]},
+  alone.cholesky.assign(f.cholesky.begin() + 6, f.cholesky.begin() + 12);
+  alone.weights.assign(f.weights.begin() + 3, f.weights.begin() + 6), alone.points = alone.means;
+  EXPECT_EQ(gaussianFieldRef(alone).field, std::vector<double>(3, 0.0));
+  alone.epsilon = -1;
+  EXPECT_THAT(errorOf([&] { gaussianFieldRef(alone); }), testing::HasSubstr("epsilon is -1"));
+}
+
+// Culled mode on the GPU against the culled reference (forward and every gradient, as MatchesReference's
+// tolerances) and the dense reference (within the bound), on localised fields: anisotropic with 8 channels and
+// outsized Gaussians; isotropic with one channel; 32 channels; no Gaussians. Points near a cut (where float and
+// double may disagree) are moved away first. Outputs NaN-poisoned; a second build and run gives the same bits.
+TEST_P(GaussianFieldOp, CulledMatchesReference) {
+  struct Case {
+    uint32_t points, small, large, channels;
+    GaussianShape shape;
+    double epsilon;
+  };
+  const auto aniso = GaussianShape::Anisotropic, iso = GaussianShape::Isotropic;
+  for (const Case c : {Case{3001, 2500, 20, 8, aniso, 1e-3}, Case{777, 1200, 0, 1, iso, 1e-2},
+                       Case{300, 250, 3, 32, aniso, 1e-4}, Case{50, 0, 0, 2, aniso, 1e-3}}) {
+    const uint32_t B = c.points, N = c.small + c.large, C = c.channels, P = gaussianParameterCount(c.shape);
+    SCOPED_TRACE(std::to_string(B) + " points × " + std::to_string(N) + " Gaussians, " + std::to_string(C) +
+                 " channels" + (c.shape == iso ? ", isotropic" : ""));
+    GaussianFieldRef f = localisedField(B, c.small, c.large, C, c.shape, c.epsilon);
+    for (int round = 0; round < 20; ++round) {  // move points off the cuts
+      const CutCounts counts = cutCounts(f);
+      bool moved = false;
+      for (size_t b = 0; b < B; ++b)
+        if (counts.nearCut[b]) {
+          const std::vector<double> fresh = uniform(3, -1.2, 1.2);
+          for (int k = 0; k < 3; ++k) f.points[b * 3 + k] = double(float(fresh[k]));
+          moved = true;
+        }
+      if (!moved) break;
+    }
+    const CutCounts counts = cutCounts(f);
+    GaussianFieldRef dense = f;
+    dense.epsilon = 0;
+    const std::vector<double> exact = gaussianFieldRef(dense).field;
+    const std::vector<double> want = gaussianFieldRef(f).field;
+    GaussianFieldRef sizes = dense;
+    for (double& w : sizes.weights) w = std::abs(w);
+    const std::vector<double> scale = gaussianFieldRef(sizes).field;
+    const std::vector<double> gradField = uniform(size_t(B) * C, -1, 1);
+    const GaussianFieldGradsRef wantGrads = gaussianFieldBackwardRef(f, gradField);
+
+    const DeviceField d(device(), f);
+    DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(B, N));
+    grid.fill(nanBits());
+    DeviceBuffer field = poisoned(device(), size_t(B) * C), gradIn = device().upload(cast<float>(gradField));
+    DeviceBuffer gPoints = poisoned(device(), size_t(B) * 3), gMeans = poisoned(device(), size_t(N) * 3);
+    DeviceBuffer gChol = poisoned(device(), size_t(N) * P), gWeights = poisoned(device(), size_t(N) * C);
+    DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, C, true));
+    auto runAll = [&] {
+      run([&](const Exec& exec) {
+        buildGaussianGrid(exec, {d.in, float(c.epsilon), grid});
+        gaussianField(exec, {d.in, field, {}, {}, grid});
+        gaussianFieldBackward(exec, {d.in, gradIn, gPoints, gMeans, gChol, gWeights, scratch, grid});
+      });
+      return std::vector<std::vector<float>>{
+          field.download<float>(size_t(B) * C), gPoints.download<float>(size_t(B) * 3),
+          gMeans.download<float>(size_t(N) * 3), gChol.download<float>(size_t(N) * P),
+          gWeights.download<float>(size_t(N) * C)};
+    };
+    const auto got = runAll();
+    if (c.small >= 1000) {  // the grid is a grid: many cells
+      const std::vector<uint32_t> header = grid.download<uint32_t>(GAUSSIAN_GRID_HEADER_WORDS);
+      const uint32_t* dims = &header[GAUSSIAN_GRID_DIMS];
+      EXPECT_GT(size_t(dims[0]) * dims[1] * dims[2], 64u);
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(got[0][i], want[i], 1e-5 * scale[i] + 1e-7) << "field " << i;
+      ASSERT_LE(std::abs(got[0][i] - exact[i]), counts.cut[i / C] * c.epsilon + 1e-5 * scale[i] + 1e-7)
+          << "field " << i << " past the bound";
+    }
+    const auto expectGrad = [](const std::vector<float>& g, const std::vector<double>& w, size_t terms,
+                               const char* name) {
+      const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;
+      EXPECT_TRUE(allClose(g, w, Tol{tol, 0})) << name;
+    };
+    expectGrad(got[1], wantGrads.points, N, "points");
+    expectGrad(got[2], wantGrads.means, B, "means");
+    expectGrad(got[3], wantGrads.cholesky, B, "cholesky");
+    expectGrad(got[4], wantGrads.weights, B, "weights");
+    const auto again = runAll();
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(got[k].empty() || std::memcmp(got[k].data(), again[k].data(), got[k].size() * 4) == 0)
+          << "output " << k << " differs";
+  }
+}
+
+TEST_P(GaussianFieldOp, CulledModeRejectsBadArguments) {
+  const GaussianFieldRef f = randomField(10, 4, 2, GaussianShape::Anisotropic);
+  DeviceField d(device(), f);
+  DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(10, 4));
+  DeviceBuffer floats = device().allocate(ElementType::Float32, gaussianGridWords(10, 4));
+  DeviceBuffer small = device().allocate(ElementType::UInt32, 16);
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 0.0f, grid}); }, "epsilon is 0");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, NAN, grid}); }, "epsilon is nan");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 1e-3f, small}); }, "buildGaussianGrid: grid");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 1e-3f, floats}); }, "buildGaussianGrid: grid");
+  expectRejected(
+      [&](const Exec& e) {
+        gaussianField(e, {d.in, floats, floats, {}, grid});
+      },
+      "culled mode (a grid) has none");
 }

@@ -23,6 +23,12 @@ ARM_FN uint armFloatBits(float f) {
   memcpy(&u, &f, sizeof u);
   return u;
 }
+// The float with IEEE bits u (GLSL's uintBitsToFloat).
+ARM_FN float armBitsFloat(uint u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
 #else
 #define ARM_SHARED_STRUCT(name) struct name
 #define ARM_CONST const
@@ -31,5 +37,6 @@ ARM_FN uint armFloatBits(float f) {
 // GLSL may fuse a*b+c unless told not to; C++ here (x86-64 baseline) and CUDA (-fmad=false where it matters) don't.
 #define ARM_PRECISE precise
 #define armFloatBits(f) floatBitsToUint(f)
+#define armBitsFloat(u) uintBitsToFloat(u)
 #endif
 #endif

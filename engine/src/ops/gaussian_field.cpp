@@ -46,7 +46,9 @@ size_t gaussianPartialFloats(uint32_t B, uint32_t N, uint32_t C) {
   return size_t(chunksFor(N, B, C).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
 }
 
-void checkInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in) {
+}  // namespace
+
+void checkGaussianInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in) {
   ARM_CHECK(in.channels >= 1 && in.channels <= kGaussianMaxChannels, "%s: %u channels, not 1 to %u", op, in.channels,
             kGaussianMaxChannels);
   const size_t B = in.points, N = in.gaussians;
@@ -61,6 +63,8 @@ void checkInputs(const char* op, const OpChecks& check, const GaussianFieldInput
   check.view("cholesky", in.cholesky, ElementType::Float32, N * gaussianParameterCount(in.shape));
   check.view("weights", in.weights, ElementType::Float32, N * in.channels);
 }
+
+namespace {
 
 GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Chunks chunks, uint32_t rows) {
   GaussianPass p;
@@ -95,9 +99,10 @@ size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t 
 void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
   const char* op = "gaussianField";
   OpChecks check(op, exec);
-  checkInputs(op, check, a.in);
+  checkGaussianInputs(op, check, a.in);
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   check.view("field", a.field, ElementType::Float32, size_t(B) * C);
+  if (!a.grid.empty()) return culledGaussianField(op, exec, check, a);
   check.optionalView("mahalanobis", a.mahalanobis, ElementType::Float32, size_t(B) * N);
   ARM_CHECK(a.mahalanobis.empty() || size_t(B) * N <= UINT32_MAX,
             "%s: the distances of %u points × %u Gaussians are past 2^32 values", op, B, N);
@@ -118,7 +123,7 @@ void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
 void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a) {
   const char* op = "gaussianFieldBackward";
   OpChecks check(op, exec);
-  checkInputs(op, check, a.in);
+  checkGaussianInputs(op, check, a.in);
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   check.view("gradField", a.gradField, ElementType::Float32, size_t(B) * C);
   check.optionalView("gradPoints", a.gradPoints, ElementType::Float32, size_t(B) * 3);
@@ -129,6 +134,11 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
   const bool gaussianSide = !a.gradMeans.empty() || !a.gradCholesky.empty() || !a.gradWeights.empty();
   ARM_CHECK(gaussianSide || !a.gradPoints.empty(), "%s: no gradient asked for", op);
   check.view("scratch", a.scratch, ElementType::Float32, gaussianFieldScratchFloats(B, N, C, true));
+  const uint32_t finishFlags = (a.in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u) |
+                               (a.gradMeans.empty() ? 0u : GAUSSIAN_GRAD_MEANS) |
+                               (a.gradCholesky.empty() ? 0u : GAUSSIAN_GRAD_CHOLESKY) |
+                               (a.gradWeights.empty() ? 0u : GAUSSIAN_GRAD_WEIGHTS);
+  if (!a.grid.empty()) return culledGaussianFieldBackward(op, exec, check, a, gaussianSide ? finishFlags : 0u);
   auto run = [&](const GaussianPass& pass) {
     dispatch(op, exec, pass, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
   };
@@ -150,17 +160,7 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
   run(pass);
   GaussianPass finish;
   finish.kind = GaussianPass::Kind::Finish;
-  finish.push = {B,
-                 N,
-                 C,
-                 (a.in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u) |
-                     (a.gradMeans.empty() ? 0u : GAUSSIAN_GRAD_MEANS) |
-                     (a.gradCholesky.empty() ? 0u : GAUSSIAN_GRAD_CHOLESKY) |
-                     (a.gradWeights.empty() ? 0u : GAUSSIAN_GRAD_WEIGHTS),
-                 0,
-                 chunks.count,
-                 GAUSSIAN_GAUSSIAN_GRADS + C,
-                 N};
+  finish.push = {B, N, C, finishFlags, 0, chunks.count, GAUSSIAN_GAUSSIAN_GRADS + C, N};
   finish.groupsX = groupsFor(N);  // an invocation per Gaussian
   finish.cholesky = a.in.cholesky, finish.partials = partials;
   finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;

@@ -2,6 +2,7 @@
 // What both backends of the Gaussian field share: the passes (shaders/shared/gaussian_io.h) the entry points plan,
 // each run by vk::gaussianPass or cuda::gaussianPass.
 #include "armature/ops/gaussian_field.h"
+#include "shared/gaussian_grid_io.h"
 #include "shared/gaussian_io.h"
 
 namespace armature {
@@ -19,11 +20,33 @@ struct GaussianPass {
   DeviceView partials, outA, outB, outC;
 };
 
+// Culled mode: a pass of the grid's build (gaussian_grid.comp), or a culled evaluation (gaussian_culled_*.glsl).
+struct GaussianGridPass {
+  enum class Kind : uint8_t { Grid, Forward, PointGrads, GaussianGrads };
+  Kind kind = Kind::Grid;
+  GaussianGridPush push{};
+  uint32_t groups = 1;
+  uint32_t maxChannels = 1;  // culled evaluations' variant: 1, 8 or 32 channels
+  // Grid: points, means, cholesky, weights, grid; culled evaluations: points, weights, gradField (may be empty), out,
+  // grid.
+  DeviceView points, means, cholesky, weights, gradField, out, grid;
+};
+
+// Checks the inputs' counts and views (both modes).
+void checkGaussianInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in);
+// Culled mode (gaussian_grid.cpp), after the entry points' checks of the other arguments; finishFlags: the
+// GAUSSIAN_GRAD_* of the Gaussians' gradients asked for.
+void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check, const GaussianFieldArgs& args);
+void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpChecks& check,
+                                 const GaussianFieldBackwardArgs& args, uint32_t finishFlags);
+
 namespace vk {
 void gaussianPass(const Exec& exec, const GaussianPass& pass);
-}
+void gaussianGridPass(const Exec& exec, const GaussianGridPass& pass);
+}  // namespace vk
 namespace cuda {
 void gaussianPass(const Exec& exec, const GaussianPass& pass);
-}
+void gaussianGridPass(const Exec& exec, const GaussianGridPass& pass);
+}  // namespace cuda
 
 }  // namespace armature

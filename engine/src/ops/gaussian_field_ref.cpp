@@ -53,6 +53,15 @@ void solveUpper(const double* L, const double* z, double* u) {
   u[0] = (z[0] - L[3] * u[1] - L[6] * u[2]) / L[0];
 }
 
+// The largest squared distance at which Gaussian i's terms count: infinite (dense), or in culled mode where
+// max|w|·e^{−m/2} ≥ ε; negative when they count nowhere.
+double cutOf(const GaussianFieldRef& f, size_t i) {
+  if (f.epsilon <= 0) return INFINITY;
+  double weightMax = 0;
+  for (size_t c = 0; c < f.channels; ++c) weightMax = std::max(weightMax, std::abs(f.weights[i * f.channels + c]));
+  return weightMax > f.epsilon ? 2 * std::log(weightMax / f.epsilon) : -1.0;
+}
+
 }  // namespace
 
 void validateGaussianField(const GaussianFieldRef& f) {
@@ -65,6 +74,7 @@ void validateGaussianField(const GaussianFieldRef& f) {
             P);
   ARM_CHECK(f.weights.size() == N * f.channels, "gaussianField: weights has %zu values, not (%zu,%u)", f.weights.size(),
             N, f.channels);
+  ARM_CHECK(f.epsilon >= 0 && std::isfinite(f.epsilon), "gaussianField: epsilon is %g, not finite and ≥ 0", f.epsilon);
   for (const auto& [name, v] :
        {std::pair{"points", &f.points}, {"means", &f.means}, {"cholesky", &f.cholesky}, {"weights", &f.weights}})
     for (size_t i = 0; i < v->size(); ++i)
@@ -79,12 +89,14 @@ GaussianFieldValuesRef gaussianFieldRef(const GaussianFieldRef& f, bool mahalano
   if (mahalanobis) out.mahalanobis.assign(B * N, 0.0);
   for (size_t i = 0; i < N; ++i) {
     const Cholesky c = choleskyOf(f.shape, &f.cholesky[i * P]);
+    const double cut = cutOf(f, i);
     for (size_t b = 0; b < B; ++b) {
       double d[3], z[3];
       for (int k = 0; k < 3; ++k) d[k] = f.points[b * 3 + k] - f.means[i * 3 + k];
       solveLower(c.L, d, z);
       const double m = z[0] * z[0] + z[1] * z[1] + z[2] * z[2], g = std::exp(-0.5 * m);
       if (mahalanobis) out.mahalanobis[b * N + i] = m;
+      if (!(m <= cut)) continue;
       for (size_t ch = 0; ch < C; ++ch) out.field[b * C + ch] += f.weights[i * C + ch] * g;
     }
   }
@@ -103,11 +115,14 @@ GaussianFieldGradsRef gaussianFieldBackwardRef(const GaussianFieldRef& f, const 
   for (size_t i = 0; i < N; ++i) {
     const Cholesky c = choleskyOf(f.shape, &f.cholesky[i * P]);
     double gL[9] = {};
+    const double cut = cutOf(f, i);
     for (size_t b = 0; b < B; ++b) {
       double d[3], z[3], u[3];
       for (int k = 0; k < 3; ++k) d[k] = f.points[b * 3 + k] - f.means[i * 3 + k];
       solveLower(c.L, d, z);
-      const double value = std::exp(-0.5 * (z[0] * z[0] + z[1] * z[1] + z[2] * z[2]));
+      const double m = z[0] * z[0] + z[1] * z[1] + z[2] * z[2];
+      if (!(m <= cut)) continue;
+      const double value = std::exp(-0.5 * m);
       double s = 0;
       for (size_t ch = 0; ch < C; ++ch) {
         s += gradField[b * C + ch] * f.weights[i * C + ch];

@@ -43,4 +43,30 @@ void gaussianPass(const Exec& exec, const GaussianPass& p) {
            p.push, p.groupsY);
 }
 
+void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
+  using Kind = GaussianGridPass::Kind;
+  using namespace shaders;
+  VkCommandBuffer cmd = exec.commandBuffer();
+  computeBarrier(cmd);
+  if (p.kind == Kind::Grid) {
+    dispatch(cmd, exec.context().program(gaussian_grid, GAUSSIAN_GRID_BINDINGS, sizeof p.push), p.groups,
+             {bound(p.points, p.grid), bound(p.means, p.grid), bound(p.cholesky, p.grid), bound(p.weights, p.grid),
+              p.grid.vulkan()},
+             p.push);
+    return;
+  }
+  const size_t index = p.maxChannels == 1 ? 0 : p.maxChannels == 8 ? 1 : 2;
+  const SpirvBlob* forward[] = {&gaussian_culled_forward_c1, &gaussian_culled_forward_c8, &gaussian_culled_forward_c32};
+  const SpirvBlob* pointGrads[] = {&gaussian_culled_point_grads_c1, &gaussian_culled_point_grads_c8,
+                                   &gaussian_culled_point_grads_c32};
+  const SpirvBlob* gaussianGrads[] = {&gaussian_culled_gaussian_grads_c1, &gaussian_culled_gaussian_grads_c8,
+                                      &gaussian_culled_gaussian_grads_c32};
+  const SpirvBlob& blob = *(p.kind == Kind::Forward      ? forward
+                            : p.kind == Kind::PointGrads ? pointGrads
+                                                         : gaussianGrads)[index];
+  dispatch(cmd, exec.context().program(blob, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups,
+           {p.points.vulkan(), p.weights.vulkan(), bound(p.gradField, p.points), p.out.vulkan(), p.grid.vulkan()},
+           p.push);
+}
+
 }  // namespace armature::vk

@@ -30,6 +30,8 @@ constexpr uint32_t gaussianParameterCount(GaussianShape shape) { return shape ==
 struct GaussianFieldRef {
   GaussianShape shape = GaussianShape::Anisotropic;
   uint32_t channels = 1;
+  // Culled mode (below) when > 0: a term counts only where max_c |w_ic|·e^{−m/2} ≥ epsilon.
+  double epsilon = 0;
   std::vector<double> points;    // (B,3)
   std::vector<double> means;     // (N,3)
   std::vector<double> cholesky;  // (N,6) or (N,1): L's parameters, above
@@ -70,8 +72,9 @@ size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t 
 struct GaussianFieldArgs {
   GaussianFieldInputs in;
   DeviceView field;        // out (B,C)
-  DeviceView mahalanobis;  // out (B,N), optional
-  DeviceView scratch;      // gaussianFieldScratchFloats(…, false) floats (may be empty when that is 0)
+  DeviceView mahalanobis;  // out (B,N), optional (dense mode only)
+  DeviceView scratch;  // gaussianFieldScratchFloats(…, false) floats (may be empty when that is 0; culled: unused)
+  DeviceView grid;     // culled mode: the grid buildGaussianGrid built over these Gaussians (else empty)
 };
 // Records (Vulkan) or enqueues (CUDA); throws armature::Error for a bad argument, before any work.
 void gaussianField(const Exec& exec, const GaussianFieldArgs& args);
@@ -84,7 +87,31 @@ struct GaussianFieldBackwardArgs {
   DeviceView gradCholesky;  // out (N,6|1), optional
   DeviceView gradWeights;   // out (N,C), optional (at least one of the four)
   DeviceView scratch;       // gaussianFieldScratchFloats(…, true) floats
+  DeviceView grid;          // culled mode: as the forward's; the backward bins the points into it
 };
 void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& args);
+
+// ---- Culled mode ----------------------------------------------------------------------------------------------
+// Each Gaussian's support is cut where its largest weight's term falls below ε: a term counts only where
+// max_c |w_ic|·e^{−m/2} ≥ ε. Every term left out is smaller than ε, so at any point and channel
+//     |culled − dense| ≤ (the number of Gaussians cut there)·ε ≤ N·ε,
+// and the backward is the exact gradient of the culled field (the cut's jump, a set of measure zero, aside).
+// A Gaussian with max|w| ≤ ε counts nowhere.
+//
+// The Gaussians are binned on the GPU in a uniform grid over their supports' boxes, cells half the size of the 99th
+// percentile of the supports (a support spans at most 3 cells per axis; the larger 1% go into a list every point
+// walks), at most gaussianGridCells(N) cells. A point sums the Gaussians of its cell and that list; the backward bins
+// the points the same way and each Gaussian sums the points of its ≤ 27 cells. Lists are sorted by index, so the
+// sums keep their order: the same bits on every run. Rebuild the grid whenever the Gaussians (means, L, weights) or
+// ε change; its cost is `armature-bench gaussian`'s build row.
+uint32_t gaussianGridCells(uint32_t gaussians);
+size_t gaussianGridWords(uint32_t points, uint32_t gaussians);  // UInt32 words of the grid's buffer
+
+struct GaussianGridArgs {
+  GaussianFieldInputs in;  // the points' count sizes the buffer (their bins are the backward's)
+  float epsilon = 1e-4f;   // > 0
+  DeviceView grid;         // out: gaussianGridWords(points, gaussians) UInt32 words
+};
+void buildGaussianGrid(const Exec& exec, const GaussianGridArgs& args);
 
 }  // namespace armature

@@ -1,0 +1,367 @@
+// The culled Gaussian field on CUDA: the passes of shaders/gaussian_grid.comp, gaussian_culled_points.glsl and
+// gaussian_culled_gaussians.glsl (shared/gaussian_grid_io.h), a thread per invocation, the same sums in the same
+// order.
+#include "check.h"
+#include "ops/gaussian_field_backend.h"
+
+namespace armature::cuda {
+namespace {
+
+struct GridHeader {
+  float lo[3], hi[3], edge;
+  uint32_t dims[3];
+  __device__ explicit GridHeader(const uint32_t* grid) {
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = gaussianFromOrderedBits(grid[GAUSSIAN_GRID_LO + k]);
+      hi[k] = gaussianFromOrderedBits(grid[GAUSSIAN_GRID_HI + k]);
+      dims[k] = grid[GAUSSIAN_GRID_DIMS + k];
+    }
+    edge = __uint_as_float(grid[GAUSSIAN_GRID_EDGE]);
+  }
+  // Point (x,y,z)'s cell, or false outside the box (no Gaussian of a cell reaches it).
+  __device__ bool cellOf(const float x[3], uint32_t& cell) const {
+    cell = 0;
+    if (!gaussianFinite3(x[0], x[1], x[2])) return false;
+    uint32_t index[3];
+    for (int k = 0; k < 3; ++k) {
+      if (!(x[k] >= lo[k] && x[k] <= hi[k])) return false;
+      index[k] = gaussianGridAxis(x[k], lo[k], edge, dims[k]);
+    }
+    cell = (index[2] * dims[1] + index[1]) * dims[0] + index[0];
+    return true;
+  }
+};
+
+// The exclusive prefix of v over the block, and its total.
+__device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
+  __shared__ uint32_t sScan[GAUSSIAN_GRID_THREADS];
+  const uint32_t lid = threadIdx.x;
+  sScan[lid] = v;
+  __syncthreads();
+  for (uint32_t step = 1; step < GAUSSIAN_GRID_THREADS; step <<= 1) {
+    const uint32_t add = lid >= step ? sScan[lid - step] : 0u;
+    __syncthreads();
+    sScan[lid] += add;
+    __syncthreads();
+  }
+  total = sScan[GAUSSIAN_GRID_THREADS - 1];
+  const uint32_t inclusive = sScan[lid];
+  __syncthreads();
+  return inclusive - v;
+}
+
+// Sorts list[0, n) (heap sort, as the shader's).
+__device__ void sortList(uint32_t* list, uint32_t n) {
+  if (n < 2) return;
+  auto sift = [&](uint32_t root, uint32_t end) {
+    for (uint32_t child = 2 * root + 1; child < end; child = 2 * root + 1) {
+      if (child + 1 < end && list[child + 1] > list[child]) ++child;
+      if (list[root] >= list[child]) break;
+      const uint32_t t = list[root];
+      list[root] = list[child], list[child] = t;
+      root = child;
+    }
+  };
+  for (uint32_t start = n / 2; start-- > 0;) sift(start, n);
+  for (uint32_t end = n - 1; end > 0; --end) {
+    const uint32_t t = list[0];
+    list[0] = list[end], list[end] = t;
+    sift(0, end);
+  }
+}
+
+__global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
+    gridKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
+               const float* __restrict__ weights, uint32_t* __restrict__ grid, GaussianGridPush p) {
+  const uint32_t t = blockIdx.x * GAUSSIAN_GRID_THREADS + threadIdx.x, mode = p.mode;
+  const uint32_t paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
+  if (mode == GAUSSIAN_GRID_CLEAR) {
+    if (t < p.gaussianCounts + p.cells + 1) grid[t] = t - GAUSSIAN_GRID_LO < 3u ? ~0u : 0u;
+  } else if (mode == GAUSSIAN_GRID_CLEAR_POINTS) {
+    if (t < p.cells) grid[p.pointCounts + t] = 0;
+  } else if (mode == GAUSSIAN_GRID_PREPARE) {
+    if (t >= p.gaussians) return;
+    const uint32_t i = t, C = p.channels;
+    float raw[6], a[6], h[3];
+    for (uint32_t k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
+    gaussianInverse(raw, paramCount == 1 ? 1u : 0u, a);
+    float weightMax = 0.0f;
+    for (uint32_t c = 0; c < C; ++c) weightMax = fmaxf(weightMax, fabsf(weights[i * C + c]));
+    const float cut = gaussianCut(weightMax, p.epsilon);
+    uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
+    for (int k = 0; k < 6; ++k) o[k] = __float_as_uint(a[k] * GAUSSIAN_EXP2_SCALE);
+    for (int k = 0; k < 3; ++k) o[6 + k] = __float_as_uint(means[i * 3 + k]);
+    o[GAUSSIAN_PREPARED_CUT] = __float_as_uint(cut >= 0.0f ? cut : -1.0f);  // NaN weights: no support
+    if (!(cut >= 0.0f)) return;
+    gaussianHalfExtents(raw, paramCount == 1 ? 1u : 0u, cut, h);
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) lo[k] = means[i * 3 + k] - h[k], hi[k] = means[i * 3 + k] + h[k];
+    if (!gaussianFinite3(lo[0], lo[1], lo[2]) || !gaussianFinite3(hi[0], hi[1], hi[2])) return;  // outsized
+    for (int k = 0; k < 3; ++k) {
+      atomicMin(&grid[GAUSSIAN_GRID_LO + k], gaussianOrderedBits(lo[k]));
+      atomicMax(&grid[GAUSSIAN_GRID_HI + k], gaussianOrderedBits(hi[k]));
+    }
+    atomicAdd(&grid[p.histogram + gaussianSizeBin(2.0f * fmaxf(h[0], fmaxf(h[1], h[2])))], 1u);
+    atomicAdd(&grid[GAUSSIAN_GRID_ACTIVE], 1u);
+  } else if (mode == GAUSSIAN_GRID_PLAN) {
+    if (t != 0) return;
+    const uint32_t supported = grid[GAUSSIAN_GRID_ACTIVE];
+    if (supported == 0) {
+      for (int k = 0; k < 3; ++k) {
+        grid[GAUSSIAN_GRID_LO + k] = grid[GAUSSIAN_GRID_HI + k] = gaussianOrderedBits(0.0f);
+        grid[GAUSSIAN_GRID_DIMS + k] = 1;
+      }
+      grid[GAUSSIAN_GRID_EDGE] = __float_as_uint(1.0f);
+      return;
+    }
+    // The smallest bin top that holds all but GAUSSIAN_GRID_OUTSIZED_PER_MILLE of the supports.
+    const uint32_t wanted = supported - supported * GAUSSIAN_GRID_OUTSIZED_PER_MILLE / 1000u;
+    uint32_t bin = 0;
+    for (uint32_t seen = 0; bin < GAUSSIAN_GRID_HISTOGRAM_BINS - 1; ++bin) {
+      seen += grid[p.histogram + bin];
+      if (seen >= wanted) break;
+    }
+    float edge = gaussianBinTop(bin) / float(GAUSSIAN_GRID_SPAN - 1), d[3];
+    // Grown until the cells fit (a non-finite extent makes the edge infinite: one cell).
+    for (int round = 0; round < 64; ++round) {
+      for (int k = 0; k < 3; ++k) {
+        const float cells = (gaussianFromOrderedBits(grid[GAUSSIAN_GRID_HI + k]) -
+                             gaussianFromOrderedBits(grid[GAUSSIAN_GRID_LO + k])) /
+                            edge;
+        d[k] = cells >= 1.0f ? ceilf(cells) : 1.0f;
+      }
+      const float total = d[0] * d[1] * d[2];
+      if (total <= float(p.cells)) break;
+      edge *= fmaxf(1.001f, powf(total / float(p.cells), 1.0f / 3.0f) * 1.001f);
+    }
+    grid[GAUSSIAN_GRID_EDGE] = __float_as_uint(edge);
+    for (int k = 0; k < 3; ++k) grid[GAUSSIAN_GRID_DIMS + k] = uint32_t(d[k]);
+  } else if (mode == GAUSSIAN_GRID_COUNT_GAUSSIANS || mode == GAUSSIAN_GRID_FILL_GAUSSIANS) {
+    if (t >= p.gaussians) return;
+    uint32_t* o = grid + p.prepared + size_t(t) * GAUSSIAN_PREPARED;
+    const float cut = __uint_as_float(o[GAUSSIAN_PREPARED_CUT]);
+    const bool supported = cut >= 0.0f;
+    const GridHeader header(grid);
+    uint32_t first[3] = {0, 0, 0}, last[3] = {0, 0, 0};
+    bool inGrid = false;
+    if (supported) {
+      float raw[6], h[3], lo[3], hi[3];
+      for (uint32_t k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[t * paramCount + k] : 0.0f;
+      gaussianHalfExtents(raw, paramCount == 1 ? 1u : 0u, cut, h);
+      for (int k = 0; k < 3; ++k) lo[k] = means[t * 3 + k] - h[k], hi[k] = means[t * 3 + k] + h[k];
+      inGrid = gaussianFinite3(lo[0], lo[1], lo[2]) && gaussianFinite3(hi[0], hi[1], hi[2]) &&
+               2.0f * fmaxf(h[0], fmaxf(h[1], h[2])) <= header.edge * float(GAUSSIAN_GRID_SPAN - 1);
+      for (int k = 0; inGrid && k < 3; ++k) {
+        first[k] = gaussianGridAxis(lo[k], header.lo[k], header.edge, header.dims[k]);
+        last[k] = min(gaussianGridAxis(hi[k], header.lo[k], header.edge, header.dims[k]),
+                      first[k] + GAUSSIAN_GRID_SPAN - 1);  // roundings
+      }
+    }
+    if (mode == GAUSSIAN_GRID_COUNT_GAUSSIANS) {
+      o[GAUSSIAN_PREPARED_FIRST_CELL] = (first[2] * header.dims[1] + first[1]) * header.dims[0] + first[0];
+      o[GAUSSIAN_PREPARED_REACH] = !supported ? GAUSSIAN_REACH_NONE
+                                   : !inGrid
+                                       ? GAUSSIAN_REACH_OUTSIZED
+                                       : (last[0] - first[0]) | (last[1] - first[1]) << 2 | (last[2] - first[2]) << 4;
+    }
+    if (!supported) return;
+    for (uint32_t z = first[2]; z <= last[2]; ++z)
+      for (uint32_t y = first[1]; y <= last[1]; ++y)
+        for (uint32_t x = first[0]; x <= last[0]; ++x) {
+          const uint32_t list = inGrid ? (z * header.dims[1] + y) * header.dims[0] + x : p.cells;
+          const uint32_t slot = atomicAdd(&grid[p.gaussianCounts + list], 1u);
+          if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
+        }
+  } else if (mode == GAUSSIAN_GRID_SORT_GAUSSIANS) {
+    if (t <= p.cells)
+      sortList(grid + p.gaussianEntries + grid[p.gaussianStarts + t],
+               grid[p.gaussianStarts + t + 1] - grid[p.gaussianStarts + t]);
+  } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
+    if (t >= p.points) return;
+    const float x[3] = {points[t * 3], points[t * 3 + 1], points[t * 3 + 2]};
+    uint32_t cell;
+    if (!GridHeader(grid).cellOf(x, cell)) return;
+    const uint32_t slot = atomicAdd(&grid[p.pointCounts + cell], 1u);
+    if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
+  } else if (mode == GAUSSIAN_GRID_SORT_POINTS) {
+    if (t < p.cells)
+      sortList(grid + p.pointEntries + grid[p.pointStarts + t], grid[p.pointStarts + t + 1] - grid[p.pointStarts + t]);
+  } else if (mode == GAUSSIAN_SCAN_REDUCE) {
+    const uint32_t base = blockIdx.x * GAUSSIAN_SCAN_BLOCK + threadIdx.x * 4;
+    uint32_t sum = 0, total;
+    for (uint32_t k = 0; k < 4; ++k) sum += base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u;
+    blockExclusiveScan(sum, total);
+    if (threadIdx.x == 0) grid[p.blockSums + blockIdx.x] = total;
+  } else if (mode == GAUSSIAN_SCAN_BLOCKS) {
+    const uint32_t blocks = (p.scanCount + GAUSSIAN_SCAN_BLOCK - 1) / GAUSSIAN_SCAN_BLOCK, base = threadIdx.x * 4;
+    uint32_t v[4], sum = 0, total;
+    for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < blocks ? grid[p.blockSums + base + k] : 0u, sum += v[k];
+    uint32_t running = blockExclusiveScan(sum, total);
+    for (uint32_t k = 0; k < 4; ++k) {
+      if (base + k < blocks) grid[p.blockSums + base + k] = running;
+      running += v[k];
+    }
+    if (threadIdx.x == 0) grid[p.scanOut + p.scanCount] = total;
+  } else if (mode == GAUSSIAN_SCAN_APPLY) {
+    const uint32_t base = blockIdx.x * GAUSSIAN_SCAN_BLOCK + threadIdx.x * 4;
+    uint32_t v[4], sum = 0, total;
+    for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u, sum += v[k];
+    uint32_t running = blockExclusiveScan(sum, total) + grid[p.blockSums + blockIdx.x];
+    for (uint32_t k = 0; k < 4; ++k) {
+      if (base + k < p.scanCount) grid[p.scanOut + base + k] = running, grid[p.scanIn + base + k] = running;
+      running += v[k];
+    }
+  }
+}
+
+// The prepared Gaussian i of the grid: A' (scaled), μ and the cut.
+struct Prepared {
+  float a[6], mean[3], cut;
+  __device__ Prepared(const uint32_t* grid, const GaussianGridPush& p, uint32_t i) {
+    const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
+    for (int k = 0; k < 6; ++k) a[k] = __uint_as_float(o[k]);
+    for (int k = 0; k < 3; ++k) mean[k] = __uint_as_float(o[6 + k]);
+    cut = __uint_as_float(o[GAUSSIAN_PREPARED_CUT]);
+  }
+};
+
+// A point per thread over its cell's Gaussians, then the outsized ones: the field or the point's gradient.
+template <int MAXC, bool BACKWARD>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    culledPointsKernel(const float* __restrict__ points, const float* __restrict__ weights,
+                       const float* __restrict__ gradField, float* __restrict__ out, const uint32_t* __restrict__ grid,
+                       GaussianGridPush p) {
+  const uint32_t b = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x;
+  if (b >= p.points) return;
+  const uint32_t C = p.channels;
+  const float x[3] = {points[b * 3], points[b * 3 + 1], points[b * 3 + 2]};
+  float acc[MAXC], g3[3] = {0.0f, 0.0f, 0.0f};  // forward: the field; backward: the field's gradient
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && c < C ? gradField[b * C + c] : 0.0f;
+  uint32_t cell;
+  const bool inGrid = GridHeader(grid).cellOf(x, cell);
+  for (uint32_t pass = inGrid ? 0 : 1; pass < 2; ++pass) {
+    const uint32_t list = pass == 0 ? cell : p.cells;
+    const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
+    for (uint32_t e = first; e < last; ++e) {
+      const uint32_t i = grid[p.gaussianEntries + e];
+      const Prepared g(grid, p, i);
+      float z[3];
+      const float m = gaussianDistance(g.a, x[0] - g.mean[0], x[1] - g.mean[1], x[2] - g.mean[2], z);
+      if (!(m <= g.cut)) continue;
+      const float term = gaussianTerm(m);
+      if constexpr (BACKWARD) {
+        float s = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MAXC; ++c) s += c < C ? acc[c] * weights[i * C + c] : 0.0f;
+        const float q2 = -term * s;  // 2·dLoss/dm
+        g3[0] += q2 * (g.a[0] * z[0] + g.a[1] * z[1] + g.a[3] * z[2]);
+        g3[1] += q2 * (g.a[2] * z[1] + g.a[4] * z[2]);
+        g3[2] += q2 * (g.a[5] * z[2]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < MAXC; ++c)
+          if (c < C) acc[c] += weights[i * C + c] * term;
+      }
+    }
+  }
+  if constexpr (BACKWARD) {
+    // A'ᵀz' is the unscaled Aᵀz times the scale's square.
+    for (int k = 0; k < 3; ++k) out[b * 3 + k] = g3[k] * GAUSSIAN_UNSCALE;
+  } else {
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c)
+      if (c < C) out[size_t(b) * C + c] = acc[c];
+  }
+}
+
+// A Gaussian per thread over the points of the cells its support covers (or every point, outsized): its partial row.
+template <int MAXC>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    culledGaussiansKernel(const float* __restrict__ points, const float* __restrict__ weights,
+                          const float* __restrict__ gradField, float* __restrict__ out,
+                          const uint32_t* __restrict__ grid, GaussianGridPush p) {
+  const uint32_t i = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x;
+  if (i >= p.gaussians) return;
+  const uint32_t C = p.channels;
+  const Prepared g(grid, p, i);
+  float w[MAXC], gw[MAXC], D[3] = {0.0f, 0.0f, 0.0f}, S[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0f, gw[c] = 0.0f;
+  auto accumulate = [&](uint32_t b) {
+    float z[3];
+    const float dx = points[b * 3] - g.mean[0], dy = points[b * 3 + 1] - g.mean[1], dz = points[b * 3 + 2] - g.mean[2];
+    const float m = gaussianDistance(g.a, dx, dy, dz, z);  // scaled (gaussian_io.h)
+    if (!(m <= g.cut)) return;
+    const float term = gaussianTerm(m);
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c) {
+      const float gf = c < C ? gradField[size_t(b) * C + c] : 0.0f;
+      s += gf * w[c];
+      gw[c] += gf * term;
+    }
+    const float q = -term * s;  // 2·dLoss/dm
+    const float qx = q * dx, qy = q * dy, qz = q * dz;
+    D[0] += qx, D[1] += qy, D[2] += qz;
+    S[0] += qx * dx, S[1] += qy * dx, S[2] += qy * dy, S[3] += qz * dx, S[4] += qz * dy, S[5] += qz * dz;
+  };
+  const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
+  const uint32_t reach = o[GAUSSIAN_PREPARED_REACH];
+  if (reach == GAUSSIAN_REACH_OUTSIZED) {
+    for (uint32_t b = 0; b < p.points; ++b) accumulate(b);
+  } else if (reach != GAUSSIAN_REACH_NONE) {
+    const uint32_t firstCell = o[GAUSSIAN_PREPARED_FIRST_CELL], dimX = grid[GAUSSIAN_GRID_DIMS],
+                   dimXY = dimX * grid[GAUSSIAN_GRID_DIMS + 1];
+    for (uint32_t z = 0; z <= (reach >> 4 & 3); ++z)
+      for (uint32_t y = 0; y <= (reach >> 2 & 3); ++y)
+        for (uint32_t x = 0; x <= (reach & 3); ++x) {
+          const uint32_t cell = firstCell + z * dimXY + y * dimX + x, last = grid[p.pointStarts + cell + 1];
+          for (uint32_t e = grid[p.pointStarts + cell]; e < last; ++e) accumulate(grid[p.pointEntries + e]);
+        }
+  }
+  float ar[6], gMean[3], gA[6];
+  for (int k = 0; k < 6; ++k) ar[k] = g.a[k] * (1.0f / GAUSSIAN_EXP2_SCALE);
+  gaussianSideGrads(ar, D, S, gMean, gA);
+  float* row = out + size_t(i) * (GAUSSIAN_GAUSSIAN_GRADS + C);
+  for (int k = 0; k < 3; ++k) row[k] = gMean[k];
+  for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
+#pragma unroll
+  for (int c = 0; c < MAXC; ++c)
+    if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[c];
+}
+
+template <int MAXC>
+void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
+  using Kind = GaussianGridPass::Kind;
+  const float *points = p.points.cuda<float>(), *weights = p.weights.cuda<float>(),
+              *gradField = p.gradField.cuda<float>();
+  float* out = p.out.cuda<float>();
+  const uint32_t* grid = p.grid.cuda<uint32_t>();
+  if (p.kind == Kind::Forward)
+    culledPointsKernel<MAXC, false>
+        <<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+  else if (p.kind == Kind::PointGrads)
+    culledPointsKernel<MAXC, true><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+  else
+    culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+}
+
+}  // namespace
+
+void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
+  const cudaStream_t s = stream(exec);
+  if (p.kind == GaussianGridPass::Kind::Grid)
+    gridKernel<<<p.groups, GAUSSIAN_GRID_THREADS, 0, s>>>(p.points.cuda<float>(), p.means.cuda<float>(),
+                                                          p.cholesky.cuda<float>(), p.weights.cuda<float>(),
+                                                          p.grid.cuda<uint32_t>(), p.push);
+  else if (p.maxChannels == 1)
+    launchCulled<1>(p, s);
+  else if (p.maxChannels == 8)
+    launchCulled<8>(p, s);
+  else
+    launchCulled<32>(p, s);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace armature::cuda

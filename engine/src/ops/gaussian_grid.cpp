@@ -1,0 +1,154 @@
+// The culled Gaussian field: the grid's build and the culled passes (shared/gaussian_grid_io.h), planned here and
+// run by vk::gaussianGridPass or cuda::gaussianGridPass; gaussian_field.cpp's entry points come here when a grid
+// is given.
+#include <algorithm>
+#include <utility>
+
+#include "dispatch.h"
+#include "gaussian_field_backend.h"
+
+namespace armature {
+
+namespace {
+
+uint32_t groupsOf(size_t items, uint32_t threads) {
+  return uint32_t(std::max<size_t>(1, (items + threads - 1) / threads));
+}
+
+// The grid buffer's layout: header and histogram first (cleared with the Gaussians' counts in one pass), then the
+// lists.
+GaussianGridPush layoutOf(const GaussianFieldInputs& in) {
+  GaussianGridPush p{};
+  p.points = in.points, p.gaussians = in.gaussians, p.channels = in.channels;
+  p.flags = in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u;
+  p.cells = gaussianGridCells(in.gaussians);
+  uint32_t at = GAUSSIAN_GRID_HEADER_WORDS;
+  auto take = [&](uint32_t words) { return std::exchange(at, at + words); };
+  p.histogram = take(GAUSSIAN_GRID_HISTOGRAM_BINS);
+  p.gaussianCounts = take(p.cells + 1);  // the cells, then the outsized list
+  p.gaussianStarts = take(p.cells + 2);
+  p.gaussianEntries = take(GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * in.gaussians);
+  p.prepared = take(GAUSSIAN_PREPARED * in.gaussians);
+  p.pointCounts = take(p.cells);
+  p.pointStarts = take(p.cells + 1);
+  p.pointEntries = take(in.points);
+  p.blockSums = take(GAUSSIAN_SCAN_BLOCK);
+  p.words = at;
+  return p;
+}
+
+void checkGrid(const char* op, const OpChecks& check, const GaussianFieldInputs& in, const DeviceView& grid) {
+  ARM_CHECK(size_t(in.gaussians) * (GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN + GAUSSIAN_PREPARED) +
+                    in.points + 4 * size_t(GAUSSIAN_GRID_MAX_CELLS) <
+                UINT32_MAX,
+            "%s: %u Gaussians and %u points: the grid's indices pass 2^32", op, in.gaussians, in.points);
+  check.view("grid", grid, ElementType::UInt32, gaussianGridWords(in.points, in.gaussians));
+}
+
+uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
+
+void run(const char* op, const Exec& exec, const GaussianGridPass& pass) {
+  dispatch(op, exec, pass, &vk::gaussianGridPass, ARM_CUDA_BACKEND(gaussianGridPass));
+}
+
+GaussianGridPass gridPass(const GaussianFieldInputs& in, const DeviceView& grid, uint32_t mode, size_t items) {
+  GaussianGridPass pass;
+  pass.push = layoutOf(in);
+  pass.push.mode = mode;
+  pass.groups = groupsOf(items, GAUSSIAN_GRID_THREADS);
+  pass.points = in.x, pass.means = in.means, pass.cholesky = in.cholesky, pass.weights = in.weights;
+  pass.grid = grid;
+  return pass;
+}
+
+// Counts at `counts` (n of them) become their starts at `starts` (n + 1, the last the total), and the counts the
+// fill cursors: reduce per block, scan the block sums, apply.
+void scan(const char* op, const Exec& exec, GaussianGridPass pass, uint32_t counts, uint32_t starts, uint32_t n) {
+  pass.push.scanIn = counts, pass.push.scanOut = starts, pass.push.scanCount = n;
+  const uint32_t blocks = groupsOf(n, GAUSSIAN_SCAN_BLOCK);
+  for (const uint32_t mode : {GAUSSIAN_SCAN_REDUCE, GAUSSIAN_SCAN_BLOCKS, GAUSSIAN_SCAN_APPLY}) {
+    pass.push.mode = mode;
+    pass.groups = mode == GAUSSIAN_SCAN_BLOCKS ? 1 : blocks;
+    run(op, exec, pass);
+  }
+}
+
+GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInputs& in, const DeviceView& grid,
+                            const DeviceView& gradField, const DeviceView& out) {
+  GaussianGridPass pass;
+  pass.kind = kind;
+  pass.push = layoutOf(in);
+  pass.groups = groupsOf(kind == GaussianGridPass::Kind::GaussianGrads ? in.gaussians : in.points, GAUSSIAN_THREADS);
+  pass.maxChannels = variantFor(in.channels);
+  pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
+  return pass;
+}
+
+}  // namespace
+
+uint32_t gaussianGridCells(uint32_t gaussians) {
+  return uint32_t(std::clamp<size_t>(size_t(gaussians) * 4, 4096, GAUSSIAN_GRID_MAX_CELLS));
+}
+
+size_t gaussianGridWords(uint32_t points, uint32_t gaussians) {
+  GaussianFieldInputs in;
+  in.points = points, in.gaussians = gaussians;
+  return layoutOf(in).words;
+}
+
+void buildGaussianGrid(const Exec& exec, const GaussianGridArgs& a) {
+  const char* op = "buildGaussianGrid";
+  OpChecks check(op, exec);
+  checkGaussianInputs(op, check, a.in);
+  ARM_CHECK(a.epsilon > 0.0f && a.epsilon < 3.0e38f, "%s: epsilon is %g, expected a finite value > 0", op,
+            double(a.epsilon));
+  checkGrid(op, check, a.in, a.grid);
+  const GaussianGridPush layout = layoutOf(a.in);
+  const uint32_t N = a.in.gaussians;
+  auto pass = [&](uint32_t mode, size_t items) {
+    GaussianGridPass p = gridPass(a.in, a.grid, mode, items);
+    p.push.epsilon = a.epsilon;
+    return p;
+  };
+  run(op, exec, pass(GAUSSIAN_GRID_CLEAR, layout.gaussianCounts + layout.cells + 1));
+  run(op, exec, pass(GAUSSIAN_GRID_PREPARE, N));
+  run(op, exec, pass(GAUSSIAN_GRID_PLAN, 1));
+  run(op, exec, pass(GAUSSIAN_GRID_COUNT_GAUSSIANS, N));
+  scan(op, exec, pass(0, 0), layout.gaussianCounts, layout.gaussianStarts, layout.cells + 1);
+  run(op, exec, pass(GAUSSIAN_GRID_FILL_GAUSSIANS, N));
+  run(op, exec, pass(GAUSSIAN_GRID_SORT_GAUSSIANS, size_t(layout.cells) + 1));
+}
+
+void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check, const GaussianFieldArgs& a) {
+  ARM_CHECK(a.mahalanobis.empty(), "%s: the distances are a dense output; culled mode (a grid) has none", op);
+  checkGrid(op, check, a.in, a.grid);
+  if (a.in.points == 0) return;
+  run(op, exec, culledPass(GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field));
+}
+
+void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpChecks& check,
+                                 const GaussianFieldBackwardArgs& a, uint32_t finishFlags) {
+  checkGrid(op, check, a.in, a.grid);
+  const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
+  if (!a.gradPoints.empty() && B > 0)
+    run(op, exec, culledPass(GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints));
+  if (finishFlags == 0 || N == 0) return;
+  // The points binned into the grid's cells, then each Gaussian's row, then the rows turned into the outputs.
+  const GaussianGridPush layout = layoutOf(a.in);
+  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
+  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_COUNT_POINTS, B));
+  scan(op, exec, gridPass(a.in, a.grid, 0, 0), layout.pointCounts, layout.pointStarts, layout.cells);
+  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_FILL_POINTS, B));
+  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_SORT_POINTS, layout.cells));
+  const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
+  run(op, exec, culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows));
+  GaussianPass finish;
+  finish.kind = GaussianPass::Kind::Finish;
+  finish.push = {B, N, C, finishFlags, 0, 1, GAUSSIAN_GAUSSIAN_GRADS + C, N};
+  finish.groupsX = groupsOf(N, GAUSSIAN_THREADS);
+  finish.cholesky = a.in.cholesky, finish.partials = rows;
+  finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;
+  dispatch(op, exec, finish, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
+}
+
+}  // namespace armature

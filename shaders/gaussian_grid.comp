@@ -1,0 +1,202 @@
+#version 450
+// The culled Gaussian field's grid (shared/gaussian_grid_io.h): one of its passes per dispatch, chosen by p.mode.
+#extension GL_GOOGLE_include_directive : require
+#include "shared/gaussian_grid_io.h"
+
+layout(local_size_x = GAUSSIAN_GRID_THREADS) in;
+layout(std430, binding = GAUSSIAN_GRID_BINDING_MEANS) readonly buffer Means { float means[]; };
+layout(std430, binding = GAUSSIAN_GRID_BINDING_CHOLESKY) readonly buffer Cholesky { float cholesky[]; };
+layout(std430, binding = GAUSSIAN_GRID_BINDING_WEIGHTS) readonly buffer Weights { float weights[]; };
+#include "gaussian_grid_lookup.glsl"
+
+shared uint sScan[GAUSSIAN_GRID_THREADS];
+
+// The exclusive prefix of v over the workgroup, and its total.
+uint workgroupExclusiveScan(uint v, out uint total) {
+  const uint lid = gl_LocalInvocationID.x;
+  sScan[lid] = v;
+  barrier();
+  for (uint step = 1u; step < GAUSSIAN_GRID_THREADS; step <<= 1u) {
+    const uint add = lid >= step ? sScan[lid - step] : 0u;
+    barrier();
+    sScan[lid] += add;
+    barrier();
+  }
+  total = sScan[GAUSSIAN_GRID_THREADS - 1u];
+  const uint inclusive = sScan[lid];
+  barrier();
+  return inclusive - v;
+}
+
+// Gaussian i's list: its cells' range per axis (in the grid), or false for the outsized list, or no support.
+bool gaussianCells(uint i, out uint first[3], out uint last[3], out bool supported) {
+  const float cut = uintBitsToFloat(grid[p.prepared + i * GAUSSIAN_PREPARED + GAUSSIAN_PREPARED_CUT]);
+  supported = cut >= 0.0;
+  first = uint[3](0u, 0u, 0u), last = uint[3](0u, 0u, 0u);
+  if (!supported) return false;
+  const uint paramCount = (p.flags & GAUSSIAN_ISOTROPIC) != 0u ? 1u : 6u;
+  float raw[6], h[3];
+  for (uint k = 0u; k < 6u; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0;
+  gaussianHalfExtents(raw, paramCount == 1u ? 1u : 0u, cut, h);
+  const float lx = means[i * 3u] - h[0], ly = means[i * 3u + 1u] - h[1], lz = means[i * 3u + 2u] - h[2];
+  const float hx = means[i * 3u] + h[0], hy = means[i * 3u + 1u] + h[1], hz = means[i * 3u + 2u] + h[2];
+  const float edge = gridEdge();
+  if (!gaussianFinite3(lx, ly, lz) || !gaussianFinite3(hx, hy, hz) || !(2.0 * max(h[0], max(h[1], h[2])) <= edge * float(GAUSSIAN_GRID_SPAN - 1u)))
+    return false;
+  const float lo[3] = float[3](lx, ly, lz), hi[3] = float[3](hx, hy, hz);
+  for (uint k = 0u; k < 3u; ++k) {
+    first[k] = gaussianGridAxis(lo[k], gridLo(k), edge, gridDim(k));
+    last[k] = min(gaussianGridAxis(hi[k], gridLo(k), edge, gridDim(k)), first[k] + GAUSSIAN_GRID_SPAN - 1u);  // roundings
+  }
+  return true;
+}
+
+// Sorts entries [first, last) of the grid by value (heap sort: in place, n·log n however a list is filled).
+void sortList(uint first, uint last) {
+  const uint n = last - first;
+  if (n < 2u) return;
+  for (uint start = n / 2u; start-- > 0u;) {  // heapify: sift every parent down
+    uint root = start;
+    for (uint child = 2u * root + 1u; child < n; child = 2u * root + 1u) {
+      if (child + 1u < n && grid[first + child + 1u] > grid[first + child]) ++child;
+      if (grid[first + root] >= grid[first + child]) break;
+      const uint t = grid[first + root];
+      grid[first + root] = grid[first + child], grid[first + child] = t;
+      root = child;
+    }
+  }
+  for (uint end = n - 1u; end > 0u; --end) {
+    const uint t = grid[first];
+    grid[first] = grid[first + end], grid[first + end] = t;
+    uint root = 0u;
+    for (uint child = 1u; child < end; child = 2u * root + 1u) {
+      if (child + 1u < end && grid[first + child + 1u] > grid[first + child]) ++child;
+      if (grid[first + root] >= grid[first + child]) break;
+      const uint s = grid[first + root];
+      grid[first + root] = grid[first + child], grid[first + child] = s;
+      root = child;
+    }
+  }
+}
+
+void main() {
+  const uint t = gl_GlobalInvocationID.x;
+  const uint mode = p.mode;
+  if (mode == GAUSSIAN_GRID_CLEAR) {
+    if (t < p.gaussianCounts + p.cells + 1u) grid[t] = t - GAUSSIAN_GRID_LO < 3u ? 0xffffffffu : 0u;
+  } else if (mode == GAUSSIAN_GRID_CLEAR_POINTS) {
+    if (t < p.cells) grid[p.pointCounts + t] = 0u;
+  } else if (mode == GAUSSIAN_GRID_PREPARE) {
+    if (t >= p.gaussians) return;
+    const uint i = t, C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) != 0u ? 1u : 6u;
+    float raw[6], a[6], h[3];
+    for (uint k = 0u; k < 6u; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0;
+    gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
+    float weightMax = 0.0;
+    for (uint c = 0u; c < C; ++c) weightMax = max(weightMax, abs(weights[i * C + c]));
+    const float cut = gaussianCut(weightMax, p.epsilon);
+    const uint o = p.prepared + i * GAUSSIAN_PREPARED;
+    for (uint k = 0u; k < 6u; ++k) grid[o + k] = floatBitsToUint(a[k] * GAUSSIAN_EXP2_SCALE);
+    for (uint k = 0u; k < 3u; ++k) grid[o + 6u + k] = floatBitsToUint(means[i * 3u + k]);
+    grid[o + GAUSSIAN_PREPARED_CUT] = floatBitsToUint(cut >= 0.0 ? cut : -1.0);  // NaN weights: no support
+    if (!(cut >= 0.0)) return;
+    gaussianHalfExtents(raw, paramCount == 1u ? 1u : 0u, cut, h);
+    const float lo[3] = float[3](means[i * 3u] - h[0], means[i * 3u + 1u] - h[1], means[i * 3u + 2u] - h[2]);
+    const float hi[3] = float[3](means[i * 3u] + h[0], means[i * 3u + 1u] + h[1], means[i * 3u + 2u] + h[2]);
+    if (!gaussianFinite3(lo[0], lo[1], lo[2]) || !gaussianFinite3(hi[0], hi[1], hi[2])) return;  // outsized
+    for (uint k = 0u; k < 3u; ++k) {
+      atomicMin(grid[GAUSSIAN_GRID_LO + k], gaussianOrderedBits(lo[k]));
+      atomicMax(grid[GAUSSIAN_GRID_HI + k], gaussianOrderedBits(hi[k]));
+    }
+    atomicAdd(grid[p.histogram + gaussianSizeBin(2.0 * max(h[0], max(h[1], h[2])))], 1u);
+    atomicAdd(grid[GAUSSIAN_GRID_ACTIVE], 1u);
+  } else if (mode == GAUSSIAN_GRID_PLAN) {
+    if (t != 0u) return;
+    const uint supportedCount = grid[GAUSSIAN_GRID_ACTIVE];
+    if (supportedCount == 0u) {
+      for (uint k = 0u; k < 3u; ++k) {
+        grid[GAUSSIAN_GRID_LO + k] = gaussianOrderedBits(0.0), grid[GAUSSIAN_GRID_HI + k] = gaussianOrderedBits(0.0);
+        grid[GAUSSIAN_GRID_DIMS + k] = 1u;
+      }
+      grid[GAUSSIAN_GRID_EDGE] = floatBitsToUint(1.0);
+      return;
+    }
+    // The smallest bin top that holds all but GAUSSIAN_GRID_OUTSIZED_PER_MILLE of the supports.
+    const uint wanted = supportedCount - supportedCount * GAUSSIAN_GRID_OUTSIZED_PER_MILLE / 1000u;
+    uint bin = 0u;
+    for (uint seen = 0u; bin < GAUSSIAN_GRID_HISTOGRAM_BINS - 1u; ++bin) {
+      seen += grid[p.histogram + bin];
+      if (seen >= wanted) break;
+    }
+    float edge = gaussianBinTop(bin) / float(GAUSSIAN_GRID_SPAN - 1u), d[3];
+    // Grown until the cells fit (a non-finite extent makes the edge infinite: one cell).
+    for (uint round = 0u; round < 64u; ++round) {
+      for (uint k = 0u; k < 3u; ++k) {
+        const float cells = (gaussianFromOrderedBits(grid[GAUSSIAN_GRID_HI + k]) - gridLo(k)) / edge;
+        d[k] = cells >= 1.0 ? ceil(cells) : 1.0;
+      }
+      const float total = d[0] * d[1] * d[2];
+      if (total <= float(p.cells)) break;
+      edge *= max(1.001, pow(total / float(p.cells), 1.0 / 3.0) * 1.001);
+    }
+    grid[GAUSSIAN_GRID_EDGE] = floatBitsToUint(edge);
+    for (uint k = 0u; k < 3u; ++k) grid[GAUSSIAN_GRID_DIMS + k] = uint(d[k]);
+  } else if (mode == GAUSSIAN_GRID_COUNT_GAUSSIANS || mode == GAUSSIAN_GRID_FILL_GAUSSIANS) {
+    if (t >= p.gaussians) return;
+    uint first[3], last[3];
+    bool supported;
+    const bool inGrid = gaussianCells(t, first, last, supported);
+    const uint o = p.prepared + t * GAUSSIAN_PREPARED;
+    if (mode == GAUSSIAN_GRID_COUNT_GAUSSIANS) {
+      grid[o + GAUSSIAN_PREPARED_FIRST_CELL] = (first[2] * gridDim(1) + first[1]) * gridDim(0) + first[0];
+      grid[o + GAUSSIAN_PREPARED_REACH] = !supported ? GAUSSIAN_REACH_NONE
+                                          : !inGrid  ? GAUSSIAN_REACH_OUTSIZED
+                                                     : (last[0] - first[0]) | (last[1] - first[1]) << 2u |
+                                                           (last[2] - first[2]) << 4u;
+    }
+    if (!supported) return;
+    for (uint z = first[2]; z <= last[2]; ++z)
+      for (uint y = first[1]; y <= last[1]; ++y)
+        for (uint x = first[0]; x <= last[0]; ++x) {
+          const uint list = inGrid ? (z * gridDim(1) + y) * gridDim(0) + x : p.cells;
+          const uint slot = atomicAdd(grid[p.gaussianCounts + list], 1u);
+          if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
+        }
+  } else if (mode == GAUSSIAN_GRID_SORT_GAUSSIANS) {
+    if (t <= p.cells) sortList(p.gaussianEntries + grid[p.gaussianStarts + t],
+                               p.gaussianEntries + grid[p.gaussianStarts + t + 1u]);
+  } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
+    uint cell;
+    if (t >= p.points || !pointCell(t, cell)) return;
+    const uint slot = atomicAdd(grid[p.pointCounts + cell], 1u);
+    if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
+  } else if (mode == GAUSSIAN_GRID_SORT_POINTS) {
+    if (t < p.cells) sortList(p.pointEntries + grid[p.pointStarts + t], p.pointEntries + grid[p.pointStarts + t + 1u]);
+  } else if (mode == GAUSSIAN_SCAN_REDUCE) {
+    const uint base = gl_WorkGroupID.x * GAUSSIAN_SCAN_BLOCK + gl_LocalInvocationID.x * 4u;
+    uint sum = 0u, total;
+    for (uint k = 0u; k < 4u; ++k) sum += base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u;
+    workgroupExclusiveScan(sum, total);
+    if (gl_LocalInvocationID.x == 0u) grid[p.blockSums + gl_WorkGroupID.x] = total;
+  } else if (mode == GAUSSIAN_SCAN_BLOCKS) {
+    const uint blocks = (p.scanCount + GAUSSIAN_SCAN_BLOCK - 1u) / GAUSSIAN_SCAN_BLOCK;
+    const uint base = gl_LocalInvocationID.x * 4u;
+    uint v[4], sum = 0u, total;
+    for (uint k = 0u; k < 4u; ++k) v[k] = base + k < blocks ? grid[p.blockSums + base + k] : 0u, sum += v[k];
+    uint running = workgroupExclusiveScan(sum, total);
+    for (uint k = 0u; k < 4u; ++k) {
+      if (base + k < blocks) grid[p.blockSums + base + k] = running;
+      running += v[k];
+    }
+    if (gl_LocalInvocationID.x == 0u) grid[p.scanOut + p.scanCount] = total;
+  } else if (mode == GAUSSIAN_SCAN_APPLY) {
+    const uint base = gl_WorkGroupID.x * GAUSSIAN_SCAN_BLOCK + gl_LocalInvocationID.x * 4u;
+    uint v[4], sum = 0u, total;
+    for (uint k = 0u; k < 4u; ++k) v[k] = base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u, sum += v[k];
+    uint running = workgroupExclusiveScan(sum, total) + grid[p.blockSums + gl_WorkGroupID.x];
+    for (uint k = 0u; k < 4u; ++k) {
+      if (base + k < p.scanCount) grid[p.scanOut + base + k] = running, grid[p.scanIn + base + k] = running;
+      running += v[k];
+    }
+  }
+}
