@@ -46,8 +46,8 @@ void main() {
   cut = uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]);
   const uint reach = grid[o + GAUSSIAN_PREPARED_REACH];
   if (reach == GAUSSIAN_REACH_OUTSIZED) {
-    for (uint base = 0u; base < p.points; base += GAUSSIAN_SCAN_BLOCK)  // nested: lavapipe caps one loop's trips
-      for (uint b = base; b < min(base + GAUSSIAN_SCAN_BLOCK, p.points); ++b) accumulate(b);
+    for (uint base = 0u; base < p.points; base += 1024u)  // nested: lavapipe caps one loop's trips
+      for (uint b = base; b < min(base + 1024u, p.points); ++b) accumulate(b);
   } else if (reach != GAUSSIAN_REACH_NONE) {
     const uint firstCell = grid[o + GAUSSIAN_PREPARED_FIRST_CELL], dimX = gridDim(0), dimXY = dimX * gridDim(1);
     for (uint z = 0u; z <= (reach >> 4u & 3u); ++z)

@@ -1,5 +1,6 @@
 #version 450
-// The culled Gaussian field's grid (shared/gaussian_grid_io.h): one of its passes per dispatch, chosen by p.mode.
+// The culled Gaussian field's grid (shared/gaussian_grid_io.h): one of its passes per dispatch, chosen by p.mode
+// (buckets.comp scans and sorts the lists).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/gaussian_grid_io.h"
 
@@ -8,25 +9,6 @@ layout(std430, binding = GAUSSIAN_GRID_BINDING_MEANS) readonly buffer Means { fl
 layout(std430, binding = GAUSSIAN_GRID_BINDING_CHOLESKY) readonly buffer Cholesky { float cholesky[]; };
 layout(std430, binding = GAUSSIAN_GRID_BINDING_WEIGHTS) readonly buffer Weights { float weights[]; };
 #include "gaussian_grid_lookup.glsl"
-
-shared uint sScan[GAUSSIAN_GRID_THREADS];
-
-// The exclusive prefix of v over the workgroup, and its total.
-uint workgroupExclusiveScan(uint v, out uint total) {
-  const uint lid = gl_LocalInvocationID.x;
-  sScan[lid] = v;
-  barrier();
-  for (uint step = 1u; step < GAUSSIAN_GRID_THREADS; step <<= 1u) {
-    const uint add = lid >= step ? sScan[lid - step] : 0u;
-    barrier();
-    sScan[lid] += add;
-    barrier();
-  }
-  total = sScan[GAUSSIAN_GRID_THREADS - 1u];
-  const uint inclusive = sScan[lid];
-  barrier();
-  return inclusive - v;
-}
 
 // Gaussian i's list: its cells' range per axis (in the grid), or false for the outsized list, or no support.
 bool gaussianCells(uint i, out uint first[3], out uint last[3], out bool supported) {
@@ -49,34 +31,6 @@ bool gaussianCells(uint i, out uint first[3], out uint last[3], out bool support
     last[k] = min(gaussianGridAxis(hi[k], gridLo(k), edge, gridDim(k)), first[k] + GAUSSIAN_GRID_SPAN - 1u);  // roundings
   }
   return true;
-}
-
-// Sorts entries [first, last) of the grid by value (heap sort: in place, n·log n however a list is filled).
-void sortList(uint first, uint last) {
-  const uint n = last - first;
-  if (n < 2u) return;
-  for (uint start = n / 2u; start-- > 0u;) {  // heapify: sift every parent down
-    uint root = start;
-    for (uint child = 2u * root + 1u; child < n; child = 2u * root + 1u) {
-      if (child + 1u < n && grid[first + child + 1u] > grid[first + child]) ++child;
-      if (grid[first + root] >= grid[first + child]) break;
-      const uint t = grid[first + root];
-      grid[first + root] = grid[first + child], grid[first + child] = t;
-      root = child;
-    }
-  }
-  for (uint end = n - 1u; end > 0u; --end) {
-    const uint t = grid[first];
-    grid[first] = grid[first + end], grid[first + end] = t;
-    uint root = 0u;
-    for (uint child = 1u; child < end; child = 2u * root + 1u) {
-      if (child + 1u < end && grid[first + child + 1u] > grid[first + child]) ++child;
-      if (grid[first + root] >= grid[first + child]) break;
-      const uint s = grid[first + root];
-      grid[first + root] = grid[first + child], grid[first + child] = s;
-      root = child;
-    }
-  }
 }
 
 void main() {
@@ -162,41 +116,10 @@ void main() {
           const uint slot = atomicAdd(grid[p.gaussianCounts + list], 1u);
           if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
         }
-  } else if (mode == GAUSSIAN_GRID_SORT_GAUSSIANS) {
-    if (t <= p.cells) sortList(p.gaussianEntries + grid[p.gaussianStarts + t],
-                               p.gaussianEntries + grid[p.gaussianStarts + t + 1u]);
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
     uint cell;
     if (t >= p.points || !pointCell(t, cell)) return;
     const uint slot = atomicAdd(grid[p.pointCounts + cell], 1u);
     if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
-  } else if (mode == GAUSSIAN_GRID_SORT_POINTS) {
-    if (t < p.cells) sortList(p.pointEntries + grid[p.pointStarts + t], p.pointEntries + grid[p.pointStarts + t + 1u]);
-  } else if (mode == GAUSSIAN_SCAN_REDUCE) {
-    const uint base = gl_WorkGroupID.x * GAUSSIAN_SCAN_BLOCK + gl_LocalInvocationID.x * 4u;
-    uint sum = 0u, total;
-    for (uint k = 0u; k < 4u; ++k) sum += base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u;
-    workgroupExclusiveScan(sum, total);
-    if (gl_LocalInvocationID.x == 0u) grid[p.blockSums + gl_WorkGroupID.x] = total;
-  } else if (mode == GAUSSIAN_SCAN_BLOCKS) {
-    const uint blocks = (p.scanCount + GAUSSIAN_SCAN_BLOCK - 1u) / GAUSSIAN_SCAN_BLOCK;
-    const uint base = gl_LocalInvocationID.x * 4u;
-    uint v[4], sum = 0u, total;
-    for (uint k = 0u; k < 4u; ++k) v[k] = base + k < blocks ? grid[p.blockSums + base + k] : 0u, sum += v[k];
-    uint running = workgroupExclusiveScan(sum, total);
-    for (uint k = 0u; k < 4u; ++k) {
-      if (base + k < blocks) grid[p.blockSums + base + k] = running;
-      running += v[k];
-    }
-    if (gl_LocalInvocationID.x == 0u) grid[p.scanOut + p.scanCount] = total;
-  } else if (mode == GAUSSIAN_SCAN_APPLY) {
-    const uint base = gl_WorkGroupID.x * GAUSSIAN_SCAN_BLOCK + gl_LocalInvocationID.x * 4u;
-    uint v[4], sum = 0u, total;
-    for (uint k = 0u; k < 4u; ++k) v[k] = base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u, sum += v[k];
-    uint running = workgroupExclusiveScan(sum, total) + grid[p.blockSums + gl_WorkGroupID.x];
-    for (uint k = 0u; k < 4u; ++k) {
-      if (base + k < p.scanCount) grid[p.scanOut + base + k] = running, grid[p.scanIn + base + k] = running;
-      running += v[k];
-    }
   }
 }

@@ -1,6 +1,6 @@
 // The culled Gaussian field on CUDA: the passes of shaders/gaussian_grid.comp, gaussian_culled_points.glsl and
 // gaussian_culled_gaussians.glsl (shared/gaussian_grid_io.h), a thread per invocation, the same sums in the same
-// order.
+// order; cuda/src/buckets.cu scans and sorts the grid's lists.
 #include "check.h"
 #include "ops/gaussian_field_backend.h"
 
@@ -31,44 +31,6 @@ struct GridHeader {
     return true;
   }
 };
-
-// The exclusive prefix of v over the block, and its total.
-__device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
-  __shared__ uint32_t sScan[GAUSSIAN_GRID_THREADS];
-  const uint32_t lid = threadIdx.x;
-  sScan[lid] = v;
-  __syncthreads();
-  for (uint32_t step = 1; step < GAUSSIAN_GRID_THREADS; step <<= 1) {
-    const uint32_t add = lid >= step ? sScan[lid - step] : 0u;
-    __syncthreads();
-    sScan[lid] += add;
-    __syncthreads();
-  }
-  total = sScan[GAUSSIAN_GRID_THREADS - 1];
-  const uint32_t inclusive = sScan[lid];
-  __syncthreads();
-  return inclusive - v;
-}
-
-// Sorts list[0, n) (heap sort, as the shader's).
-__device__ void sortList(uint32_t* list, uint32_t n) {
-  if (n < 2) return;
-  auto sift = [&](uint32_t root, uint32_t end) {
-    for (uint32_t child = 2 * root + 1; child < end; child = 2 * root + 1) {
-      if (child + 1 < end && list[child + 1] > list[child]) ++child;
-      if (list[root] >= list[child]) break;
-      const uint32_t t = list[root];
-      list[root] = list[child], list[child] = t;
-      root = child;
-    }
-  };
-  for (uint32_t start = n / 2; start-- > 0;) sift(start, n);
-  for (uint32_t end = n - 1; end > 0; --end) {
-    const uint32_t t = list[0];
-    list[0] = list[end], list[end] = t;
-    sift(0, end);
-  }
-}
 
 __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
     gridKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
@@ -172,10 +134,6 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
           const uint32_t slot = atomicAdd(&grid[p.gaussianCounts + list], 1u);
           if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
         }
-  } else if (mode == GAUSSIAN_GRID_SORT_GAUSSIANS) {
-    if (t <= p.cells)
-      sortList(grid + p.gaussianEntries + grid[p.gaussianStarts + t],
-               grid[p.gaussianStarts + t + 1] - grid[p.gaussianStarts + t]);
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
     if (t >= p.points) return;
     const float x[3] = {points[t * 3], points[t * 3 + 1], points[t * 3 + 2]};
@@ -183,34 +141,6 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
     if (!GridHeader(grid).cellOf(x, cell)) return;
     const uint32_t slot = atomicAdd(&grid[p.pointCounts + cell], 1u);
     if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
-  } else if (mode == GAUSSIAN_GRID_SORT_POINTS) {
-    if (t < p.cells)
-      sortList(grid + p.pointEntries + grid[p.pointStarts + t], grid[p.pointStarts + t + 1] - grid[p.pointStarts + t]);
-  } else if (mode == GAUSSIAN_SCAN_REDUCE) {
-    const uint32_t base = blockIdx.x * GAUSSIAN_SCAN_BLOCK + threadIdx.x * 4;
-    uint32_t sum = 0, total;
-    for (uint32_t k = 0; k < 4; ++k) sum += base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u;
-    blockExclusiveScan(sum, total);
-    if (threadIdx.x == 0) grid[p.blockSums + blockIdx.x] = total;
-  } else if (mode == GAUSSIAN_SCAN_BLOCKS) {
-    const uint32_t blocks = (p.scanCount + GAUSSIAN_SCAN_BLOCK - 1) / GAUSSIAN_SCAN_BLOCK, base = threadIdx.x * 4;
-    uint32_t v[4], sum = 0, total;
-    for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < blocks ? grid[p.blockSums + base + k] : 0u, sum += v[k];
-    uint32_t running = blockExclusiveScan(sum, total);
-    for (uint32_t k = 0; k < 4; ++k) {
-      if (base + k < blocks) grid[p.blockSums + base + k] = running;
-      running += v[k];
-    }
-    if (threadIdx.x == 0) grid[p.scanOut + p.scanCount] = total;
-  } else if (mode == GAUSSIAN_SCAN_APPLY) {
-    const uint32_t base = blockIdx.x * GAUSSIAN_SCAN_BLOCK + threadIdx.x * 4;
-    uint32_t v[4], sum = 0, total;
-    for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < p.scanCount ? grid[p.scanIn + base + k] : 0u, sum += v[k];
-    uint32_t running = blockExclusiveScan(sum, total) + grid[p.blockSums + blockIdx.x];
-    for (uint32_t k = 0; k < 4; ++k) {
-      if (base + k < p.scanCount) grid[p.scanOut + base + k] = running, grid[p.scanIn + base + k] = running;
-      running += v[k];
-    }
   }
 }
 

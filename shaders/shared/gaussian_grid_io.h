@@ -3,9 +3,9 @@
 //
 // The grid is one buffer of 32-bit words (offsets in GaussianGridPush), built by gaussian_grid.comp's passes:
 //   clear; prepare (per Gaussian: A', μ and the cut, its support's box into the grid's box and its size into a
-//   histogram); plan (one invocation: the cell edge, the 99th percentile of the sizes, grown until the cells fit);
-//   count, scan, fill, sort (per Gaussian: the ≤ GAUSSIAN_GRID_SPAN³ cells its box covers, or the list of
-//   outsized ones).
+//   histogram); plan (one invocation: the cell edge, from the 99th percentile of the sizes, grown until the cells
+//   fit); count and fill (per Gaussian: the ≤ GAUSSIAN_GRID_SPAN³ cells its box covers, or the list of outsized
+//   ones), with buckets.comp's scan between and its sort after (shared/buckets_io.h).
 // The backward bins the points the same way into the buffer's point lists. Lists are sorted by index after the
 // (atomic) fill, so every sum has a fixed order: the same bits on every run.
 #ifndef ARMATURE_GAUSSIAN_GRID_IO_H
@@ -13,9 +13,7 @@
 #include "gaussian_io.h"
 
 #define GAUSSIAN_GRID_THREADS 256
-#define GAUSSIAN_SCAN_BLOCK 1024  // values a scan workgroup takes (4 per invocation)
-// Cells at most: the scan's block sums then fit one workgroup.
-#define GAUSSIAN_GRID_MAX_CELLS (GAUSSIAN_SCAN_BLOCK * GAUSSIAN_SCAN_BLOCK - 2u)
+#define GAUSSIAN_GRID_MAX_CELLS (1u << 20)  // cells at most
 #define GAUSSIAN_GRID_HISTOGRAM_BINS 256  // log2 of a support's size in quarter steps, 2^-32 … 2^32
 #define GAUSSIAN_GRID_OUTSIZED_PER_MILLE 10  // at most 1% of the Gaussians are too large for a cell
 #define GAUSSIAN_GRID_HEADER_WORDS 16
@@ -46,14 +44,9 @@
 #define GAUSSIAN_GRID_PLAN 2u             // one invocation
 #define GAUSSIAN_GRID_COUNT_GAUSSIANS 3u  // per Gaussian
 #define GAUSSIAN_GRID_FILL_GAUSSIANS 4u
-#define GAUSSIAN_GRID_SORT_GAUSSIANS 5u  // per list (cells + 1)
-#define GAUSSIAN_GRID_CLEAR_POINTS 6u    // the points' counts
-#define GAUSSIAN_GRID_COUNT_POINTS 7u    // per point
-#define GAUSSIAN_GRID_FILL_POINTS 8u
-#define GAUSSIAN_GRID_SORT_POINTS 9u  // per cell
-#define GAUSSIAN_SCAN_REDUCE 10u      // per block of GAUSSIAN_SCAN_BLOCK counts: its sum
-#define GAUSSIAN_SCAN_BLOCKS 11u      // one workgroup: the block sums scanned
-#define GAUSSIAN_SCAN_APPLY 12u       // per block: starts = exclusive scan; the counts become the fill cursors
+#define GAUSSIAN_GRID_CLEAR_POINTS 5u  // the points' counts
+#define GAUSSIAN_GRID_COUNT_POINTS 6u  // per point
+#define GAUSSIAN_GRID_FILL_POINTS 7u
 
 #define GAUSSIAN_GRID_BINDING_POINTS 0    // float (B,3)
 #define GAUSSIAN_GRID_BINDING_MEANS 1     // float (N,3)
@@ -75,14 +68,14 @@ ARM_SHARED_STRUCT(GaussianGridPush) {
   uint cells;                               // the grid's cells at most; list `cells` holds the outsized Gaussians
   uint mode;
   float epsilon;
-  uint scanCount;        // scan passes: the counts scanned, at scanIn; their starts (scanCount + 1) go to scanOut
-  uint scanIn, scanOut;  // word offsets into the grid, as are the rest
-  uint histogram, gaussianCounts, gaussianStarts, gaussianEntries, prepared;
+  uint histogram;  // word offsets into the grid, as are the rest
+  uint gaussianCounts, gaussianStarts, gaussianEntries, prepared;
   uint pointCounts, pointStarts, pointEntries, blockSums, words;
+  uint pad;
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(GaussianGridPush) == 80);
+static_assert(sizeof(GaussianGridPush) == 72);
 #endif
 
 // The cut, in the kernels' scaled distance m' (gaussian_io.h): a term counts where m' ≤ log2(max|w| / ε), i.e.

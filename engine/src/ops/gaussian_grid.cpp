@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "buckets.h"
 #include "dispatch.h"
 #include "gaussian_field_backend.h"
 
@@ -32,7 +33,7 @@ GaussianGridPush layoutOf(const GaussianFieldInputs& in) {
   p.pointCounts = take(p.cells);
   p.pointStarts = take(p.cells + 1);
   p.pointEntries = take(in.points);
-  p.blockSums = take(GAUSSIAN_SCAN_BLOCK);
+  p.blockSums = take(bucketBlockSums(p.cells + 1));
   p.words = at;
   return p;
 }
@@ -61,16 +62,12 @@ GaussianGridPass gridPass(const GaussianFieldInputs& in, const DeviceView& grid,
   return pass;
 }
 
-// Counts at `counts` (n of them) become their starts at `starts` (n + 1, the last the total), and the counts the
-// fill cursors: reduce per block, scan the block sums, apply.
-void scan(const char* op, const Exec& exec, GaussianGridPass pass, uint32_t counts, uint32_t starts, uint32_t n) {
-  pass.push.scanIn = counts, pass.push.scanOut = starts, pass.push.scanCount = n;
-  const uint32_t blocks = groupsOf(n, GAUSSIAN_SCAN_BLOCK);
-  for (const uint32_t mode : {GAUSSIAN_SCAN_REDUCE, GAUSSIAN_SCAN_BLOCKS, GAUSSIAN_SCAN_APPLY}) {
-    pass.push.mode = mode;
-    pass.groups = mode == GAUSSIAN_SCAN_BLOCKS ? 1 : blocks;
-    run(op, exec, pass);
-  }
+BucketLists gaussianLists(const GaussianGridPush& layout, const DeviceView& grid) {
+  return {
+      grid, layout.cells + 1, layout.gaussianCounts, layout.gaussianStarts, layout.gaussianEntries, layout.blockSums};
+}
+BucketLists pointLists(const GaussianGridPush& layout, const DeviceView& grid) {
+  return {grid, layout.cells, layout.pointCounts, layout.pointStarts, layout.pointEntries, layout.blockSums};
 }
 
 GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInputs& in, const DeviceView& grid,
@@ -114,9 +111,9 @@ void buildGaussianGrid(const Exec& exec, const GaussianGridArgs& a) {
   run(op, exec, pass(GAUSSIAN_GRID_PREPARE, N));
   run(op, exec, pass(GAUSSIAN_GRID_PLAN, 1));
   run(op, exec, pass(GAUSSIAN_GRID_COUNT_GAUSSIANS, N));
-  scan(op, exec, pass(0, 0), layout.gaussianCounts, layout.gaussianStarts, layout.cells + 1);
+  scanBuckets(op, exec, gaussianLists(layout, a.grid));
   run(op, exec, pass(GAUSSIAN_GRID_FILL_GAUSSIANS, N));
-  run(op, exec, pass(GAUSSIAN_GRID_SORT_GAUSSIANS, size_t(layout.cells) + 1));
+  sortBuckets(op, exec, gaussianLists(layout, a.grid));
 }
 
 void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check, const GaussianFieldArgs& a) {
@@ -137,9 +134,9 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
   const GaussianGridPush layout = layoutOf(a.in);
   run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
   run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_COUNT_POINTS, B));
-  scan(op, exec, gridPass(a.in, a.grid, 0, 0), layout.pointCounts, layout.pointStarts, layout.cells);
+  scanBuckets(op, exec, pointLists(layout, a.grid));
   run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_FILL_POINTS, B));
-  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_SORT_POINTS, layout.cells));
+  sortBuckets(op, exec, pointLists(layout, a.grid));
   const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
   run(op, exec, culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows));
   GaussianPass finish;

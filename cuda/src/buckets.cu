@@ -1,0 +1,90 @@
+// Bucket lists on CUDA: shaders/buckets.comp's passes (shared/buckets_io.h), a thread per invocation.
+#include "check.h"
+#include "ops/buckets.h"
+
+namespace armature::cuda {
+namespace {
+
+// The exclusive prefix of v over the block, and its total.
+__device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
+  __shared__ uint32_t sScan[BUCKET_THREADS];
+  const uint32_t lid = threadIdx.x;
+  sScan[lid] = v;
+  __syncthreads();
+  for (uint32_t step = 1; step < BUCKET_THREADS; step <<= 1) {
+    const uint32_t add = lid >= step ? sScan[lid - step] : 0u;
+    __syncthreads();
+    sScan[lid] += add;
+    __syncthreads();
+  }
+  total = sScan[BUCKET_THREADS - 1];
+  const uint32_t inclusive = sScan[lid];
+  __syncthreads();
+  return inclusive - v;
+}
+
+__device__ void siftDown(uint32_t* list, uint32_t root, uint32_t end) {
+  for (uint32_t child = 2 * root + 1; child < end; child = 2 * root + 1) {
+    if (child + 1 < end && list[child + 1] > list[child]) ++child;
+    if (list[root] >= list[child]) break;
+    const uint32_t t = list[root];
+    list[root] = list[child], list[child] = t;
+    root = child;
+  }
+}
+
+__global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restrict__ words, BucketPush p) {
+  const uint32_t lid = threadIdx.x, group = blockIdx.x;
+  if (p.mode == BUCKET_SORT) {
+    const uint32_t b = group * BUCKET_THREADS + lid;
+    if (b >= p.buckets) return;
+    uint32_t* list = words + p.entries + words[p.starts + b];
+    const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
+    if (n < 2) return;
+    for (uint32_t start = n / 2; start-- > 0;) siftDown(list, start, n);
+    for (uint32_t end = n - 1; end > 0; --end) {
+      const uint32_t t = list[0];
+      list[0] = list[end], list[end] = t;
+      siftDown(list, 0, end);
+    }
+  } else if (p.mode == BUCKET_SCAN_REDUCE) {
+    const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
+    uint32_t sum = 0, total;
+    for (uint32_t k = 0; k < 4; ++k) sum += base + k < p.buckets ? words[p.counts + base + k] : 0u;
+    blockExclusiveScan(sum, total);
+    if (lid == 0) words[p.blockSums + group] = total;
+  } else if (p.mode == BUCKET_SCAN_BLOCKS) {
+    const uint32_t blocks = (p.buckets + BUCKET_SCAN_BLOCK - 1) / BUCKET_SCAN_BLOCK;
+    uint32_t carry = 0;
+    for (uint32_t chunk = 0; chunk < blocks; chunk += BUCKET_SCAN_BLOCK) {
+      const uint32_t base = chunk + lid * 4;
+      uint32_t v[4], sum = 0, total;
+      for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < blocks ? words[p.blockSums + base + k] : 0u, sum += v[k];
+      uint32_t running = carry + blockExclusiveScan(sum, total);
+      for (uint32_t k = 0; k < 4; ++k) {
+        if (base + k < blocks) words[p.blockSums + base + k] = running;
+        running += v[k];
+      }
+      carry += total;
+    }
+    if (lid == 0) words[p.starts + p.buckets] = carry;
+  } else if (p.mode == BUCKET_SCAN_APPLY) {
+    const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
+    uint32_t v[4], sum = 0, total;
+    for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < p.buckets ? words[p.counts + base + k] : 0u, sum += v[k];
+    uint32_t running = blockExclusiveScan(sum, total) + words[p.blockSums + group];
+    for (uint32_t k = 0; k < 4; ++k) {
+      if (base + k < p.buckets) words[p.starts + base + k] = running, words[p.counts + base + k] = running;
+      running += v[k];
+    }
+  }
+}
+
+}  // namespace
+
+void bucketPass(const Exec& exec, const BucketPass& p) {
+  bucketKernel<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace armature::cuda
