@@ -38,7 +38,9 @@ void siftDown(uint first, uint root, uint end) {
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, group = gl_WorkGroupID.x;
-  if (p.mode == BUCKET_SORT) {
+  if (p.mode == BUCKET_CLEAR) {
+    if (gl_GlobalInvocationID.x < p.buckets) words[p.counts + gl_GlobalInvocationID.x] = 0u;
+  } else if (p.mode == BUCKET_SORT) {
     const uint b = gl_GlobalInvocationID.x;
     if (b >= p.buckets) return;
     const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];

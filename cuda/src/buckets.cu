@@ -35,7 +35,10 @@ __device__ void siftDown(uint32_t* list, uint32_t root, uint32_t end) {
 
 __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restrict__ words, BucketPush p) {
   const uint32_t lid = threadIdx.x, group = blockIdx.x;
-  if (p.mode == BUCKET_SORT) {
+  if (p.mode == BUCKET_CLEAR) {
+    const uint32_t b = group * BUCKET_THREADS + lid;
+    if (b < p.buckets) words[p.counts + b] = 0;
+  } else if (p.mode == BUCKET_SORT) {
     const uint32_t b = group * BUCKET_THREADS + lid;
     if (b >= p.buckets) return;
     uint32_t* list = words + p.entries + words[p.starts + b];

@@ -13,6 +13,7 @@
 #define BUCKET_SCAN_BLOCKS 1u  // one workgroup: the block sums scanned (BUCKET_SCAN_BLOCK at a time, carried)
 #define BUCKET_SCAN_APPLY 2u   // per block: the starts; the counts become the fill cursors
 #define BUCKET_SORT 3u         // per bucket: its entries sorted (heap sort, in place)
+#define BUCKET_CLEAR 4u        // per bucket: its count zeroed
 
 #define BUCKET_BINDING_WORDS 0
 #define BUCKET_BINDINGS 1

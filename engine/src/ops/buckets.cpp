@@ -21,6 +21,12 @@ void run(const char* op, const Exec& exec, const BucketLists& lists, uint32_t mo
 
 }  // namespace
 
+void clearBuckets(const char* op, const Exec& exec, const BucketLists& lists) {
+  ARM_CHECK(lists.buckets <= 65535u * BUCKET_THREADS, "%s: %u buckets, at most %u", op, lists.buckets,
+            65535u * BUCKET_THREADS);
+  run(op, exec, lists, BUCKET_CLEAR, (lists.buckets + BUCKET_THREADS - 1) / BUCKET_THREADS);
+}
+
 void scanBuckets(const char* op, const Exec& exec, const BucketLists& lists) {
   ARM_CHECK(bucketBlockSums(lists.buckets) <= 65535, "%s: %u buckets, at most %u", op, lists.buckets,
             65535u * BUCKET_SCAN_BLOCK);
@@ -30,6 +36,8 @@ void scanBuckets(const char* op, const Exec& exec, const BucketLists& lists) {
 }
 
 void sortBuckets(const char* op, const Exec& exec, const BucketLists& lists) {
+  ARM_CHECK(lists.buckets <= 65535u * BUCKET_THREADS, "%s: %u buckets, at most %u", op, lists.buckets,
+            65535u * BUCKET_THREADS);
   run(op, exec, lists, BUCKET_SORT, (lists.buckets + BUCKET_THREADS - 1) / BUCKET_THREADS);
 }
 

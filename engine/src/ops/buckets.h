@@ -18,6 +18,7 @@ struct BucketLists {
 };
 inline uint32_t bucketBlockSums(uint32_t buckets) { return (buckets + BUCKET_SCAN_BLOCK - 1) / BUCKET_SCAN_BLOCK; }
 
+void clearBuckets(const char* op, const Exec& exec, const BucketLists& lists);  // the counts to zero
 void scanBuckets(const char* op, const Exec& exec, const BucketLists& lists);
 void sortBuckets(const char* op, const Exec& exec, const BucketLists& lists);
 

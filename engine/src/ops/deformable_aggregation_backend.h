@@ -1,0 +1,25 @@
+#pragma once
+// What both backends of the deformable aggregation share: the passes (shaders/shared/aggregation_io.h) the entry
+// points plan, each run by vk::aggregationPass or cuda::aggregationPass.
+#include "armature/ops/deformable_aggregation.h"
+#include "shared/aggregation_io.h"
+
+namespace armature {
+
+struct AggregationPass {
+  enum class Kind : uint8_t { Forward, SampleGrads, Pairs, FeatureGrads };
+  Kind kind = Kind::Forward;
+  AggregationPush push{};
+  uint32_t groupsX = 1, groupsY = 1;
+  // The AGGREGATION_BINDING_* views (those a pass does not use may be empty).
+  DeviceView table, features, locations, weights, gradOut, outA, outB, words;
+};
+
+namespace vk {
+void aggregationPass(const Exec& exec, const AggregationPass& pass);
+}
+namespace cuda {
+void aggregationPass(const Exec& exec, const AggregationPass& pass);
+}
+
+}  // namespace armature
