@@ -102,7 +102,10 @@ int main(int argc, char** argv) {
   std::string gaussianSizes = "1000x500,10000x100000,100000x1000000";
   gaussianCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   gaussianCmd->add_option("--sizes", gaussianSizes, "comma-separated GAUSSIANSxPOINTS");
-  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd}) {
+  auto* aggregateCmd = app.add_subcommand(
+      "aggregate", "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
+  aggregateCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd, aggregateCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -142,6 +145,7 @@ int main(int argc, char** argv) {
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
     if (*fkCmd) bench::runJoints(rows, *device, backend, iters, fkWorkloads);
     if (*gaussianCmd) bench::runGaussian(rows, *device, backend, iters, gaussianSizes);
+    if (*aggregateCmd) bench::runAggregate(rows, *device, backend, iters);
 
     if (*axpyCmd) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache

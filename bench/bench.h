@@ -66,6 +66,9 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
 // Gaussian field rows (armature-bench gaussian): forward and forward + backward, dense, at each NxB size.
 void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& sizes);
 
+// Deformable aggregation rows (armature-bench aggregate): SparseDrive's detection and map heads.
+void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int iters);
+
 // Interop rows (needs a CUDA build).
 void runInterop(std::vector<Row>& rows, int iters);
 

@@ -183,7 +183,8 @@ ARM_ON_GPU_BACKENDS(DeformableAggregationOp);
 
 // Against the reference: 3 cameras × levels 5×7, 1×1 and 3×2, 20 channels in 4 groups (not a multiple of 32), a
 // batch of 2, locations over (−0.5, 1.5) (about a quarter of the samples valid) with some exactly 0, 1 and NaN; one
-// channel and one group; a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points).
+// channel and one group over the detection head's 900 anchors × 13 points × 6 cameras (more samples than one
+// dispatch row holds); a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points).
 // Tolerances: the output to 1e-5 of Σ|w·value| over its terms plus 1e-7 (float sums of that many terms); gradients to
 // 1e-5·√terms of the array's largest value. A second run gives the same bits.
 TEST_P(DeformableAggregationOp, MatchesReference) {
@@ -194,7 +195,7 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
     double lo, hi;
   };
   for (const Case& c :
-       {Case{2, 3, {{5, 7}, {1, 1}, {3, 2}}, 20, 4, 37, 5, -0.5, 1.5}, Case{1, 1, {{4, 4}}, 1, 1, 3, 1, 0.0, 1.0},
+       {Case{2, 3, {{5, 7}, {1, 1}, {3, 2}}, 20, 4, 37, 5, -0.5, 1.5}, Case{1, 6, {{4, 4}}, 1, 1, 900, 13, 0.0, 1.0},
         Case{1, 6, {{16, 44}, {8, 22}, {4, 11}, {2, 6}}, 64, 8, 60, 13, 0.0, 1.0}}) {
     SCOPED_TRACE(std::to_string(c.batch) + " × " + std::to_string(c.anchors) + " anchors × " +
                  std::to_string(c.points) + " points, " + std::to_string(c.channels) + " channels");
