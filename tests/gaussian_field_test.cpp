@@ -149,6 +149,19 @@ double largest(const std::vector<double>& v) {
   return m;
 }
 
+// A gradient summing `terms` float terms with independent roundings: within 1e-5·√terms of the array's largest.
+void expectGrad(const std::vector<float>& g, const std::vector<double>& w, size_t terms, const char* name) {
+  const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;
+  EXPECT_TRUE(allClose(g, w, Tol{tol, 0})) << name;
+}
+
+// Every output of a second run has the first's bits.
+void expectSameBits(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& again) {
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_TRUE(got[k].empty() || std::memcmp(got[k].data(), again[k].data(), got[k].size() * 4) == 0)
+        << "output " << k << " differs";
+}
+
 }  // namespace
 
 class GaussianFieldOp : public OnBackend {};
@@ -210,19 +223,11 @@ TEST_P(GaussianFieldOp, MatchesReference) {
       }
       ASSERT_NEAR(got[1][i], want.mahalanobis[i], 1e-5 * want.mahalanobis[i] + 1e-5) << "distance " << i;
     }
-    const auto expectGrad = [](const std::vector<float>& g, const std::vector<double>& w, size_t terms,
-                               const char* name) {
-      const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;
-      EXPECT_TRUE(allClose(g, w, Tol{tol, 0})) << name;
-    };
     expectGrad(got[2], wantGrads.points, N, "points");
     expectGrad(got[3], wantGrads.means, B, "means");
     expectGrad(got[4], wantGrads.cholesky, B, "cholesky");
     expectGrad(got[5], wantGrads.weights, B, "weights");
-    const auto again = runBoth();
-    for (size_t k = 0; k < got.size(); ++k)
-      EXPECT_TRUE(got[k].empty() || std::memcmp(got[k].data(), again[k].data(), got[k].size() * 4) == 0)
-          << "output " << k << " differs";
+    expectSameBits(got, runBoth());
   }
 }
 
@@ -421,19 +426,11 @@ TEST_P(GaussianFieldOp, CulledMatchesReference) {
       ASSERT_LE(std::abs(got[0][i] - exact[i]), counts.cut[i / C] * c.epsilon + 1e-5 * scale[i] + 1e-7)
           << "field " << i << " past the bound";
     }
-    const auto expectGrad = [](const std::vector<float>& g, const std::vector<double>& w, size_t terms,
-                               const char* name) {
-      const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;
-      EXPECT_TRUE(allClose(g, w, Tol{tol, 0})) << name;
-    };
     expectGrad(got[1], wantGrads.points, N, "points");
     expectGrad(got[2], wantGrads.means, B, "means");
     expectGrad(got[3], wantGrads.cholesky, B, "cholesky");
     expectGrad(got[4], wantGrads.weights, B, "weights");
-    const auto again = runAll();
-    for (size_t k = 0; k < got.size(); ++k)
-      EXPECT_TRUE(got[k].empty() || std::memcmp(got[k].data(), again[k].data(), got[k].size() * 4) == 0)
-          << "output " << k << " differs";
+    expectSameBits(got, runAll());
   }
 }
 
