@@ -70,8 +70,8 @@ ARM_SHARED_STRUCT(GaussianGridPush) {
   float epsilon;
   uint histogram;  // word offsets into the grid, as are the rest
   uint gaussianCounts, gaussianStarts, gaussianEntries, prepared;
-  uint pointCounts, pointStarts, pointEntries, blockSums, words;
-  uint pad;
+  uint pointCounts, pointStarts, pointEntries, blockSums;
+  uint pad0, pad1;
 };
 
 #ifdef __cplusplus

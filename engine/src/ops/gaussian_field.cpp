@@ -9,7 +9,6 @@ namespace armature {
 
 namespace {
 
-uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
 // An invocation's rows: GAUSSIAN_MANY_ROWS when rows are many (a quarter of what fills the GPU at one each: the
 // chunks make up the rest) and channels few (their registers allow it), else one; and the invocations `rows` need.
 uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels) {
@@ -72,7 +71,7 @@ GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Ch
   p.push = {in.points,    in.gaussians, in.channels, in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u,
             chunks.chunk, chunks.count, 0,           0};
   p.groupsX = groupsFor(invocationsFor(rows, in.channels)), p.groupsY = chunks.count;
-  p.maxChannels = variantFor(in.channels);
+  p.maxChannels = gaussianChannelVariant(in.channels);
   p.rowsPerInvocation = rowsPerInvocation(rows, in.channels);
   p.points = in.x, p.means = in.means, p.cholesky = in.cholesky, p.weights = in.weights;
   return p;
@@ -158,13 +157,19 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
   pass.gradField = a.gradField;
   pass.out = partials;
   run(pass);
+  finishGaussianGrads(op, exec, a, partials, chunks.count, finishFlags);
+}
+
+void finishGaussianGrads(const char* op, const Exec& exec, const GaussianFieldBackwardArgs& a, DeviceView partials,
+                         uint32_t chunks, uint32_t finishFlags) {
+  const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   GaussianPass finish;
   finish.kind = GaussianPass::Kind::Finish;
-  finish.push = {B, N, C, finishFlags, 0, chunks.count, GAUSSIAN_GAUSSIAN_GRADS + C, N};
+  finish.push = {B, N, C, finishFlags, 0, chunks, GAUSSIAN_GAUSSIAN_GRADS + C, N};
   finish.groupsX = groupsFor(N);  // an invocation per Gaussian
   finish.cholesky = a.in.cholesky, finish.partials = partials;
   finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;
-  run(finish);
+  dispatch(op, exec, finish, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
 }
 
 }  // namespace armature

@@ -32,6 +32,12 @@ struct GaussianGridPass {
   DeviceView points, means, cholesky, weights, gradField, out, grid;
 };
 
+// The shader variant of a channel count: 1, 8 or 32 channels (both modes).
+inline uint32_t gaussianChannelVariant(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
+// The Gaussian side's last pass (both modes): `chunks` partial rows per Gaussian summed and turned into the
+// gradients finishFlags asks for.
+void finishGaussianGrads(const char* op, const Exec& exec, const GaussianFieldBackwardArgs& args, DeviceView partials,
+                         uint32_t chunks, uint32_t finishFlags);
 // Checks the inputs' counts and views (both modes).
 void checkGaussianInputs(const char* op, const OpChecks& check, const GaussianFieldInputs& in);
 // Culled mode (gaussian_grid.cpp), after the entry points' checks of the other arguments; finishFlags: the

@@ -34,7 +34,6 @@ GaussianGridPush layoutOf(const GaussianFieldInputs& in) {
   p.pointStarts = take(p.cells + 1);
   p.pointEntries = take(in.points);
   p.blockSums = take(bucketBlockSums(p.cells + 1));
-  p.words = at;
   return p;
 }
 
@@ -46,15 +45,14 @@ void checkGrid(const char* op, const OpChecks& check, const GaussianFieldInputs&
   check.view("grid", grid, ElementType::UInt32, gaussianGridWords(in.points, in.gaussians));
 }
 
-uint32_t variantFor(uint32_t channels) { return channels <= 1 ? 1 : channels <= 8 ? 8 : 32; }
-
 void run(const char* op, const Exec& exec, const GaussianGridPass& pass) {
   dispatch(op, exec, pass, &vk::gaussianGridPass, ARM_CUDA_BACKEND(gaussianGridPass));
 }
 
-GaussianGridPass gridPass(const GaussianFieldInputs& in, const DeviceView& grid, uint32_t mode, size_t items) {
+GaussianGridPass gridPass(const GaussianFieldInputs& in, const GaussianGridPush& layout, const DeviceView& grid,
+                          uint32_t mode, size_t items) {
   GaussianGridPass pass;
-  pass.push = layoutOf(in);
+  pass.push = layout;
   pass.push.mode = mode;
   pass.groups = groupsOf(items, GAUSSIAN_GRID_THREADS);
   pass.points = in.x, pass.means = in.means, pass.cholesky = in.cholesky, pass.weights = in.weights;
@@ -74,9 +72,9 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
                             const DeviceView& gradField, const DeviceView& out) {
   GaussianGridPass pass;
   pass.kind = kind;
-  pass.push = layoutOf(in);
+  pass.push = layoutOf(in);  // the offsets the culled shaders read
   pass.groups = groupsOf(kind == GaussianGridPass::Kind::GaussianGrads ? in.gaussians : in.points, GAUSSIAN_THREADS);
-  pass.maxChannels = variantFor(in.channels);
+  pass.maxChannels = gaussianChannelVariant(in.channels);
   pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
   return pass;
 }
@@ -90,7 +88,8 @@ uint32_t gaussianGridCells(uint32_t gaussians) {
 size_t gaussianGridWords(uint32_t points, uint32_t gaussians) {
   GaussianFieldInputs in;
   in.points = points, in.gaussians = gaussians;
-  return layoutOf(in).words;
+  const GaussianGridPush layout = layoutOf(in);
+  return size_t(layout.blockSums) + bucketBlockSums(layout.cells + 1);
 }
 
 void buildGaussianGrid(const Exec& exec, const GaussianGridArgs& a) {
@@ -103,7 +102,7 @@ void buildGaussianGrid(const Exec& exec, const GaussianGridArgs& a) {
   const GaussianGridPush layout = layoutOf(a.in);
   const uint32_t N = a.in.gaussians;
   auto pass = [&](uint32_t mode, size_t items) {
-    GaussianGridPass p = gridPass(a.in, a.grid, mode, items);
+    GaussianGridPass p = gridPass(a.in, layout, a.grid, mode, items);
     p.push.epsilon = a.epsilon;
     return p;
   };
@@ -132,20 +131,14 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
   if (finishFlags == 0 || N == 0) return;
   // The points binned into the grid's cells, then each Gaussian's row, then the rows turned into the outputs.
   const GaussianGridPush layout = layoutOf(a.in);
-  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
-  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_COUNT_POINTS, B));
+  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
+  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_COUNT_POINTS, B));
   scanBuckets(op, exec, pointLists(layout, a.grid));
-  run(op, exec, gridPass(a.in, a.grid, GAUSSIAN_GRID_FILL_POINTS, B));
+  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_FILL_POINTS, B));
   sortBuckets(op, exec, pointLists(layout, a.grid));
   const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
   run(op, exec, culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows));
-  GaussianPass finish;
-  finish.kind = GaussianPass::Kind::Finish;
-  finish.push = {B, N, C, finishFlags, 0, 1, GAUSSIAN_GAUSSIAN_GRADS + C, N};
-  finish.groupsX = groupsOf(N, GAUSSIAN_THREADS);
-  finish.cholesky = a.in.cholesky, finish.partials = rows;
-  finish.outA = a.gradMeans, finish.outB = a.gradCholesky, finish.outC = a.gradWeights;
-  dispatch(op, exec, finish, &vk::gaussianPass, ARM_CUDA_BACKEND(gaussianPass));
+  finishGaussianGrads(op, exec, a, rows, 1, finishFlags);
 }
 
 }  // namespace armature
