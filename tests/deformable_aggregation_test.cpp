@@ -57,12 +57,6 @@ DeformableAggregationRef randomOp(uint32_t batch, uint32_t cameras, const std::v
   return op;
 }
 
-double largest(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
 }  // namespace
 
 // Two levels (2×3 and 1×2), two cameras, 3 channels, a batch of 2: the column layout, the spatial shape and the
@@ -169,12 +163,6 @@ struct DeviceOp {
     in = {&maps, op.sizes, features, locations, weights};
   }
 };
-
-DeviceBuffer poisoned(Device& device, size_t floats) {
-  DeviceBuffer b = device.allocate(ElementType::Float32, std::max<size_t>(floats, 1));
-  b.fill(nanBits());
-  return b;
-}
 
 }  // namespace
 

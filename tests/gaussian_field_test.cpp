@@ -137,18 +137,6 @@ struct DeviceField {
   }
 };
 
-DeviceBuffer poisoned(Device& device, size_t floats) {
-  DeviceBuffer b = device.allocate(ElementType::Float32, std::max<size_t>(floats, 1));
-  b.fill(nanBits());
-  return b;
-}
-
-double largest(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
 // A gradient summing `terms` float terms with independent roundings: within 1e-5·√terms of the array's largest.
 void expectGrad(const std::vector<float>& g, const std::vector<double>& w, size_t terms, const char* name) {
   const double tol = 1e-5 * std::sqrt(double(std::max<size_t>(terms, 1))) * largest(w) + 1e-12;

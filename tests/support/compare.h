@@ -55,6 +55,13 @@ inline uint32_t nanBits() {
   return u;
 }
 
+// The largest magnitude in v (0 for an empty one): the scale gradient tolerances are stated against.
+inline double largest(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
 // Fresh random values for every run (seed from the test's random seed, printed by gtest on failure).
 inline std::mt19937_64& rng() {
   static std::mt19937_64 gen(::testing::UnitTest::GetInstance()->random_seed() ^ 0x9e3779b97f4a7c15ull);

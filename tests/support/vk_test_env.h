@@ -5,6 +5,7 @@
 
 #include "armature/device.h"
 #include "armature/vk/buffer.h"
+#include "compare.h"
 
 namespace armature::test {
 
@@ -49,6 +50,13 @@ class OnBackend : public ::testing::TestWithParam<Backend> {
   Device* m_device = nullptr;
 };
 std::string backendParamName(const ::testing::TestParamInfo<Backend>& info);
+
+// `floats` floats (at least one) filled with NaN, so that a value the GPU leaves unwritten fails the comparison.
+inline DeviceBuffer poisoned(Device& device, size_t floats) {
+  DeviceBuffer b = device.allocate(ElementType::Float32, floats > 0 ? floats : 1);
+  b.fill(nanBits());
+  return b;
+}
 
 }  // namespace armature::test
 
