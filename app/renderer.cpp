@@ -6,6 +6,7 @@
 #include <glm/gtc/type_ptr.hpp>
 #include <glm/mat4x4.hpp>
 
+#include "armature/camera.h"
 #include "armature/vk/graphics.h"
 #include "shared/render_io.h"
 
@@ -21,13 +22,6 @@ VkRect2D clampRect(VkRect2D r, VkExtent2D extent) {
 }
 
 using Mat4 = std::array<float, 16>;
-Mat4 multiply(const Mat4& a, const Mat4& b) {  // column-major a·b
-  Mat4 c{};
-  for (int col = 0; col < 4; ++col)
-    for (int row = 0; row < 4; ++row)
-      for (int k = 0; k < 4; ++k) c[size_t(col * 4 + row)] += a[size_t(k * 4 + row)] * b[size_t(col * 4 + k)];
-  return c;
-}
 // The inverse of a 4×4 matrix (column-major), in double.
 Mat4 invert(const Mat4& m) {
   glm::dmat4 inverse = glm::inverse(glm::dmat4(glm::make_mat4(m.data())));
@@ -44,36 +38,7 @@ std::array<float, 3> Camera::eye() const {
 }
 
 std::array<float, 16> Camera::viewProj(float aspect) const {
-  auto e = eye();
-  float f[3] = {target[0] - e[0], target[1] - e[1], target[2] - e[2]};
-  float fl = std::sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
-  for (float& x : f) x /= fl;
-  float up[3] = {0, 1, 0};
-  float s[3] = {f[1] * up[2] - f[2] * up[1], f[2] * up[0] - f[0] * up[2], f[0] * up[1] - f[1] * up[0]};
-  float sl = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
-  for (float& x : s) x /= sl;
-  float u[3] = {s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2], s[0] * f[1] - s[1] * f[0]};
-  Mat4 view = {s[0],
-               u[0],
-               -f[0],
-               0,
-               s[1],
-               u[1],
-               -f[1],
-               0,
-               s[2],
-               u[2],
-               -f[2],
-               0,
-               -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2]),
-               -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2]),
-               f[0] * e[0] + f[1] * e[1] + f[2] * e[2],
-               1};
-  // Right-handed perspective to Vulkan clip space: y flipped (row 0 at the top), depth in [0, 1].
-  float zNear = 0.05f, zFar = 200.f, t = 1.f / std::tan(fovY / 2);
-  Mat4 proj = {t / aspect, 0, 0, 0, 0, -t, 0, 0, 0, 0, zFar / (zNear - zFar), -1, 0, 0, zNear * zFar / (zNear - zFar),
-               0};
-  return multiply(proj, view);
+  return lookAtPerspective(eye(), {target[0], target[1], target[2]}, fovY, aspect);
 }
 
 void Camera::frame(const float lo[3], const float hi[3]) {

@@ -42,13 +42,8 @@ ARM_SHARED_STRUCT(AggregationPush) {
 static_assert(sizeof(AggregationPush) == 64);
 #endif
 
-#if defined(__cplusplus) || defined(__CUDACC__)
-#define AGG_OUT(name, n) float name[n]
-#define AGG_OUT_INT(name, n) int name[n]
-#else
-#define AGG_OUT(name, n) out float name[n]
-#define AGG_OUT_INT(name, n) out int name[n]
-#endif
+#define AGG_OUT(name, n) ARM_OUT(float, name, n)
+#define AGG_OUT_INT(name, n) ARM_OUT(int, name, n)
 
 // A sample at (x, y) on an H × W map: false unless both lie strictly inside (0, 1). Else its four corners
 // (row, column) = (h0 + k/2, w0 + k%2), k = 0..3, their bilinear coefficients (0 for a corner off the map), and the

@@ -17,6 +17,7 @@ typedef uint32_t uint;
 #define ARM_RARE_FN inline
 #endif
 #define ARM_PRECISE
+#define ARM_OUT(type, name, n) type name[n]  // an array a shared function writes (GLSL: `out type name[n]`)
 // A float's IEEE bits (GLSL's floatBitsToUint).
 ARM_FN uint armFloatBits(float f) {
   uint u;
@@ -36,6 +37,7 @@ ARM_FN float armBitsFloat(uint u) {
 #define ARM_RARE_FN
 // GLSL may fuse a*b+c unless told not to; C++ here (x86-64 baseline) and CUDA (-fmad=false where it matters) don't.
 #define ARM_PRECISE precise
+#define ARM_OUT(type, name, n) out type name[n]
 #define armFloatBits(f) floatBitsToUint(f)
 #define armBitsFloat(u) uintBitsToFloat(u)
 #endif
