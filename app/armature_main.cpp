@@ -83,6 +83,25 @@ int main(int argc, char** argv) {
   fit->add_option("--seed", fitOptions.seed, "samples and initial field");
   fit->add_option("--backend", fitOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda or vulkan")
       ->check(CLI::IsMember({"auto", "cuda", "vulkan"}));
+  auto* bake = app.add_subcommand(
+      "bake", "Bake K views of the posed avatar into a texture over a generated UV atlas on the GPU: a PNG out");
+  armature::app::BakeOptions bakeOptions;
+  bake->add_option("--model", bakeOptions.model, "body model .npz or .pkl (default: the generated avatar)")
+      ->check(cli::regularFile());
+  bake->add_option("--pose", bakeOptions.pose, "pose preset")->check(CLI::IsMember(armature::app::posePresetNames()));
+  bake->add_option("-o,--output", bakeOptions.output, "the texture, .png")->check(cli::writableFile());
+  bake->add_option("--size", bakeOptions.size, "texels per side of the texture")->check(CLI::Range(256u, 8192u));
+  bake->add_option("--views", bakeOptions.views, "cameras around the avatar")->check(CLI::Range(1u, 64u));
+  bake->add_option("--view-size", bakeOptions.viewSize, "pixels per side of each view")->check(CLI::Range(16u, 8192u));
+  bake->add_option("--views-png", bakeOptions.viewsPng, "also write the views side by side, .png")
+      ->check(cli::writableFile());
+  bake->add_option("--preview", bakeOptions.preview,
+                   "also render the avatar with its vertex colours and with the baked texture, .png")
+      ->check(cli::writableFile());
+  bake->add_option("--timing-runs", bakeOptions.timingRuns, "timed bakes after the first, for the median")
+      ->check(CLI::Range(1u, 100000u));
+  bake->add_option("--backend", bakeOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda or vulkan")
+      ->check(CLI::IsMember({"auto", "cuda", "vulkan"}));
   if (auto code = cli::parse(app, argc, argv)) return *code;
   if (!frames.empty()) std::tie(poseOptions.firstFrame, poseOptions.endFrame) = cli::parseFrameRange(frames);
   if (*render && int64_t(height) * 3 / 4 * int64_t(poses.size()) > kMaxWidth) {
@@ -98,6 +117,7 @@ int main(int argc, char** argv) {
     if (*pose) return armature::app::runPose(poseOptions);
     if (*gltf) return armature::app::runGltf(gltfOptions);
     if (*fit) return armature::app::runFitField(fitOptions);
+    if (*bake) return armature::app::runBake(bakeOptions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "armature: %s\n", e.what());
     return cli::kFailure;

@@ -27,6 +27,11 @@ struct FitFieldOptions {
   uint64_t seed = 0;
 };
 int runFitField(const FitFieldOptions& options);
+struct BakeOptions {
+  std::string model, pose = "a-pose", output = "baked.png", viewsPng, preview, backend = "auto";
+  uint32_t size = 1024, views = 8, viewSize = 1024, timingRuns = 20;
+};
+int runBake(const BakeOptions& options);
 int runModelRender(const std::string& model, const std::string& out, const std::vector<std::string>& poses, int height,
                    double yawDegrees);
 }  // namespace armature::app

@@ -12,6 +12,7 @@
 
 #include "app/box.h"
 #include "app/commands.h"
+#include "app/poses.h"
 #include "armature/body/body_model.h"
 #include "armature/body/npz.h"
 #include "armature/body/synth.h"
@@ -75,7 +76,7 @@ std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count, const Body
 int runFitField(const FitFieldOptions& o) {
   const Backend backend = chooseBackend(o.backend);
   ARM_CHECK(backend != Backend::Cpu, "fit-field runs on the GPU: --backend cuda or vulkan");
-  const BodyModel model = o.model.empty() ? synthesizeBodyModel({0}) : loadBodyModel(o.model);
+  const BodyModel model = loadModelOrDefault(o.model);
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   Device device(ctx.get(), Sharing::VulkanOnly);

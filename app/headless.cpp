@@ -17,14 +17,6 @@
 
 namespace armature::app {
 
-std::string defaultModelPath() {
-  if (const char* env = std::getenv("ARMATURE_DEFAULT_MODEL"); env && std::filesystem::exists(env)) return env;
-#ifdef ARMATURE_BUILD_DEFAULT_MODEL
-  if (std::filesystem::exists(ARMATURE_BUILD_DEFAULT_MODEL)) return ARMATURE_BUILD_DEFAULT_MODEL;
-#endif
-  return "";
-}
-
 void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
   if (auto* body = dynamic_cast<AvatarScene*>(&scene)) {

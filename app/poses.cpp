@@ -1,7 +1,9 @@
 #include "app/poses.h"
 
 #include <cmath>
+#include <filesystem>
 
+#include "armature/body/synth.h"
 #include "armature/error.h"
 
 namespace armature::app {
@@ -102,6 +104,19 @@ void walkCycle(const BodyModel& m, double phase, double* pose) {
   add("right_elbow", 0, 0.3 - 0.15 * s, 0);
   add("spine2", 0, 0.08 * s, 0);
   add("neck", 0, -0.06 * s, 0);
+}
+
+std::string defaultModelPath() {
+  if (const char* env = std::getenv("ARMATURE_DEFAULT_MODEL"); env && std::filesystem::exists(env)) return env;
+#ifdef ARMATURE_BUILD_DEFAULT_MODEL
+  if (std::filesystem::exists(ARMATURE_BUILD_DEFAULT_MODEL)) return ARMATURE_BUILD_DEFAULT_MODEL;
+#endif
+  return "";
+}
+
+BodyModel loadModelOrDefault(const std::string& path) {
+  const std::string file = path.empty() ? defaultModelPath() : path;
+  return file.empty() ? synthesizeBodyModel({0}) : loadBodyModel(file);
 }
 
 }  // namespace armature::app

@@ -1,5 +1,6 @@
 #pragma once
-// Named pose presets (axis-angle per joint, SMPL-X joint order), shared by the CLI, the viewer and the tests.
+// Named pose presets (axis-angle per joint, SMPL-X joint order) and the default avatar, shared by the CLI, the viewer
+// and the tests.
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@ namespace armature::app {
 const std::vector<std::string>& posePresetNames();
 // Batch-1 parameters for `name`; throws armature::Error listing the names for an unknown one.
 BodyParams posePreset(const BodyModel& model, const std::string& name);
+// The default avatar's file: ARMATURE_DEFAULT_MODEL, else the one the build generated; empty where neither exists.
+std::string defaultModelPath();
+// The model at `path`, or (empty) the default avatar, synthesised where no file of it exists.
+BodyModel loadModelOrDefault(const std::string& path);
 // Adds a looping walk cycle at `phase` (radians of the gait) to a (J,3) pose.
 void walkCycle(const BodyModel& model, double phase, double* pose);
 }  // namespace armature::app

@@ -1,5 +1,6 @@
 #pragma once
 // armature-viewer: options and the two ways to run it.
+#include "app/poses.h"  // defaultModelPath
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,8 +60,5 @@ HeadlessUiFactory headlessUiFactory();  // null when this build has no Dear ImGu
 
 int runHeadless(const ViewerOptions& options, HeadlessUiFactory ui = nullptr);
 int runWindow(const ViewerOptions& options);
-
-// The model a viewer or tool opens when none is named: ARMATURE_DEFAULT_MODEL, else the build's generated avatar.
-std::string defaultModelPath();
 
 }  // namespace armature::app

@@ -105,7 +105,13 @@ int main(int argc, char** argv) {
   auto* aggregateCmd = app.add_subcommand(
       "aggregate", "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
   aggregateCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
-  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd, aggregateCmd}) {
+  auto* bakeCmd = app.add_subcommand(
+      "bake", "texture baking of the default avatar, 1024² from 8 views of 1024²: by stage and whole");
+  bakeCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  bakeCmd->add_option("--model", modelPath, "body model (default: the build's generated avatar)")
+      ->check(cli::regularFile());
+  for (auto* c :
+       {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd, aggregateCmd, bakeCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -146,6 +152,7 @@ int main(int argc, char** argv) {
     if (*fkCmd) bench::runJoints(rows, *device, backend, iters, fkWorkloads);
     if (*gaussianCmd) bench::runGaussian(rows, *device, backend, iters, gaussianSizes);
     if (*aggregateCmd) bench::runAggregate(rows, *device, backend, iters);
+    if (*bakeCmd) bench::runBake(rows, *device, backend, iters, modelPath);
 
     if (*axpyCmd) {
       size_t n = size_t(1) << 26;  // 256 MB per vector: far beyond any cache

@@ -68,6 +68,8 @@ void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int it
 
 // Deformable aggregation rows (armature-bench aggregate): SparseDrive's detection and map heads.
 void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int iters);
+// Texture baking rows (armature-bench bake): 1024² from 8 views of 1024², by stage and whole.
+void runBake(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& modelPath);
 
 // Interop rows (needs a CUDA build).
 void runInterop(std::vector<Row>& rows, int iters);

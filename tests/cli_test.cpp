@@ -431,6 +431,31 @@ TEST(Cli, FitFieldFitsTheAvatarsOccupancy) {
   EXPECT_EQ(bad.code, 2) << bad.output;
 }
 
+// bake on each GPU backend, small: 4 views of 128² into a 512² atlas of the default avatar. Most of the texels on
+// charts are seen (~70%: so few coarse views see little squarely enough, and nothing where an edge crosses the
+// bilinear footprint), the texture, the views and the preview are written, and a CPU backend is refused.
+TEST(Cli, BakeWritesTheTexture) {
+  std::vector<std::string> backends = {"vulkan"};
+  if (!armature::cudaUnavailable()) backends.push_back("cuda");
+  for (const std::string& backend : backends) {
+    const fs::path texture = scratch().dir / ("baked_" + backend + ".png"),
+                   views = scratch().dir / ("views_" + backend + ".png"),
+                   preview = scratch().dir / ("preview_" + backend + ".png");
+    Result r = run("armature", {"bake", "--model", modelPath(), "--backend", backend, "--size", "512", "--views", "4",
+                                "--view-size", "128", "--timing-runs", "2", "-o", texture.string(), "--views-png",
+                                views.string(), "--preview", preview.string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+    const size_t at = r.output.find("% of them seen");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const size_t start = r.output.rfind(' ', at);
+    EXPECT_GT(std::atof(r.output.c_str() + start + 1), 60.0) << r.output;
+    for (const fs::path& p : {texture, views, preview}) EXPECT_GT(fs::file_size(p), 1000u) << p;
+  }
+  if (armature::cudaUnavailable()) std::printf("[ cuda ] not run: %s\n", armature::cudaUnavailable()->c_str());
+  Result bad = run("armature", {"bake", "--backend", "cpu"});
+  EXPECT_EQ(bad.code, 2) << bad.output;
+}
+
 // A rigged glTF the suite writes itself (the default avatar and the test motion, 8 influences) played through joint
 // propagation and linear blend skinning on each backend: every frame within 1e-5 of the largest coordinate of the
 // double reference, a mesh per frame written; a clip past the file's is refused.
