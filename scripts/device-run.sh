@@ -30,7 +30,8 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   # binary:gtest-filter pairs; SANITIZE_TESTS overrides the list (a re-check of one binary).
   ops=*/cuda:*Cuda*:*CUDA*
   cuda_tests=${SANITIZE_TESTS:-"axpy_test:$ops skinning_test:$ops raster_test:$ops interpolate_test:$ops
-              project_test:$ops grid_hierarchy_test:$ops joint_propagation_test:$ops linear_blend_skinning_test:$ops interop_test:* viewer_test:*"}
+              project_test:$ops grid_hierarchy_test:$ops joint_propagation_test:$ops linear_blend_skinning_test:$ops
+              gaussian_field_test:$ops deformable_aggregation_test:$ops texture_bake_test:$ops interop_test:* viewer_test:*"}
   for tool in memcheck racecheck synccheck initcheck; do
     (
       for entry in $cuda_tests; do
@@ -69,6 +70,8 @@ elif [ "${BENCH:-all}" = ops ]; then
   $bench pipeline --backend cuda --views 1,8 --json "$out/bench_pipeline_cuda.json"
   $bench pipeline --backend vulkan --views 1,8 --json "$out/bench_pipeline_vulkan.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
+  $bench bake --backend cuda --json "$out/bench_bake_cuda.json"
+  $bench bake --backend vulkan --json "$out/bench_bake_vulkan.json"
 } >"$out/bench.log" 2>&1
 elif [ "${BENCH:-all}" = raster ]; then
 {
@@ -110,6 +113,8 @@ else
   $v --headless --frames 300 --backend cuda --size 1920x1080 --animate --raster compute --ui --profile "$out/viewer_cuda_1_compute_ui.json"
   $v --headless --frames 100 --backend cuda --avatars 1024 --size 1920x1080 --animate --raster compute --ui --profile "$out/viewer_cuda_1024_compute_ui.json"
   $bench hierarchy --sizes 128,512 --json "$out/bench_hierarchy.json"
+  $bench bake --backend cuda --json "$out/bench_bake_cuda.json"
+  $bench bake --backend vulkan --json "$out/bench_bake_vulkan.json"
   ${EXTRA_BENCH:-true}
 } >"$out/bench.log" 2>&1
 fi

@@ -66,15 +66,20 @@ TextureBaker::TextureBaker(Device& device, Backend backend, const UvAtlas& atlas
   checkRasterDesc(raster);
   const size_t pixels = raster.pixels(), T = m_desc.texels, K = s.views;
   auto floats = [&](size_t n) { return device.allocate(ElementType::Float32, n); };
+  // The rasteriser's scratch and visibility buffers compress well (cleared runs, background), but compressible
+  // memory is CUDA's alone.
+  auto compressible = [&](ElementType type, size_t n) {
+    return backend == Backend::Cuda ? device.allocateCompressible(type, n) : device.allocate(type, n);
+  };
   m_buffers.reset(new Buffers{device,
                               device.upload(faces),
                               device.allocate(ElementType::Int32, T),
                               floats(T * 3),
                               floats(K * 16),
                               floats(K * vertexCount * 4),
-                              device.allocateCompressible(ElementType::Byte, rasterScratchBytes(raster)),
-                              device.allocateCompressible(ElementType::Int32, pixels),
-                              device.allocateCompressible(ElementType::Float32, pixels * 3),
+                              compressible(ElementType::Byte, rasterScratchBytes(raster)),
+                              compressible(ElementType::Int32, pixels),
+                              compressible(ElementType::Float32, pixels * 3),
                               floats(pixels * s.channels),
                               floats(T * K * 2),
                               floats(T * K),
@@ -144,6 +149,7 @@ void TextureBaker::bake(const Exec& exec, DeviceView positions, DeviceView attri
 }
 
 const DeviceBuffer& TextureBaker::cameras() const { return m_buffers->cameras; }
+const DeviceBuffer& TextureBaker::clip() const { return m_buffers->clip; }
 const DeviceBuffer& TextureBaker::texelFaces() const { return m_buffers->texelFaces; }
 const DeviceBuffer& TextureBaker::texelBary() const { return m_buffers->texelBary; }
 const DeviceBuffer& TextureBaker::images() const { return m_buffers->images; }

@@ -113,7 +113,7 @@ class TextureBaker {
     uint32_t views = 8, width = 1024, height = 1024, channels = 4;
     float tolerance = 0.01f, minCosine = 0.1f, sharpness = 2.0f;
   };
-  // Rasterises the atlas into the texel map now (on `backend`).
+  // For work on `backend` only (its buffers are allocated for it); rasterises the atlas into the texel map now.
   TextureBaker(Device& device, Backend backend, const UvAtlas& atlas, const std::vector<int32_t>& faces,
                uint32_t vertexCount, const Settings& settings);
   ~TextureBaker();
@@ -134,6 +134,7 @@ class TextureBaker {
   // Intermediate results, for tests and viewers: the cameras, the texel map, the views (K,H,W,C) and their
   // visibility buffers, the samples.
   const DeviceBuffer& cameras() const;
+  const DeviceBuffer& clip() const;  // (K,N,4): the views' clip positions
   const DeviceBuffer& texelFaces() const;
   const DeviceBuffer& texelBary() const;
   const DeviceBuffer& images() const;
