@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "app/box.h"
 #include "app/commands.h"
 #include "app/poses.h"
 #include "armature/camera.h"
@@ -97,9 +98,8 @@ int runBake(const BakeOptions& o) {
   const BodyParams params = posePreset(model, o.pose);
   const std::vector<double> posed = bodyForwardRef(model, params).vertices;
   const std::vector<float> positions(posed.begin(), posed.end()), colours = paint(model, posed);
-  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (size_t i = 0; i < positions.size(); ++i)
-    lo[i % 3] = std::min(lo[i % 3], positions[i]), hi[i % 3] = std::max(hi[i % 3], positions[i]);
+  float lo[3], hi[3];
+  boxOf(positions, lo, hi);
 
   // The atlas follows the rest shape (topology and proportions), not the pose.
   const std::vector<float> rest(model.vTemplate.begin(), model.vTemplate.end());

@@ -4,6 +4,7 @@
 // map read, each seen texel's four pixels per view read, the samples written and read, the texture written.
 #include <random>
 
+#include "app/box.h"
 #include "armature/ops/texture_bake.h"
 #include "bench/bench.h"
 
@@ -12,9 +13,8 @@ namespace armature::bench {
 void runBake(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& modelPath) {
   const BodyModel model = loadDefaultModel(modelPath);
   const std::vector<float> positions(model.vTemplate.begin(), model.vTemplate.end());
-  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (size_t i = 0; i < positions.size(); ++i)
-    lo[i % 3] = std::min(lo[i % 3], positions[i]), hi[i % 3] = std::max(hi[i % 3], positions[i]);
+  float lo[3], hi[3];
+  app::boxOf(positions, lo, hi);
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> u(0, 1);
   std::vector<float> colours(size_t(model.vertexCount) * 4);

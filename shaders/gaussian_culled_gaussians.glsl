@@ -8,11 +8,7 @@
 #include "shared/gaussian_grid_io.h"
 
 layout(local_size_x = GAUSSIAN_THREADS) in;
-layout(std430, binding = GAUSSIAN_CULLED_BINDING_WEIGHTS) readonly buffer Weights { float weights[]; };
-layout(std430, binding = GAUSSIAN_CULLED_BINDING_GRAD_FIELD) readonly buffer GradField { float gradField[]; };
-layout(std430, binding = GAUSSIAN_CULLED_BINDING_OUT) writeonly buffer Out { float outValues[]; };
-#include "gaussian_grid_lookup.glsl"
-#define MAXC GAUSSIAN_CHANNELS_MAX
+#include "gaussian_culled_buffers.glsl"
 
 float a[6], mean[3], w[MAXC], gw[MAXC], D[3], S[6], cut;
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "app/box.h"
 #include "armature/ops/project.h"
 #include "armature/ops/texture_bake.h"
 #include "support/body_fixtures.h"
@@ -22,7 +23,7 @@ using test::Tol;
 struct Avatar {
   std::vector<float> positions;
   std::vector<int32_t> faces;
-  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  float lo[3], hi[3];
   uint32_t vertices() const { return uint32_t(positions.size() / 3); }
   uint32_t faceCount() const { return uint32_t(faces.size() / 3); }
 };
@@ -32,9 +33,7 @@ const Avatar& avatar() {
     Avatar out;
     out.positions = cast<float>(m.vTemplate);
     out.faces = m.faces;
-    for (size_t i = 0; i < out.positions.size(); ++i)
-      out.lo[i % 3] = std::min(out.lo[i % 3], out.positions[i]),
-                 out.hi[i % 3] = std::max(out.hi[i % 3], out.positions[i]);
+    app::boxOf(out.positions, out.lo, out.hi);
     return out;
   }();
   return a;

@@ -38,7 +38,6 @@ void bakeSamples(const Exec& exec, const BakeSamplesArgs& a) {
 }
 
 struct TextureBaker::Buffers {
-  Device& device;
   DeviceBuffer faces, texelFaces, texelBary, cameras, clip, scratch, viewFaces, viewBary, images, locations, weights;
   DeviceFeatureMaps maps;
   RasterScratchState scratchState;
@@ -71,8 +70,7 @@ TextureBaker::TextureBaker(Device& device, Backend backend, const UvAtlas& atlas
   auto compressible = [&](ElementType type, size_t n) {
     return backend == Backend::Cuda ? device.allocateCompressible(type, n) : device.allocate(type, n);
   };
-  m_buffers.reset(new Buffers{device,
-                              device.upload(faces),
+  m_buffers.reset(new Buffers{device.upload(faces),
                               device.allocate(ElementType::Int32, T),
                               floats(T * 3),
                               floats(K * 16),
