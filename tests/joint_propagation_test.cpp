@@ -353,7 +353,7 @@ TEST_P(JointPropagationOp, MatchesReference) {
       const uint32_t P = std::min<uint32_t>(forest.size(), 2000) + 3;  // attached points, several on some joints
       JointLocalsRef in = randomLocals(forest, c.batch, kind, P, r, true);
       for (auto* v : {&in.rotations, &in.translations, &in.affine, &in.inverseBind, &in.points}) roundToFloat(*v);
-      const DeviceJointForest onDevice(device(), forest, in.pointJoints);
+      const DeviceJointForest onDevice(device(), backend(), c.parents, in.pointJoints);  // analysed on the GPU
       const JointGlobalsRef want = propagateJointsRef(forest, in);
       const size_t BN = size_t(c.batch) * forest.size();
       JointGlobalsRef grads;
@@ -436,6 +436,67 @@ TEST_P(JointPropagationOp, MatchesReference) {
       EXPECT_EQ(gradPoints.download<float>(size_t(P) * 3), gotPoints) << "the points' backward is deterministic";
     }
   }
+}
+
+// The analysis on the GPU gives the host's tables exactly (both order paths by generation, then by top index; both
+// sums are of integers): the order with path tops marked, the parents, the light children as CSR, the generations.
+TEST_P(JointPropagationOp, AnalysisOnTheGpuMatchesTheHost) {
+  std::mt19937_64 r(23);
+  std::vector<int32_t> chain(3001), star(2501, 0), comb(4000);
+  for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
+  star[0] = -1;
+  for (size_t i = 0; i < comb.size(); ++i) comb[i] = i < 2 ? -1 : int32_t(i % 2 ? i - 1 : i - 2);  // equal subtrees
+  std::vector<int32_t> roots(700, -1), crowd;
+  for (uint32_t k = 0; k < 9; ++k)
+    for (int32_t p : smplxParents()) crowd.push_back(p < 0 ? -1 : p + int32_t(k * smplxParents().size()));
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"random 5000", randomForest(5000, 64, r, false)},
+      {"random 4099, shuffled, 30 roots", randomForest(4099, 16, r, true, 29)},
+      {"chain of 3001", chain},
+      {"root with 2500 children", star},
+      {"two combs of equal halves", comb},
+      {"700 roots", roots},
+      {"9 SMPL-X trees", crowd},
+      {"random 193, shuffled", randomForest(193, 4, r, true)}};
+  for (const auto& [name, parents] : cases) {
+    SCOPED_TRACE(name);
+    const DeviceJointForest host(device(), JointForest(parents)), gpu(device(), backend(), parents);
+    EXPECT_EQ(gpu.size(), host.size());
+    EXPECT_EQ(gpu.paths(), host.paths());
+    ASSERT_EQ(gpu.generations(), host.generations());
+    for (uint32_t g = 0; g <= host.generations(); ++g) EXPECT_EQ(gpu.generationStart(g), host.generationStart(g));
+    EXPECT_EQ(gpu.widestFanOut(), host.widestFanOut());
+    const std::vector<uint32_t> gpuWords = gpu.tables().download<uint32_t>(),
+                                hostWords = host.tables().download<uint32_t>();
+    auto words = [](const std::vector<uint32_t>& all, const DeviceView& v) {
+      return std::vector<uint32_t>(all.begin() + ptrdiff_t(v.offset / 4),
+                                   all.begin() + ptrdiff_t(v.offset / 4 + v.count));
+    };
+    EXPECT_EQ(words(gpuWords, gpu.parents()), words(hostWords, host.parents()));
+    EXPECT_EQ(words(gpuWords, gpu.order()), words(hostWords, host.order()));
+    EXPECT_EQ(words(gpuWords, gpu.lightStart()), words(hostWords, host.lightStart()));
+    // lightStart()[N] light children (the paths less the roots') of the N words reserved.
+    const size_t light = words(hostWords, host.lightStart()).back();
+    EXPECT_EQ(words(gpuWords, gpu.lightChildren().slice(0, light)),
+              words(hostWords, host.lightChildren().slice(0, light)));
+  }
+}
+
+// Bad parents get the host's errors from the GPU's analysis too: the joint out of range, or the cycle's joints.
+TEST_P(JointPropagationOp, AnalysisOnTheGpuRejectsBadParents) {
+  std::mt19937_64 r(29);
+  std::vector<int32_t> parents = randomForest(1000, 8, r, false);
+  parents[0] = 700;  // 700's ancestors lead back to 0: a cycle through the root, the rest of the tree hanging off it
+  EXPECT_THAT(errorOf([&] { DeviceJointForest(device(), backend(), parents); }),
+              testing::HasSubstr("the parents form a cycle: "));
+  parents = randomForest(1000, 8, r, false);
+  parents[500] = 600, parents[600] = 500;  // a cycle of two, below which part of the tree hangs
+  EXPECT_THAT(errorOf([&] { DeviceJointForest(device(), backend(), parents); }),
+              testing::HasSubstr("the parents form a cycle: "));
+  parents = randomForest(1000, 8, r, false);
+  parents[321] = 1000;
+  EXPECT_THAT(errorOf([&] { DeviceJointForest(device(), backend(), parents); }),
+              testing::HasSubstr("joint 321 has parent 1000"));
 }
 
 // An empty forest is no work on either backend: nothing is written, nothing is refused.

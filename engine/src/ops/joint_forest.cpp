@@ -7,15 +7,20 @@
 
 namespace armature {
 
-JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(parents)) {
-  const size_t N = m_parents.size();
+void JointForest::checkParents(const std::vector<int32_t>& parents) {
+  const size_t N = parents.size();
   ARM_CHECK(N < size_t(INT32_MAX), "joint forest: %zu joints, at most 2^31 - 2", N);
   for (size_t j = 0; j < N; ++j) {
-    const int32_t p = m_parents[j];
+    const int32_t p = parents[j];
     ARM_CHECK(p >= -1 && p < int64_t(N),
               "joint forest: joint %zu has parent %d, expected -1 (a root) or a joint in [0, %zu)", j, p, N);
     ARM_CHECK(p != int32_t(j), "joint forest: joint %zu is its own parent", j);
   }
+}
+
+JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(parents)) {
+  checkParents(m_parents);
+  const size_t N = m_parents.size();
   // Children as CSR, each joint's in increasing index order.
   std::vector<uint32_t>&childStart = m_childStart, &children = m_children;
   childStart.assign(N + 1, 0);
@@ -79,6 +84,7 @@ JointForest::JointForest(std::vector<int32_t> parents) : m_parents(std::move(par
       }
     }
     m_generationStart.push_back(uint32_t(m_pathStart.size()));
+    std::sort(next.begin(), next.end());
     tops.swap(next);
   }
   m_pathStart.push_back(uint32_t(N));

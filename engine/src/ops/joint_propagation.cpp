@@ -6,6 +6,7 @@
 
 #include "dispatch.h"
 #include "ops/joint_propagation_backend.h"
+#include "shared/joints_setup.h"
 
 namespace armature {
 namespace vk {
@@ -43,7 +44,7 @@ template <typename Args>
 size_t checkLocals(const char* op, const OpChecks& check, const Args& a) {
   ARM_CHECK(a.forest, "%s: the forest is missing", op);
   ARM_CHECK(a.batch >= 1, "%s: the batch must be >= 1, got %u", op, a.batch);
-  const size_t N = a.forest->forest().size(), BN = size_t(a.batch) * N;
+  const size_t N = a.forest->size(), BN = size_t(a.batch) * N;
   ARM_CHECK(BN * 12 <= UINT32_MAX, "%s: %u skeletons of %zu joints: more than 2^32 floats", op, a.batch, N);
   if (a.kind == LocalTransform::Rigid) {
     check.view("rotations", a.rotations, ElementType::Float32, BN * 4);
@@ -60,15 +61,11 @@ size_t checkLocals(const char* op, const OpChecks& check, const Args& a) {
 }  // namespace
 
 DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints)
-    : m_forest(forest), m_points(uint32_t(pointJoints.size())) {
+    : m_joints(forest.size()), m_paths(forest.paths()), m_depth(forest.depth()) {
   const size_t N = forest.size();
-  for (size_t q = 0; q < pointJoints.size(); ++q)
-    ARM_CHECK(pointJoints[q] >= 0 && size_t(pointJoints[q]) < N, "point %zu is attached to joint %d, not in [0, %zu)",
-              q, pointJoints[q], N);
-  const auto [pointStart, pointOrder] = groupBy(pointJoints.size(), N, [&](size_t q) { return pointJoints[q]; });
-  m_pointJoints = device.upload(pointJoints);
-  m_pointStart = device.upload(pointStart);
-  m_pointOrder = device.upload(pointOrder);
+  attachPoints(device, pointJoints);
+  for (uint32_t g = 1; g <= forest.generations(); ++g)
+    m_generationStart.push_back(forest.pathStart()[forest.generationStart()[g]]);
   // Each joint's light children: the tops of paths other than the first (a root's path), by their parent.
   auto topOf = [&](size_t path) { return forest.order()[forest.pathStart()[path]]; };
   auto [lightStart, lightChildren] =
@@ -77,10 +74,15 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
   for (size_t j = 0; j < N; ++j) m_widestFanOut = std::max(m_widestFanOut, lightStart[j + 1] - lightStart[j]);
   std::vector<uint32_t> order = forest.order();
   for (uint32_t p = 0; p < forest.paths(); ++p) order[forest.pathStart()[p]] |= JOINTS_HEAD;
-  m_order = device.upload(order);
-  m_parents = device.upload(forest.parents());
-  m_lightStart = device.upload(lightStart);
-  m_lightChildren = device.upload(lightChildren);
+  // One buffer, laid out as the GPU's analysis writes it.
+  const JointsSetupTables t = jointsSetupTables(m_joints);
+  m_layout = {t.parents, t.order, t.lightStart, t.lightChildren, t.words};
+  std::vector<uint32_t> tables(t.words, 0);
+  std::copy(forest.parents().begin(), forest.parents().end(), tables.begin() + t.parents);
+  std::copy(order.begin(), order.end(), tables.begin() + t.order);
+  std::copy(lightStart.begin(), lightStart.end(), tables.begin() + t.lightStart);
+  std::copy(lightChildren.begin(), lightChildren.end(), tables.begin() + t.lightChildren);
+  m_tables = device.upload(tables);
   if (small()) {  // the joints by depth, then each level's start; every joint's children
     std::vector<uint32_t> levels = forest.levelOrder();
     levels.insert(levels.end(), forest.levelStart().begin(), forest.levelStart().end());
@@ -90,22 +92,48 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
   }
 }
 
+DeviceJointForest::DeviceJointForest(Device& device, Backend setup, const std::vector<int32_t>& parents,
+                                     const std::vector<int32_t>& pointJoints) {
+  if (parents.size() <= kSmallJoints) {
+    *this = DeviceJointForest(device, JointForest(parents), pointJoints);
+    return;
+  }
+  JointForest::checkParents(parents);
+  m_joints = uint32_t(parents.size());
+  attachPoints(device, pointJoints);
+  analyseOnDevice(device, setup, parents);
+}
+
+void DeviceJointForest::attachPoints(Device& device, const std::vector<int32_t>& pointJoints) {
+  m_points = uint32_t(pointJoints.size());
+  for (size_t q = 0; q < pointJoints.size(); ++q)
+    ARM_CHECK(pointJoints[q] >= 0 && uint32_t(pointJoints[q]) < m_joints,
+              "point %zu is attached to joint %d, not in [0, %u)", q, pointJoints[q], m_joints);
+  const auto [pointStart, pointOrder] = groupBy(pointJoints.size(), m_joints, [&](size_t q) { return pointJoints[q]; });
+  m_pointJoints = device.upload(pointJoints);
+  m_pointStart = device.upload(pointStart);
+  m_pointOrder = device.upload(pointOrder);
+}
+
+DeviceView DeviceJointForest::table(uint32_t offset, size_t count, ElementType type) const {
+  return m_tables.view().as(type).slice(offset, count);
+}
+
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
-  for (uint32_t g = 0; g < m_forest.generations(); ++g) tiles += jointsTiles(batch, m_forest.generationLength(g));
+  for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g));
   return tiles;
 }
 
 size_t DeviceJointForest::scanScratchFloats(uint32_t batch) const {
   uint32_t mostTiles = 1;
-  for (uint32_t g = 0; g < m_forest.generations(); ++g)
-    mostTiles = std::max(mostTiles, jointsTiles(batch, m_forest.generationLength(g)));
+  for (uint32_t g = 0; g < generations(); ++g) mostTiles = std::max(mostTiles, jointsTiles(batch, generationLength(g)));
   // Rounded up to 256 bytes: the points' part after it is bound at its own offset (storage buffer alignment).
   return bindableFloats(scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS);
 }
 
 size_t DeviceJointForest::scratchFloats(uint32_t batch) const {
-  return scanScratchFloats(batch) + (m_points ? size_t(batch) * m_forest.size() * 12 : 0);
+  return scanScratchFloats(batch) + (m_points ? size_t(batch) * m_joints * 12 : 0);
 }
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {

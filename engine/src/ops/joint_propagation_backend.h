@@ -16,14 +16,8 @@ struct JointPointsArgs {
 };
 
 inline JointsPointsPush jointsPointsPush(const JointPointsArgs& a) {
-  return {a.forest->forest().size(),
-          a.batch,
-          a.forest->points(),
-          a.mode,
-          a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS,
-          0,
-          0,
-          0};
+  return {
+      a.forest->size(), a.batch, a.forest->points(), a.mode, a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS, 0, 0, 0};
 }
 
 inline uint32_t jointsFlags(const JointPropagationArgs& a) {
@@ -38,9 +32,9 @@ inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
 
 // The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()).
 inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t& groups) {
-  const uint32_t N = forest.forest().size(), perRound = JOINTS_SMALL_JOINTS / N;
+  const uint32_t N = forest.size(), perRound = JOINTS_SMALL_JOINTS / N;
   groups = uint32_t(std::min<uint64_t>((uint64_t(batch) + perRound - 1) / perRound, 65535));
-  return JointsPush{N, batch, forest.forest().depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
+  return JointsPush{N, batch, forest.depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
 }
 
 inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {
@@ -53,16 +47,23 @@ inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {
 template <typename Launch>
 void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse,
                   uint32_t singlePassTiles, Launch launch) {
-  const JointForest& f = forest.forest();
-  const uint32_t G = f.generations(), recordStart = uint32_t(forest.scratchStatusWords(batch));
+  const uint32_t G = forest.generations(), recordStart = uint32_t(forest.scratchStatusWords(batch));
   uint32_t statusStart = 0;
   for (uint32_t step = 0; step < G; ++step) {
     const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t length = f.generationLength(g), tiles = jointsTiles(batch, length);
-    JointsPush push{f.size(), batch,       f.pathStart()[f.generationStart()[g]],
-                    length,   flags,       JOINTS_SINGLE,
-                    tiles,    statusStart, recordStart,
-                    0,        0,           0};
+    const uint32_t length = forest.generationLength(g), tiles = jointsTiles(batch, length);
+    JointsPush push{forest.size(),
+                    batch,
+                    forest.generationStart(g),
+                    length,
+                    flags,
+                    JOINTS_SINGLE,
+                    tiles,
+                    statusStart,
+                    recordStart,
+                    0,
+                    0,
+                    0};
     statusStart += tiles;
     if (tiles == 1 || tiles <= singlePassTiles) {
       launch(push, tiles);

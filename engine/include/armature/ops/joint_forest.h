@@ -19,13 +19,16 @@ class JointForest {
   // Throws armature::Error naming the joint for a parent out of [-1, N), a joint that is its own parent, or a
   // cycle (with the cycle's joints). N may be 0 (an empty forest).
   explicit JointForest(std::vector<int32_t> parents);
+  // The constructor's first checks (a parent out of range, a joint its own parent), without the analysis.
+  static void checkParents(const std::vector<int32_t>& parents);
 
   uint32_t size() const { return uint32_t(m_parents.size()); }
   const std::vector<int32_t>& parents() const { return m_parents; }
   uint32_t roots() const { return m_roots; }
   uint32_t depth() const { return m_depth; }  // joints on the longest root-to-leaf chain (0 for an empty forest)
 
-  // Every joint once, each after its parent (paths in generation order, each from its top down).
+  // Every joint once, each after its parent: the paths by generation, within one by their tops' indices, each from
+  // its top down.
   const std::vector<uint32_t>& order() const { return m_pathJoints; }
   // The decomposition: path p holds order()[pathStart[p] .. pathStart[p+1]), top first; generation g holds the
   // paths [generationStart[g], generationStart[g+1]).

@@ -62,21 +62,36 @@ JointLocalGradsRef propagateJointsBackwardRef(const JointForest& forest, const J
 
 // ---- GPU ------------------------------------------------------------------------------------------------------
 
-// A forest's tables on a device, uploaded once per topology: order (path tops marked), parents, and each joint's
-// light children (the children that start paths) as CSR; and the joints points are attached to, if any (each in
-// [0, N): else armature::Error), with each joint's points as CSR.
+// A forest's tables on a device, made once per topology: order (path tops marked), parents, and each joint's light
+// children (the children that start paths) as CSR; and the joints points are attached to, if any (each in [0, N):
+// else armature::Error), with each joint's points as CSR.
 class DeviceJointForest {
  public:
+  // From a forest analysed on the host (JointForest).
   DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints = {});
-  const JointForest& forest() const { return m_forest; }
-  DeviceView order() const { return m_order.view(); }
-  DeviceView parents() const { return m_parents.view(); }
-  DeviceView lightStart() const { return m_lightStart.view(); }
-  DeviceView lightChildren() const { return m_lightChildren.view(); }
+  // From the parents alone: a forest of more than kSmallJoints joints is analysed on the GPU by `setup`
+  // (shaders/shared/joints_setup.h: the same tables as JointForest's, at a fraction of its cost for large forests),
+  // a smaller one on the host. Bad parents get JointForest's errors (the joint, or the cycle).
+  DeviceJointForest(Device& device, Backend setup, const std::vector<int32_t>& parents,
+                    const std::vector<int32_t>& pointJoints = {});
+
+  uint32_t size() const { return m_joints; }
+  // Generation g of the decomposition: joints [generationStart(g), generationStart(g + 1)) of order().
+  uint32_t generations() const { return uint32_t(m_generationStart.size() - 1); }
+  uint32_t generationStart(uint32_t g) const { return m_generationStart[g]; }
+  uint32_t generationLength(uint32_t g) const { return m_generationStart[g + 1] - m_generationStart[g]; }
+  uint32_t paths() const { return m_paths; }
+
+  DeviceView parents() const { return table(m_layout.parents, m_joints, ElementType::Int32); }
+  DeviceView order() const { return table(m_layout.order, m_joints); }
+  DeviceView lightStart() const { return table(m_layout.lightStart, m_joints + 1); }
+  DeviceView lightChildren() const { return table(m_layout.lightChildren, m_joints); }  // lightStart()[N] used
+  const DeviceBuffer& tables() const { return m_tables; }  // the buffer the four views above are parts of
   static constexpr uint32_t kSmallJoints = 192;  // the most joints of a small forest (held whole in shared memory)
-  // A small forest: its joints by depth then each level's start, and every
-  // joint's children as CSR (the small-forest dispatch's tables); else empty.
-  bool small() const { return m_forest.size() <= kSmallJoints; }
+  // A small forest: its joints by depth then each level's start (depth() levels), and every joint's children as
+  // CSR (the small-forest dispatch's tables); else empty.
+  bool small() const { return m_joints <= kSmallJoints; }
+  uint32_t depth() const { return m_depth; }
   DeviceView levels() const { return m_levels.view(); }
   DeviceView childStart() const { return m_childStart.view(); }
   DeviceView children() const { return m_children.view(); }
@@ -94,9 +109,17 @@ class DeviceJointForest {
   size_t scratchStatusWords(uint32_t batch) const;  // the first words, zeroed by each call
 
  private:
-  JointForest m_forest;
-  uint32_t m_widestFanOut = 0, m_points = 0;
-  DeviceBuffer m_order, m_parents, m_lightStart, m_lightChildren, m_levels, m_childStart, m_children;
+  struct TableLayout {
+    uint32_t parents = 0, order = 0, lightStart = 0, lightChildren = 0, words = 0;
+  };
+  DeviceView table(uint32_t offset, size_t count, ElementType type = ElementType::UInt32) const;
+  void attachPoints(Device& device, const std::vector<int32_t>& pointJoints);
+  void analyseOnDevice(Device& device, Backend setup, const std::vector<int32_t>& parents);
+
+  uint32_t m_joints = 0, m_paths = 0, m_depth = 0, m_widestFanOut = 0, m_points = 0;
+  std::vector<uint32_t> m_generationStart{0};
+  TableLayout m_layout;
+  DeviceBuffer m_tables, m_levels, m_childStart, m_children;
   DeviceBuffer m_pointJoints, m_pointStart, m_pointOrder;
 };
 
