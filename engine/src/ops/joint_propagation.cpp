@@ -94,7 +94,7 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
 
 DeviceJointForest::DeviceJointForest(Device& device, Backend setup, const std::vector<int32_t>& parents,
                                      const std::vector<int32_t>& pointJoints) {
-  if (parents.size() <= kSmallJoints) {
+  if (parents.size() <= kSmallJoints || setup == Backend::Cpu) {
     *this = DeviceJointForest(device, JointForest(parents), pointJoints);
     return;
   }

@@ -71,7 +71,8 @@ class DeviceJointForest {
   DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints = {});
   // From the parents alone: a forest of more than kSmallJoints joints is analysed on the GPU by `setup`
   // (shaders/shared/joints_setup.h: the same tables as JointForest's, at a fraction of its cost for large forests),
-  // a smaller one on the host. Bad parents get JointForest's errors (the joint, or the cycle).
+  // a smaller one (or any, for Backend::Cpu) on the host. Bad parents get JointForest's errors (the joint, or the
+  // cycle).
   DeviceJointForest(Device& device, Backend setup, const std::vector<int32_t>& parents,
                     const std::vector<int32_t>& pointJoints = {});
 
