@@ -26,10 +26,7 @@ void accumulate(uint b) {
     s += gf * w[c];
     gw[c] += gf * g;
   }
-  const float q = -g * s;  // 2·dLoss/dm
-  const float qx = q * dx, qy = q * dy, qz = q * dz;
-  D[0] += qx, D[1] += qy, D[2] += qz;
-  S[0] += qx * dx, S[1] += qy * dx, S[2] += qy * dy, S[3] += qz * dx, S[4] += qz * dy, S[5] += qz * dz;
+  gaussianAddSideTerm(-g * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
 }
 
 void main() {

@@ -231,10 +231,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       s += gf * w[c];
       gw[c] += gf * term;
     }
-    const float q = -term * s;  // 2·dLoss/dm
-    const float qx = q * dx, qy = q * dy, qz = q * dz;
-    D[0] += qx, D[1] += qy, D[2] += qz;
-    S[0] += qx * dx, S[1] += qy * dx, S[2] += qy * dy, S[3] += qz * dx, S[4] += qz * dy, S[5] += qz * dz;
+    gaussianAddSideTerm(-term * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
   };
   const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
   const uint32_t reach = o[GAUSSIAN_PREPARED_REACH];

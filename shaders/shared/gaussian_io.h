@@ -67,9 +67,11 @@ static_assert(sizeof(GaussianPush) == 32);
 #if defined(__cplusplus) || defined(__CUDACC__)
 #define GAUSSIAN_IN(name, n) const float name[n]
 #define GAUSSIAN_OUT(name, n) float name[n]
+#define GAUSSIAN_INOUT(name, n) float name[n]
 #else
 #define GAUSSIAN_IN(name, n) in float name[n]
 #define GAUSSIAN_OUT(name, n) out float name[n]
+#define GAUSSIAN_INOUT(name, n) inout float name[n]
 #endif
 
 // The kernels stage A' = √(½·log2 e)·A, so that a pair's term is exp2(−‖A'd‖²) with no multiply; its distance is
@@ -134,6 +136,13 @@ ARM_FN void gaussianSideGrads(GAUSSIAN_IN(a, 6), GAUSSIAN_IN(D, 3), GAUSSIAN_IN(
   gMean[0] = -(a[0] * ad0 + a[1] * ad1 + a[3] * ad2);
   gMean[1] = -(a[2] * ad1 + a[4] * ad2);
   gMean[2] = -(a[5] * ad2);
+}
+
+// One point's part of gaussianSideGrads' sums: q·d into D, q·d·dᵀ into S (d = (dx, dy, dz)).
+ARM_FN void gaussianAddSideTerm(float q, float dx, float dy, float dz, GAUSSIAN_INOUT(D, 3), GAUSSIAN_INOUT(S, 6)) {
+  const float qx = q * dx, qy = q * dy, qz = q * dz;
+  D[0] += qx, D[1] += qy, D[2] += qz;
+  S[0] += qx * dx, S[1] += qy * dx, S[2] += qy * dy, S[3] += qz * dx, S[4] += qz * dy, S[5] += qz * dz;
 }
 
 // The gradient of L's parameters from A's (gA, lower triangle as a): L's is −Aᵀ·gA·Aᵀ (A = L⁻¹), kept on the lower
