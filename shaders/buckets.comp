@@ -58,7 +58,7 @@ void main() {
     workgroupExclusiveScan(sum, total);
     if (lid == 0u) words[p.blockSums + group] = total;
   } else if (p.mode == BUCKET_SCAN_BLOCKS) {
-    const uint blocks = (p.buckets + BUCKET_SCAN_BLOCK - 1u) / BUCKET_SCAN_BLOCK;
+    const uint blocks = bucketBlockSums(p.buckets);
     uint carry = 0u;
     for (uint chunk = 0u; chunk < blocks; chunk += BUCKET_SCAN_BLOCK) {
       const uint base = chunk + lid * 4u;

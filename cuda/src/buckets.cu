@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     blockExclusiveScan(sum, total);
     if (lid == 0) words[p.blockSums + group] = total;
   } else if (p.mode == BUCKET_SCAN_BLOCKS) {
-    const uint32_t blocks = (p.buckets + BUCKET_SCAN_BLOCK - 1) / BUCKET_SCAN_BLOCK;
+    const uint32_t blocks = bucketBlockSums(p.buckets);
     uint32_t carry = 0;
     for (uint32_t chunk = 0; chunk < blocks; chunk += BUCKET_SCAN_BLOCK) {
       const uint32_t base = chunk + lid * 4;

@@ -32,4 +32,7 @@ ARM_SHARED_STRUCT(BucketPush) {
 static_assert(sizeof(BucketPush) == 32);
 #endif
 
+// The block sums a scan of `buckets` counts needs (its scratch's blockSums words).
+ARM_FN uint bucketBlockSums(uint buckets) { return (buckets + BUCKET_SCAN_BLOCK - 1u) / BUCKET_SCAN_BLOCK; }
+
 #endif

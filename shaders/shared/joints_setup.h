@@ -21,7 +21,8 @@
 // `uint32_t* words, uint32_t* tables,` before including it.
 #ifndef ARMATURE_JOINTS_SETUP_H
 #define ARMATURE_JOINTS_SETUP_H
-#include "common_io.h"
+#include "buckets_io.h"
+#include "joints_io.h"
 
 #define JOINTS_SETUP_THREADS 256
 #define JOINTS_SETUP_END 0xFFFFFFFFu  // the end of a jump chain; also the sort's padding
@@ -81,7 +82,6 @@ ARM_SHARED_STRUCT(JointsSetupLayout) {
 };
 
 ARM_FN uint jointsSetupAlign(uint words) { return (words + 63u) / 64u * 64u; }
-ARM_FN uint jointsSetupBlockSums(uint counts) { return (counts + 1023u) / 1024u; }  // BUCKET_SCAN_BLOCK
 
 ARM_FN JointsSetupTables jointsSetupTables(uint N) {
   JointsSetupTables t;
@@ -99,7 +99,7 @@ ARM_FN JointsSetupLayout jointsSetupLayout(uint N, uint sortSize) {
   l.sort = at, at += jointsSetupAlign(2u * sortSize);
   l.childCounts = at, at += jointsSetupAlign(N + 1u);
   l.childStarts = at, at += jointsSetupAlign(N + 2u);
-  l.childSums = at, at += jointsSetupAlign(jointsSetupBlockSums(N + 1u));
+  l.childSums = at, at += jointsSetupAlign(bucketBlockSums(N + 1u));
   l.slot = at, at += jointsSetupAlign(N);
   l.jump = at, at += 6u * jointsSetupAlign(2u * N);
   l.subtree = at, at += jointsSetupAlign(N);
@@ -111,10 +111,10 @@ ARM_FN JointsSetupLayout jointsSetupLayout(uint N, uint sortSize) {
   l.pathOf = at, at += jointsSetupAlign(N);
   l.pathCounts = at, at += jointsSetupAlign(N);
   l.pathStarts = at, at += jointsSetupAlign(N + 1u);
-  l.pathSums = at, at += jointsSetupAlign(jointsSetupBlockSums(N));
+  l.pathSums = at, at += jointsSetupAlign(bucketBlockSums(N));
   l.lightCounts = at, at += jointsSetupAlign(N);
   l.lightStarts = at, at += jointsSetupAlign(N + 1u);
-  l.lightSums = at, at += jointsSetupAlign(jointsSetupBlockSums(N));
+  l.lightSums = at, at += jointsSetupAlign(bucketBlockSums(N));
   l.status = at, at += jointsSetupAlign(JOINTS_SETUP_STATUS_WORDS);
   l.words = at;
   return l;
@@ -231,7 +231,7 @@ JOINTS_SETUP_DEVICE void jointsSetupStep(JOINTS_SETUP_BUFFERS JointsSetupPush p,
   } else if (p.mode == JOINTS_SETUP_ORDER) {
     const uint offset = words[l.offset + i];
     const uint at = words[l.pathStarts + words[l.pathOf + words[l.top + i]]] + offset;
-    if (at < N) tables[t.order + at] = i | (offset == 0u ? 0x80000000u : 0u);  // JOINTS_HEAD
+    if (at < N) tables[t.order + at] = i | (offset == 0u ? JOINTS_HEAD : 0u);
   } else if (p.mode == JOINTS_SETUP_LIGHT) {
     tables[t.lightStart + i] = words[l.lightStarts + i];
     if (i == N) return;

@@ -16,7 +16,6 @@ struct BucketLists {
   uint32_t entries = 0;    // as many as the counts' total
   uint32_t blockSums = 0;  // bucketBlockSums(buckets) words
 };
-inline uint32_t bucketBlockSums(uint32_t buckets) { return (buckets + BUCKET_SCAN_BLOCK - 1) / BUCKET_SCAN_BLOCK; }
 
 void clearBuckets(const char* op, const Exec& exec, const BucketLists& lists);  // the counts to zero
 void scanBuckets(const char* op, const Exec& exec, const BucketLists& lists);

@@ -76,7 +76,6 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
   for (uint32_t p = 0; p < forest.paths(); ++p) order[forest.pathStart()[p]] |= JOINTS_HEAD;
   // One buffer, laid out as the GPU's analysis writes it.
   const JointsSetupTables t = jointsSetupTables(m_joints);
-  m_layout = {t.parents, t.order, t.lightStart, t.lightChildren, t.words};
   std::vector<uint32_t> tables(t.words, 0);
   std::copy(forest.parents().begin(), forest.parents().end(), tables.begin() + t.parents);
   std::copy(order.begin(), order.end(), tables.begin() + t.order);
@@ -115,8 +114,17 @@ void DeviceJointForest::attachPoints(Device& device, const std::vector<int32_t>&
   m_pointOrder = device.upload(pointOrder);
 }
 
-DeviceView DeviceJointForest::table(uint32_t offset, size_t count, ElementType type) const {
-  return m_tables.view().as(type).slice(offset, count);
+DeviceView DeviceJointForest::parents() const {
+  return m_tables.view().as(ElementType::Int32).slice(jointsSetupTables(m_joints).parents, m_joints);
+}
+DeviceView DeviceJointForest::order() const {
+  return m_tables.view().slice(jointsSetupTables(m_joints).order, m_joints);
+}
+DeviceView DeviceJointForest::lightStart() const {
+  return m_tables.view().slice(jointsSetupTables(m_joints).lightStart, m_joints + 1);
+}
+DeviceView DeviceJointForest::lightChildren() const {
+  return m_tables.view().slice(jointsSetupTables(m_joints).lightChildren, m_joints);
 }
 
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {

@@ -26,7 +26,6 @@ void DeviceJointForest::analyseOnDevice(Device& device, Backend setup, const std
   device.require(setup);
   const JointsSetupLayout l = jointsSetupLayout(N, sortSize);
   const JointsSetupTables t = jointsSetupTables(N);
-  m_layout = {t.parents, t.order, t.lightStart, t.lightChildren, t.words};
   m_tables = device.allocate(ElementType::UInt32, t.words);
   m_tables.upload(parents.data(), parents.size() * sizeof(int32_t), t.parents * 4);
   DeviceBuffer words = device.allocate(ElementType::UInt32, l.words);
@@ -76,7 +75,6 @@ void DeviceJointForest::analyseOnDevice(Device& device, Backend setup, const std
     throw Error(std::string(op) + ": the GPU found a cycle that the host did not");
   }
   m_widestFanOut = status[JOINTS_SETUP_STATUS_FAN_OUT];
-  m_paths = 0;
   for (uint32_t g = 0; g < JOINTS_SETUP_MAX_GENERATIONS && status[JOINTS_SETUP_STATUS_PATHS + g]; ++g) {
     m_paths += status[JOINTS_SETUP_STATUS_PATHS + g];
     m_generationStart.push_back(m_generationStart.back() + status[JOINTS_SETUP_STATUS_JOINTS + g]);

@@ -83,11 +83,12 @@ class DeviceJointForest {
   uint32_t generationLength(uint32_t g) const { return m_generationStart[g + 1] - m_generationStart[g]; }
   uint32_t paths() const { return m_paths; }
 
-  DeviceView parents() const { return table(m_layout.parents, m_joints, ElementType::Int32); }
-  DeviceView order() const { return table(m_layout.order, m_joints); }
-  DeviceView lightStart() const { return table(m_layout.lightStart, m_joints + 1); }
-  DeviceView lightChildren() const { return table(m_layout.lightChildren, m_joints); }  // lightStart()[N] used
-  const DeviceBuffer& tables() const { return m_tables; }  // the buffer the four views above are parts of
+  // Parts of one buffer, tables(), laid out as shared/joints_setup.h's JointsSetupTables.
+  DeviceView parents() const;
+  DeviceView order() const;
+  DeviceView lightStart() const;
+  DeviceView lightChildren() const;  // N words, of which lightStart()[N] are used
+  const DeviceBuffer& tables() const { return m_tables; }
   static constexpr uint32_t kSmallJoints = 192;  // the most joints of a small forest (held whole in shared memory)
   // A small forest: its joints by depth then each level's start (depth() levels), and every joint's children as
   // CSR (the small-forest dispatch's tables); else empty.
@@ -110,16 +111,11 @@ class DeviceJointForest {
   size_t scratchStatusWords(uint32_t batch) const;  // the first words, zeroed by each call
 
  private:
-  struct TableLayout {
-    uint32_t parents = 0, order = 0, lightStart = 0, lightChildren = 0, words = 0;
-  };
-  DeviceView table(uint32_t offset, size_t count, ElementType type = ElementType::UInt32) const;
   void attachPoints(Device& device, const std::vector<int32_t>& pointJoints);
   void analyseOnDevice(Device& device, Backend setup, const std::vector<int32_t>& parents);
 
   uint32_t m_joints = 0, m_paths = 0, m_depth = 0, m_widestFanOut = 0, m_points = 0;
   std::vector<uint32_t> m_generationStart{0};
-  TableLayout m_layout;
   DeviceBuffer m_tables, m_levels, m_childStart, m_children;
   DeviceBuffer m_pointJoints, m_pointStart, m_pointOrder;
 };
