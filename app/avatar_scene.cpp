@@ -293,7 +293,7 @@ void AvatarScene::update(double seconds) {
       m_params.betas[i * m_shape + k] = m_base.betas[k] + jitter;
     }
     for (uint32_t k = 0; k < m_expr; ++k) m_params.expression[i * m_expr + k] = m_base.expression[k];
-    const auto [x, z] = crowdPlace(i, B, 1.1);
+    const auto [x, z] = place(i, B, 1.1);
     m_params.transl[i * 3] = m_base.transl[0] + x + motionOffset[0];
     m_params.transl[i * 3 + 1] = m_base.transl[1] + motionOffset[1];
     m_params.transl[i * 3 + 2] = m_base.transl[2] + z + motionOffset[2];

@@ -82,10 +82,10 @@ class VulkanLane : public CharacterScene::Lane {
             std::vector<Span>&) override {
     const std::vector<float> f = toFloats(locals);
     std::memcpy(m_locals.mapped(), f.data(), f.size() * 4);
-    m_rig.propagate(m_stage.begin(*m_device.vulkan(), cmd, timer, "joints"), avatars,
+    m_rig.propagate(m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf joints"), avatars,
                     DeviceView::of(m_locals, ElementType::Float32), m_joints);
     m_stage.end(cmd, timer);
-    m_rig.skin(m_stage.begin(*m_device.vulkan(), cmd, timer, "skinning"), avatars, m_positions);
+    m_rig.skin(m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf skinning"), avatars, m_positions);
     m_stage.end(cmd, timer);
   }
   // The CPU backend's outputs, into the buffers the renderer reads (uploaded now).
@@ -97,7 +97,7 @@ class VulkanLane : public CharacterScene::Lane {
   std::vector<float> readPositions(size_t floats) const { return m_positions.download<float>(floats); }
   VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
                               const std::array<float, 16>& viewProj, VkExtent2D extent, std::vector<Span>&) override {
-    m_stage.begin(*m_device.vulkan(), cmd, timer, "raster");
+    m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf raster");
     VisibilityBuffers out = raster.recordVulkan(cmd, m_positions.vulkanBuffer(), avatars, viewProj, extent);
     m_stage.end(cmd, timer);
     return out;
@@ -133,17 +133,17 @@ class CudaLane : public CharacterScene::Lane {
     m_staging = toFloats(locals);
     m_locals.uploadAsync(m_staging.data(), m_staging.size() * 4, m_stage.stream());
     const size_t BJ = size_t(avatars) * m_jointCount;
-    m_rig.propagate(m_stage.begin("joints"), avatars, cudaView(m_locals.data(), BJ * 12),
+    m_rig.propagate(m_stage.begin("gltf joints"), avatars, cudaView(m_locals.data(), BJ * 12),
                     cudaView(m_joints.cudaPointer(), BJ * 3));
     spans.push_back(m_stage.end());
-    m_rig.skin(m_stage.begin("skinning"), avatars,
+    m_rig.skin(m_stage.begin("gltf skinning"), avatars,
                cudaView(m_positions.cudaPointer(), size_t(avatars) * m_vertexCount * 3));
     spans.push_back(m_stage.end({&m_positions, &m_joints}));
   }
   VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer, vk::GpuTimer*,
                               const std::array<float, 16>& viewProj, VkExtent2D extent,
                               std::vector<Span>& spans) override {
-    m_stage.begin("raster");
+    m_stage.begin("gltf raster");
     VisibilityBuffers out = raster.runCuda(static_cast<const float*>(m_positions.cudaPointer()), avatars, viewProj,
                                            extent, m_stage.stream());
     spans.push_back(m_stage.end());
@@ -235,7 +235,7 @@ void CharacterScene::update(double seconds) {
     const std::vector<double>& l = playing ? sampled : still;
     double* out = &m_locals[size_t(i) * J * 12];
     std::copy(l.begin(), l.end(), out);
-    const auto [x, z] = crowdPlace(i, B, m_spacing);
+    const auto [x, z] = place(i, B, m_spacing);
     for (uint32_t j = 0; j < J; ++j)  // the grid moves the roots, in the world's axes
       if (m_character.parents[j] < 0) out[j * 12 + 3] += x, out[j * 12 + 11] += z;
   }
@@ -252,7 +252,7 @@ void CharacterScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     const int64_t t0 = steadyNowNs();
     const GltfPoseRef posed = poseGltfCharacterRef(m_character, m_forest, m_locals, m_avatars);
     static_cast<VulkanLane&>(*m_vulkanLane).put(posed.vertices, posed.joints);
-    m_ownTimes.push_back({"joints + skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
+    m_ownTimes.push_back({"gltf joints + skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }
   lane().skin(m_locals, m_avatars, cmd, timer, m_ownTimes);
@@ -271,8 +271,9 @@ VisibilityBuffers CharacterScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* t
 
 void CharacterScene::crowdBounds(float lo[3], float hi[3]) const {
   for (int k = 0; k < 3; ++k) lo[k] = m_restLo[k], hi[k] = m_restHi[k];
+  lo[0] = lo[2] = 1e30f, hi[0] = hi[2] = -1e30f;  // every member is at its own place, member 0 too
   for (uint32_t i = 0; i < m_avatars; ++i) {
-    const auto [x, z] = crowdPlace(i, m_avatars, m_spacing);
+    const auto [x, z] = place(i, m_avatars, m_spacing);
     lo[0] = std::min(lo[0], m_restLo[0] + float(x)), hi[0] = std::max(hi[0], m_restHi[0] + float(x));
     lo[2] = std::min(lo[2], m_restLo[2] + float(z)), hi[2] = std::max(hi[2], m_restHi[2] + float(z));
   }

@@ -7,6 +7,7 @@
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
+#include "app/composite_scene.h"
 #include "app/poses.h"
 #include "app/profiler.h"
 #include "app/renderer.h"
@@ -19,6 +20,17 @@ namespace armature::app {
 
 void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
+  if (auto* composite = dynamic_cast<CompositeScene*>(&scene)) {
+    // The options go to the parts that take them: the pose and motion to body models, the clip to glTF characters.
+    ARM_CHECK(o.motion.empty() || findScene<AvatarScene>(&scene), "--motion: no body model to play it");
+    for (size_t p = 0; p < composite->partCount(); ++p) {
+      ViewerOptions partOptions = o;
+      if (!dynamic_cast<AvatarScene*>(&composite->part(p))) partOptions.motion.clear();
+      if (!dynamic_cast<CharacterScene*>(&composite->part(p))) partOptions.clip = 0;
+      configureScene(composite->part(p), partOptions);
+    }
+    return;
+  }
   if (auto* body = dynamic_cast<AvatarScene*>(&scene)) {
     body->applyPose(posePreset(body->model(), o.pose));
     if (!o.motion.empty()) {
@@ -50,7 +62,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
   if (o.ui) contextOptions.instanceExtensions.push_back("VK_KHR_surface");  // Dear ImGui's backend loads its functions
   vk::Context ctx(contextOptions);
   std::unique_ptr<Scene> scene =
-      openScene(ctx, o.model.empty() ? defaultModelPath() : o.model, std::max(o.avatars, 1u));
+      openScene(ctx, o.model.empty() ? defaultModelPath() : o.model, std::max(o.avatars, 1u), o.beside);
   configureScene(*scene, o);
   scene->setBackend(chooseBackend(o.backend));
   scene->setAvatars(o.avatars);

@@ -5,6 +5,7 @@
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
+#include "app/composite_scene.h"
 #include "armature/body/synth.h"
 #include "armature/file_checks.h"
 #include "armature/vk/context.h"
@@ -17,6 +18,11 @@ namespace armature::app {
 std::array<double, 2> crowdPlace(uint32_t i, uint32_t count, double spacing) {
   const uint32_t columns = uint32_t(std::ceil(std::sqrt(double(count))));
   return {(double(i % columns) - (columns - 1) / 2.0) * spacing, -double(i / columns) * spacing};
+}
+
+std::array<double, 2> Scene::place(uint32_t i, uint32_t count, double spacing) const {
+  const auto [x, z] = crowdPlace(i, count, spacing);
+  return {m_crowdOrigin[0] + x, m_crowdOrigin[1] + z};
 }
 
 double crowdPhase(uint32_t i) { return std::fmod(i * 0.6180339887498949, 1.0); }
@@ -39,11 +45,20 @@ std::string Scene::backendStatus() const {
   return name + (backend() == Backend::Cuda ? ", " : " ") + gpuStatus();
 }
 
-std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars) {
-  const std::string ext = path.empty() ? "" : lowerExtension(path);
-  if (ext == ".glb" || ext == ".gltf")
-    return std::make_unique<CharacterScene>(ctx, loadGltfCharacter(path), maxAvatars);
-  return std::make_unique<AvatarScene>(ctx, path.empty() ? synthesizeBodyModel({0}) : loadBodyModel(path), maxAvatars);
+std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars,
+                                 const std::vector<std::string>& beside) {
+  auto open = [&](const std::string& file) -> std::unique_ptr<Scene> {
+    const std::string ext = file.empty() ? "" : lowerExtension(file);
+    if (ext == ".glb" || ext == ".gltf")
+      return std::make_unique<CharacterScene>(ctx, loadGltfCharacter(file), maxAvatars);
+    return std::make_unique<AvatarScene>(ctx, file.empty() ? synthesizeBodyModel({0}) : loadBodyModel(file),
+                                         maxAvatars);
+  };
+  if (beside.empty()) return open(path);
+  std::vector<std::unique_ptr<Scene>> parts;
+  parts.push_back(open(path));
+  for (const std::string& file : beside) parts.push_back(open(file));
+  return std::make_unique<CompositeScene>(ctx, std::move(parts));
 }
 
 Exec VulkanStage::begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) {

@@ -1,8 +1,8 @@
 #pragma once
-// What the viewer draws: a crowd of posed meshes of one topology — SMPL-X avatars (app/avatar_scene.h) or a rigged
-// glTF character (app/character_scene.h) — posed each frame by the chosen backend into buffers the renderer reads.
-// The window and headless modes drive either through this interface; the stage helpers below are how both kinds
-// issue and time their GPU work.
+// What the viewer draws: a crowd of posed meshes of one topology — SMPL-X avatars (app/avatar_scene.h), a rigged
+// glTF character (app/character_scene.h), or crowds of both side by side (app/composite_scene.h) — posed each frame
+// by the chosen backend into buffers the renderer reads. The window and headless modes drive every kind through this
+// interface; the stage helpers below are how the kinds issue and time their GPU work.
 #include <array>
 #include <memory>
 #include <optional>
@@ -33,8 +33,10 @@ class Scene {
   // Switches the backend; throws armature::Error with the reason when it cannot run here.
   virtual void setBackend(Backend backend) = 0;
   virtual Backend backend() const = 0;
-  std::string backendStatus() const;            // e.g. "cuda, interop: zero-copy (…)"
+  virtual std::string backendStatus() const;    // e.g. "cuda, interop: zero-copy (…)"
   virtual void setAvatars(uint32_t count) = 0;  // 1 … maxAvatars, on a grid, each at its own animation phase
+  // Where the crowd's grid starts (x, z; the first member's place), for crowds side by side; from the next update().
+  void setCrowdOrigin(double x, double z) { m_crowdOrigin = {x, z}; }
   virtual uint32_t avatars() const = 0;
   virtual uint32_t maxAvatars() const = 0;
   bool animate = false;
@@ -60,7 +62,12 @@ class Scene {
 
  protected:
   virtual std::string gpuStatus() const = 0;  // the GPU backend's side: where it runs, how it shares its outputs
+  // Where member i of `count` stands: crowdPlace(), moved to the crowd's origin.
+  std::array<double, 2> place(uint32_t i, uint32_t count, double spacing) const;
   std::vector<Span> m_ownTimes;
+
+ private:
+  std::array<double, 2> m_crowdOrigin{0, 0};
 };
 
 // Where member i of a crowd of `count` stands: (x, z) on a square grid `spacing` apart, centred on x = 0, its rows
@@ -74,8 +81,10 @@ double crowdPhase(uint32_t i);
 void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
 
 // Opens what `path` holds: a rigged glTF character (.glb, .gltf) or a body model (.npz, .pkl; empty: the generated
-// default avatar), for a crowd of up to `maxAvatars`.
-std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars);
+// default avatar), for a crowd of up to `maxAvatars`. With `beside`, those files' crowds stand to its right, all
+// drawn as one scene (a CompositeScene).
+std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars,
+                                 const std::vector<std::string>& beside = {});
 
 // A Vulkan stage: recorded into the frame's command buffer inside a timer zone, followed by a compute barrier.
 class VulkanStage {

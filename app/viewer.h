@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/renderer.h"
 
@@ -19,7 +20,8 @@ struct ViewerOptions {
   std::string backend = "auto";  // auto | cuda | vulkan | cpu
   std::string pose = "a-pose";
   std::string model;  // .npz or .pkl body model, or a rigged .glb/.gltf; default: the generated default avatar
-  uint32_t clip = 0;  // a glTF character's animation to play
+  std::vector<std::string> beside;  // more models whose crowds stand to the right of --model's, drawn with it
+  uint32_t clip = 0;                // a glTF character's animation to play
   uint32_t avatars = 1;
   uint32_t width = 1280, height = 720;
   bool animate = false;

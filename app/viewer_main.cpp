@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model,
                  "body model .npz or .pkl, or a rigged glTF character .glb/.gltf (default: the generated avatar)")
       ->check(cli::regularFile());
+  app.add_option("--beside", o.beside,
+                 "also show this model's crowd to the right of --model's, e.g. a rigged .glb beside the SMPL-X "
+                 "avatars (repeatable; --avatars, --backend and the profile apply to every crowd)")
+      ->check(cli::regularFile());
   app.add_option("--clip", o.clip, "a glTF character's animation to play (0 = the first)");
   app.add_option("--avatars", o.avatars, "crowd size (1 … 4096)")->check(CLI::Range(1u, 4096u));
   app.add_option("--size", size, "image or window size, WxH")->check(cli::sizeWxH(kMaxSide));

@@ -18,6 +18,7 @@
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
+#include "app/composite_scene.h"
 #include "app/imgui_layer.h"
 #include "app/poses.h"
 #include "app/pose_panels.h"
@@ -80,7 +81,7 @@ class Viewer {
   std::unique_ptr<ImGuiLayer> m_ui;
   OverlayState m_overlayState;
   std::unique_ptr<Scene> m_scene;
-  AvatarScene* body() const { return dynamic_cast<AvatarScene*>(m_scene.get()); }  // null for a glTF character
+  AvatarScene* body() const { return findScene<AvatarScene>(m_scene.get()); }  // null for a glTF character alone
   std::unique_ptr<Renderer> m_renderer;
   std::unique_ptr<vk::GpuTimer> m_timer;
   Profiler m_profiler;
@@ -142,7 +143,7 @@ void Viewer::createSwapchain() {
 void Viewer::loadModel(const std::string& path) {
   if (m_ctx->device()) vkDeviceWaitIdle(m_ctx->device());
   Backend backend = m_scene ? m_scene->backend() : Backend::Vulkan;
-  std::unique_ptr<Scene> scene = openScene(*m_ctx, path, std::max(m_options.avatars, 64u));
+  std::unique_ptr<Scene> scene = openScene(*m_ctx, path, std::max(m_options.avatars, 64u), m_options.beside);
   configureScene(*scene, m_options);
   scene->animate = m_options.animate || !m_options.motion.empty();
   if (!m_options.motion.empty()) std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());

@@ -13,6 +13,7 @@
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
+#include "app/composite_scene.h"
 #include "app/poses.h"
 #include "app/renderer.h"
 #include "app/viewer.h"
@@ -394,6 +395,16 @@ void poisonBuffer(vk::Context& ctx, VkBuffer buffer) {
   });
 }
 
+// The first `floats` floats of any buffer the scenes draw from (device-local, or a CUDA part's interop buffer).
+std::vector<float> downloadFloats(vk::Context& ctx, VkBuffer buffer, size_t floats) {
+  vk::Buffer readback(ctx, floats * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    VkBufferCopy region{0, 0, floats * 4};
+    vkCmdCopyBuffer(cmd, buffer, readback.handle(), 1, &region);
+  });
+  return readback.download<float>(floats);
+}
+
 // A glTF crowd's skinned positions against the double reference of the scene's locals: all finite, within 1e-5 of
 // the largest coordinate (as `armature gltf` allows: float transforms composed over the skeleton's 11 levels), and
 // the members differ (each plays from its own phase, at its own place).
@@ -449,14 +460,130 @@ TEST(ViewerCuda, GltfCrowdPosesAsTheDoubleReference) {
   ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
   std::set<std::string> stages;
   for (const Span& span : scene.ownTimes()) stages.insert(span.name);
-  EXPECT_EQ(stages, (std::set<std::string>{"joints (cuda)", "skinning (cuda)"}));
-  const size_t bytes = size_t(5) * c.vertexCount() * 3 * 4;
-  vk::Buffer readback(ctx, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, vk::MemoryKind::HostVisible);
-  ctx.submitAndWait([&](VkCommandBuffer cmd) {
-    VkBufferCopy region{0, 0, bytes};
-    vkCmdCopyBuffer(cmd, scene.positions(), readback.handle(), 1, &region);
-  });
-  expectCrowdMatchesReference(readback.download<float>(bytes / 4), scene);
+  EXPECT_EQ(stages, (std::set<std::string>{"gltf joints (cuda)", "gltf skinning (cuda)"}));
+  expectCrowdMatchesReference(downloadFloats(ctx, scene.positions(), size_t(5) * c.vertexCount() * 3), scene);
+}
+
+// SMPL-X avatars with a glTF crowd beside them, as one scene: the topology is the parts' one after another, the
+// glTF crowd stands to the right, the gathered buffers (NaN-poisoned first) hold every part's member i in member i's
+// slice bit for bit, the stages keep their parts' names, and the crowd renders the same through the hardware and
+// the compute rasteriser, both parts showing.
+void expectCompositeGathersItsParts(vk::Context& ctx, Backend backend, const std::set<std::string>& ownStages) {
+  std::vector<std::unique_ptr<Scene>> parts;
+  parts.push_back(std::make_unique<AvatarScene>(ctx, avatar(), 4));
+  parts.push_back(std::make_unique<CharacterScene>(ctx, loadGltfCharacter(characterGlb()), 4));
+  CompositeScene scene(ctx, std::move(parts));
+  const Scene &body = scene.part(0), &character = scene.part(1);
+  EXPECT_EQ(findScene<CharacterScene>(&scene), &character);
+  scene.animate = true;
+  scene.setBackend(backend);
+  const uint32_t B = 3;
+  scene.setAvatars(B);
+  scene.update(0.21);
+  const uint32_t V = scene.vertexCount(), J = scene.jointCount(), V0 = body.vertexCount(), J0 = body.jointCount();
+  ASSERT_EQ(V, V0 + character.vertexCount());
+  ASSERT_EQ(J, J0 + character.jointCount());
+  ASSERT_EQ(scene.faces().size(), body.faces().size() + character.faces().size());
+  for (size_t k = 0; k < character.faces().size(); ++k)
+    ASSERT_EQ(scene.faces()[body.faces().size() + k], character.faces()[k] + int32_t(V0)) << "face index " << k;
+  for (uint32_t j = 0; j < character.jointCount(); ++j)
+    ASSERT_EQ(scene.parents()[J0 + j], character.parents()[j] < 0 ? -1 : character.parents()[j] + int32_t(J0));
+  float bodyLo[3], bodyHi[3], charLo[3], charHi[3];
+  body.crowdBounds(bodyLo, bodyHi);
+  character.crowdBounds(charLo, charHi);
+  EXPECT_GT(charLo[0], bodyHi[0]) << "the glTF crowd stands right of the avatars";
+
+  poisonBuffer(ctx, scene.positions());
+  poisonBuffer(ctx, scene.joints());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  std::set<std::string> stages;
+  for (const Span& span : scene.ownTimes()) stages.insert(span.name);
+  EXPECT_EQ(stages, ownStages);
+  const std::vector<float> positions = scene.readPositions(), joints = downloadFloats(ctx, scene.joints(), B * J * 3);
+  uint32_t vertexStart = 0, jointStart = 0;
+  for (const Scene* part : {&body, &character}) {
+    const uint32_t Vp = part->vertexCount(), Jp = part->jointCount();
+    const std::vector<float> partPositions = downloadFloats(ctx, part->positions(), B * Vp * 3),
+                             partJoints = downloadFloats(ctx, part->joints(), B * Jp * 3);
+    for (uint32_t i = 0; i < B; ++i) {
+      SCOPED_TRACE("member " + std::to_string(i) + ", part at vertex " + std::to_string(vertexStart));
+      const auto got = positions.begin() + long(i * V + vertexStart) * 3;
+      ASSERT_TRUE(std::equal(got, got + Vp * 3, partPositions.begin() + long(i * Vp) * 3));
+      ASSERT_TRUE(std::isfinite(got[0]));
+      const auto gotJoints = joints.begin() + long(i * J + jointStart) * 3;
+      ASSERT_TRUE(std::equal(gotJoints, gotJoints + Jp * 3, partJoints.begin() + long(i * Jp) * 3));
+    }
+    vertexStart += Vp, jointStart += Jp;
+  }
+
+  const uint32_t W = 480, H = 240;  // edge pixels, where the two rasterisers may differ, a small part
+  Renderer renderer(ctx, OffscreenTarget::kColorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, scene.faces(),
+                    scene.parents());
+  OffscreenTarget target(ctx, renderer, {W, H});
+  Camera camera;
+  frameAvatars(camera, scene, CameraView::Front);
+  DrawSettings draw;
+  draw.vertexCount = V, draw.avatars = B, draw.floorY = scene.floorY(), draw.ground = false;
+  draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
+  std::vector<uint8_t> images[2];
+  for (int mode : {0, 1}) {
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      scene.skin(cmd, nullptr);
+      draw.visibility =
+          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
+      target.recordReadback(cmd);
+    });
+    images[mode] = target.pixels();
+  }
+  size_t inter = 0, uni = 0, left = 0, right = 0;
+  for (size_t i = 0; i < size_t(W) * H; ++i) {
+    const bool h = images[0][i * 4] | images[0][i * 4 + 1] | images[0][i * 4 + 2];
+    const bool c = images[1][i * 4] | images[1][i * 4 + 1] | images[1][i * 4 + 2];
+    inter += h && c, uni += h || c;
+    (i % W < W / 2 ? left : right) += h;
+  }
+  EXPECT_GT(left, size_t(W) * H / 100) << "the avatars are missing";
+  EXPECT_GT(right, size_t(W) * H / 100) << "the glTF crowd is missing";
+  EXPECT_GE(double(inter) / double(std::max<size_t>(uni, 1)), 0.99) << "union " << uni << ", intersection " << inter;
+}
+
+TEST(Viewer, GltfCrowdBesideAvatarsIsGatheredIntoOneScene) {
+  ARM_REQUIRE_VULKAN(ctx);
+  expectCompositeGathersItsParts(ctx, Backend::Vulkan, {});
+  expectCompositeGathersItsParts(ctx, Backend::Cpu, {"skinning (cpu)", "gltf joints + skinning (cpu)"});
+}
+
+TEST(ViewerCuda, GltfCrowdBesideAvatarsIsGatheredIntoOneScene) {
+  ARM_REQUIRE_VULKAN(ctx);
+  ARM_REQUIRE_CUDA();
+  expectCompositeGathersItsParts(ctx, Backend::Cuda, {"skinning (cuda)", "gltf joints (cuda)", "gltf skinning (cuda)"});
+}
+
+// Headless, the same side by side: every part's stages and the gather in the profile, the compute rasteriser's
+// stage too when it draws, and the options go to the parts that take them (a motion with no body model is refused).
+TEST(Viewer, GltfCrowdBesideAvatarsRendersWithEveryStage) {
+  ARM_REQUIRE_VULKAN(ctx);
+  (void)ctx;
+  auto dir = scratchDir("beside");
+  ViewerOptions o = profiledRun("vulkan", 3, 96, 64, dir / "profile.json");
+  o.beside = {characterGlb()};
+  o.avatars = 2;
+  o.skeleton = true;
+  o.screenshot = (dir / "beside.png").string();
+  ASSERT_EQ(runHeadless(o), 0);
+  EXPECT_EQ(checkTrace(o.profile, o.frames)[2],
+            (std::set<std::string>{"skinning", "gltf joints", "gltf skinning", "gather", "draw"}));
+  EXPECT_GT(std::filesystem::file_size(o.screenshot), 100u);
+  o.raster = "compute";
+  ASSERT_EQ(runHeadless(o), 0);
+  EXPECT_EQ(checkTrace(o.profile, o.frames)[2],
+            (std::set<std::string>{"skinning", "gltf joints", "gltf skinning", "gather", "raster", "draw"}));
+  ViewerOptions noBody = o;
+  noBody.model = characterGlb();
+  noBody.motion = characterGlb();
+  EXPECT_THROW(runHeadless(noBody), Error);
+  std::filesystem::remove_all(dir);
 }
 
 // The viewer plays a glTF crowd headless: joint propagation and skinning are their own stages in the profile, the
@@ -473,7 +600,7 @@ TEST(Viewer, GltfCrowdRendersWithItsOwnStages) {
   o.screenshot = (dir / "crowd.png").string();
   ASSERT_EQ(runHeadless(o), 0);
   auto tracks = checkTrace(o.profile, o.frames);
-  EXPECT_EQ(tracks[2], (std::set<std::string>{"joints", "skinning", "draw"}));
+  EXPECT_EQ(tracks[2], (std::set<std::string>{"gltf joints", "gltf skinning", "draw"}));
   EXPECT_GT(std::filesystem::file_size(o.screenshot), 100u);
   ViewerOptions withMotion = o;
   withMotion.motion = o.model;
