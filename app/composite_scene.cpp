@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "armature/error.h"
+#include "armature/shaders.h"
 #include "armature/vk/context.h"
+#include "shared/render_io.h"
 
 namespace armature::app {
 
@@ -21,6 +23,8 @@ CompositeScene::CompositeScene(vk::Context& ctx, std::vector<std::unique_ptr<Sce
     m_jointStart.push_back(m_jointStart.back() + part->jointCount());
   }
   const size_t members = maxAvatars();
+  ARM_CHECK(members * std::max(vertexCount(), jointCount()) * 3 < (size_t(1) << 32),
+            "CompositeScene: %zu members of %u vertices are too many to gather", members, vertexCount());
   m_positions = vk::Buffer(ctx, members * vertexCount() * 12, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
   m_joints = vk::Buffer(ctx, std::max<size_t>(members * jointCount() * 12, 4), vk::kStorageUsage);
   arrange();
@@ -93,15 +97,16 @@ void CompositeScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     part->skin(cmd, timer);
     m_ownTimes.insert(m_ownTimes.end(), part->ownTimes().begin(), part->ownTimes().end());
   }
-  // Member i's vertices (joints) of part p go to member i's slice of the gathered buffer, at p's start.
+  // Member i's vertices (joints) of part p go to member i's slice of the gathered buffer, at p's start: a dispatch
+  // per part and buffer (a buffer copy of one region per member was far slower: the driver copies them one by one).
   const uint32_t members = avatars();
   m_stage.begin(m_ctx, cmd, timer, "gather");
-  std::vector<VkBufferCopy> regions(members);
+  const auto& program = m_ctx.program(shaders::gather_rows, GATHER_ROWS_BINDINGS, sizeof(GatherRowsPush));
   auto gather = [&](VkBuffer from, VkBuffer to, uint32_t start, uint32_t count, uint32_t total) {
     if (!count) return;
-    for (uint32_t i = 0; i < members; ++i)
-      regions[i] = {VkDeviceSize(i) * count * 12, (VkDeviceSize(i) * total + start) * 12, VkDeviceSize(count) * 12};
-    vkCmdCopyBuffer(cmd, from, to, members, regions.data());
+    const GatherRowsPush push{members, count * 3, total * 3, start * 3};
+    vk::dispatch(cmd, program, vk::groupCount(uint64_t(members) * count * 3, GATHER_ROWS_GROUP),
+                 {{from, 0, VK_WHOLE_SIZE}, {to, 0, VK_WHOLE_SIZE}}, push);
   };
   for (size_t p = 0; p < m_parts.size(); ++p) {
     gather(m_parts[p]->positions(), m_positions.handle(), m_vertexStart[p], m_parts[p]->vertexCount(), vertexCount());

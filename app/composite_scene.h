@@ -4,8 +4,8 @@
 // the right of the part before it. A "gather" stage then copies every part's positions and joints into the buffers
 // the renderer reads, member by member: member i of the composite is member i of every part, so its topology is the
 // parts' faces (and skeletons) one after another and the renderer, the skeleton overlay and the compute rasteriser
-// take it as they take any crowd. The copy is one transfer per part and buffer; the parts' own outputs stay where
-// their backends wrote them (a CUDA part's in its interop buffers).
+// take it as they take any crowd. The gather is a dispatch per part and buffer; the parts' own outputs stay where
+// their backends wrote them (a CUDA part's in its interop buffers, which Vulkan reads).
 #include <memory>
 #include <vector>
 

@@ -73,6 +73,10 @@ static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #define CROWD_FACES_BINDING_BASE 0
 #define CROWD_FACES_BINDING_CROWD 1
 #define CROWD_FACES_BINDINGS 2
+// gather_rows.comp
+#define GATHER_ROWS_BINDING_SOURCE 0
+#define GATHER_ROWS_BINDING_TARGET 1
+#define GATHER_ROWS_BINDINGS 2
 // clip_transform.comp
 #define CLIP_TRANSFORM_BINDING_POSITIONS 0
 #define CLIP_TRANSFORM_BINDING_CLIP 1
@@ -101,5 +105,15 @@ ARM_SHARED_STRUCT(CrowdFacesPush) {
   uint vertexCount;  // V of one avatar
   uint copies;       // avatars
   uint pad;
+};
+
+// gather_rows.comp: a composite scene's gather (app/composite_scene.h). Row r of the source (rowWords words, rows
+// back to back) goes to word r·targetStride + targetOffset of the target: a part's member r into member r's slice.
+#define GATHER_ROWS_GROUP 256
+ARM_SHARED_STRUCT(GatherRowsPush) {
+  uint rows;
+  uint rowWords;
+  uint targetStride;
+  uint targetOffset;
 };
 #endif
