@@ -67,45 +67,67 @@ __device__ __forceinline__ void identityState(State& s) {
   identity12(s.product);
 }
 
-// The block's inclusive scan of `mine` (Hillis–Steele in shared memory); returns the exclusive prefix and the total.
+// `s` of the lane `delta` below (a lane below delta gets its own back).
+template <bool Backward>
+__device__ __forceinline__ State shuffleUp(const State& s, unsigned delta) {
+  State r;
+  r.flag = __shfl_up_sync(~0u, s.flag, delta);
+#pragma unroll
+  for (int k = 0; k < 12; ++k) {
+    if constexpr (Backward) r.u[k] = __shfl_up_sync(~0u, s.u[k], delta);
+    r.product[k] = __shfl_up_sync(~0u, s.product[k], delta);
+  }
+  return r;
+}
+
+// The warp's inclusive scan of `mine`, in registers.
+template <bool Backward>
+__device__ __forceinline__ void scanWarp(State& mine, unsigned lane) {
+#pragma unroll
+  for (unsigned offset = 1; offset < 32; offset <<= 1) {
+    const State x = shuffleUp<Backward>(mine, offset);
+    if (lane >= offset) {
+      State y;
+      combine<Backward>(x, mine, y);
+      mine = y;
+    }
+  }
+}
+
+// The block's scan of `mine`: each warp's by shuffles, then the warps' totals by the first warp, so a tile waits at
+// three barriers. Returns the exclusive prefix and the block's total.
 template <bool Backward>
 __device__ void scanBlock(State mine, State& exclusive, State& total) {
-  __shared__ uint32_t sFlag[JOINTS_THREADS];
-  __shared__ float sU[Backward ? JOINTS_THREADS * 12 : 1], sProduct[JOINTS_THREADS * 12];
-  const unsigned t = threadIdx.x;
-  auto store = [&](unsigned at, const State& s) {
-    sFlag[at] = s.flag;
-    if constexpr (Backward) copy12(s.u, &sU[at * 12]);
-    copy12(s.product, &sProduct[at * 12]);
-  };
-  auto load = [&](unsigned at, State& s) {
-    s.flag = sFlag[at];
-    if constexpr (Backward) copy12(&sU[at * 12], s.u);
-    copy12(&sProduct[at * 12], s.product);
-  };
-  __syncthreads();  // the previous tile's reads are done
-  store(t, mine);
+  constexpr unsigned kWarps = JOINTS_THREADS / 32;
+  static_assert(kWarps <= 32 && JOINTS_THREADS % 32 == 0, "one warp scans the warps' totals");
+  __shared__ State sWarp[kWarps];  // each warp's total, then what comes before the warp
+  __shared__ State sTotal;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  scanWarp<Backward>(mine, lane);
+  const State below = shuffleUp<Backward>(mine, 1);  // the lane below's inclusive prefix (lane 0: unused)
+  __syncthreads();                                   // the previous tile's reads are done
+  if (lane == 31) sWarp[warp] = mine;
   __syncthreads();
-  for (unsigned offset = 1; offset < JOINTS_THREADS; offset <<= 1) {
-    State y;
-    if (t >= offset) {
-      State x;
-      load(t - offset, x);
-      combine<Backward>(x, mine, y);
+  if (warp == 0) {
+    State inclusive;
+    if (lane < kWarps) {
+      inclusive = sWarp[lane];
+    } else {
+      identityState(inclusive);
     }
-    __syncthreads();
-    if (t >= offset) {
-      mine = y;
-      store(t, mine);
-    }
-    __syncthreads();
+    scanWarp<Backward>(inclusive, lane);
+    State before = shuffleUp<Backward>(inclusive, 1);
+    if (lane == 0) identityState(before);
+    if (lane < kWarps) sWarp[lane] = before;
+    if (lane == kWarps - 1) sTotal = inclusive;
   }
-  if (t > 0) {
-    load(t - 1, exclusive);
+  __syncthreads();
+  if (lane == 0) {
+    exclusive = sWarp[warp];
   } else {
-    identityState(exclusive);
+    combine<Backward>(sWarp[warp], below, exclusive);
   }
-  load(JOINTS_THREADS - 1, total);
+  total = sTotal;
 }
 
 // A tile's record in the scratch: its aggregate (REDUCE, SINGLE), or its carry (CARRY).
