@@ -69,11 +69,19 @@ int main(int argc, char** argv) {
   gltf->add_option("--backend", gltfOptions.backend, "auto (CUDA where it runs, else Vulkan), cuda, vulkan or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "vulkan", "cpu"}));
   auto* fit = app.add_subcommand(
-      "fit-field", "Fit N Gaussians to the avatar's occupancy with Adam on the GPU: progress, IoU, the field out");
+      "fit-field",
+      "Fit N Gaussians to the avatar's occupancy or signed distance, or a volume, with Adam on the GPU: progress, IoU, "
+      "the field out");
   armature::app::FitFieldOptions fitOptions;
   fit->add_option("--model", fitOptions.model, "body model .npz or .pkl (default: the generated avatar)")
       ->check(cli::regularFile());
   fit->add_option("-o,--output", fitOptions.output, "the fitted field, .npz")->check(cli::writableFile());
+  fit->add_option("--target", fitOptions.target,
+                  "the avatar's occupancy, or its signed distance (as 0.5 - 0.5 clamp(s / band, -1, 1))")
+      ->check(CLI::IsMember({"occupancy", "distance"}));
+  fit->add_option("--volume", fitOptions.volume,
+                  "fit a volume instead: .npz with 'volume' (X,Y,Z) at cell centres and 'bounds' (2,3)")
+      ->check(cli::regularFile());
   fit->add_option("--gaussians", fitOptions.gaussians, "how many")->check(CLI::Range(1u, 1u << 20));
   fit->add_option("--iterations", fitOptions.iterations, "Adam steps")->check(CLI::Range(1u, 1u << 24));
   fit->add_option("--samples", fitOptions.samples, "training samples (as many again are held out)")

@@ -22,6 +22,8 @@ struct GltfOptions {
 int runGltf(const GltfOptions& options);
 struct FitFieldOptions {
   std::string model, output, backend = "auto";
+  std::string target = "occupancy";  // occupancy | distance (the avatar's); or a volume file instead
+  std::string volume;
   uint32_t gaussians = 20, iterations = 500, samples = 4096, logEvery = 50;
   double lr = 0.01;
   uint64_t seed = 0;

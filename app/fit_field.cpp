@@ -1,14 +1,21 @@
-// `armature fit-field`: fits N anisotropic Gaussians to the default avatar's occupancy with Adam, all on the GPU.
-// Half the samples are uniform in the avatar's padded box, half near its surface (a point of the surface, area-
-// weighted, moved by a normal offset of 2% of the box's diagonal), where the occupancy changes; their occupancy
-// (winding number > ½ with respect to the rest mesh) is computed on the GPU; each iteration is the field's forward into
-// the residual, the residual minus the target, the field's backward and an Adam step over all parameters (one buffer):
-// the loss is the mean squared residual. A held-out set of samples gives the fit's IoU (field > ½ against inside).
+// `armature fit-field`: fits N anisotropic Gaussians to a target with Adam, all on the GPU. Targets:
+// - the avatar's occupancy (winding number > ½ with respect to the rest mesh), computed on the GPU;
+// - the avatar's signed distance s (negative inside; the distance from the same GPU pass), as the band-limited
+//   0.5 − 0.5·clamp(s/τ, −1, 1), τ = 5% of the box's diagonal: 1 deep inside, 0 far outside, ½ on the surface, so
+//   a field f gives back s ≈ τ·(1 − 2f) within the band;
+// - a volume from a file (`volume` (X,Y,Z) of values at cell centres, `bounds` (2,3): the box it spans), trilinear.
+// For the avatar, half the samples are uniform in its padded box and half near its surface (a point of the surface,
+// area-weighted, moved by a normal offset of 2% of the box's diagonal), where the target changes; for a volume, half
+// in the cells whose corners straddle ½. Each iteration is the field's forward into the residual, the residual minus
+// the target, the field's backward and an Adam step over all parameters (one buffer): the loss is the mean squared
+// residual. A held-out set of samples gives the fit's IoU (field > ½ against target > ½).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "app/box.h"
 #include "app/commands.h"
@@ -71,41 +78,145 @@ std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count, const Body
   return p;
 }
 
+// A volume file: values at the cells' centres of a box, sampled trilinearly (clamped at the box's faces).
+struct Volume {
+  size_t n[3] = {};
+  std::vector<double> values;  // C order: x slowest
+  float lo[3] = {}, hi[3] = {};
+
+  explicit Volume(const std::string& path) {
+    const NpzArchive file = readNpz(path);
+    ARM_CHECK(file.count("volume") && file.count("bounds"), "%s: a volume file holds 'volume' and 'bounds'",
+              path.c_str());
+    const NpyArray& v = file.at("volume");
+    const NpyArray& b = file.at("bounds");
+    ARM_CHECK(v.shape.size() == 3 && v.shape[0] >= 2 && v.shape[1] >= 2 && v.shape[2] >= 2,
+              "%s: volume is %s, expected (X,Y,Z), each at least 2", path.c_str(), v.shapeString().c_str());
+    ARM_CHECK(b.shape == (std::vector<size_t>{2, 3}), "%s: bounds is %s, expected (2,3)", path.c_str(),
+              b.shapeString().c_str());
+    for (int k = 0; k < 3; ++k) {
+      n[k] = v.shape[size_t(k)];
+      lo[k] = float(b.values[size_t(k)]), hi[k] = float(b.values[3 + size_t(k)]);
+      ARM_CHECK(std::isfinite(lo[k]) && std::isfinite(hi[k]) && hi[k] > lo[k],
+                "%s: bounds' axis %d is [%g, %g], not an interval", path.c_str(), k, lo[k], hi[k]);
+    }
+    for (size_t i = 0; i < v.values.size(); ++i)
+      ARM_CHECK(std::isfinite(v.values[i]), "%s: volume value %zu is not finite", path.c_str(), i);
+    values = v.values;
+  }
+  double at(size_t i, size_t j, size_t k) const { return values[(i * n[1] + j) * n[2] + k]; }
+  double sample(const float* p) const {
+    size_t i0[3], i1[3];
+    double t[3];
+    for (int k = 0; k < 3; ++k) {
+      const double u = std::clamp((double(p[k]) - lo[k]) / (hi[k] - lo[k]) * double(n[k]) - 0.5, 0.0, double(n[k] - 1));
+      i0[k] = std::min(size_t(u), n[k] - 2), t[k] = u - double(i0[k]), i1[k] = i0[k] + 1;
+    }
+    double sum = 0;
+    for (int corner = 0; corner < 8; ++corner) {
+      const bool x = corner & 1, y = corner & 2, z = corner & 4;
+      const double w = (x ? t[0] : 1 - t[0]) * (y ? t[1] : 1 - t[1]) * (z ? t[2] : 1 - t[2]);
+      sum += w * at(x ? i1[0] : i0[0], y ? i1[1] : i0[1], z ? i1[2] : i0[2]);
+    }
+    return sum;
+  }
+  // `count` samples: half uniform in the box, half in the cells between centres whose corners straddle ½.
+  std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count) const {
+    std::vector<std::array<size_t, 3>> straddling;
+    for (size_t i = 0; i + 1 < n[0]; ++i)
+      for (size_t j = 0; j + 1 < n[1]; ++j)
+        for (size_t k = 0; k + 1 < n[2]; ++k) {
+          bool below = false, above = false;
+          for (int c = 0; c < 8; ++c) {
+            const double x = at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1));
+            below |= x <= 0.5, above |= x > 0.5;
+          }
+          if (below && above) straddling.push_back({i, j, k});
+        }
+    std::vector<float> p(size_t(count) * 3);
+    std::uniform_real_distribution<float> unit(0, 1);
+    for (size_t s = 0; s < count; ++s) {
+      const bool nearLevel = s >= count / 2 && !straddling.empty();
+      const std::array<size_t, 3> cell = nearLevel ? straddling[rng() % straddling.size()] : std::array<size_t, 3>{};
+      for (int k = 0; k < 3; ++k) {
+        const float size = (hi[k] - lo[k]) / float(n[k]);
+        p[s * 3 + size_t(k)] = nearLevel ? lo[k] + (float(cell[size_t(k)]) + 0.5f + unit(rng)) * size
+                                         : lo[k] + unit(rng) * (hi[k] - lo[k]);
+      }
+    }
+    return p;
+  }
+};
+
 }  // namespace
 
 int runFitField(const FitFieldOptions& o) {
   const Backend backend = chooseBackend(o.backend);
   ARM_CHECK(backend != Backend::Cpu, "fit-field runs on the GPU: --backend cuda or vulkan");
-  const BodyModel model = loadModelOrDefault(o.model);
   std::unique_ptr<vk::Context> ctx;
   if (backend == Backend::Vulkan) ctx = std::make_unique<vk::Context>();
   Device device(ctx.get(), Sharing::VulkanOnly);
   device.require(backend);
 
-  // The target: the rest mesh's occupancy at samples in its box, padded by 5%.
-  float lo[3], hi[3];
-  boxOf(model.vTemplate, lo, hi);
-  for (int k = 0; k < 3; ++k) {
-    const float pad = 0.05f * (hi[k] - lo[k]);
-    lo[k] -= pad, hi[k] += pad;
-  }
+  // The target at training and held-out samples.
+  ARM_CHECK(o.target == "occupancy" || o.target == "distance", "--target must be occupancy or distance, got '%s'",
+            o.target.c_str());
+  ARM_CHECK(o.volume.empty() || (o.model.empty() && o.target == "occupancy"),
+            "--volume is the target itself: it takes no --model or --target");
   const auto start = std::chrono::steady_clock::now();
   std::mt19937_64 rng(o.seed);
   const uint32_t B = o.samples, E = o.samples;  // training and held-out samples
-  const DeviceTriangleMesh mesh(device, std::vector<float>(model.vTemplate.begin(), model.vTemplate.end()),
-                                model.faces);
-  const std::vector<float> trainPoints = samplePoints(rng, B, model, lo, hi);
-  DeviceBuffer train = device.upload(trainPoints), held = device.upload(samplePoints(rng, E, model, lo, hi));
-  DeviceBuffer windings = device.allocate(ElementType::Float32, std::max(B, E));
-  auto occupancy = [&](const DeviceBuffer& points, uint32_t count) {
-    device.run(backend, [&](const Exec& exec) { windingNumbers(exec, {&mesh, count, points, windings}); });
-    std::vector<float> w = windings.download<float>(count);
-    for (float& x : w) x = x > 0.5f ? 1.0f : 0.0f;
-    return w;
-  };
-  const std::vector<float> target = occupancy(train, B), heldTarget = occupancy(held, E);
-  const size_t inside = size_t(std::count(target.begin(), target.end(), 1.0f));
-  ARM_CHECK(inside > 0, "fit-field: none of the %u samples is inside the avatar", B);
+  float lo[3], hi[3];
+  std::vector<float> trainPoints, heldPoints, target, heldTarget;
+  std::string what;
+  if (!o.volume.empty()) {
+    const Volume volume(o.volume);
+    std::copy_n(volume.lo, 3, lo), std::copy_n(volume.hi, 3, hi);
+    trainPoints = volume.samplePoints(rng, B), heldPoints = volume.samplePoints(rng, E);
+    auto targetAt = [&](const std::vector<float>& points) {
+      std::vector<float> values;
+      for (size_t i = 0; i < points.size(); i += 3) values.push_back(float(volume.sample(&points[i])));
+      return values;
+    };
+    target = targetAt(trainPoints), heldTarget = targetAt(heldPoints);
+    what = "the volume of " + o.volume;
+  } else {  // the avatar's rest mesh, in its box padded by 5%
+    const BodyModel model = loadModelOrDefault(o.model);
+    boxOf(model.vTemplate, lo, hi);
+    for (int k = 0; k < 3; ++k) {
+      const float pad = 0.05f * (hi[k] - lo[k]);
+      lo[k] -= pad, hi[k] += pad;
+    }
+    const DeviceTriangleMesh mesh(device, std::vector<float>(model.vTemplate.begin(), model.vTemplate.end()),
+                                  model.faces);
+    trainPoints = samplePoints(rng, B, model, lo, hi), heldPoints = samplePoints(rng, E, model, lo, hi);
+    const bool distance = o.target == "distance";
+    const double band = 0.05 * std::hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
+    DeviceBuffer windings = device.allocate(ElementType::Float32, std::max(B, E));
+    DeviceBuffer distances = device.allocate(ElementType::Float32, distance ? std::max(B, E) : 1);
+    auto targetAt = [&](const std::vector<float>& points) {
+      const uint32_t count = uint32_t(points.size() / 3);
+      const DeviceBuffer x = device.upload(points);
+      device.run(backend, [&](const Exec& exec) {
+        windingNumbers(exec, {&mesh, count, x, windings, distance ? distances.view() : DeviceView{}});
+      });
+      std::vector<float> w = windings.download<float>(count);
+      const std::vector<float> d = distance ? distances.download<float>(count) : std::vector<float>{};
+      for (size_t i = 0; i < count; ++i) {
+        const bool inside = w[i] > 0.5f;
+        w[i] = distance ? float(0.5 - 0.5 * std::clamp((inside ? -d[i] : d[i]) / band, -1.0, 1.0))
+                        : (inside ? 1.0f : 0.0f);
+      }
+      return w;
+    };
+    target = targetAt(trainPoints), heldTarget = targetAt(heldPoints);
+    const std::string avatar = o.model.empty() ? "the default avatar" : o.model;
+    what = distance ? "the signed distance (band " + std::to_string(band) + ") of " + avatar
+                    : "the occupancy of " + avatar;
+  }
+  DeviceBuffer train = device.upload(trainPoints), held = device.upload(heldPoints);
+  const size_t inside = size_t(std::count_if(target.begin(), target.end(), [](float t) { return t > 0.5f; }));
+  ARM_CHECK(inside > 0, "fit-field: none of the %u samples is inside (target > 1/2)", B);
   DeviceBuffer targetBuffer = device.upload(target);
 
   // Initial field: means at inside samples, round Gaussians of the size that fills the inside volume N times over
@@ -148,8 +259,8 @@ int runFitField(const FitFieldOptions& o) {
     for (float r : residual.download<float>(count)) s += double(r) * r;
     return s / count;
   };
-  std::printf("fit-field: %u Gaussians to the occupancy of %s (%zu of %u samples inside) on %s, %u iterations\n", N,
-              o.model.empty() ? "the default avatar" : o.model.c_str(), inside, B, backendName(backend), o.iterations);
+  std::printf("fit-field: %u Gaussians to %s (%zu of %u samples inside) on %s, %u iterations\n", N, what.c_str(),
+              inside, B, backendName(backend), o.iterations);
   double loss = 0;
   for (uint32_t done = 0; done < o.iterations;) {
     const uint32_t block = std::min(o.logEvery, o.iterations - done);

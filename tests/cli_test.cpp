@@ -431,6 +431,59 @@ TEST(Cli, FitFieldFitsTheAvatarsOccupancy) {
   EXPECT_EQ(bad.code, 2) << bad.output;
 }
 
+// fit-field's other targets on each GPU backend: the avatar's band-limited signed distance (20 Gaussians reach ~0.6
+// on 1,024 samples), and a volume file the test writes: a Gaussian bump 1.5·exp(−½‖D⁻¹(x − c)‖²) off the box's
+// centre (c = (0.2, −0.1, 0), D = diag(0.45, 0.3, 0.25)) on a 24³ grid. One Gaussian fits it (IoU ~0.95) and lands
+// on c, which a volume read in the wrong order or sampled at the wrong place would miss. Refused: a volume with
+// --target, and a volume file of the wrong shape (named in the message).
+TEST(Cli, FitFieldFitsADistanceAndAVolume) {
+  const fs::path volume = scratch().dir / "bump.npz";
+  std::vector<double> values;
+  const size_t n = 24;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < n; ++k) {
+        auto centre = [&](size_t c) { return (double(c) + 0.5) / double(n) * 2 - 1; };
+        const double x = (centre(i) - 0.2) / 0.45, y = (centre(j) + 0.1) / 0.3, z = centre(k) / 0.25;
+        values.push_back(1.5 * std::exp(-0.5 * (x * x + y * y + z * z)));
+      }
+  armature::writeNpz(volume.string(), {{"volume", {{n, n, n}, armature::NpyType::F32, values}},
+                                       {"bounds", {{2, 3}, armature::NpyType::F32, {-1, -1, -1, 1, 1, 1}}}});
+  auto iouOf = [](const Result& r) {
+    const size_t at = r.output.find("held-out samples: ");
+    return at == std::string::npos ? -1.0 : std::atof(r.output.c_str() + at + 18);
+  };
+  std::vector<std::string> backends = {"vulkan"};
+  if (!armature::cudaUnavailable()) backends.push_back("cuda");
+  for (const std::string& backend : backends) {
+    Result r = run("armature", {"fit-field", "--backend", backend, "--model", modelPath(), "--target", "distance",
+                                "--gaussians", "20", "--iterations", "300", "--samples", "1024"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("to the signed distance (band "), std::string::npos) << r.output;
+    EXPECT_GT(iouOf(r), 0.45) << r.output;
+    const fs::path out = scratch().dir / ("bump_" + backend + ".npz");
+    r = run("armature", {"fit-field", "--backend", backend, "--volume", volume.string(), "--gaussians", "1",
+                         "--iterations", "300", "--samples", "1024", "-o", out.string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_GT(iouOf(r), 0.85) << r.output;
+    const std::vector<double> mean = armature::readNpz(out.string()).at("means").values;
+    ASSERT_EQ(mean.size(), 3u);
+    EXPECT_NEAR(mean[0], 0.2, 0.05);
+    EXPECT_NEAR(mean[1], -0.1, 0.05);
+    EXPECT_NEAR(mean[2], 0.0, 0.05);
+  }
+  Result both =
+      run("armature", {"fit-field", "--backend", "vulkan", "--volume", volume.string(), "--target", "distance"});
+  EXPECT_NE(both.code, 0);
+  EXPECT_NE(both.output.find("--volume is the target itself"), std::string::npos) << both.output;
+  const fs::path flat = scratch().dir / "flat.npz";
+  armature::writeNpz(flat.string(), {{"volume", {{4, 4}, armature::NpyType::F32, std::vector<double>(16, 1.0)}},
+                                     {"bounds", {{2, 3}, armature::NpyType::F32, {0, 0, 0, 1, 1, 1}}}});
+  Result bad = run("armature", {"fit-field", "--backend", "vulkan", "--volume", flat.string()});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("volume is (4, 4), expected (X,Y,Z)"), std::string::npos) << bad.output;
+}
+
 // bake on each GPU backend, small: 4 views of 128² into a 512² atlas of the default avatar. Most of the texels on
 // charts are seen (~70%: so few coarse views see little squarely enough, and nothing where an edge crosses the
 // bilinear footprint), the texture, the views and the preview are written, and a CPU backend is refused.

@@ -1,6 +1,6 @@
-// The ops fitting on the GPU rests on: generalised winding numbers (known answers on a cube, the GPU against the
-// reference on a closed star-shaped mesh, bad faces refused) and an Adam step (the first step's known size, the GPU
-// against the reference over steps, bad settings refused).
+// The ops fitting on the GPU rests on: generalised winding numbers and distances to a mesh (known answers on a cube,
+// the GPU against the reference on a closed star-shaped mesh, bad faces refused) and an Adam step (the first step's
+// known size, the GPU against the reference over steps, bad settings refused).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -61,6 +61,15 @@ TEST(WindingNumbersRef, CubeKnownAnswers) {
   EXPECT_NEAR(w[1], 1.0, 1e-12);
   EXPECT_NEAR(w[2], 0.0, 1e-12);
   EXPECT_NEAR(w[3], 0.0, 1e-12);
+  // Distances: to a face's inside, an edge, a corner; on the surface.
+  const std::vector<double> d = meshDistancesRef(
+      {0.5, 0.5, 0.5, 0.1, 0.9, 0.2, 1.5, 0.5, 0.5, -3, 7, 2, 2, 2, 0.5, 1, 0.3, 0.7}, vertices, faces);
+  EXPECT_NEAR(d[0], 0.5, 1e-12);
+  EXPECT_NEAR(d[1], 0.1, 1e-12);
+  EXPECT_NEAR(d[2], 0.5, 1e-12);
+  EXPECT_NEAR(d[3], std::sqrt(9.0 + 36.0 + 1.0), 1e-12);
+  EXPECT_NEAR(d[4], std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(d[5], 0.0, 1e-12);
   for (size_t f = 0; f < faces.size(); f += 3) std::swap(faces[f + 1], faces[f + 2]);  // inward: −1 inside
   EXPECT_NEAR(windingNumbersRef({0.5, 0.5, 0.5}, vertices, faces)[0], -1.0, 1e-12);
   EXPECT_THAT(errorOf([&] {
@@ -86,9 +95,20 @@ TEST_P(FittingOps, WindingNumbersMatchReference) {
   const std::vector<double> want = windingNumbersRef(points, vertices, faces);
   const DeviceTriangleMesh mesh(device(), cast<float>(vertices), faces);
   DeviceBuffer x = device().upload(cast<float>(points)), out = device().allocate(ElementType::Float32, 1001);
+  DeviceBuffer distances = device().allocate(ElementType::Float32, 1001);
   out.fill(nanBits());
-  run([&](const Exec& exec) { windingNumbers(exec, {&mesh, 1001, x, out}); });
+  distances.fill(nanBits());
+  run([&](const Exec& exec) { windingNumbers(exec, {&mesh, 1001, x, out, distances}); });
   const std::vector<float> got = out.download<float>(1001);
+  // Distances at every point, near the surface too: a float nearest point of coordinates ≤ 1.4 is within a few
+  // ulps (1e-7 each) of the double one, so 1e-5 leaves a wide margin.
+  const std::vector<double> wantDistances = meshDistancesRef(points, vertices, faces);
+  const std::vector<float> gotDistances = distances.download<float>(1001);
+  for (size_t q = 0; q < wantDistances.size(); ++q)
+    EXPECT_NEAR(gotDistances[q], wantDistances[q], 1e-5) << "point " << q;
+  out.fill(nanBits());  // without distances: the same winding numbers
+  run([&](const Exec& exec) { windingNumbers(exec, {&mesh, 1001, x, out}); });
+  EXPECT_EQ(out.download<float>(1001), got);
   size_t inside = 0, compared = 0;
   for (size_t q = 0; q < want.size(); ++q) {
     const double r = std::hypot(points[q * 3], points[q * 3 + 1], points[q * 3 + 2]);
@@ -108,6 +128,12 @@ TEST_P(FittingOps, WindingNumbersMatchReference) {
         windingNumbers(e, {&mesh, 1002, x, out});
       },
       "windingNumbers: x holds 3003 elements");
+  const DeviceBuffer short1000 = device().allocate(ElementType::Float32, 1000);
+  expectRejected(
+      [&](const Exec& e) {
+        windingNumbers(e, {&mesh, 1001, x, out, short1000});
+      },
+      "windingNumbers: distances holds 1000 elements");
 }
 
 // The first step moves every parameter by lr·g/(|g| + ε) against its gradient (m̂ = g, v̂ = g²); over five steps on 1,027

@@ -8,13 +8,14 @@ namespace {
 
 __global__ void __launch_bounds__(WINDING_WORKGROUP_SIZE)
     windingKernel(const float* __restrict__ points, const float* __restrict__ vertices,
-                  const int32_t* __restrict__ faces, float* __restrict__ out, WindingPush p) {
+                  const int32_t* __restrict__ faces, float* __restrict__ out, float* __restrict__ distances,
+                  WindingPush p) {
   __shared__ float sCorner[WINDING_TILE * 9];
   const uint32_t lid = threadIdx.x, q = blockIdx.x * WINDING_WORKGROUP_SIZE + lid;
   const bool inRange = q < p.points;
   const float x = inRange ? points[q * 3] : 0.0f, y = inRange ? points[q * 3 + 1] : 0.0f,
               z = inRange ? points[q * 3 + 2] : 0.0f;
-  float sum = 0.0f;
+  float sum = 0.0f, nearest2 = 3.4e38f;
   for (uint32_t base = 0; base < p.faces; base += WINDING_TILE) {
     __syncthreads();
     const uint32_t f = base + lid;
@@ -27,18 +28,24 @@ __global__ void __launch_bounds__(WINDING_WORKGROUP_SIZE)
       const float* o = &sCorner[t * 9];
       sum +=
           windingSolidAngle(o[0] - x, o[1] - y, o[2] - z, o[3] - x, o[4] - y, o[5] - z, o[6] - x, o[7] - y, o[8] - z);
+      if (p.distances)
+        nearest2 = min(nearest2, windingTriangleDistance2(o[0] - x, o[1] - y, o[2] - z, o[3] - x, o[4] - y, o[5] - z,
+                                                          o[6] - x, o[7] - y, o[8] - z));
     }
   }
-  if (inRange) out[q] = sum * 0.07957747154594767f;  // 1/4π
+  if (!inRange) return;
+  out[q] = sum * 0.07957747154594767f;  // 1/4π
+  if (p.distances) distances[q] = sqrtf(nearest2);
 }
 
 }  // namespace
 
 void windingNumbers(const Exec& exec, const WindingNumbersArgs& a) {
-  const WindingPush push{a.points, a.mesh->faceCount(), 0, 0};
+  const WindingPush push{a.points, a.mesh->faceCount(), a.distances.empty() ? 0u : 1u, 0};
   windingKernel<<<(a.points + WINDING_WORKGROUP_SIZE - 1) / WINDING_WORKGROUP_SIZE, WINDING_WORKGROUP_SIZE, 0,
                   stream(exec)>>>(a.x.cuda<float>(), a.mesh->vertices().cuda<float>(), a.mesh->faces().cuda<int32_t>(),
-                                  a.windings.cuda<float>(), push);
+                                  a.windings.cuda<float>(), a.distances.empty() ? nullptr : a.distances.cuda<float>(),
+                                  push);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -6,11 +6,13 @@
 namespace armature::vk {
 
 void windingNumbers(const Exec& exec, const WindingNumbersArgs& a) {
-  const WindingPush push{a.points, a.mesh->faceCount(), 0, 0};
+  const WindingPush push{a.points, a.mesh->faceCount(), a.distances.empty() ? 0u : 1u, 0};
   computeBarrier(exec.commandBuffer());
   dispatch(exec.commandBuffer(), exec.context().program(shaders::winding_numbers, WINDING_BINDINGS, sizeof push),
            (a.points + WINDING_WORKGROUP_SIZE - 1) / WINDING_WORKGROUP_SIZE,
-           {a.x.vulkan(), a.mesh->vertices().vulkan(), a.mesh->faces().vulkan(), a.windings.vulkan()}, push);
+           {a.x.vulkan(), a.mesh->vertices().vulkan(), a.mesh->faces().vulkan(), a.windings.vulkan(),
+            (a.distances.empty() ? a.windings : a.distances).vulkan()},  // unwritten without distances
+           push);
 }
 
 }  // namespace armature::vk
