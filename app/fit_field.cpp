@@ -1,7 +1,7 @@
 // `armature fit-field`: fits N anisotropic Gaussians to a target with Adam, all on the GPU. Targets:
 // - the avatar's occupancy (winding number > ½ with respect to the rest mesh), computed on the GPU;
 // - the avatar's signed distance s (negative inside; the distance from the same GPU pass), as the band-limited
-//   0.5 − 0.5·clamp(s/τ, −1, 1), τ = 5% of the box's diagonal: 1 deep inside, 0 far outside, ½ on the surface, so
+//   0.5 − 0.5·clamp(s/τ, −1, 1), τ = 1% of the box's diagonal: 1 deep inside, 0 far outside, ½ on the surface, so
 //   a field f gives back s ≈ τ·(1 − 2f) within the band;
 // - a volume from a file (`volume` (X,Y,Z) of values at cell centres, `bounds` (2,3): the box it spans), trilinear.
 // For the avatar, half the samples are uniform in its padded box and half near its surface (a point of the surface,
@@ -191,7 +191,7 @@ int runFitField(const FitFieldOptions& o) {
                                   model.faces);
     trainPoints = samplePoints(rng, B, model, lo, hi), heldPoints = samplePoints(rng, E, model, lo, hi);
     const bool distance = o.target == "distance";
-    const double band = 0.05 * std::hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
+    const double band = 0.01 * std::hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
     DeviceBuffer windings = device.allocate(ElementType::Float32, std::max(B, E));
     DeviceBuffer distances = device.allocate(ElementType::Float32, distance ? std::max(B, E) : 1);
     auto targetAt = [&](const std::vector<float>& points) {

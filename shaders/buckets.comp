@@ -1,5 +1,6 @@
 #version 450
-// Bucket lists (shared/buckets_io.h): the scan of the counts in three passes, or the sort of each bucket.
+// Bucket lists (shared/buckets_io.h): the scan of the counts in three passes, or the sort of each bucket (small ones
+// by an invocation, larger ones by a workgroup).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/buckets_io.h"
 
@@ -8,6 +9,7 @@ layout(std430, binding = BUCKET_BINDING_WORDS) buffer Words { uint words[]; };
 layout(push_constant) uniform Push { BucketPush p; };
 
 shared uint sScan[BUCKET_THREADS];
+shared uint sList[BUCKET_SORT_SHARED];  // BUCKET_SORT_LARGE: a bucket's entries, padded to a power of two
 
 // The exclusive prefix of v over the workgroup, and its total.
 uint workgroupExclusiveScan(uint v, out uint total) {
@@ -36,6 +38,16 @@ void siftDown(uint first, uint root, uint end) {
   }
 }
 
+// A bucket's n entries from word `first` on, ascending.
+void heapSort(uint first, uint n) {
+  for (uint start = n / 2u; start-- > 0u;) siftDown(first, start, n);
+  for (uint end = n - 1u; end > 0u; --end) {
+    const uint t = words[first];
+    words[first] = words[first + end], words[first + end] = t;
+    siftDown(first, 0u, end);
+  }
+}
+
 void main() {
   const uint lid = gl_LocalInvocationID.x, group = gl_WorkGroupID.x;
   if (p.mode == BUCKET_CLEAR) {
@@ -44,12 +56,34 @@ void main() {
     const uint b = gl_GlobalInvocationID.x;
     if (b >= p.buckets) return;
     const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];
-    if (n < 2u) return;
-    for (uint start = n / 2u; start-- > 0u;) siftDown(first, start, n);
-    for (uint end = n - 1u; end > 0u; --end) {
-      const uint t = words[first];
-      words[first] = words[first + end], words[first + end] = t;
-      siftDown(first, 0u, end);
+    if (n < 2u || n > BUCKET_SORT_SMALL) return;
+    heapSort(first, n);
+  } else if (p.mode == BUCKET_SORT_LARGE) {
+    for (uint b = group; b < p.buckets; b += gl_NumWorkGroups.x) {
+      const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];
+      if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole workgroup
+      if (n > BUCKET_SORT_SHARED) {
+        if (lid == 0u) heapSort(first, n);
+        barrier();
+        continue;
+      }
+      uint size = 64u;
+      while (size < n) size <<= 1u;
+      for (uint i = lid; i < size; i += BUCKET_THREADS) sList[i] = i < n ? words[first + i] : 0xFFFFFFFFu;
+      barrier();
+      for (uint k = 2u; k <= size; k <<= 1u)
+        for (uint j = k >> 1u; j > 0u; j >>= 1u) {
+          for (uint i = lid; i < size; i += BUCKET_THREADS) {
+            const uint partner = i ^ j;
+            if (partner > i) {
+              const uint a = sList[i], c = sList[partner];
+              if ((a > c) == ((i & k) == 0u)) sList[i] = c, sList[partner] = a;
+            }
+          }
+          barrier();
+        }
+      for (uint i = lid; i < n; i += BUCKET_THREADS) words[first + i] = sList[i];
+      barrier();  // before the next bucket's loads
     }
   } else if (p.mode == BUCKET_SCAN_REDUCE) {
     const uint base = group * BUCKET_SCAN_BLOCK + lid * 4u;

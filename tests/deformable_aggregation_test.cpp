@@ -172,7 +172,10 @@ ARM_ON_GPU_BACKENDS(DeformableAggregationOp);
 // Against the reference: 3 cameras × levels 5×7, 1×1 and 3×2, 20 channels in 4 groups (not a multiple of 32), a
 // batch of 2, locations over (−0.5, 1.5) (about a quarter of the samples valid) with some exactly 0, 1 and NaN; one
 // channel and one group over the detection head's 900 anchors × 13 points × 6 cameras (more samples than one
-// dispatch row holds); a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points).
+// dispatch row holds; its texels' lists of taps hold ~1,600 to ~2,900 entries, on both sides of what a workgroup
+// sorts in shared memory); a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points; lists
+// of a few to hundreds of entries); 1,100 anchors of 128 channels, enough that CUDA's forward takes 4 channels a
+// thread as it does at the detection head's size (its backward does in the case before).
 // Tolerances: the output to 1e-5 of Σ|w·value| over its terms plus 1e-7 (float sums of that many terms); gradients to
 // 1e-5·√terms of the array's largest value. A second run gives the same bits.
 TEST_P(DeformableAggregationOp, MatchesReference) {
@@ -184,7 +187,8 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
   };
   for (const Case& c :
        {Case{2, 3, {{5, 7}, {1, 1}, {3, 2}}, 20, 4, 37, 5, -0.5, 1.5}, Case{1, 6, {{4, 4}}, 1, 1, 900, 13, 0.0, 1.0},
-        Case{1, 6, {{16, 44}, {8, 22}, {4, 11}, {2, 6}}, 64, 8, 60, 13, 0.0, 1.0}}) {
+        Case{1, 6, {{16, 44}, {8, 22}, {4, 11}, {2, 6}}, 64, 8, 60, 13, 0.0, 1.0},
+        Case{1, 2, {{8, 22}, {4, 11}}, 128, 8, 1100, 2, -0.2, 1.2}}) {
     SCOPED_TRACE(std::to_string(c.batch) + " × " + std::to_string(c.anchors) + " anchors × " +
                  std::to_string(c.points) + " points, " + std::to_string(c.channels) + " channels");
     DeformableAggregationRef op =
@@ -233,14 +237,17 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
 
 // Each gradient alone: asking for the weights' only writes those.
 TEST_P(DeformableAggregationOp, BackwardWritesOnlyWhatIsAsked) {
-  const DeformableAggregationRef op = randomOp(1, 2, {{4, 5}}, 8, 2, 10, 3, 0.0, 1.0);
-  const std::vector<double> gradOut = uniform(10 * 8, -1, 1);
-  const DeformableAggregationGradsRef want = deformableAggregationBackwardRef(op, gradOut);
-  const DeviceOp d(device(), op);
-  DeviceBuffer gradIn = device().upload(cast<float>(gradOut)), gWeights = poisoned(device(), op.weights.size());
-  run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, {}, gWeights, {}}); });
-  EXPECT_TRUE(allClose(gWeights.download<float>(op.weights.size()), want.weights,
-                       Tol{1e-5 * std::sqrt(8.0) * largest(want.weights), 0}));
+  for (uint32_t channels : {8u, 128u}) {  // 128: CUDA's warp per sample
+    SCOPED_TRACE(std::to_string(channels) + " channels");
+    const DeformableAggregationRef op = randomOp(1, 2, {{4, 5}}, channels, 2, 10, 3, 0.0, 1.0);
+    const std::vector<double> gradOut = uniform(10 * channels, -1, 1);
+    const DeformableAggregationGradsRef want = deformableAggregationBackwardRef(op, gradOut);
+    const DeviceOp d(device(), op);
+    DeviceBuffer gradIn = device().upload(cast<float>(gradOut)), gWeights = poisoned(device(), op.weights.size());
+    run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, {}, gWeights, {}}); });
+    EXPECT_TRUE(allClose(gWeights.download<float>(op.weights.size()), want.weights,
+                         Tol{1e-5 * std::sqrt(double(channels)) * largest(want.weights), 0}));
+  }
 }
 
 TEST_P(DeformableAggregationOp, RejectsBadArguments) {

@@ -33,6 +33,16 @@ __device__ void siftDown(uint32_t* list, uint32_t root, uint32_t end) {
   }
 }
 
+// A bucket's n entries, ascending.
+__device__ void heapSort(uint32_t* list, uint32_t n) {
+  for (uint32_t start = n / 2; start-- > 0;) siftDown(list, start, n);
+  for (uint32_t end = n - 1; end > 0; --end) {
+    const uint32_t t = list[0];
+    list[0] = list[end], list[end] = t;
+    siftDown(list, 0, end);
+  }
+}
+
 __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restrict__ words, BucketPush p) {
   const uint32_t lid = threadIdx.x, group = blockIdx.x;
   if (p.mode == BUCKET_CLEAR) {
@@ -43,13 +53,8 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     if (b >= p.buckets) return;
     uint32_t* list = words + p.entries + words[p.starts + b];
     const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
-    if (n < 2) return;
-    for (uint32_t start = n / 2; start-- > 0;) siftDown(list, start, n);
-    for (uint32_t end = n - 1; end > 0; --end) {
-      const uint32_t t = list[0];
-      list[0] = list[end], list[end] = t;
-      siftDown(list, 0, end);
-    }
+    if (n < 2 || n > BUCKET_SORT_SMALL) return;
+    heapSort(list, n);
   } else if (p.mode == BUCKET_SCAN_REDUCE) {
     const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
     uint32_t sum = 0, total;
@@ -83,10 +88,47 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
   }
 }
 
+// SORT_LARGE: a block per bucket of more than BUCKET_SORT_SMALL entries (grid-stride; the others are skipped at once),
+// its entries padded to a power of two in shared memory and sorted by a bitonic network, the same order as the heap
+// sort (entries are distinct).
+__global__ void __launch_bounds__(BUCKET_THREADS) sortLargeBuckets(uint32_t* __restrict__ words, BucketPush p) {
+  __shared__ uint32_t sList[BUCKET_SORT_SHARED];
+  for (uint32_t b = blockIdx.x; b < p.buckets; b += gridDim.x) {
+    uint32_t* list = words + p.entries + words[p.starts + b];
+    const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
+    if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole block
+    if (n > BUCKET_SORT_SHARED) {
+      if (threadIdx.x == 0) heapSort(list, n);
+      __syncthreads();
+      continue;
+    }
+    uint32_t size = 64;
+    while (size < n) size <<= 1;
+    for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) sList[i] = i < n ? list[i] : 0xFFFFFFFFu;
+    __syncthreads();
+    for (uint32_t k = 2; k <= size; k <<= 1)
+      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+        for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
+          const uint32_t partner = i ^ j;
+          if (partner > i) {
+            const uint32_t a = sList[i], c = sList[partner];
+            if ((a > c) == ((i & k) == 0)) sList[i] = c, sList[partner] = a;
+          }
+        }
+        __syncthreads();
+      }
+    for (uint32_t i = threadIdx.x; i < n; i += BUCKET_THREADS) list[i] = sList[i];
+    __syncthreads();  // before the next bucket's loads
+  }
+}
+
 }  // namespace
 
 void bucketPass(const Exec& exec, const BucketPass& p) {
-  bucketKernel<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
+  if (p.push.mode == BUCKET_SORT_LARGE)
+    sortLargeBuckets<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
+  else
+    bucketKernel<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
   CUDA_CHECK_LAUNCH();
 }
 

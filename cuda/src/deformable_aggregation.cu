@@ -23,12 +23,16 @@ struct Inputs {
 
 __device__ uint32_t blockIndex() { return blockIdx.y * gridDim.x + blockIdx.x; }
 
+// A thread per anchor and kLanes channels: 4 (one float4 per corner) when the channels and the groups allow it, so
+// an anchor's locations, weights and corners are read and worked out once per 4 channels; else 1. Each channel's
+// sum is the same either way, in the same order.
+template <int kLanes>
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     forwardKernel(Inputs in, float* __restrict__ out, AggregationPush p) {
-  const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x, C = p.channels;
-  if (t >= p.batch * p.anchors * C) return;
-  const uint32_t c = t % C, ba = t / C, b = ba / p.anchors, group = c / (C / p.groups);
-  float sum = 0.0f;
+  const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x, C = p.channels, slots = C / kLanes;
+  if (t >= p.batch * p.anchors * slots) return;
+  const uint32_t c = t % slots * kLanes, ba = t / slots, b = ba / p.anchors, group = c / (C / p.groups);
+  float sum[kLanes] = {};
   for (uint32_t pt = 0; pt < p.points; ++pt)
     for (uint32_t cam = 0; cam < p.cameras; ++cam) {
       const uint32_t s = (ba * p.points + pt) * p.cameras + cam;
@@ -38,15 +42,25 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
         int corner[2];
         float coef[4], dh[4], dw[4];
         if (!aggregationCorners(x, y, map.x, map.y, corner, coef, dh, dw)) break;  // the same for every level
-        float value = 0.0f;
+        float value[kLanes] = {};
         for (int k = 0; k < 4; ++k) {
           const int64_t row = Inputs::row(corner, k, map, b * p.features);
-          if (row >= 0) value += coef[k] * in.features[size_t(row) * C + c];
+          if (row < 0) continue;
+          const float* f = &in.features[size_t(row) * C + c];
+          if constexpr (kLanes == 4) {
+            const float4 v = *reinterpret_cast<const float4*>(f);
+            value[0] += coef[k] * v.x, value[1] += coef[k] * v.y, value[2] += coef[k] * v.z, value[3] += coef[k] * v.w;
+          } else {
+            value[0] += coef[k] * f[0];
+          }
         }
-        sum += in.weights[(s * p.levels + lvl) * p.groups + group] * value;
+        const float w = in.weights[(s * p.levels + lvl) * p.groups + group];
+#pragma unroll
+        for (int l = 0; l < kLanes; ++l) sum[l] += w * value[l];
       }
     }
-  out[t] = sum;
+#pragma unroll
+  for (int l = 0; l < kLanes; ++l) out[size_t(ba) * C + c + l] = sum[l];
 }
 
 __global__ void __launch_bounds__(AGGREGATION_SAMPLE_THREADS)
@@ -93,6 +107,51 @@ __global__ void __launch_bounds__(AGGREGATION_SAMPLE_THREADS)
   }
 }
 
+// The same sample gradients with a warp per sample, when the channels come in rounds of 128 (a float4 per lane) and
+// a group spans a power of two of a round's lanes: each lane sums its 4 channels, and the group's weight gradient
+// and the location's are sums over lanes by shuffles in a fixed tree, with no shared memory or block barrier.
+__global__ void __launch_bounds__(AGGREGATION_THREADS)
+    sampleGradsWarpKernel(Inputs in, float* __restrict__ gradLocations, float* __restrict__ gradWeights,
+                          AggregationPush p) {
+  const uint32_t lane = threadIdx.x % 32, s = blockIndex() * (AGGREGATION_THREADS / 32) + threadIdx.x / 32;
+  if (s >= p.batch * p.anchors * p.points * p.cameras) return;  // whole warps
+  const uint32_t C = p.channels, perGroup = C / p.groups, groupLanes = perGroup / 4;
+  const uint32_t cam = s % p.cameras, ba = s / (p.points * p.cameras), b = ba / p.anchors;
+  const float x = in.locations[s * 2], y = in.locations[s * 2 + 1];
+  float dx = 0.0f, dy = 0.0f;
+  for (uint32_t round = 0; round < C / 128; ++round) {
+    const uint32_t c = round * 128 + lane * 4, group = c / perGroup;
+    const float4 go = *reinterpret_cast<const float4*>(&in.gradOut[size_t(ba) * C + c]);
+    for (uint32_t lvl = 0; lvl < p.levels; ++lvl) {
+      const int3 map = in.map(p, cam, lvl);
+      int corner[2];
+      float coef[4], dh[4], dw[4];
+      float4 value = make_float4(0, 0, 0, 0), vh = value, vw = value;
+      if (aggregationCorners(x, y, map.x, map.y, corner, coef, dh, dw))
+        for (int k = 0; k < 4; ++k) {
+          const int64_t row = Inputs::row(corner, k, map, b * p.features);
+          if (row < 0) continue;
+          const float4 f = *reinterpret_cast<const float4*>(&in.features[size_t(row) * C + c]);
+          value.x += coef[k] * f.x, value.y += coef[k] * f.y, value.z += coef[k] * f.z, value.w += coef[k] * f.w;
+          vh.x += dh[k] * f.x, vh.y += dh[k] * f.y, vh.z += dh[k] * f.z, vh.w += dh[k] * f.w;
+          vw.x += dw[k] * f.x, vw.y += dw[k] * f.y, vw.z += dw[k] * f.z, vw.w += dw[k] * f.w;
+        }
+      if (p.mode & AGGREGATION_GRAD_WEIGHTS) {
+        float product = go.x * value.x + go.y * value.y + go.z * value.z + go.w * value.w;
+        for (uint32_t offset = 1; offset < groupLanes; offset <<= 1) product += __shfl_xor_sync(~0u, product, offset);
+        if (lane % groupLanes == 0) gradWeights[(size_t(s) * p.levels + lvl) * p.groups + group] = product;
+      }
+      const float w = in.weights[(s * p.levels + lvl) * p.groups + group];
+      dx += w * (go.x * vw.x + go.y * vw.y + go.z * vw.z + go.w * vw.w) * float(map.y);
+      dy += w * (go.x * vh.x + go.y * vh.y + go.z * vh.z + go.w * vh.w) * float(map.x);
+    }
+  }
+  if (!(p.mode & AGGREGATION_GRAD_LOCATIONS)) return;
+  for (uint32_t offset = 16; offset > 0; offset >>= 1)
+    dx += __shfl_xor_sync(~0u, dx, offset), dy += __shfl_xor_sync(~0u, dy, offset);
+  if (lane == 0) gradLocations[s * 2] = dx, gradLocations[s * 2 + 1] = dy;
+}
+
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     pairsKernel(Inputs in, uint32_t* __restrict__ words, AggregationPush p) {
   const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x;
@@ -111,13 +170,16 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
   }
 }
 
+// A thread per feature row and kLanes channels (4 as the forward's, when it can), each channel's sum over the row's
+// sorted pairs in the same order either way.
+template <int kLanes>
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     featureGradsKernel(Inputs in, const uint32_t* __restrict__ words, float* __restrict__ gradFeatures,
                        AggregationPush p) {
-  const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x, C = p.channels;
-  if (t >= p.batch * p.features * C) return;
-  const uint32_t c = t % C, bucket = t / C, group = c / (C / p.groups);
-  float sum = 0.0f;
+  const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x, C = p.channels, slots = C / kLanes;
+  if (t >= p.batch * p.features * slots) return;
+  const uint32_t c = t % slots * kLanes, bucket = t / slots, group = c / (C / p.groups);
+  float sum[kLanes] = {};
   const uint32_t last = words[p.starts + bucket + 1];
   for (uint32_t e = words[p.starts + bucket]; e < last; ++e) {
     const uint32_t entry = words[p.entries + e], k = entry % 4, sampleLevel = entry / 4;
@@ -127,10 +189,38 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
     int corner[2];
     float coef[4], dh[4], dw[4];
     aggregationCorners(in.locations[s * 2], in.locations[s * 2 + 1], map.x, map.y, corner, coef, dh, dw);
-    sum += in.gradOut[ba * C + c] * in.weights[sampleLevel * p.groups + group] * coef[k];
+    const float scale = in.weights[sampleLevel * p.groups + group] * coef[k];
+    const float* go = &in.gradOut[size_t(ba) * C + c];
+    if constexpr (kLanes == 4) {
+      const float4 g = *reinterpret_cast<const float4*>(go);
+      sum[0] += g.x * scale, sum[1] += g.y * scale, sum[2] += g.z * scale, sum[3] += g.w * scale;
+    } else {
+      sum[0] += go[0] * scale;
+    }
   }
-  gradFeatures[t] = sum;
+#pragma unroll
+  for (int l = 0; l < kLanes; ++l) gradFeatures[size_t(bucket) * C + c + l] = sum[l];
 }
+
+// Whether a pass may take 4 channels a thread: the channels and each group's split into fours, the array it reads
+// by fours is 16-byte aligned, and the `threads` that leaves are still a few warps per SM (the map head's 100
+// anchors would not be).
+bool vectorizable(const AggregationPass& p, const float* readByFours, uint64_t threads) {
+  const uint32_t C = p.push.channels;
+  return C % 4 == 0 && (C / p.push.groups) % 4 == 0 && reinterpret_cast<uintptr_t>(readByFours) % 16 == 0 &&
+         threads >= 32768;
+}
+
+// Whether the sample gradients can take a warp per sample: channels in rounds of 128, a group a power of two of
+// 4-channel lanes within a round, and the arrays read by fours 16-byte aligned.
+bool warpPerSample(const AggregationPass& p, const Inputs& in) {
+  const uint32_t C = p.push.channels, groupLanes = C / p.push.groups / 4;
+  return C % 128 == 0 && (C / p.push.groups) % 4 == 0 && groupLanes >= 1 && groupLanes <= 32 &&
+         (groupLanes & (groupLanes - 1)) == 0 && reinterpret_cast<uintptr_t>(in.features) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(in.gradOut) % 16 == 0;
+}
+
+unsigned blocksFor(uint64_t threads) { return unsigned((threads + AGGREGATION_THREADS - 1) / AGGREGATION_THREADS); }
 
 }  // namespace
 
@@ -140,15 +230,28 @@ void aggregationPass(const Exec& exec, const AggregationPass& p) {
   const Inputs in{p.table.cuda<int32_t>(), p.features.cuda<float>(), p.locations.cuda<float>(), p.weights.cuda<float>(),
                   p.gradOut.cuda<float>()};
   const dim3 grid(p.groupsX, p.groupsY);
-  if (p.kind == Kind::Forward)
-    forwardKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.push);
-  else if (p.kind == Kind::SampleGrads)
+  if (p.kind == Kind::Forward) {
+    const uint64_t threads = uint64_t(p.push.batch) * p.push.anchors * (p.push.channels / 4);
+    if (vectorizable(p, in.features, threads))
+      forwardKernel<4><<<blocksFor(threads), AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.push);
+    else
+      forwardKernel<1><<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.push);
+  } else if (p.kind == Kind::SampleGrads && warpPerSample(p, in)) {
+    const uint64_t samples = uint64_t(p.push.batch) * p.push.anchors * p.push.points * p.push.cameras;
+    sampleGradsWarpKernel<<<blocksFor(samples * 32), AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(),
+                                                                                  p.outB.cuda<float>(), p.push);
+  } else if (p.kind == Kind::SampleGrads)
     sampleGradsKernel<<<grid, AGGREGATION_SAMPLE_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.outB.cuda<float>(),
                                                                   p.push);
   else if (p.kind == Kind::Pairs)
     pairsKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.push);
+  else if (const uint64_t threads = uint64_t(p.push.batch) * p.push.features * (p.push.channels / 4);
+           vectorizable(p, in.gradOut, threads))
+    featureGradsKernel<4>
+        <<<blocksFor(threads), AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.outA.cuda<float>(), p.push);
   else
-    featureGradsKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.outA.cuda<float>(), p.push);
+    featureGradsKernel<1>
+        <<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.outA.cuda<float>(), p.push);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -12,8 +12,14 @@
 #define BUCKET_SCAN_REDUCE 0u  // per block of BUCKET_SCAN_BLOCK counts: its sum
 #define BUCKET_SCAN_BLOCKS 1u  // one workgroup: the block sums scanned (BUCKET_SCAN_BLOCK at a time, carried)
 #define BUCKET_SCAN_APPLY 2u   // per block: the starts; the counts become the fill cursors
-#define BUCKET_SORT 3u         // per bucket: its entries sorted (heap sort, in place)
+#define BUCKET_SORT 3u         // per bucket of at most BUCKET_SORT_SMALL entries: sorted by its invocation (heap sort)
 #define BUCKET_CLEAR 4u        // per bucket: its count zeroed
+#define BUCKET_SORT_LARGE 5u   // per larger bucket, a workgroup: a bitonic sort in shared memory (at most
+                               // BUCKET_SORT_SHARED entries), else a heap sort by its first invocation
+#define BUCKET_SORT_SMALL 32u
+#define BUCKET_SORT_SHARED 2048u  // 8 KiB of shared memory
+// lavapipe stops an invocation's loops after 65,535 iterations, so there a bucket of more than ~4,000 entries is left
+// partly unsorted: its sums are right but may differ in their last bits from run to run.
 
 #define BUCKET_BINDING_WORDS 0
 #define BUCKET_BINDINGS 1

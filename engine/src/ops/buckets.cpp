@@ -39,6 +39,7 @@ void sortBuckets(const char* op, const Exec& exec, const BucketLists& lists) {
   ARM_CHECK(lists.buckets <= 65535u * BUCKET_THREADS, "%s: %u buckets, at most %u", op, lists.buckets,
             65535u * BUCKET_THREADS);
   run(op, exec, lists, BUCKET_SORT, (lists.buckets + BUCKET_THREADS - 1) / BUCKET_THREADS);
+  run(op, exec, lists, BUCKET_SORT_LARGE, std::min(lists.buckets, 65535u));  // the other buckets: no dependency
 }
 
 void vk::bucketPass(const Exec& exec, const BucketPass& p) {
