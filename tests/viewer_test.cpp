@@ -220,34 +220,47 @@ TEST(Viewer, HeadlessCoverageMatchesCpuRasterization) {
 // on the GPU, so a wrong copy or offset would draw one avatar's faces over another's vertices; the hardware path
 // draws each avatar as its own instance. On the CUDA backend the rasteriser reads the indices through interop.
 namespace {
-void expectCrowdMatchesTheHardwareRaster(vk::Context& ctx, Backend backend) {
-  const uint32_t W = 320, H = 240;
-  Rig rig(ctx, "walk", W, H, 3);
-  auto& [scene, renderer, target, camera, draw] = rig;
-  scene.setBackend(backend);
+// Which pixels a scene covers drawn through the hardware rasteriser (a black frame without the ground), and how many
+// it and the compute rasteriser both or either cover.
+struct Coverage {
+  std::vector<bool> hardware;
+  size_t both = 0, either = 0, hardwareCount = 0;
+};
+Coverage coverageBothWays(vk::Context& ctx, Scene& scene, Renderer& renderer, OffscreenTarget& target,
+                          const Camera& camera, DrawSettings draw) {
   draw.ground = false;
   draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
+  const VkExtent2D extent = target.extent();
   std::vector<uint8_t> images[2];
   for (int mode : {0, 1}) {
-    SCOPED_TRACE(mode == 0 ? "hardware raster" : "compute raster");
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       scene.skin(cmd, nullptr);
       draw.visibility =
-          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
+          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(extent.width) / extent.height), extent)
+               : VisibilityBuffers{};
       renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
       target.recordReadback(cmd);
     });
     images[mode] = target.pixels();
   }
-  size_t inter = 0, uni = 0, hardware = 0;
-  for (size_t i = 0; i < size_t(W) * H; ++i) {
+  Coverage c;
+  for (size_t i = 0; i < size_t(extent.width) * extent.height; ++i) {
     const bool h = images[0][i * 4] | images[0][i * 4 + 1] | images[0][i * 4 + 2];
-    const bool c = images[1][i * 4] | images[1][i * 4 + 1] | images[1][i * 4 + 2];
-    hardware += h, inter += h && c, uni += h || c;
+    const bool k = images[1][i * 4] | images[1][i * 4 + 1] | images[1][i * 4 + 2];
+    c.hardware.push_back(h);
+    c.hardwareCount += h, c.both += h && k, c.either += h || k;
   }
-  ASSERT_GT(hardware, size_t(W) * H / 50) << "the crowd is missing from the image";
-  EXPECT_GE(double(inter) / double(uni), 0.99)
-      << "hardware " << hardware << " px, union " << uni << ", intersection " << inter;
+  return c;
+}
+
+void expectCrowdMatchesTheHardwareRaster(vk::Context& ctx, Backend backend) {
+  const uint32_t W = 320, H = 240;
+  Rig rig(ctx, "walk", W, H, 3);
+  rig.scene.setBackend(backend);
+  const Coverage c = coverageBothWays(ctx, rig.scene, rig.renderer, rig.target, rig.camera, rig.draw);
+  ASSERT_GT(c.hardwareCount, size_t(W) * H / 50) << "the crowd is missing from the image";
+  EXPECT_GE(double(c.both) / double(c.either), 0.99)
+      << "hardware " << c.hardwareCount << " px, union " << c.either << ", intersection " << c.both;
 }
 }  // namespace
 
@@ -523,29 +536,14 @@ void expectCompositeGathersItsParts(vk::Context& ctx, Backend backend, const std
   Camera camera;
   frameAvatars(camera, scene, CameraView::Front);
   DrawSettings draw;
-  draw.vertexCount = V, draw.avatars = B, draw.floorY = scene.floorY(), draw.ground = false;
-  draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
-  std::vector<uint8_t> images[2];
-  for (int mode : {0, 1}) {
-    ctx.submitAndWait([&](VkCommandBuffer cmd) {
-      scene.skin(cmd, nullptr);
-      draw.visibility =
-          mode ? scene.rasterize(cmd, nullptr, camera.viewProj(float(W) / H), target.extent()) : VisibilityBuffers{};
-      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
-      target.recordReadback(cmd);
-    });
-    images[mode] = target.pixels();
-  }
-  size_t inter = 0, uni = 0, left = 0, right = 0;
-  for (size_t i = 0; i < size_t(W) * H; ++i) {
-    const bool h = images[0][i * 4] | images[0][i * 4 + 1] | images[0][i * 4 + 2];
-    const bool c = images[1][i * 4] | images[1][i * 4 + 1] | images[1][i * 4 + 2];
-    inter += h && c, uni += h || c;
-    (i % W < W / 2 ? left : right) += h;
-  }
+  draw.vertexCount = V, draw.avatars = B, draw.floorY = scene.floorY();
+  const Coverage c = coverageBothWays(ctx, scene, renderer, target, camera, draw);
+  size_t left = 0, right = 0;
+  for (size_t i = 0; i < c.hardware.size(); ++i) (i % W < W / 2 ? left : right) += c.hardware[i];
   EXPECT_GT(left, size_t(W) * H / 100) << "the avatars are missing";
   EXPECT_GT(right, size_t(W) * H / 100) << "the glTF crowd is missing";
-  EXPECT_GE(double(inter) / double(std::max<size_t>(uni, 1)), 0.99) << "union " << uni << ", intersection " << inter;
+  EXPECT_GE(double(c.both) / double(std::max<size_t>(c.either, 1)), 0.99)
+      << "union " << c.either << ", intersection " << c.both;
 }
 
 TEST(Viewer, GltfCrowdBesideAvatarsIsGatheredIntoOneScene) {
