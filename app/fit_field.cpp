@@ -83,6 +83,7 @@ struct Volume {
   size_t n[3] = {};
   std::vector<double> values;  // C order: x slowest
   float lo[3] = {}, hi[3] = {};
+  std::vector<std::array<size_t, 3>> straddling;  // the cells between centres whose corners straddle ½
 
   explicit Volume(const std::string& path) {
     const NpzArchive file = readNpz(path);
@@ -103,6 +104,16 @@ struct Volume {
     for (size_t i = 0; i < v.values.size(); ++i)
       ARM_CHECK(std::isfinite(v.values[i]), "%s: volume value %zu is not finite", path.c_str(), i);
     values = v.values;
+    for (size_t i = 0; i + 1 < n[0]; ++i)
+      for (size_t j = 0; j + 1 < n[1]; ++j)
+        for (size_t k = 0; k + 1 < n[2]; ++k) {
+          bool below = false, above = false;
+          for (int c = 0; c < 8; ++c) {
+            const double x = at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1));
+            below |= x <= 0.5, above |= x > 0.5;
+          }
+          if (below && above) straddling.push_back({i, j, k});
+        }
   }
   double at(size_t i, size_t j, size_t k) const { return values[(i * n[1] + j) * n[2] + k]; }
   double sample(const float* p) const {
@@ -122,17 +133,6 @@ struct Volume {
   }
   // `count` samples: half uniform in the box, half in the cells between centres whose corners straddle ½.
   std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count) const {
-    std::vector<std::array<size_t, 3>> straddling;
-    for (size_t i = 0; i + 1 < n[0]; ++i)
-      for (size_t j = 0; j + 1 < n[1]; ++j)
-        for (size_t k = 0; k + 1 < n[2]; ++k) {
-          bool below = false, above = false;
-          for (int c = 0; c < 8; ++c) {
-            const double x = at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1));
-            below |= x <= 0.5, above |= x > 0.5;
-          }
-          if (below && above) straddling.push_back({i, j, k});
-        }
     std::vector<float> p(size_t(count) * 3);
     std::uniform_real_distribution<float> unit(0, 1);
     for (size_t s = 0; s < count; ++s) {
@@ -168,11 +168,13 @@ int runFitField(const FitFieldOptions& o) {
   const uint32_t B = o.samples, E = o.samples;  // training and held-out samples
   float lo[3], hi[3];
   std::vector<float> trainPoints, heldPoints, target, heldTarget;
+  DeviceBuffer train, held;  // the points, on the device
   std::string what;
   if (!o.volume.empty()) {
     const Volume volume(o.volume);
     std::copy_n(volume.lo, 3, lo), std::copy_n(volume.hi, 3, hi);
     trainPoints = volume.samplePoints(rng, B), heldPoints = volume.samplePoints(rng, E);
+    train = device.upload(trainPoints), held = device.upload(heldPoints);
     auto targetAt = [&](const std::vector<float>& points) {
       std::vector<float> values;
       for (size_t i = 0; i < points.size(); i += 3) values.push_back(float(volume.sample(&points[i])));
@@ -190,13 +192,12 @@ int runFitField(const FitFieldOptions& o) {
     const DeviceTriangleMesh mesh(device, std::vector<float>(model.vTemplate.begin(), model.vTemplate.end()),
                                   model.faces);
     trainPoints = samplePoints(rng, B, model, lo, hi), heldPoints = samplePoints(rng, E, model, lo, hi);
+    train = device.upload(trainPoints), held = device.upload(heldPoints);
     const bool distance = o.target == "distance";
     const double band = 0.01 * std::hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
     DeviceBuffer windings = device.allocate(ElementType::Float32, std::max(B, E));
     DeviceBuffer distances = device.allocate(ElementType::Float32, distance ? std::max(B, E) : 1);
-    auto targetAt = [&](const std::vector<float>& points) {
-      const uint32_t count = uint32_t(points.size() / 3);
-      const DeviceBuffer x = device.upload(points);
+    auto targetAt = [&](const DeviceBuffer& x, uint32_t count) {
       device.run(backend, [&](const Exec& exec) {
         windingNumbers(exec, {&mesh, count, x, windings, distance ? distances.view() : DeviceView{}});
       });
@@ -209,13 +210,15 @@ int runFitField(const FitFieldOptions& o) {
       }
       return w;
     };
-    target = targetAt(trainPoints), heldTarget = targetAt(heldPoints);
+    target = targetAt(train, B), heldTarget = targetAt(held, E);
     const std::string avatar = o.model.empty() ? "the default avatar" : o.model;
     what = distance ? "the signed distance (band " + std::to_string(band) + ") of " + avatar
                     : "the occupancy of " + avatar;
   }
-  DeviceBuffer train = device.upload(trainPoints), held = device.upload(heldPoints);
-  const size_t inside = size_t(std::count_if(target.begin(), target.end(), [](float t) { return t > 0.5f; }));
+  std::vector<size_t> insideSamples;  // target > ½
+  for (size_t i = 0; i < B; ++i)
+    if (target[i] > 0.5f) insideSamples.push_back(i);
+  const size_t inside = insideSamples.size();
   ARM_CHECK(inside > 0, "fit-field: none of the %u samples is inside (target > 1/2)", B);
   DeviceBuffer targetBuffer = device.upload(target);
 
@@ -224,9 +227,6 @@ int runFitField(const FitFieldOptions& o) {
   const uint32_t N = o.gaussians;
   const Layout layout(N);
   std::vector<float> params(layout.total, 0.0f);
-  std::vector<size_t> insideSamples;
-  for (size_t i = 0; i < B; ++i)
-    if (target[i] > 0.5f) insideSamples.push_back(i);
   const double boxVolume = double(hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
   const float scale = float(0.5 * std::cbrt(boxVolume * double(inside) / B / N));
   for (uint32_t i = 0; i < N; ++i) {
