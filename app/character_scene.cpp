@@ -270,7 +270,7 @@ VisibilityBuffers CharacterScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* t
 }
 
 void CharacterScene::crowdBounds(float lo[3], float hi[3]) const {
-  for (int k = 0; k < 3; ++k) lo[k] = m_restLo[k], hi[k] = m_restHi[k];
+  lo[1] = m_restLo[1], hi[1] = m_restHi[1];
   lo[0] = lo[2] = 1e30f, hi[0] = hi[2] = -1e30f;  // every member is at its own place, member 0 too
   for (uint32_t i = 0; i < m_avatars; ++i) {
     const auto [x, z] = place(i, m_avatars, m_spacing);

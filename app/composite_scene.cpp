@@ -34,7 +34,7 @@ CompositeScene::~CompositeScene() = default;
 
 uint32_t CompositeScene::maxAvatars() const {
   uint32_t most = m_parts[0]->maxAvatars();
-  for (const auto& part : m_parts) most = std::min(most, part->maxAvatars());
+  for (size_t p = 1; p < m_parts.size(); ++p) most = std::min(most, m_parts[p]->maxAvatars());
   return most;
 }
 
@@ -126,16 +126,16 @@ VisibilityBuffers CompositeScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* t
 
 void CompositeScene::crowdBounds(float lo[3], float hi[3]) const {
   m_parts[0]->crowdBounds(lo, hi);
-  for (const auto& part : m_parts) {
+  for (size_t p = 1; p < m_parts.size(); ++p) {
     float partLo[3], partHi[3];
-    part->crowdBounds(partLo, partHi);
+    m_parts[p]->crowdBounds(partLo, partHi);
     for (int k = 0; k < 3; ++k) lo[k] = std::min(lo[k], partLo[k]), hi[k] = std::max(hi[k], partHi[k]);
   }
 }
 
 float CompositeScene::floorY() const {
   float lowest = m_parts[0]->floorY();
-  for (const auto& part : m_parts) lowest = std::min(lowest, part->floorY());
+  for (size_t p = 1; p < m_parts.size(); ++p) lowest = std::min(lowest, m_parts[p]->floorY());
   return lowest;
 }
 

@@ -21,12 +21,12 @@ namespace armature::app {
 void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
   if (auto* composite = dynamic_cast<CompositeScene*>(&scene)) {
-    // The options go to the parts that take them: the pose and motion to body models, the clip to glTF characters.
+    // The options go to the parts that take them: the pose and motion to body models, the clip to glTF characters
+    // (a body model ignores it; a glTF character refuses a motion).
     ARM_CHECK(o.motion.empty() || findScene<AvatarScene>(&scene), "--motion: no body model to play it");
     for (size_t p = 0; p < composite->partCount(); ++p) {
       ViewerOptions partOptions = o;
       if (!dynamic_cast<AvatarScene*>(&composite->part(p))) partOptions.motion.clear();
-      if (!dynamic_cast<CharacterScene*>(&composite->part(p))) partOptions.clip = 0;
       configureScene(composite->part(p), partOptions);
     }
     return;
