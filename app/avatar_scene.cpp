@@ -23,9 +23,10 @@ class AvatarScene::Lane {
   virtual void stage(const BodyParams& params) = 0;
   // Starts stage `name` (the profiler's): where its work goes.
   virtual Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) = 0;
-  // Ends the stage: its outputs (with `skinned`, positions() and joints()) readable by the frame's Vulkan passes;
-  // its time when the lane measures it itself.
-  virtual std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, bool skinned) = 0;
+  // What a stage wrote that the frame's Vulkan passes read.
+  enum class Outputs { None, Skinned /* positions() and joints() */, Texture /* bakedTexture() */ };
+  // Ends the stage: its outputs readable by the frame's Vulkan passes; its time when the lane measures it itself.
+  virtual std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, Outputs outputs) = 0;
   virtual SkinningForwardArgs skinArgs(uint32_t avatars) const = 0;
   virtual VisibilityBuffers rasterize(VisibilityRaster& raster, const Exec& exec, uint32_t avatars,
                                       const std::array<float, 16>& viewProj, VkExtent2D extent) = 0;
@@ -33,6 +34,17 @@ class AvatarScene::Lane {
   virtual VkBuffer joints() const = 0;
   virtual std::string status() const = 0;
   virtual Skinning& skinning() = 0;  // built on first use
+
+  // The baked-texture mode's side: where its ops run, avatar 0's skinned positions (V × 3 floats), and the texture
+  // the renderer reads (`floats` of them, made on first use).
+  virtual Backend backend() const = 0;
+  virtual Device& device() = 0;
+  virtual DeviceView firstPositions() const = 0;
+  virtual DeviceView bakedTexture(size_t floats) = 0;
+  virtual VkBuffer bakedTextureBuffer() const = 0;
+  std::unique_ptr<TextureBaker> baker;  // for the scene's atlas and settings, made on first use
+  DeviceBuffer colours;                 // the body-part colours, (V,4)
+  std::vector<float> cameras;           // the baker's, as last set
 };
 
 namespace {
@@ -69,7 +81,7 @@ class VulkanLane : public AvatarScene::Lane {
   Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) override {
     return m_stage.begin(*m_device.vulkan(), cmd, timer, name);
   }
-  std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, bool) override {
+  std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, Outputs) override {
     m_stage.end(cmd, timer);
     return std::nullopt;
   }
@@ -89,9 +101,20 @@ class VulkanLane : public AvatarScene::Lane {
   VkBuffer positions() const override { return m_buffers.positions.handle(); }
   VkBuffer joints() const override { return m_buffers.joints.handle(); }
   std::string status() const override { return "compute on " + m_device.vulkan()->info().name; }
+  Backend backend() const override { return Backend::Vulkan; }
+  Device& device() override { return m_device; }
+  DeviceView firstPositions() const override {
+    return DeviceView::of(m_buffers.positions, ElementType::Float32, size_t(m_model.vertexCount) * 3);
+  }
+  DeviceView bakedTexture(size_t floats) override {
+    if (m_texture.count() != floats) m_texture = m_device.allocate(ElementType::Float32, floats);
+    return m_texture;
+  }
+  VkBuffer bakedTextureBuffer() const override { return m_texture.vulkanBuffer(); }
 
  private:
   Device& m_device;
+  DeviceBuffer m_texture;
   const BodyModel& m_model;
   uint32_t m_shape, m_expr, m_maxAvatars;
   std::unique_ptr<Skinning> m_skinning;
@@ -105,7 +128,7 @@ class VulkanLane : public AvatarScene::Lane {
 class CudaLane : public AvatarScene::Lane {
  public:
   CudaLane(vk::Context& ctx, const BodyModel& model, uint32_t S, uint32_t E, uint32_t maxAvatars)
-      : m_vertexCount(model.vertexCount), m_jointCount(model.jointCount), m_shape(S), m_expr(E) {
+      : m_ctx(ctx), m_vertexCount(model.vertexCount), m_jointCount(model.jointCount), m_shape(S), m_expr(E) {
     const size_t V3 = size_t(model.vertexCount) * 3, J = model.jointCount, B = maxAvatars;
     // A frame shares L2 with the rasteriser and the renderer: a resident blend matrix would push their data out
     // to DRAM and slow the whole frame, so the viewer streams the matrix instead.
@@ -128,8 +151,9 @@ class CudaLane : public AvatarScene::Lane {
     }
   }
   Exec begin(VkCommandBuffer, vk::GpuTimer*, const char* name) override { return m_stage.begin(name); }
-  std::optional<Span> end(VkCommandBuffer, vk::GpuTimer*, bool skinned) override {
-    if (skinned) return m_stage.end({m_positions.get(), m_joints.get()});
+  std::optional<Span> end(VkCommandBuffer, vk::GpuTimer*, Outputs outputs) override {
+    if (outputs == Outputs::Skinned) return m_stage.end({m_positions.get(), m_joints.get()});
+    if (outputs == Outputs::Texture) return m_stage.end({m_texture.get()});
     return m_stage.end();
   }
   SkinningForwardArgs skinArgs(uint32_t avatars) const override {
@@ -152,8 +176,20 @@ class CudaLane : public AvatarScene::Lane {
   VkBuffer joints() const override { return m_joints->buffer(); }
   std::string status() const override { return m_status; }
   Skinning& skinning() override { return *m_skinning; }
+  Backend backend() const override { return Backend::Cuda; }
+  Device& device() override { return m_device; }
+  DeviceView firstPositions() const override {
+    return DeviceView::ofCuda(m_positions->cudaPointer(), ElementType::Float32, size_t(m_vertexCount) * 3);
+  }
+  DeviceView bakedTexture(size_t floats) override {
+    if (!m_texture || m_texture->size() != floats * 4)
+      m_texture = std::make_unique<interop::SharedBuffer>(m_ctx, floats * 4);
+    return DeviceView::ofCuda(m_texture->cudaPointer(), ElementType::Float32, floats);
+  }
+  VkBuffer bakedTextureBuffer() const override { return m_texture ? m_texture->buffer() : VK_NULL_HANDLE; }
 
  private:
+  vk::Context& m_ctx;
   std::unique_ptr<Skinning> m_skinning;
   Device m_device{nullptr};  // CUDA's own; the outputs are shared with Vulkan through interop
   CudaStage m_stage;
@@ -161,7 +197,7 @@ class CudaLane : public AvatarScene::Lane {
   cuda::DeviceMemory m_params[4];  // pose, betas, expression, translation
   std::vector<float> m_staging[4];
   std::string m_status;
-  std::unique_ptr<interop::SharedBuffer> m_positions, m_joints;
+  std::unique_ptr<interop::SharedBuffer> m_positions, m_joints, m_texture;
 };
 #endif
 }  // namespace
@@ -320,13 +356,62 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     put(m_buffers.positions, out.vertices);
     put(m_buffers.joints, out.joints);
     m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
-    return;
+  } else {
+    Lane& gpu = lane();
+    gpu.stage(m_params);
+    const Exec exec = gpu.begin(cmd, timer, "skinning");
+    gpu.skinning().forward(exec, gpu.skinArgs(m_avatars));
+    if (auto span = gpu.end(cmd, timer, Lane::Outputs::Skinned)) m_ownTimes.push_back(*span);
   }
-  Lane& gpu = lane();
-  gpu.stage(m_params);
-  const Exec exec = gpu.begin(cmd, timer, "skinning");
-  gpu.skinning().forward(exec, gpu.skinArgs(m_avatars));
-  if (auto span = gpu.end(cmd, timer, true)) m_ownTimes.push_back(*span);
+  if (m_bake) bakeTexture(lane(), cmd, timer);
+}
+
+void AvatarScene::setBake(std::optional<BakeSettings> settings) {
+  vkDeviceWaitIdle(m_ctx.device());  // the old texture may still be drawn
+  for (Lane* gpu : {m_vulkanLane.get(), m_cudaLane.get()})
+    if (gpu) gpu->baker.reset(), gpu->cameras.clear();
+  m_bake = settings;
+  if (!m_bake) return;
+  ARM_CHECK(m_bake->textureSize >= 16 && m_bake->views >= 1 && m_bake->viewSize >= 16,
+            "bake: the texture and the views need at least 16² texels, and one view");
+  if (!m_atlas || m_atlas->size != m_bake->textureSize) {  // the atlas follows the rest shape, not the pose
+    const std::vector<float> rest(m_model.vTemplate.begin(), m_model.vTemplate.end());
+    m_atlas = std::make_unique<UvAtlas>(makeUvAtlas(rest, m_model.faces, m_bake->textureSize));
+    m_uvs = vk::makeStorageBuffer<float>(m_ctx, m_atlas->uvs);
+  }
+}
+
+SurfaceTexture AvatarScene::texture() const {
+  if (!m_bake) return {};
+  return {m_uvs.handle(), lane().bakedTextureBuffer(), m_bake->textureSize};
+}
+
+void AvatarScene::bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer) {
+  if (!gpu.baker) {
+    TextureBaker::Settings settings;
+    settings.views = m_bake->views, settings.width = settings.height = m_bake->viewSize, settings.channels = 4;
+    gpu.baker = std::make_unique<TextureBaker>(gpu.device(), gpu.backend(), *m_atlas, m_model.faces,
+                                               m_model.vertexCount, settings);
+    gpu.colours = gpu.device().upload(bodyPartColours(m_model));
+  }
+  // The cameras frame avatar 0's rest box where it stands (the pose moves limbs, not the box's centre, much).
+  float lo[3], hi[3];
+  bounds(lo, hi);
+  for (size_t k = 0; k < 3; ++k) {
+    const float shift = float(m_params.transl[k]);
+    lo[k] += shift, hi[k] += shift;
+  }
+  std::vector<float> cameras = bakeRingCameras(m_bake->views, lo, hi);
+  if (cameras != gpu.cameras) gpu.baker->setCameras(cameras), gpu.cameras = std::move(cameras);
+  const DeviceView positions = gpu.firstPositions();
+  const DeviceView texture = gpu.bakedTexture(size_t(m_bake->textureSize) * m_bake->textureSize * 4);
+  auto stage = [&](const char* name, Lane::Outputs outputs, auto&& work) {
+    work(gpu.begin(cmd, timer, name));
+    if (auto span = gpu.end(cmd, timer, outputs)) m_ownTimes.push_back(*span);
+  };
+  stage("bake views", Lane::Outputs::None, [&](const Exec& e) { gpu.baker->renderViews(e, positions, gpu.colours); });
+  stage("bake samples", Lane::Outputs::None, [&](const Exec& e) { gpu.baker->samples(e, positions); });
+  stage("bake aggregate", Lane::Outputs::Texture, [&](const Exec& e) { gpu.baker->aggregate(e, texture); });
 }
 
 VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,
@@ -335,7 +420,7 @@ VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* time
   Lane& gpu = lane();
   const Exec exec = gpu.begin(cmd, timer, "raster");
   VisibilityBuffers out = gpu.rasterize(*m_raster, exec, m_avatars, viewProj, extent);
-  if (auto span = gpu.end(cmd, timer, false)) m_ownTimes.push_back(*span);
+  if (auto span = gpu.end(cmd, timer, Lane::Outputs::None)) m_ownTimes.push_back(*span);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // a buffer the renderer draws from (CUDA: a shared buffer through interop; Vulkan: its compute path; CPU: the
 // double reference, uploaded).
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/scene.h"
@@ -12,6 +13,7 @@
 #include "armature/body/motion.h"
 #include "armature/device.h"
 #include "armature/ops/skinning.h"
+#include "armature/ops/texture_bake.h"
 #include "armature/vk/timer.h"
 
 namespace armature::app {
@@ -51,7 +53,19 @@ class AvatarScene : public Scene {
   // Poses every avatar for time `seconds` (the walk cycle's phase, or the motion's time).
   void update(double seconds) override;
 
-  // Skins every avatar into positions() (a "skinning" stage).
+  // The baked-texture mode. Each skin() then also bakes avatar 0, painted by body part (bodyPartColours), from
+  // `views` cameras around it (bakeRingCameras, views of viewSize²) into a texture of textureSize² over a UV atlas
+  // of the rest shape (armature/ops/texture_bake.h), in stages "bake views", "bake samples" and "bake aggregate";
+  // the whole crowd is drawn with it (texture()). The CPU backend bakes on Vulkan, from the positions it uploads.
+  struct BakeSettings {
+    uint32_t textureSize = 1024, views = 8, viewSize = 1024;
+  };
+  void setBake(std::optional<BakeSettings> settings);  // nullopt: off
+  const std::optional<BakeSettings>& bake() const { return m_bake; }
+  const UvAtlas* atlas() const { return m_atlas.get(); }
+  SurfaceTexture texture() const override;
+
+  // Skins every avatar into positions() (a "skinning" stage), then bakes (the baked-texture mode).
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer) override;
   VkBuffer positions() const override;
   VkBuffer joints() const override;
@@ -75,6 +89,7 @@ class AvatarScene : public Scene {
  private:
   std::string gpuStatus() const override;
   Lane& lane() const;
+  void bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer);
   vk::Context& m_ctx;
   BodyModel m_model;
   Device m_vkDevice;  // the Vulkan backend's
@@ -86,6 +101,9 @@ class AvatarScene : public Scene {
   float m_floorY = -1;
   LaneBuffers m_buffers;
   Motion m_motion;  // no frames: none
+  std::optional<BakeSettings> m_bake;
+  std::unique_ptr<UvAtlas> m_atlas;  // the baked-texture mode's, with its (u, v) for the renderer
+  vk::Buffer m_uvs;
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 

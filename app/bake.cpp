@@ -23,10 +23,10 @@ namespace armature::app {
 
 namespace {
 
-// Per vertex (r, g, b, 1): a hue per joint (golden-ratio steps), the vertex's colour that of the joint weighing most
-// on it, times Lambert shading of the posed normal under a key light over an ambient floor.
+// The body-part colours (bodyPartColours) times Lambert shading of the posed normal under a key light over an
+// ambient floor.
 std::vector<float> paint(const BodyModel& model, const std::vector<double>& posed) {
-  const uint32_t V = model.vertexCount, J = model.jointCount;
+  const uint32_t V = model.vertexCount;
   std::vector<double> normals(size_t(V) * 3, 0.0);
   for (size_t f = 0; f < model.faceCount; ++f) {
     const int32_t* c = &model.faces[f * 3];
@@ -40,23 +40,13 @@ std::vector<float> paint(const BodyModel& model, const std::vector<double>& pose
       for (int k = 0; k < 3; ++k) normals[size_t(c[corner]) * 3 + size_t(k)] += n[k];
   }
   const double light[3] = {0.37, 0.74, 0.56};
-  std::vector<float> colours(size_t(V) * 4);
+  std::vector<float> colours = bodyPartColours(model);
   for (uint32_t v = 0; v < V; ++v) {
-    const double* w = &model.weights[size_t(v) * J];
-    const uint32_t joint = uint32_t(std::max_element(w, w + J) - w);
-    const double hue = std::fmod(joint * 0.6180339887, 1.0) * 6;
-    auto channel = [&](double offset) {
-      return std::clamp(std::abs(std::fmod(hue + offset, 6.0) - 3.0) - 1.0, 0.0, 1.0);
-    };
     const double* n = &normals[size_t(v) * 3];
     const double length = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
     const double lambert =
         length > 0 ? std::max(0.0, (n[0] * light[0] + n[1] * light[1] + n[2] * light[2]) / length) : 0.0;
-    const double shade = 0.35 + 0.65 * lambert;
-    colours[size_t(v) * 4] = float(shade * (0.25 + 0.75 * channel(0)));
-    colours[size_t(v) * 4 + 1] = float(shade * (0.25 + 0.75 * channel(4)));
-    colours[size_t(v) * 4 + 2] = float(shade * (0.25 + 0.75 * channel(2)));
-    colours[size_t(v) * 4 + 3] = 1.0f;
+    for (int c = 0; c < 3; ++c) colours[size_t(v) * 4 + size_t(c)] *= float(0.35 + 0.65 * lambert);
   }
   return colours;
 }

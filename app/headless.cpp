@@ -20,6 +20,8 @@ namespace armature::app {
 
 void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
+  auto* body = dynamic_cast<AvatarScene*>(&scene);
+  ARM_CHECK(!o.bake || body, "--bake: the baked texture is a body model's, alone (not a glTF character's)");
   if (auto* composite = dynamic_cast<CompositeScene*>(&scene)) {
     // The options go to the parts that take them: the pose and motion to body models, the clip to glTF characters
     // (a body model ignores it; a glTF character refuses a motion).
@@ -31,8 +33,9 @@ void configureScene(Scene& scene, const ViewerOptions& o) {
     }
     return;
   }
-  if (auto* body = dynamic_cast<AvatarScene*>(&scene)) {
+  if (body) {
     body->applyPose(posePreset(body->model(), o.pose));
+    if (o.bake) body->setBake(AvatarScene::BakeSettings{o.bake, o.bakeViews, o.bake});
     if (!o.motion.empty()) {
       body->setMotion(loadMotion(o.motion, body->model()));
       std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), body->motion()->description.c_str());
@@ -105,6 +108,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
       if (o.raster == "compute")
         draw.visibility = scene->rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene->joints();
+      draw.texture = scene->texture();
       std::function<UiLayer(VkCommandBuffer)> layer;
       std::function<void(VkCommandBuffer)> drawUi;
       if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)

@@ -1,5 +1,6 @@
 #include "app/poses.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -117,6 +118,22 @@ std::string defaultModelPath() {
 BodyModel loadModelOrDefault(const std::string& path) {
   const std::string file = path.empty() ? defaultModelPath() : path;
   return file.empty() ? synthesizeBodyModel({0}) : loadBodyModel(file);
+}
+
+std::vector<float> bodyPartColours(const BodyModel& model) {
+  const uint32_t V = model.vertexCount, J = model.jointCount;
+  std::vector<float> colours(size_t(V) * 4);
+  for (uint32_t v = 0; v < V; ++v) {
+    const double* w = &model.weights[size_t(v) * J];
+    const uint32_t joint = uint32_t(std::max_element(w, w + J) - w);
+    const double hue = std::fmod(joint * 0.6180339887, 1.0) * 6;
+    for (int c = 0; c < 3; ++c) {  // the hue's red, green and blue at offsets 0, 4 and 2 of its six sectors
+      const double channel = std::clamp(std::abs(std::fmod(hue + (6 - 2 * c) % 6, 6.0) - 3.0) - 1.0, 0.0, 1.0);
+      colours[size_t(v) * 4 + size_t(c)] = float(0.25 + 0.75 * channel);
+    }
+    colours[size_t(v) * 4 + 3] = 1.0f;
+  }
+  return colours;
 }
 
 }  // namespace armature::app

@@ -1,6 +1,6 @@
 #pragma once
-// Named pose presets (axis-angle per joint, SMPL-X joint order) and the default avatar, shared by the CLI, the viewer
-// and the tests.
+// Named pose presets (axis-angle per joint, SMPL-X joint order), the default avatar and its paint, shared by the
+// CLI, the viewer and the tests.
 #include <string>
 #include <vector>
 
@@ -15,6 +15,9 @@ BodyParams posePreset(const BodyModel& model, const std::string& name);
 std::string defaultModelPath();
 // The model at `path`, or (empty) the default avatar, synthesised where no file of it exists.
 BodyModel loadModelOrDefault(const std::string& path);
+// The avatar painted by body part, what `armature bake` and the viewer's baked-texture mode bake: per vertex
+// (r, g, b, 1), a hue per joint (golden-ratio steps, so neighbours differ), that of the joint weighing most on it.
+std::vector<float> bodyPartColours(const BodyModel& model);
 // Adds a looping walk cycle at `phase` (radians of the gait) to a (J,3) pose.
 void walkCycle(const BodyModel& model, double phase, double* pose);
 }  // namespace armature::app

@@ -67,16 +67,20 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   m_overlayPass = createFramePass(ctx, colorFormat, finalLayout, true);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
-  auto layouts = vk::createDrawLayouts(ctx, 1, VK_SHADER_STAGE_VERTEX_BIT, sizeof(RenderPush), both);
+  auto layouts = vk::createDrawLayouts(ctx, MESH_BINDINGS, both, sizeof(RenderPush), both);
   m_setLayout = layouts.set, m_layout = layouts.pipeline;
-  // The visibility pass reads positions, faces, face ids, barycentrics (fragment) and the bounds (vertex).
-  layouts = vk::createDrawLayouts(ctx, 5, both, sizeof(RenderPush), both);
+  layouts = vk::createDrawLayouts(ctx, VISIBILITY_BINDINGS, both, sizeof(RenderPush), both);
   m_visibilitySetLayout = layouts.set, m_visibilityLayout = layouts.pipeline;
   m_visibility = createPipeline(shaders::visibility_vert, shaders::visibility_frag, VK_POLYGON_MODE_FILL,
                                 VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
+  m_visibilityTextured =
+      createPipeline(shaders::visibility_vert, shaders::visibility_textured_frag, VK_POLYGON_MODE_FILL,
+                     VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST, true, m_visibilityLayout);
   const auto& vert = shaders::mesh_vert;
   const auto& frag = shaders::mesh_frag;
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  m_textured = createPipeline(shaders::mesh_textured_vert, shaders::mesh_textured_frag, VK_POLYGON_MODE_FILL,
+                              VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
   if (f.fillModeNonSolid)
@@ -161,10 +165,12 @@ VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shader
 Renderer::~Renderer() {
   VkDevice dev = m_ctx.device();
   vkDestroyPipeline(dev, m_fill, nullptr);
+  vkDestroyPipeline(dev, m_textured, nullptr);
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
   vkDestroyPipeline(dev, m_bones, nullptr);
   vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipeline(dev, m_visibility, nullptr);
+  vkDestroyPipeline(dev, m_visibilityTextured, nullptr);
   vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_visibilitySetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
@@ -174,7 +180,7 @@ Renderer::~Renderer() {
 }
 
 bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) const {
-  return s.avatars && s.visibility.faceIds && !s.wireframe && target.image &&
+  return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && target.image &&
          (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
 }
 
@@ -219,12 +225,25 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   push.camera[0] = e[0], push.camera[1] = e[1], push.camera[2] = e[2];
   push.vertexCount = s.vertexCount;
   push.floorY = s.floorY;
+  push.textureSize = s.texture.size;
+  push.faceCount = m_indexCount / 3;
   VkDescriptorBufferInfo info{positions, 0, VK_WHOLE_SIZE};
   VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
   w.dstBinding = 0;
   w.descriptorCount = 1;
   w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   w.pBufferInfo = &info;
+  // Buffers 0 … count − 1 of a layout's set.
+  auto pushBuffers = [&](VkPipelineLayout layout, const VkDescriptorBufferInfo* infos, uint32_t count) {
+    static_assert(VISIBILITY_BINDINGS >= MESH_BINDINGS);
+    VkWriteDescriptorSet writes[VISIBILITY_BINDINGS];
+    for (uint32_t i = 0; i < count; ++i) {
+      writes[i] = w;
+      writes[i].dstBinding = i;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, layout, 0, count, writes);
+  };
   auto draw = [&](VkPipeline pipeline, uint32_t mode) {
     push.mode = mode;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
@@ -241,24 +260,30 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   if (computeFrame) {
     // shaded already
   } else if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
-    VkDescriptorBufferInfo infos[5] = {{positions, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.faces, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
-                                       {s.visibility.bounds, 0, VK_WHOLE_SIZE}};
-    VkWriteDescriptorSet writes[5];
-    for (uint32_t i = 0; i < 5; ++i) {
-      writes[i] = w;
-      writes[i].dstBinding = i;
-      writes[i].pBufferInfo = &infos[i];
-    }
+    const VkDescriptorBufferInfo infos[VISIBILITY_BINDINGS] = {{positions, 0, VK_WHOLE_SIZE},
+                                                               {s.visibility.faces, 0, VK_WHOLE_SIZE},
+                                                               {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
+                                                               {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
+                                                               {s.visibility.bounds, 0, VK_WHOLE_SIZE},
+                                                               {s.texture.uvs, 0, VK_WHOLE_SIZE},
+                                                               {s.texture.texels, 0, VK_WHOLE_SIZE}};
     push.mode = RENDER_MODE_VISIBILITY;
     push.width = extent.width, push.height = extent.height;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibility);
-    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 5, writes);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, s.texture ? m_visibilityTextured : m_visibility);
+    pushBuffers(m_visibilityLayout, infos, s.texture ? VISIBILITY_BINDINGS : VISIBILITY_PLAIN_BINDINGS);
     vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
                        sizeof push, &push);
-    vkCmdDraw(cmd, 6, 1, 0, 0);  // a rectangle over the bounds
+    vkCmdDraw(cmd, 6, 1, 0, 0);         // a rectangle over the bounds
+  } else if (s.avatars && s.texture) {  // every face's corners, with their (u, v)
+    const VkDescriptorBufferInfo infos[MESH_BINDINGS] = {{positions, 0, VK_WHOLE_SIZE},
+                                                         {m_indices.handle(), 0, VK_WHOLE_SIZE},
+                                                         {s.texture.uvs, 0, VK_WHOLE_SIZE},
+                                                         {s.texture.texels, 0, VK_WHOLE_SIZE}};
+    push.mode = RENDER_MODE_MESH;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_textured);
+    pushBuffers(m_layout, infos, MESH_BINDINGS);
+    vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
+    vkCmdDraw(cmd, m_indexCount, s.avatars, 0, 0);
   } else if (s.avatars) {
     draw(m_fill, RENDER_MODE_MESH);
   }

@@ -43,6 +43,14 @@ struct UiLayer {
   VkRect2D area{};
 };
 
+// A texture the avatars are drawn with (the baked-texture mode), shared by every avatar of the crowd.
+struct SurfaceTexture {
+  VkBuffer uvs = VK_NULL_HANDLE;     // (F,3,2) floats: corner k of face f at (u, v) in [0, 1], v down
+  VkBuffer texels = VK_NULL_HANDLE;  // size² × 4 floats: colour premultiplied by coverage (TextureBaker's output)
+  uint32_t size = 0;                 // texels per side
+  explicit operator bool() const { return texels != VK_NULL_HANDLE; }
+};
+
 struct DrawSettings {
   uint32_t vertexCount = 0;  // per avatar
   uint32_t avatars = 1;
@@ -54,6 +62,7 @@ struct DrawSettings {
   VkBuffer joints = VK_NULL_HANDLE;  // B × J × 3 floats: posed joint positions
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
+  SurfaceTexture texture;        // set: the surface's colour, lit (else the plain skin colour)
   UiLayer ui;                    // set: composited over a compute-shaded frame without a render pass
 };
 
@@ -86,7 +95,7 @@ class Renderer {
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
-  // With a visibility buffer, no wireframe and a target image, the frame is shaded by one compute pass
+  // With a visibility buffer, no wireframe, no texture and a target image, the frame is shaded by one compute pass
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
   // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
   // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
@@ -96,7 +105,8 @@ class Renderer {
   bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
  private:
-  // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe, a copyable target).
+  // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe or texture, a copyable
+  // target).
   bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
                           const DrawSettings& settings, bool compositeUi);
@@ -112,12 +122,14 @@ class Renderer {
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
   VkRenderPass m_renderPass = VK_NULL_HANDLE;
-  VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;
+  // The layouts hold the textured variants' bindings too; the plain shaders leave those unbound.
+  VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;  // MESH_BINDING_*
   VkPipelineLayout m_layout = VK_NULL_HANDLE;
-  VkDescriptorSetLayout m_visibilitySetLayout = VK_NULL_HANDLE;  // positions, faces, face ids, barycentrics
+  VkDescriptorSetLayout m_visibilitySetLayout = VK_NULL_HANDLE;  // VISIBILITY_BINDING_*
   VkPipelineLayout m_visibilityLayout = VK_NULL_HANDLE;
-  VkPipeline m_visibility = VK_NULL_HANDLE;
+  VkPipeline m_visibility = VK_NULL_HANDLE, m_visibilityTextured = VK_NULL_HANDLE;
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
+  VkPipeline m_textured = VK_NULL_HANDLE;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };

@@ -54,6 +54,8 @@ class Scene {
   // (CUDA's for the CUDA backend, run now; Vulkan compute's otherwise, recorded into `cmd`).
   virtual VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
                                       VkExtent2D extent) = 0;
+  // The texture the crowd is drawn with, or none (the plain skin colour): see AvatarScene::setBake.
+  virtual SurfaceTexture texture() const { return {}; }
   // The stages the last skin() and rasterize() timed themselves, as profiler spans.
   const std::vector<Span>& ownTimes() const { return m_ownTimes; }
   // The box of the whole crowd, for framing the camera; the floor height.

@@ -29,6 +29,8 @@ struct ViewerOptions {
   bool wireframe = false;
   bool ground = true;
   bool skeleton = false;
+  uint32_t bake = 0;  // a body model's baked-texture mode: texels per side (0: off), from bakeViews views as large
+  uint32_t bakeViews = 8;
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
   std::string view = "all";         // headless camera: front | side | top | all (every avatar, from the default angle)
   bool ui = false;                  // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame

@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
   app.add_flag("--wireframe", o.wireframe, "draw triangle edges");
   app.add_flag("!--no-ground", o.ground, "do not draw the ground grid");
   app.add_flag("--skeleton", o.skeleton, "draw bones and joint markers");
+  app.add_option("--bake", o.bake,
+                 "bake the avatar every frame, painted by body part, from --bake-views views of NxN into an NxN "
+                 "texture over a generated UV atlas, and draw the crowd with it")
+      ->check(CLI::Range(256u, 8192u));
+  app.add_option("--bake-views", o.bakeViews, "--bake: cameras around the avatar")->check(CLI::Range(1u, 64u));
   app.add_option("--raster", o.raster,
                  "how the avatars are rasterised: hardware (graphics pipeline) | compute "
                  "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")

@@ -235,6 +235,20 @@ void Viewer::panels() {
     ImGui::End();
     return;
   }
+  if (m_scene.get() == avatar) {  // the baked texture is a body model's alone, not a composite scene's
+    bool baked = avatar->bake().has_value();
+    const uint32_t size = m_options.bake ? m_options.bake : 1024;
+    if (ImGui::Checkbox("baked texture", &baked))
+      runCaught([&] {
+        avatar->setBake(baked ? std::optional(AvatarScene::BakeSettings{size, m_options.bakeViews, size})
+                              : std::nullopt);
+      });
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "bake the avatar, painted by body part, from %u views of %u² every frame into a %u² texture\n"
+          "(stages: bake views, bake samples, bake aggregate) and draw the crowd with it",
+          m_options.bakeViews, size, size);
+  }
   ImGui::Separator();
   for (const auto& name : posePresetNames()) {
     if (ImGui::Button(name.c_str())) avatar->applyPose(posePreset(avatar->model(), name));
@@ -384,6 +398,7 @@ void Viewer::drawFrame() {
     }
   }
   m_draw.joints = m_scene->joints();
+  m_draw.texture = m_scene->texture();
   FrameTarget target{m_swap->framebuffer(imageIndex), m_swap->extent(),
                      m_swap->transferDst() ? m_swap->image(imageIndex) : VK_NULL_HANDLE};
   recordFrame(

@@ -1,8 +1,8 @@
 # armature_add_shaders(TARGET name SOURCES a.comp b.comp stem=c.glsl:DEF=1,OTHER=0 ...)
 # Compiles each GLSL shader with glslc at build time (errors fail the build), embeds the SPIR-V words in a
 # static library and generates <armature/shaders.h> declaring one `armature::shaders::<stem>` blob per shader.
-# An entry `stem=source.glsl:DEF=VALUE,...` is a variant: the compute shader `source.glsl` compiled with those
-# macros defined (glslc -D), named `stem`.
+# An entry `stem=source:DEF=VALUE,...` is a variant: `source` compiled with those macros defined (glslc -D), named
+# `stem`; a .glsl source is a compute shader, others take their stage from the extension (.vert, .frag).
 function(armature_add_shaders)
   cmake_parse_arguments(ARG "" "TARGET" "SOURCES" ${ARGN})
   set(outdir ${CMAKE_CURRENT_BINARY_DIR}/spirv)
@@ -15,7 +15,10 @@ function(armature_add_shaders)
       set(stem ${CMAKE_MATCH_1})
       set(src ${CMAKE_MATCH_2})
       string(REPLACE "," ";" defines "${CMAKE_MATCH_4}")
-      set(variant_flags -fshader-stage=compute -std=450)
+      set(variant_flags -std=450)
+      if(src MATCHES "\\.glsl$")
+        list(APPEND variant_flags -fshader-stage=compute)
+      endif()
       foreach(define ${defines})
         list(APPEND variant_flags -D${define})
       endforeach()

@@ -1,11 +1,17 @@
 #version 450
 // Avatars read their skinned positions straight from the skinning output (B × V × 3 floats), one instance per
-// avatar; no vertex attributes, so the same buffer serves Vulkan compute, CUDA interop and CPU uploads.
+// avatar; no vertex attributes, so the same buffer serves Vulkan compute, CUDA interop and CPU uploads. The textured
+// variant (MESH_TEXTURED) draws every face's corners (3F per instance, not indexed) and passes on their (u, v).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/render_io.h"
 
-layout(std430, binding = 0) readonly buffer Positions { float positions[]; };
+layout(std430, binding = MESH_BINDING_POSITIONS) readonly buffer Positions { float positions[]; };
 layout(location = 0) out vec3 worldPos;
+#ifdef MESH_TEXTURED
+layout(std430, binding = MESH_BINDING_FACES) readonly buffer Faces { int faces[]; };
+layout(std430, binding = MESH_BINDING_UVS) readonly buffer Uvs { vec2 uvs[]; };
+layout(location = 1) out vec2 uv;
+#endif
 
 const vec2 kGround[6] = vec2[](vec2(-1, -1), vec2(1, -1), vec2(1, 1), vec2(-1, -1), vec2(1, 1), vec2(-1, 1));
 
@@ -14,7 +20,13 @@ void main() {
     vec2 q = kGround[gl_VertexIndex] * 400.0;  // past the far fade: no visible edge
     worldPos = vec3(q.x, pc.floorY, q.y);
   } else {
-    uint base = (uint(gl_InstanceIndex) * pc.vertexCount + uint(gl_VertexIndex)) * 3u;
+#ifdef MESH_TEXTURED
+    uint vertex = uint(faces[gl_VertexIndex]);
+    uv = uvs[gl_VertexIndex];
+#else
+    uint vertex = uint(gl_VertexIndex);
+#endif
+    uint base = (uint(gl_InstanceIndex) * pc.vertexCount + vertex) * 3u;
     worldPos = vec3(positions[base], positions[base + 1], positions[base + 2]);
   }
   gl_Position = pc.viewProj * vec4(worldPos, 1.0);

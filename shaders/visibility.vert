@@ -4,7 +4,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "shared/render_io.h"
 
-layout(std430, binding = 4) readonly buffer Bounds { uint bounds[]; };  // minX, minY, maxX, maxY (pixels)
+layout(std430, binding = VISIBILITY_BINDING_BOUNDS) readonly buffer Bounds { uint bounds[]; };  // minX, minY, maxX, maxY (pixels)
 const vec2 kQuad[6] = vec2[](vec2(0, 0), vec2(1, 0), vec2(1, 1), vec2(0, 0), vec2(1, 1), vec2(0, 1));
 
 void main() {

@@ -1,4 +1,4 @@
-// The avatar renderer's push constants, shared by mesh.vert/mesh.frag and app/renderer.cpp.
+// The avatar renderer's push constants and bindings, shared by its shaders and app/renderer.cpp.
 #ifndef ARMATURE_RENDER_IO_H
 #define ARMATURE_RENDER_IO_H
 #include "common_io.h"
@@ -19,7 +19,9 @@ struct RenderPush {
   float floorY;         // ground height
   uint width;           // RENDER_MODE_VISIBILITY: the visibility buffer's size
   uint height;
-  uint pad[3];
+  uint textureSize;     // textured variants: texels per side of the surface texture
+  uint faceCount;       // textured variants: faces per avatar
+  uint pad;
 };
 static_assert(sizeof(RenderPush) == 112);
 
@@ -40,6 +42,8 @@ layout(push_constant) uniform RenderPushBlock {
   float floorY;
   uint width;
   uint height;
+  uint textureSize;
+  uint faceCount;
 } pc;
 #endif
 
@@ -60,7 +64,24 @@ struct ShadePush {
 static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #endif
 
-// Bindings of the viewer's compute programs, shared by the shaders and app/ (whose views come in this order).
+// Bindings of the viewer's programs, shared by the shaders and app/ (whose views come in this order).
+// mesh.vert/mesh.frag; the textured variants (MESH_TEXTURED) draw 3F corners per avatar, not indexed.
+#define MESH_BINDING_POSITIONS 0
+#define MESH_BINDING_FACES 1    // one avatar's (F,3) vertex ids
+#define MESH_BINDING_UVS 2      // (F,3,2): corner k of face f at (u, v), v down
+#define MESH_BINDING_TEXELS 3   // size² × 4 floats: colour premultiplied by coverage (the baker's texture)
+#define MESH_BINDINGS 4
+#define MESH_PLAIN_BINDINGS 1   // the untextured shaders read the positions only
+// visibility.vert/visibility.frag (RENDER_MODE_VISIBILITY)
+#define VISIBILITY_BINDING_POSITIONS 0
+#define VISIBILITY_BINDING_FACES 1
+#define VISIBILITY_BINDING_FACE_IDS 2
+#define VISIBILITY_BINDING_BARY 3
+#define VISIBILITY_BINDING_BOUNDS 4
+#define VISIBILITY_BINDING_UVS 5
+#define VISIBILITY_BINDING_TEXELS 6
+#define VISIBILITY_BINDINGS 7
+#define VISIBILITY_PLAIN_BINDINGS 5
 // shade_frame.comp
 #define SHADE_FRAME_BINDING_POSITIONS 0
 #define SHADE_FRAME_BINDING_FACES 1
