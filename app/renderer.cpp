@@ -79,10 +79,14 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   const auto& vert = shaders::mesh_vert;
   const auto& frag = shaders::mesh_frag;
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
-  m_textured = createPipeline(shaders::mesh_textured_vert, shaders::mesh_textured_frag, VK_POLYGON_MODE_FILL,
-                              VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
+  // Textured, indexed where fragments have gl_PrimitiveID (the geometryShader feature, which the context enables).
+  m_texturedIndexed = f.geometryShader;
+  m_textured = m_texturedIndexed ? createPipeline(shaders::mesh_textured_vert, shaders::mesh_textured_frag,
+                                                  VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
+                                 : createPipeline(shaders::mesh_corners_vert, shaders::mesh_corners_frag,
+                                                  VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   if (f.fillModeNonSolid)
     m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
@@ -273,8 +277,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     pushBuffers(m_visibilityLayout, infos, s.texture ? VISIBILITY_BINDINGS : VISIBILITY_PLAIN_BINDINGS);
     vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
                        sizeof push, &push);
-    vkCmdDraw(cmd, 6, 1, 0, 0);         // a rectangle over the bounds
-  } else if (s.avatars && s.texture) {  // every face's corners, with their (u, v)
+    vkCmdDraw(cmd, 6, 1, 0, 0);  // a rectangle over the bounds
+  } else if (s.avatars && s.texture) {
     const VkDescriptorBufferInfo infos[MESH_BINDINGS] = {{positions, 0, VK_WHOLE_SIZE},
                                                          {m_indices.handle(), 0, VK_WHOLE_SIZE},
                                                          {s.texture.uvs, 0, VK_WHOLE_SIZE},
@@ -283,7 +287,12 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_textured);
     pushBuffers(m_layout, infos, MESH_BINDINGS);
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
-    vkCmdDraw(cmd, m_indexCount, s.avatars, 0, 0);
+    if (m_texturedIndexed) {
+      vkCmdBindIndexBuffer(cmd, m_indices.handle(), 0, VK_INDEX_TYPE_UINT32);
+      vkCmdDrawIndexed(cmd, m_indexCount, s.avatars, 0, 0, 0);
+    } else {
+      vkCmdDraw(cmd, m_indexCount, s.avatars, 0, 0);  // every face's corners, with their (u, v)
+    }
   } else if (s.avatars) {
     draw(m_fill, RENDER_MODE_MESH);
   }

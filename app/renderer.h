@@ -130,6 +130,7 @@ class Renderer {
   VkPipeline m_visibility = VK_NULL_HANDLE, m_visibilityTextured = VK_NULL_HANDLE;
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
   VkPipeline m_textured = VK_NULL_HANDLE;
+  bool m_texturedIndexed = false;  // else the corners variant: 3F vertices per avatar
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };

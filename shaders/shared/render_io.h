@@ -65,7 +65,7 @@ static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #endif
 
 // Bindings of the viewer's programs, shared by the shaders and app/ (whose views come in this order).
-// mesh.vert/mesh.frag; the textured variants (MESH_TEXTURED) draw 3F corners per avatar, not indexed.
+// mesh.vert/mesh.frag and their textured variants (MESH_TEXTURED; the corners one draws 3F corners per avatar).
 #define MESH_BINDING_POSITIONS 0
 #define MESH_BINDING_FACES 1    // one avatar's (F,3) vertex ids
 #define MESH_BINDING_UVS 2      // (F,3,2): corner k of face f at (u, v), v down

@@ -402,6 +402,7 @@ void Context::createDevice(const ContextOptions& options) {
   f.features.shaderFloat64 = supported.features.shaderFloat64 && m_info.float64;
   f.features.fillModeNonSolid = supported.features.fillModeNonSolid;
   f.features.wideLines = supported.features.wideLines;
+  f.features.geometryShader = supported.features.geometryShader;  // the renderer's gl_PrimitiveID in fragments
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f};
   dci.queueCreateInfoCount = 1;
