@@ -82,11 +82,12 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
   // Textured, indexed where fragments have gl_PrimitiveID (the geometryShader feature, which the context enables).
+  m_texturedCorners = createPipeline(shaders::mesh_corners_vert, shaders::mesh_corners_frag, VK_POLYGON_MODE_FILL,
+                                     VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  if (f.geometryShader)
+    m_texturedPrimitives = createPipeline(shaders::mesh_textured_vert, shaders::mesh_textured_frag,
+                                          VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   m_texturedIndexed = f.geometryShader;
-  m_textured = m_texturedIndexed ? createPipeline(shaders::mesh_textured_vert, shaders::mesh_textured_frag,
-                                                  VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
-                                 : createPipeline(shaders::mesh_corners_vert, shaders::mesh_corners_frag,
-                                                  VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   if (f.fillModeNonSolid)
     m_lines = createPipeline(vert, frag, VK_POLYGON_MODE_LINE, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
@@ -169,7 +170,8 @@ VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shader
 Renderer::~Renderer() {
   VkDevice dev = m_ctx.device();
   vkDestroyPipeline(dev, m_fill, nullptr);
-  vkDestroyPipeline(dev, m_textured, nullptr);
+  vkDestroyPipeline(dev, m_texturedCorners, nullptr);
+  if (m_texturedPrimitives) vkDestroyPipeline(dev, m_texturedPrimitives, nullptr);
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
   vkDestroyPipeline(dev, m_bones, nullptr);
   vkDestroyPipeline(dev, m_points, nullptr);
@@ -181,6 +183,11 @@ Renderer::~Renderer() {
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
   vkDestroyRenderPass(dev, m_overlayPass, nullptr);
+}
+
+void Renderer::setTexturedIndexed(bool indexed) {
+  ARM_CHECK(!indexed || m_texturedPrimitives, "textured indexed draws need the GPU's geometryShader feature");
+  m_texturedIndexed = indexed;
 }
 
 bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) const {
@@ -284,7 +291,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
                                                          {s.texture.uvs, 0, VK_WHOLE_SIZE},
                                                          {s.texture.texels, 0, VK_WHOLE_SIZE}};
     push.mode = RENDER_MODE_MESH;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_textured);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS,
+                      m_texturedIndexed ? m_texturedPrimitives : m_texturedCorners);
     pushBuffers(m_layout, infos, MESH_BINDINGS);
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
     if (m_texturedIndexed) {

@@ -94,6 +94,11 @@ class Renderer {
                                          VkExtent2D extent);
   static constexpr VkFormat kDepthFormat = VK_FORMAT_D32_SFLOAT;
   bool wireframeSupported() const { return m_lines != VK_NULL_HANDLE; }
+  // How a textured surface is drawn by the hardware rasteriser: indexed, each fragment finding its (u, v) through
+  // gl_PrimitiveID (where the GPU has the geometryShader feature: the default there), or as every face's corners
+  // with their (u, v). Asking for indexed where the feature is missing throws armature::Error.
+  bool texturedIndexed() const { return m_texturedIndexed; }
+  void setTexturedIndexed(bool indexed);
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
   // With a visibility buffer, no wireframe, no texture and a target image, the frame is shaded by one compute pass
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
@@ -129,8 +134,8 @@ class Renderer {
   VkPipelineLayout m_visibilityLayout = VK_NULL_HANDLE;
   VkPipeline m_visibility = VK_NULL_HANDLE, m_visibilityTextured = VK_NULL_HANDLE;
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
-  VkPipeline m_textured = VK_NULL_HANDLE;
-  bool m_texturedIndexed = false;  // else the corners variant: 3F vertices per avatar
+  VkPipeline m_texturedCorners = VK_NULL_HANDLE, m_texturedPrimitives = VK_NULL_HANDLE;  // the latter: if supported
+  bool m_texturedIndexed = false;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };

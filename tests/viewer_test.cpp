@@ -680,7 +680,9 @@ TEST(ViewerCuda, BakedTextureIsTheBakeOfAvatarZero) {
 }
 
 // The crowd drawn with the baked texture: the hardware draw and the compute rasteriser's (its graphics pass) agree
-// but for a few edge pixels, and the texture shows (most of the avatars' pixels are not the plain skin's).
+// but for a few edge pixels, and the texture shows (most of the avatars' pixels are not the plain skin's). The
+// hardware draw's two ways, indexed with (u, v) found per fragment and every face's corners with their (u, v),
+// agree too.
 TEST(Viewer, BakedTextureIsDrawnByBothRasterisers) {
   ARM_REQUIRE_VULKAN(ctx);
   const uint32_t W = 200, H = 150;
@@ -688,8 +690,9 @@ TEST(Viewer, BakedTextureIsDrawnByBothRasterisers) {
   auto& [scene, renderer, target, camera, draw] = rig;
   draw.ground = false;
   draw.clear[0] = draw.clear[1] = draw.clear[2] = 0;
-  std::vector<uint8_t> images[3];
-  for (int mode : {0, 1, 2}) {  // plain; textured, hardware; textured, compute raster
+  std::vector<uint8_t> images[4];
+  for (int mode : {0, 1, 2, 3}) {  // plain; textured: hardware, compute raster, hardware by corners
+    if (mode == 3) renderer.setTexturedIndexed(false);
     scene.setBake(mode ? std::optional(AvatarScene::BakeSettings{600, 6, 192}) : std::nullopt);
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       scene.skin(cmd, nullptr);
@@ -701,20 +704,25 @@ TEST(Viewer, BakedTextureIsDrawnByBothRasterisers) {
     });
     images[mode] = target.pixels();
   }
-  size_t avatarPixels = 0, painted = 0, rasterisersDiffer = 0;
+  // The largest channel difference between images a and b at byte i.
+  auto difference = [&](int a, int b, size_t i) {
+    int d = 0;
+    for (size_t c = 0; c < 3; ++c) d = std::max(d, std::abs(int(images[a][i + c]) - int(images[b][i + c])));
+    return d;
+  };
+  size_t avatarPixels = 0, painted = 0, rasterisersDiffer = 0, drawsDiffer = 0;
   for (size_t i = 0; i < images[0].size(); i += 4) {
-    int plain = 0, between = 0;
-    for (int c = 0; c < 3; ++c)
-      plain = std::max(plain, std::abs(int(images[0][i + c]) - int(images[1][i + c]))),
-      between = std::max(between, std::abs(int(images[1][i + c]) - int(images[2][i + c])));
     const bool covered = images[0][i] | images[0][i + 1] | images[0][i + 2];
-    avatarPixels += covered, painted += covered && plain > 24, rasterisersDiffer += between > 24;
+    avatarPixels += covered, painted += covered && difference(0, 1, i) > 24;
+    rasterisersDiffer += difference(1, 2, i) > 24, drawsDiffer += difference(1, 3, i) > 24;
   }
   ASSERT_GT(avatarPixels, size_t(W) * H / 30) << "the avatars are missing";
   EXPECT_GT(painted, avatarPixels / 2) << "the texture does not show";
   // Untextured, the two differ at ~1.5% of the pixels here (silhouettes and ties on edges); textured, an edge pixel
   // that one gives to the neighbour face also reads the neighbour's chart, whose colour may jump: ~3.5%.
   EXPECT_LT(rasterisersDiffer, avatarPixels / 20) << "the rasterisers' textured frames differ";
+  // The same rasteriser: only (u, v) found from the point versus interpolated, a rounding apart.
+  EXPECT_LT(drawsDiffer, avatarPixels / 100) << "the indexed and corner draws differ";
 }
 
 // Headless: --bake's stages are in the profile; a glTF character has no body-part atlas to bake, and is refused.
