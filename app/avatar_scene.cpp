@@ -367,18 +367,21 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
 }
 
 void AvatarScene::setBake(std::optional<BakeSettings> settings) {
+  if (settings) {  // checked, and the atlas made, before anything changes: a refused setting leaves the mode as it was
+    ARM_CHECK(settings->textureSize >= 16 && settings->views >= 1 && settings->viewSize >= 16,
+              "bake: the texture and the views need at least 16² texels, and one view");
+    if (!m_atlas || m_atlas->size != settings->textureSize) {  // the atlas follows the rest shape, not the pose
+      const std::vector<float> rest(m_model.vTemplate.begin(), m_model.vTemplate.end());
+      auto atlas = std::make_unique<UvAtlas>(makeUvAtlas(rest, m_model.faces, settings->textureSize));
+      vkDeviceWaitIdle(m_ctx.device());  // the old (u, v) may still be drawn
+      m_uvs = vk::makeStorageBuffer<float>(m_ctx, atlas->uvs);
+      m_atlas = std::move(atlas);
+    }
+  }
   vkDeviceWaitIdle(m_ctx.device());  // the old texture may still be drawn
   for (Lane* gpu : {m_vulkanLane.get(), m_cudaLane.get()})
     if (gpu) gpu->baker.reset(), gpu->cameras.clear();
   m_bake = settings;
-  if (!m_bake) return;
-  ARM_CHECK(m_bake->textureSize >= 16 && m_bake->views >= 1 && m_bake->viewSize >= 16,
-            "bake: the texture and the views need at least 16² texels, and one view");
-  if (!m_atlas || m_atlas->size != m_bake->textureSize) {  // the atlas follows the rest shape, not the pose
-    const std::vector<float> rest(m_model.vTemplate.begin(), m_model.vTemplate.end());
-    m_atlas = std::make_unique<UvAtlas>(makeUvAtlas(rest, m_model.faces, m_bake->textureSize));
-    m_uvs = vk::makeStorageBuffer<float>(m_ctx, m_atlas->uvs);
-  }
 }
 
 SurfaceTexture AvatarScene::texture() const {

@@ -728,7 +728,6 @@ TEST(Viewer, BakedTextureIsDrawnByBothRasterisers) {
 // Headless: --bake's stages are in the profile; a glTF character has no body-part atlas to bake, and is refused.
 TEST(Viewer, BakedTextureRendersWithItsStages) {
   ARM_REQUIRE_VULKAN(ctx);
-  (void)ctx;
   auto dir = scratchDir("bake");
   ViewerOptions o = profiledRun("vulkan", 3, 96, 64, dir / "profile.json");
   o.bake = 600;
@@ -743,6 +742,12 @@ TEST(Viewer, BakedTextureRendersWithItsStages) {
   character.model = characterGlb();
   EXPECT_THROW(runHeadless(character), Error);
   std::filesystem::remove_all(dir);
+  // A texture the atlas's charts cannot fit is refused, and the scene keeps drawing without one.
+  AvatarScene scene(ctx, avatar(), 1);
+  EXPECT_THROW(scene.setBake(AvatarScene::BakeSettings{64, 4, 64}), Error);
+  EXPECT_FALSE(scene.bake().has_value());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  EXPECT_FALSE(scene.texture());
 }
 
 // GPU spans sit at their device times on every backend's track: Vulkan's zones through calibrated timestamps (or
