@@ -367,18 +367,24 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
 }
 
 void AvatarScene::setBake(std::optional<BakeSettings> settings) {
+  std::unique_ptr<UvAtlas> atlas;
   if (settings) {  // checked, and the atlas made, before anything changes: a refused setting leaves the mode as it was
-    ARM_CHECK(settings->textureSize >= 16 && settings->views >= 1 && settings->viewSize >= 16,
-              "bake: the texture and the views need at least 16² texels, and one view");
+    checkBakeDesc({.texels = settings->textureSize * settings->textureSize,
+                   .views = settings->views,
+                   .width = settings->viewSize,
+                   .height = settings->viewSize,
+                   .vertexCount = m_model.vertexCount,
+                   .faceCount = m_model.faceCount});
     if (!m_atlas || m_atlas->size != settings->textureSize) {  // the atlas follows the rest shape, not the pose
       const std::vector<float> rest(m_model.vTemplate.begin(), m_model.vTemplate.end());
-      auto atlas = std::make_unique<UvAtlas>(makeUvAtlas(rest, m_model.faces, settings->textureSize));
-      vkDeviceWaitIdle(m_ctx.device());  // the old (u, v) may still be drawn
-      m_uvs = vk::makeStorageBuffer<float>(m_ctx, atlas->uvs);
-      m_atlas = std::move(atlas);
+      atlas = std::make_unique<UvAtlas>(makeUvAtlas(rest, m_model.faces, settings->textureSize));
     }
   }
-  vkDeviceWaitIdle(m_ctx.device());  // the old texture may still be drawn
+  vkDeviceWaitIdle(m_ctx.device());  // the old texture and (u, v) may still be drawn
+  if (atlas) {
+    m_uvs = vk::makeStorageBuffer<float>(m_ctx, atlas->uvs);
+    m_atlas = std::move(atlas);
+  }
   for (Lane* gpu : {m_vulkanLane.get(), m_cudaLane.get()})
     if (gpu) gpu->baker.reset(), gpu->cameras.clear();
   m_bake = settings;
