@@ -8,6 +8,9 @@
 #include "app/box.h"
 #include "app/poses.h"
 #include "armature/cuda/runtime.h"
+#include "armature/ops/gaussian_field.h"
+#include "armature/ops/gaussian_pose.h"
+#include "armature/ops/joint_propagation.h"
 #ifdef ARMATURE_HAS_INTEROP
 #include "armature/interop/interop.h"
 #endif
@@ -24,7 +27,7 @@ class AvatarScene::Lane {
   // Starts stage `name` (the profiler's): where its work goes.
   virtual Exec begin(VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) = 0;
   // What a stage wrote that the frame's Vulkan passes read.
-  enum class Outputs { None, Skinned /* positions() and joints() */, Texture /* bakedTexture() */ };
+  enum class Outputs { None, Skinned /* positions() and joints() */, Texture, Field /* output(…) */ };
   // Ends the stage: its outputs readable by the frame's Vulkan passes; its time when the lane measures it itself.
   virtual std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer, Outputs outputs) = 0;
   virtual SkinningForwardArgs skinArgs(uint32_t avatars) const = 0;
@@ -35,16 +38,59 @@ class AvatarScene::Lane {
   virtual std::string status() const = 0;
   virtual Skinning& skinning() = 0;  // built on first use
 
-  // The baked-texture mode's side: where its ops run, avatar 0's skinned positions (V × 3 floats), and the texture
-  // the renderer reads (`floats` of them, made on first use).
+  // The baked-texture and field modes' side: where their ops run, avatar 0's skinned positions (V × 3 floats), the
+  // per-frame inputs of the field's joints (in the lane's parameter memory), and the buffers the renderer reads (the
+  // texture, the field's volume: `floats` of them, made on first use).
   virtual Backend backend() const = 0;
   virtual Device& device() = 0;
   virtual DeviceView firstPositions() const = 0;
-  virtual DeviceView bakedTexture(size_t floats) = 0;
-  virtual VkBuffer bakedTextureBuffer() const = 0;
+  virtual DeviceView fieldInputs(const std::vector<float>& values) = 0;
+  virtual DeviceView output(Outputs which, size_t floats) = 0;  // Texture or Field
+  virtual VkBuffer outputBuffer(Outputs which) const = 0;
   std::unique_ptr<TextureBaker> baker;  // for the scene's atlas and settings, made on first use
   DeviceBuffer colours;                 // the body-part colours, (V,4)
   std::vector<float> cameras;           // the baker's, as last set
+  std::unique_ptr<FieldBuffers> field;  // the field mode's, made on first use
+};
+
+// The field mode's device buffers on a lane: the field at rest, the skeleton's tables, the posed field and its grid,
+// and the volume's points (cell centres in grid coordinates: (i + ½, j + ½, k + ½), x fastest).
+struct AvatarScene::FieldBuffers {
+  FieldBuffers(Device& device, const BodyField& field, const std::vector<int32_t>& parents, uint32_t perSide)
+      : forest(device, JointForest(parents)),
+        joints(device.upload(field.joints)),
+        means(device.upload(field.means)),
+        cholesky(device.upload(field.cholesky)),
+        weights(device.upload(field.weights)),
+        globals(device.allocate(ElementType::Float32, parents.size() * 12)),
+        skinning(device.allocate(ElementType::Float32, parents.size() * 12)),
+        scratch(device.allocate(ElementType::Float32, std::max<size_t>(forest.scratchFloats(1), 1))),
+        posedMeans(device.allocate(ElementType::Float32, field.means.size())),
+        posedCholesky(device.allocate(ElementType::Float32, field.cholesky.size())),
+        grid(device.allocate(ElementType::UInt32, gaussianGridWords(perSide * perSide * perSide, field.size()))),
+        resolution(perSide) {
+    const uint32_t R = perSide;
+    std::vector<float> centres;
+    centres.reserve(size_t(R) * R * R * 3);
+    for (uint32_t k = 0; k < R; ++k)
+      for (uint32_t j = 0; j < R; ++j)
+        for (uint32_t i = 0; i < R; ++i) centres.insert(centres.end(), {i + 0.5f, j + 0.5f, k + 0.5f});
+    points = device.upload(centres);
+  }
+  // The posed field over the volume's points.
+  GaussianFieldInputs posed(uint32_t gaussians) const {
+    return {GaussianShape::Anisotropic,
+            resolution * resolution * resolution,
+            gaussians,
+            1,
+            points,
+            posedMeans,
+            posedCholesky,
+            weights};
+  }
+  DeviceJointForest forest;
+  DeviceBuffer joints, means, cholesky, weights, globals, skinning, scratch, posedMeans, posedCholesky, grid, points;
+  uint32_t resolution;
 };
 
 namespace {
@@ -106,15 +152,23 @@ class VulkanLane : public AvatarScene::Lane {
   DeviceView firstPositions() const override {
     return DeviceView::of(m_buffers.positions, ElementType::Float32, size_t(m_model.vertexCount) * 3);
   }
-  DeviceView bakedTexture(size_t floats) override {
-    if (m_texture.count() != floats) m_texture = m_device.allocate(ElementType::Float32, floats);
-    return m_texture;
+  DeviceView fieldInputs(const std::vector<float>& values) override {
+    if (m_fieldInputs.size() < values.size() * 4)
+      m_fieldInputs = floatBuffer(*m_device.vulkan(), values.size(), vk::MemoryKind::HostVisible);
+    m_fieldInputs.upload(values.data(), values.size() * 4);
+    return DeviceView::of(m_fieldInputs, ElementType::Float32, values.size());
   }
-  VkBuffer bakedTextureBuffer() const override { return m_texture.vulkanBuffer(); }
+  DeviceView output(Outputs which, size_t floats) override {
+    DeviceBuffer& b = m_outputs[which == Outputs::Field];
+    if (b.count() != floats) b = m_device.allocate(ElementType::Float32, floats);
+    return b;
+  }
+  VkBuffer outputBuffer(Outputs which) const override { return m_outputs[which == Outputs::Field].vulkanBuffer(); }
 
  private:
   Device& m_device;
-  DeviceBuffer m_texture;
+  DeviceBuffer m_outputs[2];  // the texture, the field's volume
+  vk::Buffer m_fieldInputs;
   const BodyModel& m_model;
   uint32_t m_shape, m_expr, m_maxAvatars;
   std::unique_ptr<Skinning> m_skinning;
@@ -153,7 +207,8 @@ class CudaLane : public AvatarScene::Lane {
   Exec begin(VkCommandBuffer, vk::GpuTimer*, const char* name) override { return m_stage.begin(name); }
   std::optional<Span> end(VkCommandBuffer, vk::GpuTimer*, Outputs outputs) override {
     if (outputs == Outputs::Skinned) return m_stage.end({m_positions.get(), m_joints.get()});
-    if (outputs == Outputs::Texture) return m_stage.end({m_texture.get()});
+    if (outputs == Outputs::Texture || outputs == Outputs::Field)
+      return m_stage.end({m_outputs[outputs == Outputs::Field].get()});
     return m_stage.end();
   }
   SkinningForwardArgs skinArgs(uint32_t avatars) const override {
@@ -181,12 +236,21 @@ class CudaLane : public AvatarScene::Lane {
   DeviceView firstPositions() const override {
     return DeviceView::ofCuda(m_positions->cudaPointer(), ElementType::Float32, size_t(m_vertexCount) * 3);
   }
-  DeviceView bakedTexture(size_t floats) override {
-    if (!m_texture || m_texture->size() != floats * 4)
-      m_texture = std::make_unique<interop::SharedBuffer>(m_ctx, floats * 4);
-    return DeviceView::ofCuda(m_texture->cudaPointer(), ElementType::Float32, floats);
+  DeviceView fieldInputs(const std::vector<float>& values) override {
+    if (m_fieldInputs.bytes() < values.size() * 4) m_fieldInputs = cuda::DeviceMemory(values.size() * 4);
+    m_fieldStaging = values;
+    m_fieldInputs.uploadAsync(m_fieldStaging.data(), values.size() * 4, m_stage.stream());
+    return DeviceView::ofCuda(m_fieldInputs.data(), ElementType::Float32, values.size());
   }
-  VkBuffer bakedTextureBuffer() const override { return m_texture ? m_texture->buffer() : VK_NULL_HANDLE; }
+  DeviceView output(Outputs which, size_t floats) override {
+    std::unique_ptr<interop::SharedBuffer>& b = m_outputs[which == Outputs::Field];
+    if (!b || b->size() != floats * 4) b = std::make_unique<interop::SharedBuffer>(m_ctx, floats * 4);
+    return DeviceView::ofCuda(b->cudaPointer(), ElementType::Float32, floats);
+  }
+  VkBuffer outputBuffer(Outputs which) const override {
+    const auto& b = m_outputs[which == Outputs::Field];
+    return b ? b->buffer() : VK_NULL_HANDLE;
+  }
 
  private:
   vk::Context& m_ctx;
@@ -195,9 +259,10 @@ class CudaLane : public AvatarScene::Lane {
   CudaStage m_stage;
   uint32_t m_vertexCount, m_jointCount, m_shape, m_expr;
   cuda::DeviceMemory m_params[4];  // pose, betas, expression, translation
-  std::vector<float> m_staging[4];
+  std::vector<float> m_staging[4], m_fieldStaging;
+  cuda::DeviceMemory m_fieldInputs;
   std::string m_status;
-  std::unique_ptr<interop::SharedBuffer> m_positions, m_joints, m_texture;
+  std::unique_ptr<interop::SharedBuffer> m_positions, m_joints, m_outputs[2];  // outputs: the texture, the volume
 };
 #endif
 }  // namespace
@@ -364,6 +429,7 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
     if (auto span = gpu.end(cmd, timer, Lane::Outputs::Skinned)) m_ownTimes.push_back(*span);
   }
   if (m_bake) bakeTexture(lane(), cmd, timer);
+  if (m_field) evaluateField(lane(), cmd, timer);
 }
 
 void AvatarScene::setBake(std::optional<BakeSettings> settings) {
@@ -392,7 +458,7 @@ void AvatarScene::setBake(std::optional<BakeSettings> settings) {
 
 SurfaceTexture AvatarScene::texture() const {
   if (!m_bake) return {};
-  return {m_uvs.handle(), lane().bakedTextureBuffer(), m_bake->textureSize};
+  return {m_uvs.handle(), lane().outputBuffer(Lane::Outputs::Texture), m_bake->textureSize};
 }
 
 void AvatarScene::bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer) {
@@ -413,7 +479,7 @@ void AvatarScene::bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* time
   std::vector<float> cameras = bakeRingCameras(m_bake->views, lo, hi);
   if (cameras != gpu.cameras) gpu.baker->setCameras(cameras), gpu.cameras = std::move(cameras);
   const DeviceView positions = gpu.firstPositions();
-  const DeviceView texture = gpu.bakedTexture(size_t(m_bake->textureSize) * m_bake->textureSize * 4);
+  const DeviceView texture = gpu.output(Lane::Outputs::Texture, size_t(m_bake->textureSize) * m_bake->textureSize * 4);
   auto stage = [&](const char* name, Lane::Outputs outputs, auto&& work) {
     work(gpu.begin(cmd, timer, name));
     if (auto span = gpu.end(cmd, timer, outputs)) m_ownTimes.push_back(*span);
@@ -421,6 +487,82 @@ void AvatarScene::bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* time
   stage("bake views", Lane::Outputs::None, [&](const Exec& e) { gpu.baker->renderViews(e, positions, gpu.colours); });
   stage("bake samples", Lane::Outputs::None, [&](const Exec& e) { gpu.baker->samples(e, positions); });
   stage("bake aggregate", Lane::Outputs::Texture, [&](const Exec& e) { gpu.baker->aggregate(e, texture); });
+}
+
+void AvatarScene::setField(std::optional<BodyField> field, FieldSettings settings) {
+  if (field) {
+    ARM_CHECK(settings.resolution >= 4 && settings.resolution <= 256, "the field's volume: resolution %u, not 4 … 256",
+              settings.resolution);
+    ARM_CHECK(settings.epsilon > 0 && settings.density >= 0, "the field: epsilon must be > 0 and density >= 0");
+    ARM_CHECK(field->size() >= 1 && field->means.size() == size_t(field->size()) * 3 &&
+                  field->cholesky.size() == size_t(field->size()) * 6 && field->weights.size() == field->size(),
+              "the field: means (N,3), cholesky (N,6), weights (N,1) and joints (N) disagree");
+    for (int32_t j : field->joints)
+      ARM_CHECK(j >= 0 && uint32_t(j) < m_model.jointCount, "the field: a Gaussian follows joint %d of %u", j,
+                m_model.jointCount);
+  }
+  vkDeviceWaitIdle(m_ctx.device());  // the old volume may still be drawn
+  for (Lane* gpu : {m_vulkanLane.get(), m_cudaLane.get()})
+    if (gpu) gpu->field.reset();
+  m_field = std::move(field);
+  m_fieldSettings = settings;
+  m_fieldShape.clear();  // the rest joints and reach follow the field
+}
+
+FieldVolume AvatarScene::volume() const {
+  if (!m_field) return {};
+  FieldVolume v{lane().outputBuffer(Lane::Outputs::Field), m_fieldSettings.resolution, {}, {}, m_fieldSettings.density};
+  std::copy_n(m_fieldLo, 3, v.lo), std::copy_n(m_fieldHi, 3, v.hi);
+  return v;
+}
+
+void AvatarScene::evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer) {
+  const BodyField& field = *m_field;
+  const uint32_t J = m_model.jointCount, N = field.size(), R = m_fieldSettings.resolution;
+  // Avatar 0's rest joints follow its shape; the field's reach around each joint follows them.
+  std::vector<double> shape(m_params.betas.begin(), m_params.betas.begin() + m_shape);
+  shape.insert(shape.end(), m_params.expression.begin(), m_params.expression.begin() + m_expr);
+  if (shape != m_fieldShape) {
+    m_fieldRestJoints = restJoints(m_model, std::vector<double>(shape.begin(), shape.begin() + m_shape),
+                                   std::vector<double>(shape.begin() + m_shape, shape.end()));
+    m_fieldReach = fieldReach(field, m_fieldRestJoints, m_fieldSettings.epsilon);
+    m_fieldShape = std::move(shape);
+  }
+  const FieldJoints joints = fieldJoints(m_model, m_params.pose.data(), m_fieldRestJoints, m_params.transl.data());
+  fieldBox(m_fieldReach, joints.posed, m_fieldLo, m_fieldHi);
+  // The field is posed straight into the volume's grid coordinates (cell k's centre at k + ½): the points stay put.
+  std::array<float, 12> toGrid{};
+  for (int k = 0; k < 3; ++k) {
+    const float scale = float(R) / (m_fieldHi[k] - m_fieldLo[k]);
+    toGrid[size_t(k) * 5] = scale, toGrid[size_t(k) * 4 + 3] = -m_fieldLo[k] * scale;
+  }
+  if (!gpu.field) gpu.field = std::make_unique<FieldBuffers>(gpu.device(), field, m_model.parents, R);
+  FieldBuffers& f = *gpu.field;
+  const size_t bindBinds = bindableFloats(size_t(J) * 12);
+  std::vector<float> inputs(bindBinds + size_t(J) * 12);
+  std::copy(joints.locals.begin(), joints.locals.end(), inputs.begin());
+  std::copy(joints.inverseBinds.begin(), joints.inverseBinds.end(), inputs.begin() + long(bindBinds));
+  const DeviceView in = gpu.fieldInputs(inputs);
+  const DeviceView volume = gpu.output(Lane::Outputs::Field, size_t(R) * R * R);
+  auto stage = [&](const char* name, Lane::Outputs outputs, auto&& work) {
+    work(gpu.begin(cmd, timer, name));
+    if (auto span = gpu.end(cmd, timer, outputs)) m_ownTimes.push_back(*span);
+  };
+  stage("field pose", Lane::Outputs::None, [&](const Exec& e) {
+    JointPropagationArgs a;
+    a.forest = &f.forest, a.kind = LocalTransform::Affine;
+    a.affine = in.slice(0, size_t(J) * 12), a.inverseBind = in.slice(bindBinds, size_t(J) * 12);
+    a.globals = f.globals, a.skinning = f.skinning, a.scratch = f.scratch;
+    propagateJoints(e, a);
+    e.barrier();
+    poseGaussians(e, {N, J, f.skinning, f.joints, f.means, f.cholesky, toGrid, f.posedMeans, f.posedCholesky});
+  });
+  stage("field grid", Lane::Outputs::None, [&](const Exec& e) {
+    buildGaussianGrid(e, {f.posed(N), m_fieldSettings.epsilon, f.grid});
+  });
+  stage("field eval", Lane::Outputs::Field, [&](const Exec& e) {
+    gaussianField(e, {f.posed(N), volume, {}, {}, f.grid});
+  });
 }
 
 VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "app/body_field.h"
 #include "app/scene.h"
 #include "app/visibility.h"
 #include "armature/backend.h"
@@ -17,6 +18,13 @@
 #include "armature/vk/timer.h"
 
 namespace armature::app {
+
+// How AvatarScene's field mode evaluates and draws its field.
+struct FieldSettings {
+  uint32_t resolution = 64;  // volume points per side: 4 … 256
+  float epsilon = 1e-3f;     // the culled field's cut (gaussian_field.h)
+  float density = 8;         // the transfer function's absorption per metre at field value 1
+};
 
 class AvatarScene : public Scene {
  public:
@@ -65,6 +73,16 @@ class AvatarScene : public Scene {
   const UvAtlas* atlas() const { return m_atlas.get(); }
   SurfaceTexture texture() const override;
 
+  // The field mode: a Gaussian field attached to avatar 0's joints (app/body_field.h). Each skin() then poses it
+  // with avatar 0's joints (joint propagation, then poseGaussians), bins it (buildGaussianGrid) and evaluates it,
+  // culled at `epsilon`, over a volume of resolution³ points spanning a box that holds its support, in stages
+  // "field pose", "field grid" and "field eval"; the renderer ray-marches that volume (volume()). The CPU backend
+  // evaluates on Vulkan.
+  void setField(std::optional<BodyField> field, FieldSettings settings = {});  // nullopt: off
+  const BodyField* field() const { return m_field ? &*m_field : nullptr; }
+  FieldSettings& fieldSettings() { return m_fieldSettings; }  // the density may change any time; the rest: setField
+  FieldVolume volume() const override;
+
   // Skins every avatar into positions() (a "skinning" stage), then bakes (the baked-texture mode).
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer) override;
   VkBuffer positions() const override;
@@ -90,6 +108,8 @@ class AvatarScene : public Scene {
   std::string gpuStatus() const override;
   Lane& lane() const;
   void bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer);
+  void evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer);
+  struct FieldBuffers;
   vk::Context& m_ctx;
   BodyModel m_model;
   Device m_vkDevice;  // the Vulkan backend's
@@ -104,6 +124,11 @@ class AvatarScene : public Scene {
   std::optional<BakeSettings> m_bake;
   std::unique_ptr<UvAtlas> m_atlas;  // the baked-texture mode's, with its (u, v) for the renderer
   vk::Buffer m_uvs;
+  std::optional<BodyField> m_field;
+  FieldSettings m_fieldSettings;
+  std::vector<double> m_fieldShape, m_fieldRestJoints;  // avatar 0's betas and expression, and their rest joints
+  FieldReach m_fieldReach;
+  float m_fieldLo[3] = {}, m_fieldHi[3] = {};  // the volume's box in the last skin()
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 

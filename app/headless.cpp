@@ -22,6 +22,8 @@ void configureScene(Scene& scene, const ViewerOptions& o) {
   scene.animate = o.animate;
   auto* body = dynamic_cast<AvatarScene*>(&scene);
   ARM_CHECK(!o.bake || body, "--bake: the baked texture is a body model's, alone (not a glTF character's)");
+  ARM_CHECK(o.field.empty() || body,
+            "--field: the field follows a body model's joints, alone (not a glTF character's)");
   if (auto* composite = dynamic_cast<CompositeScene*>(&scene)) {
     // The options go to the parts that take them: the pose and motion to body models, the clip to glTF characters
     // (a body model ignores it; a glTF character refuses a motion).
@@ -36,6 +38,9 @@ void configureScene(Scene& scene, const ViewerOptions& o) {
   if (body) {
     body->applyPose(posePreset(body->model(), o.pose));
     if (o.bake) body->setBake(AvatarScene::BakeSettings{o.bake, o.bakeViews, o.bake});
+    if (!o.field.empty())
+      body->setField(loadBodyField(o.field, body->model()),
+                     FieldSettings{.resolution = o.fieldResolution, .density = o.fieldDensity});
     if (!o.motion.empty()) {
       body->setMotion(loadMotion(o.motion, body->model()));
       std::fprintf(stderr, "%s: %s\n", o.motion.c_str(), body->motion()->description.c_str());
@@ -93,7 +98,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     if (!stbi_write_png(file.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
       throw Error(file + ": cannot write PNG");
   };
-  vk::GpuTimer timer(ctx, 2, 8);
+  vk::GpuTimer timer(ctx, 2, 16);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
   for (int f = 0; f < o.frames; ++f) {
@@ -109,6 +114,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
         draw.visibility = scene->rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
       draw.joints = scene->joints();
       draw.texture = scene->texture();
+      draw.field = scene->volume();
       std::function<UiLayer(VkCommandBuffer)> layer;
       std::function<void(VkCommandBuffer)> drawUi;
       if (ui) {  // the overlay: built every frame; as a layer it is re-rendered only when it changed (4 Hz)

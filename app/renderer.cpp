@@ -93,6 +93,15 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   // The skeleton is drawn on top of the surface (no depth test), so it shows through the body.
   m_bones = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_LINE_LIST, false);
   m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
+  // The field: a translucent layer, hidden by what is in front of its box but not hiding anything itself.
+  layouts =
+      vk::createDrawLayouts(ctx, FIELD_MARCH_BINDINGS, VK_SHADER_STAGE_FRAGMENT_BIT, sizeof(FieldMarchPush), both);
+  m_fieldSetLayout = layouts.set, m_fieldLayout = layouts.pipeline;
+  vk::GraphicsPipelineDesc d;
+  d.vertex = &shaders::field_march_vert, d.fragment = &shaders::field_march_frag;
+  d.layout = m_fieldLayout, d.renderPass = m_renderPass;
+  d.depthWrite = false, d.blendPremultiplied = true;
+  m_fieldMarch = vk::createGraphicsPipeline(ctx, d);
 }
 
 VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
@@ -177,6 +186,9 @@ Renderer::~Renderer() {
   vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipeline(dev, m_visibility, nullptr);
   vkDestroyPipeline(dev, m_visibilityTextured, nullptr);
+  vkDestroyPipeline(dev, m_fieldMarch, nullptr);
+  vkDestroyPipelineLayout(dev, m_fieldLayout, nullptr);
+  vkDestroyDescriptorSetLayout(dev, m_fieldSetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_visibilitySetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
@@ -191,7 +203,7 @@ void Renderer::setTexturedIndexed(bool indexed) {
 }
 
 bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) const {
-  return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && target.image &&
+  return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && !s.field && target.image &&
          (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
 }
 
@@ -200,7 +212,7 @@ bool Renderer::hasRenderPass(const FrameTarget& target, const DrawSettings& s) c
 }
 
 void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass) {
+                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass, vk::GpuTimer* timer) {
   const VkExtent2D extent = target.extent;
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
   // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton.
@@ -305,6 +317,11 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     draw(m_fill, RENDER_MODE_MESH);
   }
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
+  if (s.field) {
+    const uint32_t zone = timer ? timer->beginZone(cmd, "field march") : 0;
+    recordField(cmd, camera, extent, s.field);
+    if (timer) timer->endZone(cmd, zone);
+  }
   if (skeleton) {
     info.buffer = s.joints;  // the same shader reads joints instead of vertices
     push.vertexCount = s.jointCount;
@@ -323,6 +340,28 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   }
   if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
+}
+
+void Renderer::recordField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field) {
+  FieldMarchPush push{};
+  const auto vp = camera.viewProj(float(extent.width) / float(extent.height));
+  std::copy(vp.begin(), vp.end(), push.viewProj);
+  const auto eye = camera.eye();
+  std::copy(eye.begin(), eye.end(), push.camera);
+  std::copy_n(field.lo, 3, push.lo), std::copy_n(field.hi, 3, push.hi);
+  push.lo[3] = field.density;
+  push.size = field.size;
+  const VkDescriptorBufferInfo info{field.values, 0, VK_WHOLE_SIZE};
+  VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  w.dstBinding = FIELD_MARCH_BINDING_VALUES;
+  w.descriptorCount = 1;
+  w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w.pBufferInfo = &info;
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_fieldMarch);
+  vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_fieldLayout, 0, 1, &w);
+  vkCmdPushConstants(cmd, m_fieldLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push,
+                     &push);
+  vkCmdDraw(cmd, 36, 1, 0, 0);
 }
 
 void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
@@ -344,7 +383,7 @@ void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, c
     };
   }
   zone = timer.beginZone(cmd, "draw");
-  renderer.record(cmd, target, camera, positions, settings, inPass);
+  renderer.record(cmd, target, camera, positions, settings, inPass, &timer);
   timer.endZone(cmd, zone);
 }
 

@@ -51,6 +51,16 @@ struct SurfaceTexture {
   explicit operator bool() const { return texels != VK_NULL_HANDLE; }
 };
 
+// A scalar field sampled at the centres of size³ cells over a box (x fastest), drawn ray-marched with
+// emission–absorption: absorption `density` per metre at value 1, colour from a heat scale of the value.
+struct FieldVolume {
+  VkBuffer values = VK_NULL_HANDLE;  // size³ floats
+  uint32_t size = 0;
+  float lo[3] = {}, hi[3] = {};  // the box, world space
+  float density = 8;
+  explicit operator bool() const { return values != VK_NULL_HANDLE; }
+};
+
 struct DrawSettings {
   uint32_t vertexCount = 0;  // per avatar
   uint32_t avatars = 1;
@@ -63,6 +73,7 @@ struct DrawSettings {
   float clear[3] = {0.11f, 0.12f, 0.14f};
   VisibilityBuffers visibility;  // set: shade these instead of drawing the mesh (the compute-raster mode)
   SurfaceTexture texture;        // set: the surface's colour, lit (else the plain skin colour)
+  FieldVolume field;             // set: ray-marched over the avatars, in a GPU zone "field march" (recordFrame)
   UiLayer ui;                    // set: composited over a compute-shaded frame without a render pass
 };
 
@@ -104,8 +115,10 @@ class Renderer {
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
   // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
   // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
+  // With settings.field, the field is ray-marched over the avatars (in a zone "field march" of `timer`, if given).
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {});
+              const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {},
+              vk::GpuTimer* timer = nullptr);
   // Whether record() opens a render pass (else the UI must come as settings.ui).
   bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
@@ -113,6 +126,7 @@ class Renderer {
   // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe or texture, a copyable
   // target).
   bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
+  void recordField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
                           const DrawSettings& settings, bool compositeUi);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
@@ -135,6 +149,9 @@ class Renderer {
   VkPipeline m_visibility = VK_NULL_HANDLE, m_visibilityTextured = VK_NULL_HANDLE;
   VkPipeline m_fill = VK_NULL_HANDLE, m_lines = VK_NULL_HANDLE, m_bones = VK_NULL_HANDLE, m_points = VK_NULL_HANDLE;
   VkPipeline m_texturedCorners = VK_NULL_HANDLE, m_texturedPrimitives = VK_NULL_HANDLE;  // the latter: if supported
+  VkDescriptorSetLayout m_fieldSetLayout = VK_NULL_HANDLE;                               // FIELD_MARCH_BINDING_*
+  VkPipelineLayout m_fieldLayout = VK_NULL_HANDLE;
+  VkPipeline m_fieldMarch = VK_NULL_HANDLE;
   bool m_texturedIndexed = false;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)

@@ -56,6 +56,8 @@ class Scene {
                                       VkExtent2D extent) = 0;
   // The texture the crowd is drawn with, or none (the plain skin colour): see AvatarScene::setBake.
   virtual SurfaceTexture texture() const { return {}; }
+  // The field the renderer ray-marches, or none: see AvatarScene::setField.
+  virtual FieldVolume volume() const { return {}; }
   // The stages the last skin() and rasterize() timed themselves, as profiler spans.
   const std::vector<Span>& ownTimes() const { return m_ownTimes; }
   // The box of the whole crowd, for framing the camera; the floor height.

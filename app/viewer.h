@@ -31,6 +31,9 @@ struct ViewerOptions {
   bool skeleton = false;
   uint32_t bake = 0;  // a body model's baked-texture mode: texels per side (0: off), from bakeViews views as large
   uint32_t bakeViews = 8;
+  std::string field;                // a body model's field mode: a fitted field (fit-field's .npz) on avatar 0's joints
+  float fieldDensity = 8;           // its transfer function: absorption per metre at value 1
+  uint32_t fieldResolution = 64;    // its volume's points per side
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
   std::string view = "all";         // headless camera: front | side | top | all (every avatar, from the default angle)
   bool ui = false;                  // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame

@@ -49,6 +49,14 @@ int main(int argc, char** argv) {
                  "texture over a generated UV atlas, and draw the crowd with it")
       ->check(CLI::Range(256u, 8192u));
   app.add_option("--bake-views", o.bakeViews, "--bake: cameras around the avatar")->check(CLI::Range(1u, 64u));
+  app.add_option("--field", o.field,
+                 "a Gaussian field (armature fit-field's .npz) attached to the avatar's joints, posed, evaluated "
+                 "and ray-marched every frame")
+      ->check(cli::regularFile());
+  app.add_option("--field-density", o.fieldDensity, "--field: absorption per metre at field value 1")
+      ->check(CLI::Range(0.0f, 1000.0f));
+  app.add_option("--field-resolution", o.fieldResolution, "--field: the volume's points per side")
+      ->check(CLI::Range(4u, 256u));
   app.add_option("--raster", o.raster,
                  "how the avatars are rasterised: hardware (graphics pipeline) | compute "
                  "(the project's rasteriser: CUDA for the CUDA backend, else Vulkan compute)")

@@ -248,6 +248,26 @@ void Viewer::panels() {
           "bake the avatar, painted by body part, from %u views of %u² every frame into a %u² texture\n"
           "(stages: bake views, bake samples, bake aggregate) and draw the crowd with it",
           m_options.bakeViews, size, size);
+    if (!m_options.field.empty()) {
+      bool shown = avatar->field() != nullptr;
+      if (ImGui::Checkbox("field", &shown))
+        runCaught([&] {
+          avatar->setField(shown ? std::optional(loadBodyField(m_options.field, avatar->model())) : std::nullopt,
+                           FieldSettings{.resolution = m_options.fieldResolution, .density = m_options.fieldDensity});
+        });
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "%s on the avatar's joints: posed, binned and evaluated every frame (stages: field pose, "
+            "field grid, field eval), ray-marched (field march)",
+            m_options.field.c_str());
+      if (avatar->field()) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(120);
+        ImGui::SliderFloat("density", &avatar->fieldSettings().density, 0.1f, 200.0f, "%.1f /m",
+                           ImGuiSliderFlags_Logarithmic);
+        m_options.fieldDensity = avatar->fieldSettings().density;
+      }
+    }
   }
   ImGui::Separator();
   for (const auto& name : posePresetNames()) {
@@ -399,6 +419,7 @@ void Viewer::drawFrame() {
   }
   m_draw.joints = m_scene->joints();
   m_draw.texture = m_scene->texture();
+  m_draw.field = m_scene->volume();
   FrameTarget target{m_swap->framebuffer(imageIndex), m_swap->extent(),
                      m_swap->transferDst() ? m_swap->image(imageIndex) : VK_NULL_HANDLE};
   recordFrame(
@@ -611,7 +632,7 @@ int Viewer::run() {
     std::string backend = m_options.backend;
     setBackend(chooseBackend(backend));
     createSwapchain();
-    m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 8);
+    m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 16);
     for (auto& f : m_frames) {
       VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
       pci.queueFamilyIndex = m_ctx->queueFamily();

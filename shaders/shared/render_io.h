@@ -98,6 +98,27 @@ static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #define GATHER_ROWS_BINDING_SOURCE 0
 #define GATHER_ROWS_BINDING_TARGET 1
 #define GATHER_ROWS_BINDINGS 2
+// field_march.vert/field_march.frag: a field volume (size³ cell-centre values, x fastest) ray-marched over its box
+#define FIELD_MARCH_BINDING_VALUES 0
+#define FIELD_MARCH_BINDINGS 1
+ARM_SHARED_STRUCT(FieldMarchPush) {
+#if defined(__cplusplus)
+  float viewProj[16];  // column-major, world -> clip
+  float camera[4];     // xyz: the eye
+  float lo[4];         // xyz: the box's low corner; w: absorption per metre at value 1
+  float hi[4];         // xyz: the box's high corner
+#else
+  mat4 viewProj;
+  vec4 camera;
+  vec4 lo;
+  vec4 hi;
+#endif
+  uint size;           // cells per side
+  uint pad[3];
+};
+#if defined(__cplusplus)
+static_assert(sizeof(FieldMarchPush) == 128);
+#endif
 // clip_transform.comp
 #define CLIP_TRANSFORM_BINDING_POSITIONS 0
 #define CLIP_TRANSFORM_BINDING_CLIP 1

@@ -46,10 +46,16 @@ VkPipeline createGraphicsPipeline(Context& ctx, const GraphicsPipelineDesc& d) {
   ms.rasterizationSamples = VK_SAMPLE_COUNT_1_BIT;
   VkPipelineDepthStencilStateCreateInfo ds{VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO};
   ds.depthTestEnable = d.depthTest;
-  ds.depthWriteEnable = d.depthTest;
+  ds.depthWriteEnable = d.depthTest && d.depthWrite;
   ds.depthCompareOp = d.depthCompare;
   VkPipelineColorBlendAttachmentState blend{};
   blend.colorWriteMask = 0xf;  // every target alike: no independentBlend needed
+  if (d.blendPremultiplied) {
+    blend.blendEnable = VK_TRUE;
+    blend.srcColorBlendFactor = blend.srcAlphaBlendFactor = VK_BLEND_FACTOR_ONE;
+    blend.dstColorBlendFactor = blend.dstAlphaBlendFactor = VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA;
+    blend.colorBlendOp = blend.alphaBlendOp = VK_BLEND_OP_ADD;
+  }
   std::vector<VkPipelineColorBlendAttachmentState> blends(d.colorAttachments, blend);
   VkPipelineColorBlendStateCreateInfo cb{VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO};
   cb.attachmentCount = d.colorAttachments;

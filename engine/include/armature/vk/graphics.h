@@ -14,7 +14,9 @@ struct GraphicsPipelineDesc {
   VkRenderPass renderPass = VK_NULL_HANDLE;
   VkPrimitiveTopology topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST;
   VkPolygonMode polygonMode = VK_POLYGON_MODE_FILL;
-  bool depthTest = true;  // and depth writes
+  bool depthTest = true;
+  bool depthWrite = true;           // with depthTest
+  bool blendPremultiplied = false;  // colour = src + (1 − src.a)·dst (a translucent layer over the frame)
   VkCompareOp depthCompare = VK_COMPARE_OP_LESS_OR_EQUAL;
   float depthBias = 0;  // constant and slope factor (lines over the surface they lie on: negative)
   uint32_t colorAttachments = 1;

@@ -1,0 +1,138 @@
+#include "app/body_field.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "armature/body/npz.h"
+#include "armature/error.h"
+
+namespace armature::app {
+
+namespace {
+std::vector<float> readArray(NpzArchive& file, const std::string& path, const char* key, size_t columns) {
+  ARM_CHECK(file.count(key), "%s: a field file holds 'means', 'cholesky' and 'weights'; '%s' is missing", path.c_str(),
+            key);
+  const NpyArray& a = file.at(key);
+  ARM_CHECK(a.shape.size() == 2 && a.shape[1] == columns, "%s: %s is %s, expected (N,%zu)", path.c_str(), key,
+            a.shapeString().c_str(), columns);
+  for (size_t i = 0; i < a.values.size(); ++i)
+    ARM_CHECK(std::isfinite(a.values[i]), "%s: %s value %zu is not finite", path.c_str(), key, i);
+  return std::vector<float>(a.values.begin(), a.values.end());
+}
+}  // namespace
+
+BodyField loadBodyField(const std::string& path, const BodyModel& model) {
+  NpzArchive file = readNpz(path);
+  std::vector<float> means = readArray(file, path, "means", 3), cholesky = readArray(file, path, "cholesky", 6),
+                     weights = readArray(file, path, "weights", 1);
+  const size_t N = means.size() / 3;
+  ARM_CHECK(cholesky.size() == N * 6 && weights.size() == N, "%s: means hold %zu Gaussians, cholesky %zu, weights %zu",
+            path.c_str(), N, cholesky.size() / 6, weights.size());
+  ARM_CHECK(N >= 1, "%s: the field has no Gaussians", path.c_str());
+  return attachField(std::move(means), std::move(cholesky), std::move(weights), model, path);
+}
+
+BodyField attachField(std::vector<float> means, std::vector<float> cholesky, std::vector<float> weights,
+                      const BodyModel& model, std::string source) {
+  BodyField f{std::move(source), std::move(means), std::move(cholesky), std::move(weights), {}};
+  const size_t N = f.means.size() / 3, V = model.vertexCount, J = model.jointCount;
+  f.joints.resize(N);
+  for (size_t i = 0; i < N; ++i) {
+    size_t nearest = 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t v = 0; v < V; ++v) {
+      double d = 0;
+      for (size_t k = 0; k < 3; ++k) d += std::pow(model.vTemplate[v * 3 + k] - f.means[i * 3 + k], 2);
+      if (d < best) best = d, nearest = v;
+    }
+    const double* w = &model.weights[nearest * J];
+    f.joints[i] = int32_t(std::max_element(w, w + J) - w);
+  }
+  return f;
+}
+
+std::vector<double> restJoints(const BodyModel& model, const std::vector<double>& betas,
+                               const std::vector<double>& expression) {
+  const size_t V = model.vertexCount, J = model.jointCount;
+  std::vector<double> shaped(model.vTemplate);
+  for (size_t v = 0; v < V * 3; ++v) {
+    for (size_t k = 0; k < betas.size(); ++k) shaped[v] += model.shapeDirs[v * model.shapeCount + k] * betas[k];
+    for (size_t k = 0; k < expression.size(); ++k) shaped[v] += model.exprDirs[v * model.exprCount + k] * expression[k];
+  }
+  std::vector<double> joints(J * 3, 0.0);
+  for (size_t j = 0; j < J; ++j)
+    for (size_t v = 0; v < V; ++v) {
+      const double r = model.jRegressor[j * V + v];
+      if (r != 0)
+        for (size_t k = 0; k < 3; ++k) joints[j * 3 + k] += r * shaped[v * 3 + k];
+    }
+  return joints;
+}
+
+FieldJoints fieldJoints(const BodyModel& model, const double* pose, const std::vector<double>& rest,
+                        const double transl[3]) {
+  const size_t J = model.jointCount;
+  FieldJoints out;
+  out.locals.resize(J * 12), out.inverseBinds.assign(J * 12, 0.0f), out.posed.resize(J * 3);
+  std::vector<double> globals(J * 12);
+  for (int32_t j : model.topologicalOrder()) {
+    const int32_t parent = model.parents[size_t(j)];
+    const std::array<double, 9> R = rodrigues(pose + size_t(j) * 3);
+    double local[12];
+    for (size_t r = 0; r < 3; ++r) {
+      for (size_t c = 0; c < 3; ++c) local[r * 4 + c] = R[r * 3 + c];
+      local[r * 4 + 3] = rest[size_t(j) * 3 + r] - (parent < 0 ? -transl[r] : rest[size_t(parent) * 3 + r]);
+    }
+    double* g = &globals[size_t(j) * 12];
+    if (parent < 0) {
+      std::copy_n(local, 12, g);
+    } else {
+      const double* p = &globals[size_t(parent) * 12];
+      for (size_t r = 0; r < 3; ++r)
+        for (size_t c = 0; c < 4; ++c)
+          g[r * 4 + c] = p[r * 4] * local[c] + p[r * 4 + 1] * local[4 + c] + p[r * 4 + 2] * local[8 + c] +
+                         (c == 3 ? p[r * 4 + 3] : 0.0);
+    }
+    for (size_t k = 0; k < 12; ++k) out.locals[size_t(j) * 12 + k] = float(local[k]);
+    for (size_t r = 0; r < 3; ++r) {
+      out.inverseBinds[size_t(j) * 12 + r * 5] = 1.0f;  // the diagonal of the 3×4
+      out.inverseBinds[size_t(j) * 12 + r * 4 + 3] = float(-rest[size_t(j) * 3 + r]);
+      out.posed[size_t(j) * 3 + r] = g[r * 4 + 3];
+    }
+  }
+  return out;
+}
+
+FieldReach fieldReach(const BodyField& field, const std::vector<double>& rest, float epsilon) {
+  FieldReach reach;
+  reach.radius.assign(rest.size() / 3, 0.0);
+  for (size_t i = 0; i < field.size(); ++i) {
+    const double w = std::abs(double(field.weights[i]));
+    if (w <= epsilon) continue;  // counts nowhere (gaussian_field.h's culled mode)
+    // A term falls below ε beyond the Mahalanobis radius √(2 ln(|w|/ε)); L's Frobenius norm bounds its stretch.
+    const float* p = &field.cholesky[i * 6];
+    const double l00 = std::exp(p[0]), l11 = std::exp(p[2]), l22 = std::exp(p[5]);
+    const double stretch = std::sqrt(l00 * l00 + p[1] * p[1] + l11 * l11 + p[3] * p[3] + p[4] * p[4] + l22 * l22);
+    const size_t j = size_t(field.joints[i]);
+    double fromJoint = 0;
+    for (size_t k = 0; k < 3; ++k) fromJoint += std::pow(double(field.means[i * 3 + k]) - rest[j * 3 + k], 2);
+    reach.radius[j] = std::max(reach.radius[j], std::sqrt(fromJoint) + std::sqrt(2 * std::log(w / epsilon)) * stretch);
+  }
+  return reach;
+}
+
+void fieldBox(const FieldReach& reach, const std::vector<double>& posed, float lo[3], float hi[3]) {
+  for (int k = 0; k < 3; ++k) lo[k] = std::numeric_limits<float>::max(), hi[k] = -lo[k];
+  for (size_t j = 0; j < reach.radius.size(); ++j) {
+    if (reach.radius[j] <= 0) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      lo[k] = std::min(lo[k], float(posed[j * 3 + k] - reach.radius[j]));
+      hi[k] = std::max(hi[k], float(posed[j * 3 + k] + reach.radius[j]));
+    }
+  }
+  if (lo[0] > hi[0])  // no Gaussian counts anywhere: a unit box at the root
+    for (size_t k = 0; k < 3; ++k) lo[k] = float(posed[k] - 0.5), hi[k] = float(posed[k] + 0.5);
+}
+
+}  // namespace armature::app
