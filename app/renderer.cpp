@@ -212,7 +212,8 @@ bool Renderer::hasRenderPass(const FrameTarget& target, const DrawSettings& s) c
 }
 
 void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass, vk::GpuTimer* timer) {
+                      const DrawSettings& s, const std::function<void(VkCommandBuffer)>& inPass,
+                      const std::function<void(VkCommandBuffer, const char*)>& nextZone) {
   const VkExtent2D extent = target.extent;
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
   // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton.
@@ -317,11 +318,6 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     draw(m_fill, RENDER_MODE_MESH);
   }
   if (s.avatars && s.wireframe && m_lines) draw(m_lines, RENDER_MODE_LINES);
-  if (s.field) {
-    const uint32_t zone = timer ? timer->beginZone(cmd, "field march") : 0;
-    recordField(cmd, camera, extent, s.field);
-    if (timer) timer->endZone(cmd, zone);
-  }
   if (skeleton) {
     info.buffer = s.joints;  // the same shader reads joints instead of vertices
     push.vertexCount = s.jointCount;
@@ -337,6 +333,10 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_points);
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
     vkCmdDraw(cmd, s.jointCount, s.avatars, 0, 0);
+  }
+  if (s.field) {
+    if (nextZone) nextZone(cmd, "field march");
+    recordField(cmd, camera, extent, s.field);
   }
   if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
@@ -371,19 +371,22 @@ void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, c
   settings.ui = {};
   std::function<void(VkCommandBuffer)> inPass;
   uint32_t zone = 0;
+  const auto nextZone = [&](VkCommandBuffer c, const char* name) {
+    timer.endZone(c, zone);
+    zone = timer.beginZone(c, name);
+  };
   if (layer && !renderer.hasRenderPass(target, settings)) {
     zone = timer.beginZone(cmd, "ui");
     settings.ui = layer(cmd);
     timer.endZone(cmd, zone);
   } else if (drawUi) {
     inPass = [&](VkCommandBuffer c) {
-      timer.endZone(c, zone);
-      zone = timer.beginZone(c, "ui");
+      nextZone(c, "ui");
       drawUi(c);
     };
   }
   zone = timer.beginZone(cmd, "draw");
-  renderer.record(cmd, target, camera, positions, settings, inPass, &timer);
+  renderer.record(cmd, target, camera, positions, settings, inPass, nextZone);
   timer.endZone(cmd, zone);
 }
 

@@ -115,10 +115,11 @@ class Renderer {
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
   // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
   // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
-  // With settings.field, the field is ray-marched over the avatars (in a zone "field march" of `timer`, if given).
+  // With settings.field, the field is ray-marched over the frame last, before `inPass`; `nextZone`, if given, is
+  // called first with "field march" (recordFrame times it as its own zone).
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
               const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {},
-              vk::GpuTimer* timer = nullptr);
+              const std::function<void(VkCommandBuffer, const char*)>& nextZone = {});
   // Whether record() opens a render pass (else the UI must come as settings.ui).
   bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
@@ -157,9 +158,10 @@ class Renderer {
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
 
-// Records the frame between GPU zones "draw" and "ui". Without a UI (null callbacks) only "draw". A frame without a
-// render pass takes the UI as a cached layer (`layer` records its refresh when the UI changed: "ui"); otherwise the
-// UI is drawn last inside the pass (`drawUi`, timed from there to the end of the pass: "ui").
+// Records the frame between GPU zones "draw", "field march" (with a field) and "ui". Without a UI (null callbacks) only
+// "draw". A frame without a render pass takes the UI as a cached layer (`layer` records its refresh when the UI
+// changed: "ui"); otherwise the UI is drawn last inside the pass (`drawUi`, timed from there to the end of the pass:
+// "ui").
 void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, const FrameTarget& target,
                  const Camera& camera, VkBuffer positions, DrawSettings& settings,
                  const std::function<UiLayer(VkCommandBuffer)>& layer = {},

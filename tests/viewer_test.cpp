@@ -21,6 +21,10 @@
 #include "armature/body/gltf_export.h"
 #include "armature/body/synth.h"
 #include "armature/device.h"
+#include "armature/body/npz.h"
+#include "armature/ops/gaussian_field.h"
+#include "armature/ops/gaussian_pose.h"
+#include "armature/ops/joint_propagation.h"
 #include "armature/ops/texture_bake.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
@@ -748,6 +752,213 @@ TEST(Viewer, BakedTextureRendersWithItsStages) {
   EXPECT_FALSE(scene.bake().has_value());
   ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
   EXPECT_FALSE(scene.texture());
+}
+
+// ---- The field mode --------------------------------------------------------------------------------------------
+
+namespace {
+// N Gaussians at random rest vertices of the avatar, scales 2 … 6 cm, off-diagonals ±1 cm, weights 0.5 … 1.
+BodyField testField(uint32_t N) {
+  const BodyModel& m = avatar();
+  std::vector<float> means, cholesky, weights;
+  for (uint32_t i = 0; i < N; ++i) {
+    const size_t v = rng()() % m.vertexCount;
+    for (size_t k = 0; k < 3; ++k) means.push_back(float(m.vTemplate[v * 3 + k]));
+    const std::vector<double> s = uniform(3, std::log(0.02), std::log(0.06)), o = uniform(3, -0.01, 0.01);
+    cholesky.insert(cholesky.end(), {float(s[0]), float(o[0]), float(s[1]), float(o[1]), float(o[2]), float(s[2])});
+    weights.push_back(float(uniform(1, 0.5, 1)[0]));
+  }
+  return attachField(means, cholesky, weights, m, "test");
+}
+}  // namespace
+
+// The host side of the field mode against the lbs() reference: the joints it poses with land where bodyForwardRef
+// puts them (shape, pose and translation included), and a Gaussian at a vertex that one joint moves follows that
+// joint.
+TEST(BodyField, FollowsTheLbsReferenceJoints) {
+  const BodyModel& m = avatar();
+  BodyParams p = BodyParams::zeros(m, 1, 10, 10);
+  walkCycle(m, 0.7, p.pose.data());
+  p.betas = uniform(10, -1.5, 1.5), p.expression = uniform(10, -1, 1), p.transl = {0.3, -0.2, 1.1};
+  const FieldJoints joints = fieldJoints(m, p.pose.data(), restJoints(m, p.betas, p.expression), p.transl.data());
+  EXPECT_TRUE(allClose(joints.posed, bodyForwardRef(m, p).joints, Tol{1e-9, 1e-9}));
+  size_t v = 0;  // the vertex most wholly one joint's
+  for (size_t i = 0; i < m.vertexCount; ++i)
+    if (*std::max_element(&m.weights[i * m.jointCount], &m.weights[(i + 1) * m.jointCount]) >
+        *std::max_element(&m.weights[v * m.jointCount], &m.weights[(v + 1) * m.jointCount]))
+      v = i;
+  const double* w = &m.weights[v * m.jointCount];
+  const BodyField f =
+      attachField({float(m.vTemplate[v * 3]), float(m.vTemplate[v * 3 + 1]), float(m.vTemplate[v * 3 + 2])},
+                  {0, 0, 0, 0, 0, 0}, {1}, m);
+  EXPECT_EQ(f.joints[0], std::max_element(w, w + m.jointCount) - w);
+}
+
+// The field mode's volume, NaN-poisoned before the second frame, against the double reference: avatar 0's joints
+// propagated (propagateJointsRef over fieldJoints' locals, checked above against lbs()), its Gaussians posed
+// (poseGaussiansRef) and the dense field (gaussianFieldRef) at the volume's cell centres over the scene's box. The
+// culled field leaves out terms below ε = 1e-6 (at most N·ε = 2e-4 at a point); the float path adds ~1e-5 (a
+// Gaussian posed in float, its exponent's relative error a few 1e-6 on values ≤ 1, summed over the ~10 that reach a
+// point): 1e-3 absolute covers both with margin, far below the field's values (≥ 0.5 at the Gaussians). The box holds
+// the field: its outer cells are at most N·ε. On CUDA the volume reaches Vulkan through interop.
+namespace {
+void expectSceneFieldIsThePosedField(vk::Context& ctx, Backend backend) {
+  const uint32_t N = 200, R = 24;
+  const BodyField field = testField(N);
+  AvatarScene scene(ctx, avatar(), 2);
+  scene.applyPose(posePreset(scene.model(), "walk"));
+  scene.setBackend(backend);
+  scene.setAvatars(2);
+  scene.base().betas[0] = 1.2, scene.base().transl = {0.2, 0.1, -0.3};
+  scene.setField(field, FieldSettings{.resolution = R, .epsilon = 1e-6f});
+  scene.update(0.4);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  const FieldVolume first = scene.volume();
+  ASSERT_TRUE(first);
+  poisonBuffer(ctx, first.values);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  const FieldVolume volume = scene.volume();
+  EXPECT_EQ(volume.values, first.values) << "a frame made a new volume";
+  EXPECT_EQ(volume.size, R);
+  const std::vector<float> got = downloadFloats(ctx, volume.values, size_t(R) * R * R);
+  if (backend == Backend::Cuda) {
+    std::set<std::string> stages;
+    for (const Span& span : scene.ownTimes()) stages.insert(span.name);
+    EXPECT_EQ(stages, (std::set<std::string>{"skinning (cuda)", "field pose (cuda)", "field grid (cuda)",
+                                             "field eval (cuda)"}));
+  }
+
+  const BodyModel& m = scene.model();
+  const BodyParams& p = scene.params();
+  const std::vector<double> betas(p.betas.begin(), p.betas.begin() + scene.shapeComponents());
+  const std::vector<double> expression(p.expression.begin(), p.expression.begin() + scene.exprComponents());
+  const FieldJoints joints = fieldJoints(m, p.pose.data(), restJoints(m, betas, expression), p.transl.data());
+  JointLocalsRef locals;
+  locals.kind = LocalTransform::Affine;
+  locals.affine.assign(joints.locals.begin(), joints.locals.end());
+  locals.inverseBind.assign(joints.inverseBinds.begin(), joints.inverseBinds.end());
+  const JointGlobalsRef globals = propagateJointsRef(JointForest(m.parents), locals);
+  GaussianFieldRef posed;
+  poseGaussiansRef(globals.skinning, field.joints, std::vector<double>(field.means.begin(), field.means.end()),
+                   std::vector<double>(field.cholesky.begin(), field.cholesky.end()), posed.means, posed.cholesky);
+  posed.weights.assign(field.weights.begin(), field.weights.end());
+  for (uint32_t k = 0; k < R; ++k)
+    for (uint32_t j = 0; j < R; ++j)
+      for (uint32_t i = 0; i < R; ++i) {
+        const uint32_t cell[3] = {i, j, k};
+        for (int a = 0; a < 3; ++a)
+          posed.points.push_back(volume.lo[a] + (cell[a] + 0.5) * (double(volume.hi[a]) - volume.lo[a]) / R);
+      }
+  const std::vector<double> want = gaussianFieldRef(posed).field;
+  EXPECT_TRUE(allClose(got, want, Tol{1e-3, 0}));
+  EXPECT_GT(*std::max_element(want.begin(), want.end()), 0.5) << "the volume misses the field";
+  double outer = 0;
+  for (uint32_t k = 0; k < R; ++k)
+    for (uint32_t j = 0; j < R; ++j)
+      for (uint32_t i = 0; i < R; ++i)
+        if (std::min({i, j, k}) == 0 || std::max({i, j, k}) == R - 1)
+          outer = std::max(outer, want[(size_t(k) * R + j) * R + i]);
+  EXPECT_LE(outer, N * 1e-6) << "the box cuts the field";
+}
+}  // namespace
+
+TEST(Viewer, FieldVolumeIsThePosedField) {
+  ARM_REQUIRE_VULKAN(ctx);
+  for (Backend backend : {Backend::Vulkan, Backend::Cpu}) {
+    SCOPED_TRACE(backendName(backend));
+    expectSceneFieldIsThePosedField(ctx, backend);
+  }
+}
+
+TEST(ViewerCuda, FieldVolumeIsThePosedField) {
+  ARM_REQUIRE_VULKAN(ctx);
+  ARM_REQUIRE_CUDA();
+  expectSceneFieldIsThePosedField(ctx, Backend::Cuda);
+}
+
+// The ray march: pixels change only inside the box's projection, and enough of them do; at density 0 the layer
+// is transparent (the blend leaves the frame as it was, bit for bit).
+TEST(Viewer, FieldIsRayMarchedInsideItsBox) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const uint32_t W = 200, H = 150;
+  Rig rig(ctx, "a-pose", W, H, 1);
+  auto& [scene, renderer, target, camera, draw] = rig;
+  scene.setField(testField(300), FieldSettings{.resolution = 32});
+  std::vector<uint8_t> images[3];
+  for (int mode : {0, 1, 2}) {  // without the field, with it, with it at density 0
+    scene.fieldSettings().density = mode == 2 ? 0.0f : 30.0f;
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      scene.skin(cmd, nullptr);
+      draw.field = mode ? scene.volume() : FieldVolume{};
+      renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
+      target.recordReadback(cmd);
+    });
+    images[mode] = target.pixels();
+  }
+  EXPECT_EQ(images[0], images[2]) << "a transparent field changed the frame";
+  // The box's projection: the rectangle around its 8 corners' pixels.
+  const FieldVolume v = scene.volume();
+  const auto m = camera.viewProj(float(W) / H);
+  float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+  for (int c = 0; c < 8; ++c) {
+    const float p[3] = {c & 1 ? v.hi[0] : v.lo[0], c & 2 ? v.hi[1] : v.lo[1], c & 4 ? v.hi[2] : v.lo[2]};
+    float clip[4];
+    for (int r = 0; r < 4; ++r) clip[r] = m[r] * p[0] + m[4 + r] * p[1] + m[8 + r] * p[2] + m[12 + r];
+    const float x = (clip[0] / clip[3] * 0.5f + 0.5f) * W, y = (clip[1] / clip[3] * 0.5f + 0.5f) * H;
+    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  }
+  size_t changed = 0, outside = 0;
+  for (uint32_t y = 0; y < H; ++y)
+    for (uint32_t x = 0; x < W; ++x) {
+      const size_t i = (size_t(y) * W + x) * 4;
+      if (std::memcmp(&images[0][i], &images[1][i], 3) == 0) continue;
+      ++changed;
+      outside += x + 1 < x0 || x > x1 + 1 || y + 1 < y0 || y > y1 + 1;
+    }
+  EXPECT_EQ(outside, 0u) << "the march drew outside its box";
+  EXPECT_GT(double(changed), 0.05 * (x1 - x0) * (y1 - y0)) << "the field does not show";
+}
+
+// Headless: --field's stages are in the profile; a glTF character has no body joints to follow and is refused, as
+// are a malformed field file and a volume out of range.
+TEST(Viewer, FieldRendersWithItsStages) {
+  ARM_REQUIRE_VULKAN(ctx);
+  auto dir = scratchDir("field");
+  const BodyField f = testField(50);
+  auto write = [&](const std::string& name, bool withWeights) {
+    std::map<std::string, NpyWrite> arrays{
+        {"means", {{50, 3}, NpyType::F32, std::vector<double>(f.means.begin(), f.means.end())}},
+        {"cholesky", {{50, 6}, NpyType::F32, std::vector<double>(f.cholesky.begin(), f.cholesky.end())}}};
+    if (withWeights)
+      arrays["weights"] = {{50, 1}, NpyType::F32, std::vector<double>(f.weights.begin(), f.weights.end())};
+    writeNpz((dir / name).string(), arrays);
+    return (dir / name).string();
+  };
+  ViewerOptions o = profiledRun("vulkan", 3, 96, 64, dir / "profile.json");
+  o.field = write("field.npz", true);
+  o.fieldResolution = 16;
+  o.avatars = 2;
+  o.screenshot = (dir / "field.png").string();
+  ASSERT_EQ(runHeadless(o), 0);
+  EXPECT_EQ(checkTrace(o.profile, o.frames)[2],
+            (std::set<std::string>{"skinning", "field pose", "field grid", "field eval", "draw", "field march"}));
+  ViewerOptions character = o;
+  character.model = characterGlb();
+  EXPECT_THROW(runHeadless(character), Error);
+  ViewerOptions malformed = o;
+  malformed.field = write("no_weights.npz", false);
+  try {
+    runHeadless(malformed);
+    ADD_FAILURE() << "a field without weights was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'weights' is missing"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+  AvatarScene scene(ctx, avatar(), 1);
+  EXPECT_THROW(scene.setField(f, FieldSettings{.resolution = 2}), Error);
+  EXPECT_FALSE(scene.field());
+  ctx.submitAndWait([&](VkCommandBuffer cmd) { scene.skin(cmd, nullptr); });
+  EXPECT_FALSE(scene.volume());
 }
 
 // GPU spans sit at their device times on every backend's track: Vulkan's zones through calibrated timestamps (or
