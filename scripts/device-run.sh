@@ -31,7 +31,7 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   ops=*/cuda:*Cuda*:*CUDA*
   cuda_tests=${SANITIZE_TESTS:-"axpy_test:$ops skinning_test:$ops raster_test:$ops interpolate_test:$ops
               project_test:$ops grid_hierarchy_test:$ops joint_propagation_test:$ops linear_blend_skinning_test:$ops
-              gaussian_field_test:$ops deformable_aggregation_test:$ops texture_bake_test:$ops interop_test:* viewer_test:*"}
+              gaussian_field_test:$ops gaussian_pose_test:$ops deformable_aggregation_test:$ops texture_bake_test:$ops interop_test:* viewer_test:*"}
   for tool in memcheck racecheck synccheck initcheck; do
     (
       for entry in $cuda_tests; do

@@ -62,9 +62,21 @@ void main() {
     for (uint b = group; b < p.buckets; b += gl_NumWorkGroups.x) {
       const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];
       if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole workgroup
-      if (n > BUCKET_SORT_SHARED) {
-        if (lid == 0u) heapSort(first, n);
-        barrier();
+      if (n > BUCKET_SORT_SHARED) {  // the same network in place, every comparator ascending (bucket_io.h)
+        uint size = 1u;
+        while (size < n) size <<= 1u;
+        for (uint k = 2u; k <= size; k <<= 1u)
+          for (uint j = k >> 1u; j > 0u; j >>= 1u) {
+            for (uint i = lid; i < size; i += BUCKET_THREADS) {
+              const uint partner = j == k >> 1u ? i ^ (k - 1u) : i ^ j;
+              if (partner > i && partner < n) {
+                const uint a = words[first + i], c = words[first + partner];
+                if (a > c) words[first + i] = c, words[first + partner] = a;
+              }
+            }
+            memoryBarrierBuffer();
+            barrier();
+          }
         continue;
       }
       uint size = 64u;

@@ -9,6 +9,7 @@
 
 #include "armature/error.h"
 #include "armature/ops/gaussian_field.h"
+#include "shared/buckets_io.h"
 #include "shared/gaussian_grid_io.h"
 #include "support/compare.h"
 #include "support/errors.h"
@@ -420,6 +421,47 @@ TEST_P(GaussianFieldOp, CulledMatchesReference) {
     expectGrad(got[4], wantGrads.weights, B, "weights");
     expectSameBits(got, runAll());
   }
+}
+
+// A crowded grid: 5,000 Gaussians around one point, so every cell's list holds thousands (past the shared-memory
+// sort's BUCKET_SORT_SHARED: the in-place network). Every list comes out strictly ascending (the fixed sum order),
+// and the field matches the reference.
+TEST_P(GaussianFieldOp, CrowdedCellsAreSorted) {
+  const uint32_t B = 64, N = 5000;
+  GaussianFieldRef f = randomField(B, N, 1, GaussianShape::Anisotropic);
+  for (double& x : f.means) x = double(float(x * 0.01));
+  for (double& x : f.points) x = double(float(x * 0.1));
+  for (size_t i = 0; i < N; ++i)
+    for (size_t k : {0, 2, 5}) f.cholesky[i * 6 + k] = double(float(std::log(0.05) + 0.1 * f.cholesky[i * 6 + k]));
+  for (size_t i = 0; i < N * 6; ++i)
+    if (i % 6 != 0 && i % 6 != 2 && i % 6 != 5) f.cholesky[i] = double(float(f.cholesky[i] * 0.05));
+  f.epsilon = 1e-3;
+  const DeviceField d(device(), f);
+  DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(B, N));
+  DeviceBuffer field = poisoned(device(), B);
+  run([&](const Exec& exec) {
+    buildGaussianGrid(exec, {d.in, float(f.epsilon), grid});
+    gaussianField(exec, {d.in, field, {}, {}, grid});
+  });
+  const std::vector<uint32_t> words = grid.download<uint32_t>();
+  const uint32_t cells = gaussianGridCells(N);
+  const uint32_t starts = GAUSSIAN_GRID_HEADER_WORDS + GAUSSIAN_GRID_HISTOGRAM_BINS + cells + 1;
+  const uint32_t entries = starts + cells + 2;
+  size_t longest = 0, unsorted = 0;
+  for (uint32_t b = 0; b <= cells; ++b) {
+    const uint32_t first = words[starts + b], last = words[starts + b + 1];
+    if (last < first) continue;  // past the active cells
+    longest = std::max<size_t>(longest, last - first);
+    for (uint32_t e = first + 1; e < last; ++e) unsorted += words[entries + e] <= words[entries + e - 1];
+  }
+  EXPECT_GT(longest, 2 * BUCKET_SORT_SHARED) << "no crowded cell";
+  EXPECT_EQ(unsorted, 0u);
+  const std::vector<double> want = gaussianFieldRef(f).field;
+  GaussianFieldRef sizes = f;
+  for (double& w : sizes.weights) w = std::abs(w);
+  const std::vector<double> scale = gaussianFieldRef(sizes).field;
+  const std::vector<float> got = field.download<float>(B);
+  for (size_t i = 0; i < B; ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale[i] + 1e-6) << i;
 }
 
 TEST_P(GaussianFieldOp, CulledModeRejectsBadArguments) {

@@ -97,9 +97,20 @@ __global__ void __launch_bounds__(BUCKET_THREADS) sortLargeBuckets(uint32_t* __r
     uint32_t* list = words + p.entries + words[p.starts + b];
     const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
     if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole block
-    if (n > BUCKET_SORT_SHARED) {
-      if (threadIdx.x == 0) heapSort(list, n);
-      __syncthreads();
+    if (n > BUCKET_SORT_SHARED) {          // the same network in place, every comparator ascending (bucket_io.h)
+      uint32_t size = 1;
+      while (size < n) size <<= 1;
+      for (uint32_t k = 2; k <= size; k <<= 1)
+        for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+          for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
+            const uint32_t partner = j == k >> 1 ? i ^ (k - 1) : i ^ j;
+            if (partner > i && partner < n) {
+              const uint32_t a = list[i], c = list[partner];
+              if (a > c) list[i] = c, list[partner] = a;
+            }
+          }
+          __syncthreads();
+        }
       continue;
     }
     uint32_t size = 64;

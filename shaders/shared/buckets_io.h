@@ -15,11 +15,11 @@
 #define BUCKET_SORT 3u         // per bucket of at most BUCKET_SORT_SMALL entries: sorted by its invocation (heap sort)
 #define BUCKET_CLEAR 4u        // per bucket: its count zeroed
 #define BUCKET_SORT_LARGE 5u   // per larger bucket, a workgroup: a bitonic sort in shared memory (at most
-                               // BUCKET_SORT_SHARED entries), else a heap sort by its first invocation
+                               // BUCKET_SORT_SHARED entries), else in place in the list: a bitonic network whose
+                               // comparators all put the smaller entry first (each stage's first step compares i
+                               // with i ^ (k − 1)), so the list's virtual padding to a power of two never moves
 #define BUCKET_SORT_SMALL 32u
 #define BUCKET_SORT_SHARED 2048u  // 8 KiB of shared memory
-// lavapipe stops an invocation's loops after 65,535 iterations, so there a bucket of more than ~4,000 entries is left
-// partly unsorted: its sums are right but may differ in their last bits from run to run.
 
 #define BUCKET_BINDING_WORDS 0
 #define BUCKET_BINDINGS 1
