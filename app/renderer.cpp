@@ -95,13 +95,13 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   m_points = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_POINT_LIST, false);
   // The field: a translucent layer, hidden by what is in front of its box but not hiding anything itself.
   layouts =
-      vk::createDrawLayouts(ctx, FIELD_MARCH_BINDINGS, VK_SHADER_STAGE_FRAGMENT_BIT, sizeof(FieldMarchPush), both);
+      vk::createDrawLayouts(ctx, FIELD_MARCH_BINDINGS, VK_SHADER_STAGE_FRAGMENT_BIT, sizeof(FieldCompositePush), both);
   m_fieldSetLayout = layouts.set, m_fieldLayout = layouts.pipeline;
   vk::GraphicsPipelineDesc d;
-  d.vertex = &shaders::field_march_vert, d.fragment = &shaders::field_march_frag;
+  d.vertex = &shaders::field_composite_vert, d.fragment = &shaders::field_composite_frag;
   d.layout = m_fieldLayout, d.renderPass = m_renderPass;
   d.depthWrite = false, d.blendPremultiplied = true;
-  m_fieldMarch = vk::createGraphicsPipeline(ctx, d);
+  m_fieldComposite = vk::createGraphicsPipeline(ctx, d);
 }
 
 VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
@@ -186,7 +186,7 @@ Renderer::~Renderer() {
   vkDestroyPipeline(dev, m_points, nullptr);
   vkDestroyPipeline(dev, m_visibility, nullptr);
   vkDestroyPipeline(dev, m_visibilityTextured, nullptr);
-  vkDestroyPipeline(dev, m_fieldMarch, nullptr);
+  vkDestroyPipeline(dev, m_fieldComposite, nullptr);
   vkDestroyPipelineLayout(dev, m_fieldLayout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_fieldSetLayout, nullptr);
   vkDestroyPipelineLayout(dev, m_visibilityLayout, nullptr);
@@ -219,6 +219,10 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton.
   const bool computeFrame = computeShaded(target, s);
   const bool skeleton = s.skeleton && s.joints && s.jointCount;
+  if (s.field) {
+    marchField(cmd, camera, extent, s.field);
+    if (nextZone) nextZone(cmd, "draw");
+  }
   if (computeFrame) {
     recordComputeFrame(cmd, target, camera, positions, s,
                        !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height);
@@ -334,30 +338,76 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
     vkCmdDraw(cmd, s.jointCount, s.avatars, 0, 0);
   }
-  if (s.field) {
-    if (nextZone) nextZone(cmd, "field march");
-    recordField(cmd, camera, extent, s.field);
-  }
+  if (s.field) compositeField(cmd, camera, extent, s.field);
   if (inPass) inPass(cmd);
   vkCmdEndRenderPass(cmd);
 }
 
-void Renderer::recordField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field) {
+void Renderer::marchField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field) {
+  const uint32_t W = (extent.width + 1) / 2, H = (extent.height + 1) / 2;  // the half-resolution colours
+  if (m_fieldColours.size() < size_t(W) * H * 8) {
+    vkDeviceWaitIdle(m_ctx.device());  // a frame in flight may still read the old colours
+    m_fieldColours = vk::Buffer(m_ctx, size_t(W) * H * 8, vk::kStorageUsage, vk::MemoryKind::DeviceLocal);
+  }
   FieldMarchPush push{};
+  const auto vp = camera.viewProj(float(extent.width) / float(extent.height));
+  const auto inverse = invert(vp);
+  std::copy(inverse.begin(), inverse.end(), push.inverseViewProj);
+  const auto eye = camera.eye();
+  std::copy(eye.begin(), eye.end(), push.camera);
+  push.camera[3] = field.density;
+  std::copy_n(field.lo, 3, push.lo), std::copy_n(field.hi, 3, push.hi);
+  push.size = field.size;
+  push.frame = extent.width | extent.height << 16;
+  // The half-resolution pixels the box's corners project to, widened by the composite's bilinear reach; the whole
+  // frame when a corner is behind the eye.
+  float x0 = 0, y0 = 0, x1 = float(W), y1 = float(H);
+  bool inFront = true;
+  float lo[2] = {1e30f, 1e30f}, hi[2] = {-1e30f, -1e30f};
+  for (int c = 0; c < 8; ++c) {
+    const float p[3] = {c & 1 ? field.hi[0] : field.lo[0], c & 2 ? field.hi[1] : field.lo[1],
+                        c & 4 ? field.hi[2] : field.lo[2]};
+    float clip[4];
+    for (size_t r = 0; r < 4; ++r) clip[r] = vp[r] * p[0] + vp[4 + r] * p[1] + vp[8 + r] * p[2] + vp[12 + r];
+    inFront &= clip[3] > 1e-4f;
+    for (int k = 0; k < 2; ++k) {
+      const float pixel = (clip[k] / clip[3] * 0.5f + 0.5f) * float(k ? H : W);
+      lo[k] = std::min(lo[k], pixel), hi[k] = std::max(hi[k], pixel);
+    }
+  }
+  if (inFront) {
+    x0 = std::clamp(lo[0] - 2, 0.0f, float(W)), y0 = std::clamp(lo[1] - 2, 0.0f, float(H));
+    x1 = std::clamp(hi[0] + 3, x0, float(W)), y1 = std::clamp(hi[1] + 3, y0, float(H));
+  }
+  push.rect[0] = uint32_t(x0), push.rect[1] = uint32_t(y0), push.rect[2] = uint32_t(x1), push.rect[3] = uint32_t(y1);
+  // The previous frame's composite has read the colours (a frame in flight on the same queue).
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr,
+                       0, nullptr, 0, nullptr);
+  const auto& march = m_ctx.program(shaders::field_march, FIELD_MARCH_BINDINGS, sizeof push);
+  vk::dispatch(cmd, march, std::max(1u, (push.rect[2] - push.rect[0] + FIELD_MARCH_GROUP - 1) / FIELD_MARCH_GROUP),
+               {{field.values, 0, VK_WHOLE_SIZE}, m_fieldColours.view()}, push,
+               std::max(1u, (push.rect[3] - push.rect[1] + FIELD_MARCH_GROUP - 1) / FIELD_MARCH_GROUP));
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT, b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, 0, 1, &b, 0,
+                       nullptr, 0, nullptr);
+}
+
+void Renderer::compositeField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field) {
+  FieldCompositePush push{};
   const auto vp = camera.viewProj(float(extent.width) / float(extent.height));
   std::copy(vp.begin(), vp.end(), push.viewProj);
   const auto eye = camera.eye();
   std::copy(eye.begin(), eye.end(), push.camera);
   std::copy_n(field.lo, 3, push.lo), std::copy_n(field.hi, 3, push.hi);
-  push.lo[3] = field.density;
-  push.size = field.size;
-  const VkDescriptorBufferInfo info{field.values, 0, VK_WHOLE_SIZE};
+  push.width = (extent.width + 1) / 2, push.height = (extent.height + 1) / 2;
+  const VkDescriptorBufferInfo info{m_fieldColours.handle(), 0, VK_WHOLE_SIZE};
   VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-  w.dstBinding = FIELD_MARCH_BINDING_VALUES;
+  w.dstBinding = FIELD_MARCH_BINDING_COLOURS;
   w.descriptorCount = 1;
   w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   w.pBufferInfo = &info;
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_fieldMarch);
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_fieldComposite);
   vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_fieldLayout, 0, 1, &w);
   vkCmdPushConstants(cmd, m_fieldLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push,
                      &push);
@@ -385,7 +435,7 @@ void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, c
       drawUi(c);
     };
   }
-  zone = timer.beginZone(cmd, "draw");
+  zone = timer.beginZone(cmd, settings.field ? "field march" : "draw");
   renderer.record(cmd, target, camera, positions, settings, inPass, nextZone);
   timer.endZone(cmd, zone);
 }

@@ -115,8 +115,8 @@ class Renderer {
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
   // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
   // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
-  // With settings.field, the field is ray-marched over the frame last, before `inPass`; `nextZone`, if given, is
-  // called first with "field march" (recordFrame times it as its own zone).
+  // With settings.field, the field is ray-marched (a compute pass first, then `nextZone`, if given, is called with
+  // "draw": recordFrame times the march as its own zone) and blended over the frame last, before `inPass`.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
               const DrawSettings& settings, const std::function<void(VkCommandBuffer)>& inPass = {},
               const std::function<void(VkCommandBuffer, const char*)>& nextZone = {});
@@ -127,7 +127,8 @@ class Renderer {
   // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe or texture, a copyable
   // target).
   bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
-  void recordField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
+  void marchField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
+  void compositeField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
                           const DrawSettings& settings, bool compositeUi);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
@@ -152,13 +153,14 @@ class Renderer {
   VkPipeline m_texturedCorners = VK_NULL_HANDLE, m_texturedPrimitives = VK_NULL_HANDLE;  // the latter: if supported
   VkDescriptorSetLayout m_fieldSetLayout = VK_NULL_HANDLE;                               // FIELD_MARCH_BINDING_*
   VkPipelineLayout m_fieldLayout = VK_NULL_HANDLE;
-  VkPipeline m_fieldMarch = VK_NULL_HANDLE;
+  VkPipeline m_fieldComposite = VK_NULL_HANDLE;
+  vk::Buffer m_fieldColours;  // the march's half-resolution colours
   bool m_texturedIndexed = false;
   uint32_t m_boneIndexCount = 0;
   vk::Buffer m_boneIndices;  // pairs (joint, parent)
 };
 
-// Records the frame between GPU zones "draw", "field march" (with a field) and "ui". Without a UI (null callbacks) only
+// Records the frame between GPU zones "field march" (with a field), "draw" and "ui". Without a UI (null callbacks) only
 // "draw". A frame without a render pass takes the UI as a cached layer (`layer` records its refresh when the UI
 // changed: "ui"); otherwise the UI is drawn last inside the pass (`drawUi`, timed from there to the end of the pass:
 // "ui").

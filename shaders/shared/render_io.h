@@ -98,26 +98,55 @@ static_assert(sizeof(ShadePush) == 128);  // the guaranteed push-constant size
 #define GATHER_ROWS_BINDING_SOURCE 0
 #define GATHER_ROWS_BINDING_TARGET 1
 #define GATHER_ROWS_BINDINGS 2
-// field_march.vert/field_march.frag: a field volume (size³ cell-centre values, x fastest) ray-marched over its box
+// The field's ray march (a FieldVolume: size³ cell-centre values, x fastest), in two passes:
+//   - field_march.comp: emission–absorption along each ray through the box, at half the frame's resolution (the field
+//     is smooth), over the half-resolution pixels the box can cover, into a buffer of premultiplied colours (two
+//     uints a pixel: packHalf2x16 of (r, g) and (b, a));
+//   - field_composite.vert/.frag: the box's faces, depth-tested against the frame, each pixel once (by the face its
+//     ray enters by) blending the buffer's colour, bilinear, over the frame.
+// The march runs in compute, as the crowd's raster does: GPUs with few graphics units shade fragments slowly.
+#define FIELD_MARCH_GROUP 8  // 8×8 pixels a workgroup
 #define FIELD_MARCH_BINDING_VALUES 0
-#define FIELD_MARCH_BINDINGS 1
+#define FIELD_MARCH_BINDING_COLOURS 1
+#define FIELD_MARCH_BINDINGS 2
 ARM_SHARED_STRUCT(FieldMarchPush) {
+#if defined(__cplusplus)
+  float inverseViewProj[16];  // column-major, clip -> world
+  float camera[4];            // xyz: the eye; w: absorption per metre at value 1
+  float lo[3];                // the box, world space
+  uint size;                  // cells per side
+  float hi[3];
+  uint frame;                 // the frame's width | height << 16 (the colour buffer: half of each, rounded up)
+  uint rect[4];               // the half-resolution pixels marched: x0, y0, x1, y1 (exclusive)
+#else
+  mat4 inverseViewProj;
+  vec4 camera;
+  vec3 lo;
+  uint size;
+  vec3 hi;
+  uint frame;
+  uvec4 rect;
+#endif
+};
+ARM_SHARED_STRUCT(FieldCompositePush) {
 #if defined(__cplusplus)
   float viewProj[16];  // column-major, world -> clip
   float camera[4];     // xyz: the eye
-  float lo[4];         // xyz: the box's low corner; w: absorption per metre at value 1
-  float hi[4];         // xyz: the box's high corner
+  float lo[3];
+  uint width;          // the colour buffer's row length
+  float hi[3];
+  uint height;         // the colour buffer's rows
 #else
   mat4 viewProj;
   vec4 camera;
-  vec4 lo;
-  vec4 hi;
+  vec3 lo;
+  uint width;
+  vec3 hi;
+  uint height;
 #endif
-  uint size;           // cells per side
-  uint pad[3];
 };
 #if defined(__cplusplus)
-static_assert(sizeof(FieldMarchPush) == 128);
+static_assert(sizeof(FieldMarchPush) == 128 && sizeof(FieldCompositePush) == 112);
 #endif
 // clip_transform.comp
 #define CLIP_TRANSFORM_BINDING_POSITIONS 0

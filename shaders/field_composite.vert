@@ -4,7 +4,7 @@
 #define RENDER_IO_OWN_PUSH
 #include "shared/render_io.h"
 
-layout(push_constant) uniform Push { FieldMarchPush p; };
+layout(push_constant) uniform Push { FieldCompositePush p; };
 layout(location = 0) out vec3 world;
 
 // Corners (bit 0: x, bit 1: y, bit 2: z at the box's high side) of each face's two triangles.
@@ -14,6 +14,6 @@ const uint kCorners[36] = uint[](0, 2, 6, 0, 6, 4, 1, 5, 7, 1, 7, 3,   // x low,
 
 void main() {
   const uint c = kCorners[gl_VertexIndex];
-  world = mix(p.lo.xyz, p.hi.xyz, vec3(uvec3(c, c >> 1, c >> 2) & 1u));
+  world = mix(p.lo, p.hi, vec3(uvec3(c, c >> 1, c >> 2) & 1u));
   gl_Position = p.viewProj * vec4(world, 1.0);
 }
