@@ -6,6 +6,7 @@
 
 #include "armature/body/npz.h"
 #include "armature/error.h"
+#include "armature/ops/joint_propagation.h"
 
 namespace armature::app {
 
@@ -73,34 +74,24 @@ std::vector<double> restJoints(const BodyModel& model, const std::vector<double>
 FieldJoints fieldJoints(const BodyModel& model, const double* pose, const std::vector<double>& rest,
                         const double transl[3]) {
   const size_t J = model.jointCount;
+  JointLocalsRef locals;
+  locals.kind = LocalTransform::Affine;
+  locals.affine.resize(J * 12);
   FieldJoints out;
-  out.locals.resize(J * 12), out.inverseBinds.assign(J * 12, 0.0f), out.posed.resize(J * 3);
-  std::vector<double> globals(J * 12);
-  for (int32_t j : model.topologicalOrder()) {
-    const int32_t parent = model.parents[size_t(j)];
-    const std::array<double, 9> R = rodrigues(pose + size_t(j) * 3);
-    double local[12];
+  out.inverseBinds.assign(J * 12, 0.0f);
+  for (size_t j = 0; j < J; ++j) {
+    const int32_t parent = model.parents[j];
+    const std::array<double, 9> R = rodrigues(pose + j * 3);
+    double* local = &locals.affine[j * 12];
     for (size_t r = 0; r < 3; ++r) {
       for (size_t c = 0; c < 3; ++c) local[r * 4 + c] = R[r * 3 + c];
-      local[r * 4 + 3] = rest[size_t(j) * 3 + r] - (parent < 0 ? -transl[r] : rest[size_t(parent) * 3 + r]);
-    }
-    double* g = &globals[size_t(j) * 12];
-    if (parent < 0) {
-      std::copy_n(local, 12, g);
-    } else {
-      const double* p = &globals[size_t(parent) * 12];
-      for (size_t r = 0; r < 3; ++r)
-        for (size_t c = 0; c < 4; ++c)
-          g[r * 4 + c] = p[r * 4] * local[c] + p[r * 4 + 1] * local[4 + c] + p[r * 4 + 2] * local[8 + c] +
-                         (c == 3 ? p[r * 4 + 3] : 0.0);
-    }
-    for (size_t k = 0; k < 12; ++k) out.locals[size_t(j) * 12 + k] = float(local[k]);
-    for (size_t r = 0; r < 3; ++r) {
-      out.inverseBinds[size_t(j) * 12 + r * 5] = 1.0f;  // the diagonal of the 3×4
-      out.inverseBinds[size_t(j) * 12 + r * 4 + 3] = float(-rest[size_t(j) * 3 + r]);
-      out.posed[size_t(j) * 3 + r] = g[r * 4 + 3];
+      local[r * 4 + 3] = rest[j * 3 + r] - (parent < 0 ? -transl[r] : rest[size_t(parent) * 3 + r]);
+      out.inverseBinds[j * 12 + r * 5] = 1.0f;  // the diagonal of the 3×4
+      out.inverseBinds[j * 12 + r * 4 + 3] = float(-rest[j * 3 + r]);
     }
   }
+  out.locals.assign(locals.affine.begin(), locals.affine.end());
+  out.posed = propagateJointsRef(JointForest(model.parents), locals).positions;
   return out;
 }
 
