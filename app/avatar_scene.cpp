@@ -56,14 +56,14 @@ class AvatarScene::Lane {
 // The field mode's device buffers on a lane: the field at rest, the skeleton's tables, the posed field and its grid,
 // and the volume's points (cell centres in grid coordinates: (i + ½, j + ½, k + ½), x fastest).
 struct AvatarScene::FieldBuffers {
-  FieldBuffers(Device& device, const BodyField& field, const std::vector<int32_t>& parents, uint32_t perSide)
-      : forest(device, JointForest(parents)),
+  FieldBuffers(Device& device, const BodyField& field, const JointForest& skeleton, uint32_t perSide)
+      : forest(device, skeleton),
         joints(device.upload(field.joints)),
         means(device.upload(field.means)),
         cholesky(device.upload(field.cholesky)),
         weights(device.upload(field.weights)),
-        globals(device.allocate(ElementType::Float32, parents.size() * 12)),
-        skinning(device.allocate(ElementType::Float32, parents.size() * 12)),
+        globals(device.allocate(ElementType::Float32, size_t(skeleton.size()) * 12)),
+        skinning(device.allocate(ElementType::Float32, size_t(skeleton.size()) * 12)),
         scratch(device.allocate(ElementType::Float32, std::max<size_t>(forest.scratchFloats(1), 1))),
         posedMeans(device.allocate(ElementType::Float32, field.means.size())),
         posedCholesky(device.allocate(ElementType::Float32, field.cholesky.size())),
@@ -270,6 +270,7 @@ class CudaLane : public AvatarScene::Lane {
 AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t S, uint32_t E)
     : m_ctx(ctx),
       m_model(std::move(model)),
+      m_skeleton(m_model.parents),
       m_vkDevice(&ctx, Sharing::VulkanOnly),
       m_maxAvatars(maxAvatars),
       m_shape(std::min(S, m_model.shapeCount)),
@@ -523,12 +524,13 @@ void AvatarScene::evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* ti
   std::vector<double> shape(m_params.betas.begin(), m_params.betas.begin() + m_shape);
   shape.insert(shape.end(), m_params.expression.begin(), m_params.expression.begin() + m_expr);
   if (shape != m_fieldShape) {
-    m_fieldRestJoints = restJoints(m_model, std::vector<double>(shape.begin(), shape.begin() + m_shape),
-                                   std::vector<double>(shape.begin() + m_shape, shape.end()));
+    m_fieldRestJoints =
+        regressJoints(m_model, shapedVertices(m_model, shape.data(), m_shape, shape.data() + m_shape, m_expr));
     m_fieldReach = fieldReach(field, m_fieldRestJoints, m_fieldSettings.epsilon);
     m_fieldShape = std::move(shape);
   }
-  const FieldJoints joints = fieldJoints(m_model, m_params.pose.data(), m_fieldRestJoints, m_params.transl.data());
+  const FieldJoints joints =
+      fieldJoints(m_model, m_skeleton, m_params.pose.data(), m_fieldRestJoints, m_params.transl.data());
   fieldBox(m_fieldReach, joints.posed, m_fieldLo, m_fieldHi);
   // The field is posed straight into the volume's grid coordinates (cell k's centre at k + ½): the points stay put.
   std::array<float, 12> toGrid{};
@@ -536,7 +538,7 @@ void AvatarScene::evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* ti
     const float scale = float(R) / (m_fieldHi[k] - m_fieldLo[k]);
     toGrid[size_t(k) * 5] = scale, toGrid[size_t(k) * 4 + 3] = -m_fieldLo[k] * scale;
   }
-  if (!gpu.field) gpu.field = std::make_unique<FieldBuffers>(gpu.device(), field, m_model.parents, R);
+  if (!gpu.field) gpu.field = std::make_unique<FieldBuffers>(gpu.device(), field, m_skeleton, R);
   FieldBuffers& f = *gpu.field;
   const size_t bindBinds = bindableFloats(size_t(J) * 12);
   std::vector<float> inputs(bindBinds + size_t(J) * 12);

@@ -112,7 +112,8 @@ class AvatarScene : public Scene {
   struct FieldBuffers;
   vk::Context& m_ctx;
   BodyModel m_model;
-  Device m_vkDevice;  // the Vulkan backend's
+  JointForest m_skeleton;  // the model's parents, analysed (the field mode's joint propagation)
+  Device m_vkDevice;       // the Vulkan backend's
   uint32_t m_maxAvatars, m_avatars = 1, m_shape, m_expr;
   Backend m_backend = Backend::Vulkan;
   BodyParams m_base, m_params;

@@ -53,26 +53,8 @@ BodyField attachField(std::vector<float> means, std::vector<float> cholesky, std
   return f;
 }
 
-std::vector<double> restJoints(const BodyModel& model, const std::vector<double>& betas,
-                               const std::vector<double>& expression) {
-  const size_t V = model.vertexCount, J = model.jointCount;
-  std::vector<double> shaped(model.vTemplate);
-  for (size_t v = 0; v < V * 3; ++v) {
-    for (size_t k = 0; k < betas.size(); ++k) shaped[v] += model.shapeDirs[v * model.shapeCount + k] * betas[k];
-    for (size_t k = 0; k < expression.size(); ++k) shaped[v] += model.exprDirs[v * model.exprCount + k] * expression[k];
-  }
-  std::vector<double> joints(J * 3, 0.0);
-  for (size_t j = 0; j < J; ++j)
-    for (size_t v = 0; v < V; ++v) {
-      const double r = model.jRegressor[j * V + v];
-      if (r != 0)
-        for (size_t k = 0; k < 3; ++k) joints[j * 3 + k] += r * shaped[v * 3 + k];
-    }
-  return joints;
-}
-
-FieldJoints fieldJoints(const BodyModel& model, const double* pose, const std::vector<double>& rest,
-                        const double transl[3]) {
+FieldJoints fieldJoints(const BodyModel& model, const JointForest& skeleton, const double* pose,
+                        const std::vector<double>& rest, const double transl[3]) {
   const size_t J = model.jointCount;
   JointLocalsRef locals;
   locals.kind = LocalTransform::Affine;
@@ -91,7 +73,7 @@ FieldJoints fieldJoints(const BodyModel& model, const double* pose, const std::v
     }
   }
   out.locals.assign(locals.affine.begin(), locals.affine.end());
-  out.posed = propagateJointsRef(JointForest(model.parents), locals).positions;
+  out.posed = propagateJointsRef(skeleton, locals).positions;
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "armature/body/body_model.h"
+#include "armature/ops/joint_forest.h"
 
 namespace armature::app {
 
@@ -33,11 +34,9 @@ struct FieldJoints {
   std::vector<float> locals, inverseBinds;
   std::vector<double> posed;
 };
-FieldJoints fieldJoints(const BodyModel& model, const double* pose, const std::vector<double>& restJoints,
-                        const double transl[3]);
-// The rest joints of avatar parameters (betas (S), expression (E)): the joint regressor over the shaped template.
-std::vector<double> restJoints(const BodyModel& model, const std::vector<double>& betas,
-                               const std::vector<double>& expression);
+// `skeleton` is the model's parents' forest; `restJoints` regressJoints over shapedVertices (body_model.h).
+FieldJoints fieldJoints(const BodyModel& model, const JointForest& skeleton, const double* pose,
+                        const std::vector<double>& restJoints, const double transl[3]);
 
 // A box holding every posed Gaussian's support (where its weight's term reaches `epsilon`): each joint's Gaussians
 // stay within a ball around it whose radius the pose does not change.

@@ -780,7 +780,9 @@ TEST(BodyField, FollowsTheLbsReferenceJoints) {
   BodyParams p = BodyParams::zeros(m, 1, 10, 10);
   walkCycle(m, 0.7, p.pose.data());
   p.betas = uniform(10, -1.5, 1.5), p.expression = uniform(10, -1, 1), p.transl = {0.3, -0.2, 1.1};
-  const FieldJoints joints = fieldJoints(m, p.pose.data(), restJoints(m, p.betas, p.expression), p.transl.data());
+  const FieldJoints joints =
+      fieldJoints(m, JointForest(m.parents), p.pose.data(),
+                  regressJoints(m, shapedVertices(m, p.betas.data(), 10, p.expression.data(), 10)), p.transl.data());
   EXPECT_TRUE(allClose(joints.posed, bodyForwardRef(m, p).joints, Tol{1e-9, 1e-9}));
   size_t v = 0;  // the vertex most wholly one joint's
   for (size_t i = 0; i < m.vertexCount; ++i)
@@ -830,9 +832,9 @@ void expectSceneFieldIsThePosedField(vk::Context& ctx, Backend backend) {
 
   const BodyModel& m = scene.model();
   const BodyParams& p = scene.params();
-  const std::vector<double> betas(p.betas.begin(), p.betas.begin() + scene.shapeComponents());
-  const std::vector<double> expression(p.expression.begin(), p.expression.begin() + scene.exprComponents());
-  const FieldJoints joints = fieldJoints(m, p.pose.data(), restJoints(m, betas, expression), p.transl.data());
+  const std::vector<double> rest = regressJoints(
+      m, shapedVertices(m, p.betas.data(), scene.shapeComponents(), p.expression.data(), scene.exprComponents()));
+  const FieldJoints joints = fieldJoints(m, JointForest(m.parents), p.pose.data(), rest, p.transl.data());
   JointLocalsRef locals;
   locals.kind = LocalTransform::Affine;
   locals.affine.assign(joints.locals.begin(), joints.locals.end());

@@ -21,23 +21,12 @@ GltfRig gltfRig(const BodyModel& m, const std::vector<double>& betas, const std:
   ARM_CHECK(m.jointCount <= 65535, "gltfRig: %u joints do not fit glTF's 16-bit joint indices", m.jointCount);
   const size_t V = m.vertexCount, J = m.jointCount, K = influences;
   const size_t S = std::min<size_t>(betas.size(), m.shapeCount), E = std::min<size_t>(expression.size(), m.exprCount);
-  std::vector<double> shaped(V * 3);
-  for (size_t vk = 0; vk < V * 3; ++vk) {
-    double x = m.vTemplate[vk];
-    for (size_t s = 0; s < S; ++s) x += m.shapeDirs[vk * m.shapeCount + s] * betas[s];
-    for (size_t e = 0; e < E; ++e) x += m.exprDirs[vk * m.exprCount + e] * expression[e];
-    shaped[vk] = x;
-  }
+  const std::vector<double> shaped = shapedVertices(m, betas.data(), uint32_t(S), expression.data(), uint32_t(E));
   GltfRig rig;
   rig.influences = influences;
   rig.vertices.assign(shaped.begin(), shaped.end());
-  rig.joints.assign(J * 3, 0);
-  for (size_t j = 0; j < J; ++j)
-    for (int c = 0; c < 3; ++c) {
-      double x = 0;
-      for (size_t v = 0; v < V; ++v) x += m.jRegressor[j * V + v] * shaped[v * 3 + size_t(c)];
-      rig.joints[j * 3 + size_t(c)] = float(x);
-    }
+  const std::vector<double> joints = regressJoints(m, shaped);
+  rig.joints.assign(joints.begin(), joints.end());
   // Area-weighted vertex normals of the bind pose (a vertex no face uses gets +y).
   std::vector<double> normals(V * 3, 0.0);
   for (uint32_t f = 0; f < m.faceCount; ++f) {

@@ -30,22 +30,9 @@ struct Posed {
 Posed pose(const BodyModel& m, const BodyParams& p, uint32_t b, const std::vector<int32_t>& order) {
   size_t V = m.vertexCount, J = m.jointCount;
   Posed s;
-  s.vShaped = m.vTemplate;
-  const double* betas = p.betas.data() + size_t(b) * p.shapeComponents;
-  const double* expr = p.expression.data() + size_t(b) * p.exprComponents;
-  for (size_t vk = 0; vk < V * 3; ++vk) {
-    double d = 0;
-    for (size_t k = 0; k < p.shapeComponents; ++k) d += betas[k] * m.shapeDirs[vk * m.shapeCount + k];
-    for (size_t k = 0; k < p.exprComponents; ++k) d += expr[k] * m.exprDirs[vk * m.exprCount + k];
-    s.vShaped[vk] += d;
-  }
-  s.jRest.assign(J * 3, 0);
-  for (size_t j = 0; j < J; ++j)
-    for (size_t v = 0; v < V; ++v) {
-      double w = m.jRegressor[j * V + v];
-      if (w == 0) continue;
-      for (int k = 0; k < 3; ++k) s.jRest[j * 3 + k] += w * s.vShaped[v * 3 + k];
-    }
+  s.vShaped = shapedVertices(m, p.betas.data() + size_t(b) * p.shapeComponents, p.shapeComponents,
+                             p.expression.data() + size_t(b) * p.exprComponents, p.exprComponents);
+  s.jRest = regressJoints(m, s.vShaped);
   s.local.resize(J);
   for (size_t j = 0; j < J; ++j) s.local[j] = rodrigues(p.pose.data() + (size_t(b) * J + j) * 3);
 
@@ -106,6 +93,30 @@ std::array<double, 12> blendedTransform(const BodyModel& m, const Posed& s, size
 }
 
 }  // namespace
+
+std::vector<double> shapedVertices(const BodyModel& m, const double* betas, uint32_t S, const double* expr,
+                                   uint32_t E) {
+  std::vector<double> shaped = m.vTemplate;
+  for (size_t vk = 0; vk < shaped.size(); ++vk) {
+    double d = 0;
+    for (size_t k = 0; k < S; ++k) d += betas[k] * m.shapeDirs[vk * m.shapeCount + k];
+    for (size_t k = 0; k < E; ++k) d += expr[k] * m.exprDirs[vk * m.exprCount + k];
+    shaped[vk] += d;
+  }
+  return shaped;
+}
+
+std::vector<double> regressJoints(const BodyModel& m, const std::vector<double>& vertices) {
+  const size_t V = m.vertexCount, J = m.jointCount;
+  std::vector<double> joints(J * 3, 0.0);
+  for (size_t j = 0; j < J; ++j)
+    for (size_t v = 0; v < V; ++v) {
+      const double w = m.jRegressor[j * V + v];
+      if (w == 0) continue;
+      for (size_t k = 0; k < 3; ++k) joints[j * 3 + k] += w * vertices[v * 3 + k];
+    }
+  return joints;
+}
 
 std::array<double, 9> rodrigues(const double r[3]) {
   double e[3] = {r[0] + 1e-8, r[1] + 1e-8, r[2] + 1e-8};

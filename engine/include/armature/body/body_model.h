@@ -92,6 +92,11 @@ BodyGrads bodyBackwardRef(const BodyModel& model, const BodyParams& params, cons
 std::array<double, 9> rodrigues(const double r[3]);
 // d<gradR, R(r)>/dr.
 std::array<double, 3> rodriguesBackward(const double r[3], const double gradR[9]);
+// lbs()'s first steps: the template plus the first S shape and E expression directions' blend (V,3), and the joint
+// regressor applied to such vertices (J,3): the rest joints.
+std::vector<double> shapedVertices(const BodyModel& model, const double* betas, uint32_t S, const double* expression,
+                                   uint32_t E);
+std::vector<double> regressJoints(const BodyModel& model, const std::vector<double>& vertices);
 
 // ---- SMPL-X parameterisation (SMPLX.forward's options) --------------------------------------------------
 struct SmplxPoseOptions {
