@@ -33,8 +33,9 @@ int runInfo() {
       std::printf("  [%u]%s %s\n", d.index, chosen ? " (chosen)" : "", d.name.c_str());
       std::printf("      type %s, API %s, driver %s %s\n", vk::deviceTypeName(d.type),
                   vk::versionString(d.apiVersion).c_str(), d.driverName.c_str(), d.driverInfo.c_str());
-      std::printf("      subgroup %u, 64-bit atomics %s, timeline semaphores %s, push descriptors %s\n", d.subgroupSize,
-                  yesNo(d.int64Atomics), yesNo(d.timelineSemaphore), yesNo(d.pushDescriptor));
+      std::printf("      subgroup %u (shuffles %s), 64-bit atomics %s, timeline semaphores %s, push descriptors %s\n",
+                  d.subgroupSize, yesNo(d.subgroupShuffle), yesNo(d.int64Atomics), yesNo(d.timelineSemaphore),
+                  yesNo(d.pushDescriptor));
       std::printf("      external memory fd %s, external semaphore fd %s, timestamps %u bits @ %.3g ns\n",
                   yesNo(d.externalMemoryFd), yesNo(d.externalSemaphoreFd), d.timestampValidBits, d.timestampPeriodNs);
       std::printf("      device-local memory %.1f GiB, shared memory %u KiB, UUID %s\n",

@@ -19,9 +19,9 @@ void main() {
   float coef[4], dh[4], dw[4];
   if (!aggregationCorners(xy.x, xy.y, map.x, map.y, corner, coef, dh, dw)) return;
   for (int k = 0; k < 4; ++k) {
-    const int r = corner[0] + k / 2, col = corner[1] + k % 2;
-    if (r < 0 || r >= map.x || col < 0 || col >= map.y) continue;
-    const uint bucket = b * p.features + uint(map.z + r * map.y + col);
+    const int texel = cornerTexel(corner, k, map);
+    if (texel < 0) continue;
+    const uint bucket = b * p.features + uint(texel);
     const uint slot = atomicAdd(words[p.counts + bucket], 1u);
     if (p.mode == AGGREGATION_PAIRS_FILL) words[p.entries + slot] = t * 4u + uint(k);
   }

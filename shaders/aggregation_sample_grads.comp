@@ -28,12 +28,12 @@ void main() {
       float value = 0.0, vh = 0.0, vw = 0.0;
       if (aggregationCorners(xy.x, xy.y, map.x, map.y, corner, coef, dh, dw))
         for (int k = 0; k < 4; ++k) {
-          const int r = corner[0] + k / 2, col = corner[1] + k % 2;
-          if (r < 0 || r >= map.x || col < 0 || col >= map.y) continue;
-          const float f = features[(b * p.features + uint(map.z + r * map.y + col)) * C + c];
+          const int texel = cornerTexel(corner, k, map);
+          if (texel < 0) continue;
+          const float f = features[(b * p.features + uint(texel)) * C + c];
           value += coef[k] * f, vh += dh[k] * f, vw += dw[k] * f;
         }
-      sProduct[lvl * C + c] = go * value;
+      if ((p.mode & AGGREGATION_GRAD_WEIGHTS) != 0u) sProduct[lvl * C + c] = go * value;  // within its size then
       const float gw = go * weights[(s * p.levels + lvl) * p.groups + c / perGroup];
       dx += gw * vw * float(map.y), dy += gw * vh * float(map.x);
     }

@@ -174,10 +174,14 @@ ARM_ON_GPU_BACKENDS(DeformableAggregationOp);
 // channel and one group over the detection head's 900 anchors × 13 points × 6 cameras (more samples than one
 // dispatch row holds; its texels' lists of taps hold ~1,600 to ~2,900 entries, on both sides of what a workgroup
 // sorts in shared memory); a reduced detection head (6 cameras, 4 levels, 64 channels in 8 groups, 13 points; lists
-// of a few to hundreds of entries); 1,100 anchors of 128 channels, enough that CUDA's forward takes 4 channels a
-// thread as it does at the detection head's size (its backward does in the case before), on small maps: a pixel
-// coordinate's float rounding (~ulp(W)) moves the bilinear weights by more than the output's 1e-5 allows once the
-// maps are wide and the outputs many (one in 140,000 outputs on 8 × 22 maps).
+// of a few to hundreds of entries; its gather takes 4 channels an invocation, and its sample gradients a subgroup
+// per sample where the subgroup is 8 wide, as lavapipe's); 1,100 anchors of 128 channels, enough that the forward
+// takes 4 channels an invocation as it does at the detection head's size, with a subgroup (CUDA's warp) per sample,
+// on small maps: a pixel coordinate's float rounding (~ulp(W)) moves the bilinear weights by more than the output's
+// 1e-5 allows once the maps are wide and the outputs many (one in 140,000 outputs on 8 × 22 maps); a small map
+// head (5 anchors × 300 points × 6 cameras). The forward splits each anchor's samples over invocations in the
+// 1-channel, 64-channel and map head cases (4 channels an invocation in the 64-channel one); the 20-channel case
+// takes every one-channel path.
 // Tolerances: the output to 1e-5 of Σ|w·value| over its terms plus 1e-7 (float sums of that many terms); gradients to
 // 1e-5·√terms of the array's largest value. A second run gives the same bits.
 TEST_P(DeformableAggregationOp, MatchesReference) {
@@ -190,7 +194,8 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
   for (const Case& c :
        {Case{2, 3, {{5, 7}, {1, 1}, {3, 2}}, 20, 4, 37, 5, -0.5, 1.5}, Case{1, 6, {{4, 4}}, 1, 1, 900, 13, 0.0, 1.0},
         Case{1, 6, {{16, 44}, {8, 22}, {4, 11}, {2, 6}}, 64, 8, 60, 13, 0.0, 1.0},
-        Case{1, 2, {{5, 7}, {3, 2}}, 128, 8, 1100, 2, -0.2, 1.2}}) {
+        Case{1, 2, {{5, 7}, {3, 2}}, 128, 8, 1100, 2, -0.2, 1.2},
+        Case{1, 6, {{8, 22}, {4, 11}}, 32, 4, 5, 300, 0.0, 1.0}}) {
     SCOPED_TRACE(std::to_string(c.batch) + " × " + std::to_string(c.anchors) + " anchors × " +
                  std::to_string(c.points) + " points, " + std::to_string(c.channels) + " channels");
     DeformableAggregationRef op =
@@ -239,7 +244,7 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
 
 // Each gradient alone: asking for the weights' only writes those.
 TEST_P(DeformableAggregationOp, BackwardWritesOnlyWhatIsAsked) {
-  for (uint32_t channels : {8u, 128u}) {  // 128: CUDA's warp per sample
+  for (uint32_t channels : {8u, 64u, 128u}) {  // a subgroup per sample: 64 where it is 8 wide, 128 where 32
     SCOPED_TRACE(std::to_string(channels) + " channels");
     const DeformableAggregationRef op = randomOp(1, 2, {{4, 5}}, channels, 2, 10, 3, 0.0, 1.0);
     const std::vector<double> gradOut = uniform(10 * channels, -1, 1);
@@ -249,6 +254,24 @@ TEST_P(DeformableAggregationOp, BackwardWritesOnlyWhatIsAsked) {
     run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, {}, gWeights, {}}); });
     EXPECT_TRUE(allClose(gWeights.download<float>(op.weights.size()), want.weights,
                          Tol{1e-5 * std::sqrt(double(channels)) * largest(want.weights), 0}));
+  }
+}
+
+// The locations' gradient alone over more channels than the weights' gradient may take (levels × channels past
+// AGGREGATION_MAX_LEVEL_CHANNELS): 4,099 channels on one level, 2 levels of 2,052, against the reference.
+TEST_P(DeformableAggregationOp, LocationsAloneTakeWideChannels) {
+  for (const auto& [levels, channels] : {std::pair{1u, 4099u}, std::pair{2u, 2052u}}) {
+    SCOPED_TRACE(std::to_string(levels) + " levels × " + std::to_string(channels) + " channels");
+    std::vector<std::pair<int, int>> shapes{{3, 4}, {2, 2}};
+    shapes.resize(levels);
+    const DeformableAggregationRef op = randomOp(1, 2, shapes, channels, 1, 3, 2, 0.0, 1.0);
+    const std::vector<double> gradOut = uniform(size_t(3) * channels, -1, 1);
+    const DeformableAggregationGradsRef want = deformableAggregationBackwardRef(op, gradOut);
+    const DeviceOp d(device(), op);
+    DeviceBuffer gradIn = device().upload(cast<float>(gradOut)), gLocations = poisoned(device(), op.locations.size());
+    run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, gLocations, {}, {}}); });
+    EXPECT_TRUE(allClose(gLocations.download<float>(op.locations.size()), want.locations,
+                         Tol{1e-5 * std::sqrt(double(channels) * levels * 4) * largest(want.locations), 0}));
   }
 }
 

@@ -23,42 +23,55 @@ struct Inputs {
 
 __device__ uint32_t blockIndex() { return blockIdx.y * gridDim.x + blockIdx.x; }
 
-// A thread per anchor and kLanes channels: 4 (one float4 per corner) when the channels and the groups allow it, so
-// an anchor's locations, weights and corners are read and worked out once per 4 channels; else 1. Each channel's
-// sum is the same either way, in the same order.
-template <int kLanes>
+// A thread per anchor and kLanes channels (a slot; the entry point's lanes: 4 reads one float4 per corner, so an
+// anchor's locations, weights and corners are read and worked out once per 4 channels). kSplits > 1: a block takes
+// AGGREGATION_THREADS / kSplits slots, each over kSplits threads; split k sums samples k, k + kSplits, … and the
+// partial sums are added in split order (shaders/aggregation_forward.comp).
+template <int kLanes, int kSplits>
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     forwardKernel(Inputs in, float* __restrict__ out, AggregationPush p) {
-  const uint32_t t = blockIndex() * AGGREGATION_THREADS + threadIdx.x, C = p.channels, slots = C / kLanes;
-  if (t >= p.batch * p.anchors * slots) return;
+  constexpr uint32_t kSlotsPerBlock = AGGREGATION_THREADS / kSplits;
+  const uint32_t C = p.channels, slots = C / kLanes, split = threadIdx.x / kSlotsPerBlock;
+  const uint32_t t = blockIndex() * kSlotsPerBlock + threadIdx.x % kSlotsPerBlock;
+  const bool valid = t < p.batch * p.anchors * slots;
+  if (kSplits == 1 && !valid) return;
   const uint32_t c = t % slots * kLanes, ba = t / slots, b = ba / p.anchors, group = c / (C / p.groups);
   float sum[kLanes] = {};
-  for (uint32_t pt = 0; pt < p.points; ++pt)
-    for (uint32_t cam = 0; cam < p.cameras; ++cam) {
-      const uint32_t s = (ba * p.points + pt) * p.cameras + cam;
-      const float x = in.locations[s * 2], y = in.locations[s * 2 + 1];
-      for (uint32_t lvl = 0; lvl < p.levels; ++lvl) {
-        const int3 map = in.map(p, cam, lvl);
-        int corner[2];
-        float coef[4], dh[4], dw[4];
-        if (!aggregationCorners(x, y, map.x, map.y, corner, coef, dh, dw)) break;  // the same for every level
-        float value[kLanes] = {};
-        for (int k = 0; k < 4; ++k) {
-          const int64_t row = Inputs::row(corner, k, map, b * p.features);
-          if (row < 0) continue;
-          const float* f = &in.features[size_t(row) * C + c];
-          if constexpr (kLanes == 4) {
-            const float4 v = *reinterpret_cast<const float4*>(f);
-            value[0] += coef[k] * v.x, value[1] += coef[k] * v.y, value[2] += coef[k] * v.z, value[3] += coef[k] * v.w;
-          } else {
-            value[0] += coef[k] * f[0];
-          }
+  for (uint32_t ps = split; valid && ps < p.points * p.cameras; ps += kSplits) {
+    const uint32_t s = ba * p.points * p.cameras + ps, cam = ps % p.cameras;
+    const float x = in.locations[s * 2], y = in.locations[s * 2 + 1];
+    for (uint32_t lvl = 0; lvl < p.levels; ++lvl) {
+      const int3 map = in.map(p, cam, lvl);
+      int corner[2];
+      float coef[4], dh[4], dw[4];
+      if (!aggregationCorners(x, y, map.x, map.y, corner, coef, dh, dw)) break;  // the same for every level
+      float value[kLanes] = {};
+      for (int k = 0; k < 4; ++k) {
+        const int64_t row = Inputs::row(corner, k, map, b * p.features);
+        if (row < 0) continue;
+        const float* f = &in.features[size_t(row) * C + c];
+        if constexpr (kLanes == 4) {
+          const float4 v = *reinterpret_cast<const float4*>(f);
+          value[0] += coef[k] * v.x, value[1] += coef[k] * v.y, value[2] += coef[k] * v.z, value[3] += coef[k] * v.w;
+        } else {
+          value[0] += coef[k] * f[0];
         }
-        const float w = in.weights[(s * p.levels + lvl) * p.groups + group];
-#pragma unroll
-        for (int l = 0; l < kLanes; ++l) sum[l] += w * value[l];
       }
+      const float w = in.weights[(s * p.levels + lvl) * p.groups + group];
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) sum[l] += w * value[l];
     }
+  }
+  if constexpr (kSplits > 1) {
+    __shared__ float sPartial[kLanes][AGGREGATION_THREADS];
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l) sPartial[l][threadIdx.x] = sum[l];
+    __syncthreads();
+    if (!valid || split != 0) return;
+    for (uint32_t k = 1; k < kSplits; ++k)
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) sum[l] += sPartial[l][k * kSlotsPerBlock + threadIdx.x];
+  }
 #pragma unroll
   for (int l = 0; l < kLanes; ++l) out[size_t(ba) * C + c + l] = sum[l];
 }
@@ -86,7 +99,7 @@ __global__ void __launch_bounds__(AGGREGATION_SAMPLE_THREADS)
           const float f = in.features[size_t(row) * C + c];
           value += coef[k] * f, vh += dh[k] * f, vw += dw[k] * f;
         }
-      sProduct[lvl * C + c] = go * value;
+      if (p.mode & AGGREGATION_GRAD_WEIGHTS) sProduct[lvl * C + c] = go * value;  // within its size then
       const float gw = go * in.weights[(s * p.levels + lvl) * p.groups + c / perGroup];
       dx += gw * vw * float(map.y), dy += gw * vh * float(map.x);
     }
@@ -107,9 +120,9 @@ __global__ void __launch_bounds__(AGGREGATION_SAMPLE_THREADS)
   }
 }
 
-// The same sample gradients with a warp per sample, when the channels come in rounds of 128 (a float4 per lane) and
-// a group spans a power of two of a round's lanes: each lane sums its 4 channels, and the group's weight gradient
-// and the location's are sums over lanes by shuffles in a fixed tree, with no shared memory or block barrier.
+// The same sample gradients with a warp per sample (the entry point's subgroupPerSample: channels in rounds of 128, a
+// float4 per lane, a group a power of two of a round's lanes): each lane sums its 4 channels, and the group's weight
+// gradient and the location's are sums over lanes by shuffles in a fixed tree, with no shared memory or barrier.
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     sampleGradsWarpKernel(Inputs in, float* __restrict__ gradLocations, float* __restrict__ gradWeights,
                           AggregationPush p) {
@@ -170,8 +183,23 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
   }
 }
 
-// A thread per feature row and kLanes channels (4 as the forward's, when it can), each channel's sum over the row's
-// sorted pairs in the same order either way.
+// Each sorted entry's tap (shaders/aggregation_taps.comp).
+__global__ void __launch_bounds__(AGGREGATION_THREADS)
+    tapsKernel(Inputs in, uint32_t* __restrict__ words, AggregationPush p) {
+  const uint32_t e = blockIndex() * AGGREGATION_THREADS + threadIdx.x;
+  if (e >= words[p.starts + p.batch * p.features]) return;  // the buckets' total
+  const uint32_t entry = words[p.entries + e], k = entry % 4, sampleLevel = entry / 4;
+  const uint32_t lvl = sampleLevel % p.levels, s = sampleLevel / p.levels, cam = s % p.cameras;
+  const int3 map = in.map(p, cam, lvl);
+  int corner[2];
+  float coef[4], dh[4], dw[4];
+  aggregationCorners(in.locations[s * 2], in.locations[s * 2 + 1], map.x, map.y, corner, coef, dh, dw);
+  uint32_t* tap = &words[p.taps + size_t(e) * AGGREGATION_TAP_WORDS];
+  tap[0] = s / (p.points * p.cameras), tap[1] = sampleLevel, tap[2] = __float_as_uint(coef[k]);
+}
+
+// A thread per feature row and kLanes channels (as the forward's), each channel's sum over the row's taps in their
+// sorted order either way.
 template <int kLanes>
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     featureGradsKernel(Inputs in, const uint32_t* __restrict__ words, float* __restrict__ gradFeatures,
@@ -182,15 +210,9 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
   float sum[kLanes] = {};
   const uint32_t last = words[p.starts + bucket + 1];
   for (uint32_t e = words[p.starts + bucket]; e < last; ++e) {
-    const uint32_t entry = words[p.entries + e], k = entry % 4, sampleLevel = entry / 4;
-    const uint32_t lvl = sampleLevel % p.levels, s = sampleLevel / p.levels, cam = s % p.cameras;
-    const uint32_t ba = s / (p.points * p.cameras);
-    const int3 map = in.map(p, cam, lvl);
-    int corner[2];
-    float coef[4], dh[4], dw[4];
-    aggregationCorners(in.locations[s * 2], in.locations[s * 2 + 1], map.x, map.y, corner, coef, dh, dw);
-    const float scale = in.weights[sampleLevel * p.groups + group] * coef[k];
-    const float* go = &in.gradOut[size_t(ba) * C + c];
+    const uint32_t* tap = &words[p.taps + size_t(e) * AGGREGATION_TAP_WORDS];
+    const float scale = in.weights[tap[1] * p.groups + group] * __uint_as_float(tap[2]);
+    const float* go = &in.gradOut[size_t(tap[0]) * C + c];
     if constexpr (kLanes == 4) {
       const float4 g = *reinterpret_cast<const float4*>(go);
       sum[0] += g.x * scale, sum[1] += g.y * scale, sum[2] += g.z * scale, sum[3] += g.w * scale;
@@ -202,26 +224,6 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
   for (int l = 0; l < kLanes; ++l) gradFeatures[size_t(bucket) * C + c + l] = sum[l];
 }
 
-// Whether a pass may take 4 channels a thread: the channels and each group's split into fours, the array it reads
-// by fours is 16-byte aligned, and the `threads` that leaves are still a few warps per SM (the map head's 100
-// anchors would not be).
-bool vectorizable(const AggregationPass& p, const float* readByFours, uint64_t threads) {
-  const uint32_t C = p.push.channels;
-  return C % 4 == 0 && (C / p.push.groups) % 4 == 0 && reinterpret_cast<uintptr_t>(readByFours) % 16 == 0 &&
-         threads >= 32768;
-}
-
-// Whether the sample gradients can take a warp per sample: channels in rounds of 128, a group a power of two of
-// 4-channel lanes within a round, and the arrays read by fours 16-byte aligned.
-bool warpPerSample(const AggregationPass& p, const Inputs& in) {
-  const uint32_t C = p.push.channels, groupLanes = C / p.push.groups / 4;
-  return C % 128 == 0 && (C / p.push.groups) % 4 == 0 && groupLanes >= 1 && groupLanes <= 32 &&
-         (groupLanes & (groupLanes - 1)) == 0 && reinterpret_cast<uintptr_t>(in.features) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(in.gradOut) % 16 == 0;
-}
-
-unsigned blocksFor(uint64_t threads) { return unsigned((threads + AGGREGATION_THREADS - 1) / AGGREGATION_THREADS); }
-
 }  // namespace
 
 void aggregationPass(const Exec& exec, const AggregationPass& p) {
@@ -230,28 +232,30 @@ void aggregationPass(const Exec& exec, const AggregationPass& p) {
   const Inputs in{p.table.cuda<int32_t>(), p.features.cuda<float>(), p.locations.cuda<float>(), p.weights.cuda<float>(),
                   p.gradOut.cuda<float>()};
   const dim3 grid(p.groupsX, p.groupsY);
-  if (p.kind == Kind::Forward) {
-    const uint64_t threads = uint64_t(p.push.batch) * p.push.anchors * (p.push.channels / 4);
-    if (vectorizable(p, in.features, threads))
-      forwardKernel<4><<<blocksFor(threads), AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.push);
-    else
-      forwardKernel<1><<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.push);
-  } else if (p.kind == Kind::SampleGrads && warpPerSample(p, in)) {
-    const uint64_t samples = uint64_t(p.push.batch) * p.push.anchors * p.push.points * p.push.cameras;
-    sampleGradsWarpKernel<<<blocksFor(samples * 32), AGGREGATION_THREADS, 0, s>>>(in, p.outA.cuda<float>(),
-                                                                                  p.outB.cuda<float>(), p.push);
-  } else if (p.kind == Kind::SampleGrads)
-    sampleGradsKernel<<<grid, AGGREGATION_SAMPLE_THREADS, 0, s>>>(in, p.outA.cuda<float>(), p.outB.cuda<float>(),
-                                                                  p.push);
-  else if (p.kind == Kind::Pairs)
-    pairsKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.push);
-  else if (const uint64_t threads = uint64_t(p.push.batch) * p.push.features * (p.push.channels / 4);
-           vectorizable(p, in.gradOut, threads))
-    featureGradsKernel<4>
-        <<<blocksFor(threads), AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.outA.cuda<float>(), p.push);
-  else
-    featureGradsKernel<1>
-        <<<grid, AGGREGATION_THREADS, 0, s>>>(in, p.words.cuda<uint32_t>(), p.outA.cuda<float>(), p.push);
+  const bool four = p.lanes == 4;
+  float *outA = p.outA.cuda<float>(), *outB = p.outB.cuda<float>();
+  uint32_t* words = p.words.cuda<uint32_t>();
+  switch (p.kind) {
+    case Kind::Forward: {
+      constexpr int kSplit = AGGREGATION_FORWARD_SPLITS;
+      const auto kernel = p.splits > 1 ? (four ? forwardKernel<4, kSplit> : forwardKernel<1, kSplit>)
+                                       : (four ? forwardKernel<4, 1> : forwardKernel<1, 1>);
+      kernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, outA, p.push);
+      break;
+    }
+    case Kind::SampleGrads:
+      if (p.subgroup == 32)
+        sampleGradsWarpKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, outA, outB, p.push);
+      else
+        sampleGradsKernel<<<grid, AGGREGATION_SAMPLE_THREADS, 0, s>>>(in, outA, outB, p.push);
+      break;
+    case Kind::Pairs: pairsKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, words, p.push); break;
+    case Kind::Taps: tapsKernel<<<grid, AGGREGATION_THREADS, 0, s>>>(in, words, p.push); break;
+    case Kind::FeatureGrads:
+      (four ? featureGradsKernel<4> : featureGradsKernel<1>)<<<grid, AGGREGATION_THREADS, 0, s>>>(in, words, outA,
+                                                                                                  p.push);
+      break;
+  }
   CUDA_CHECK_LAUNCH();
 }
 

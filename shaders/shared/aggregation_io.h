@@ -1,17 +1,24 @@
 // Deformable aggregation on the GPU (GLSL and CUDA), armature/ops/deformable_aggregation.h's semantics:
-//   - aggregation_forward: an invocation per (batch, anchor, channel) sums its points, cameras and levels in order;
+//   - aggregation_forward: an invocation per (batch, anchor) and 1 or 4 channels (lanes) sums its points, cameras and
+//     levels in order; or, for anchors of many samples and few channels, AGGREGATION_FORWARD_SPLITS invocations
+//     each sum every AGGREGATION_FORWARD_SPLITS-th sample, then their partial sums are added in order;
 //   - aggregation_sample_grads (backward): a workgroup per (batch, anchor, point, camera): its invocations take the
 //     channels, then fixed-order sums give the weights' gradient (per level and group) and the location's;
+//     aggregation_sample_subgroup does the same with a subgroup per sample, 4 channels a lane, its sums over lanes
+//     shuffle-xor trees (where the channels come in rounds of 4 × the subgroup size);
 //   - aggregation_pairs (backward): each sample's four corners counted into, then filled into, their texel's bucket
-//     (shared/buckets_io.h scans and sorts between), so that
-//   - aggregation_feature_grads: an invocation per (batch, texel, channel) gathers its bucket in order.
-// No float atomics anywhere: the same bits on every run.
+//     (shared/buckets_io.h scans and sorts between);
+//   - aggregation_taps: each sorted bucket entry decoded once into a tap of AGGREGATION_TAP_WORDS words (the output
+//     row, the weights' row, the bilinear coefficient), so that
+//   - aggregation_feature_grads: an invocation per (batch, texel) and 1 or 4 channels gathers its taps in order.
+// No float atomics anywhere: the same bits on every run, and the same with either lane count.
 #ifndef ARMATURE_AGGREGATION_IO_H
 #define ARMATURE_AGGREGATION_IO_H
 #include "common_io.h"
 
 #define AGGREGATION_THREADS 256
 #define AGGREGATION_SAMPLE_THREADS 64    // a sample's workgroup
+#define AGGREGATION_FORWARD_SPLITS 64    // invocations that share an anchor's samples in the split forward
 #define AGGREGATION_MAX_LEVEL_CHANNELS 4096  // levels × C of a sample's products in shared memory
 
 #define AGGREGATION_BINDING_TABLE 0      // int (cams, levels, 3): H, W, start
@@ -28,6 +35,7 @@
 #define AGGREGATION_PAIRS_FILL 1u
 #define AGGREGATION_GRAD_LOCATIONS 1u  // sample grads' flags
 #define AGGREGATION_GRAD_WEIGHTS 2u
+#define AGGREGATION_TAP_WORDS 3u    // a tap: output row (batch·anchors + anchor), sample·levels + level, coefficient
 
 ARM_SHARED_STRUCT(AggregationPush) {
   uint batch, features, channels, anchors;
@@ -35,7 +43,8 @@ ARM_SHARED_STRUCT(AggregationPush) {
   uint mode;        // pairs: count or fill; sample grads: AGGREGATION_GRAD_* flags
   uint groupsX;     // workgroups along x of a 2D dispatch (sample grads)
   uint counts, entries;  // words: the buckets' counts (then cursors) and entries; their starts follow
-  uint starts, pad0, pad1, pad2;
+  uint starts, taps;     // words: the buckets' starts (then the total), the taps (one per sorted entry)
+  uint pad0, pad1;
 };
 
 #ifdef __cplusplus

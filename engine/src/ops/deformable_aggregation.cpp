@@ -2,7 +2,9 @@
 // reference is deformable_aggregation_ref.cpp, the backends deformable_aggregation_vk.cpp and
 // cuda/src/deformable_aggregation.cu.
 #include <algorithm>
+#include <initializer_list>
 
+#include "armature/vk/context.h"
 #include "buckets.h"
 #include "deformable_aggregation_backend.h"
 #include "dispatch.h"
@@ -11,18 +13,59 @@ namespace armature {
 
 namespace {
 
-// The scratch's regions: each texel's count (then cursor), start, the entries, the scan's block sums.
+// The scratch's regions: each texel's count (then cursor), start, the entries, the scan's block sums, the taps.
+// checkInputs refuses sizes whose words would pass 2^32 before any layout is made.
 struct ScratchLayout {
-  uint32_t buckets, counts, starts, entries, blockSums, words;
+  uint64_t pairs;
+  uint32_t buckets, counts, starts, entries, blockSums, taps;
+  uint64_t words;
 };
 ScratchLayout scratchLayout(const DeformableAggregationSizes& s, uint32_t cameras, uint32_t levels) {
   ScratchLayout l{};
   l.buckets = s.batch * s.features;
-  const uint64_t pairs = uint64_t(s.batch) * s.anchors * s.points * cameras * levels * 4;
+  l.pairs = uint64_t(s.batch) * s.anchors * s.points * cameras * levels * 4;
   l.counts = 0, l.starts = l.buckets, l.entries = 2 * l.buckets + 1;
-  l.blockSums = l.entries + uint32_t(pairs);
-  l.words = l.blockSums + bucketBlockSums(l.buckets);
+  l.blockSums = uint32_t(l.entries + l.pairs);
+  l.taps = l.blockSums + bucketBlockSums(l.buckets);
+  l.words = l.taps + AGGREGATION_TAP_WORDS * l.pairs;
   return l;
+}
+
+// Fewer invocations than this leave a large GPU mostly idle (the map head's 100 anchors × 256 channels): 4-channel
+// lanes are taken only at or above it, and the forward splits anchors' samples below it.
+constexpr uint64_t kGpuFillingInvocations = 32768;
+
+bool starts16ByteAligned(const Exec& exec, const DeviceView& v) {
+  if (v.empty()) return true;
+  return exec.backend() == Backend::Cuda ? reinterpret_cast<uintptr_t>(v.cuda<char>()) % 16 == 0 : v.offset % 16 == 0;
+}
+
+// 4 channels an invocation (one 16-byte vector per texel, its sample decoded once per 4 channels) where the channels
+// and each group split into fours, the views read or written by fours start 16-byte aligned, and `slots` (the
+// invocations at 4 channels) still fill the GPU; else 1. Either gives each channel the same sum in the same order.
+uint32_t channelLanes(const Exec& exec, const DeformableAggregationSizes& s, uint64_t slots,
+                      std::initializer_list<DeviceView> byFours) {
+  bool aligned = true;
+  for (const DeviceView& v : byFours) aligned = aligned && starts16ByteAligned(exec, v);
+  return s.channels % 4 == 0 && (s.channels / s.groups) % 4 == 0 && aligned && slots >= kGpuFillingInvocations ? 4 : 1;
+}
+
+// The subgroup size when a subgroup (warp) can take each sample of the sample gradients: 4 channels a lane, so the
+// channels come in rounds of 4 × the subgroup size, and a group spans a power of two of a round's lanes (its sum a
+// shuffle-xor tree); else 0 (the workgroup per sample).
+uint32_t subgroupPerSample(const Exec& exec, const DeformableAggregationSizes& s, const DeviceView& features,
+                           const DeviceView& gradOut) {
+  uint32_t size = 32;  // CUDA's warp
+  if (exec.backend() == Backend::Vulkan) {
+    const vk::PhysicalDeviceInfo& info = exec.context().info();
+    size = info.subgroupShuffle ? info.subgroupSize : 0;
+  }
+  const uint32_t perGroup = s.channels / s.groups, groupLanes = perGroup / 4;
+  const bool fits = size >= 1 && size <= AGGREGATION_THREADS && (size & (size - 1)) == 0 &&
+                    s.channels % (4 * size) == 0 && perGroup % 4 == 0 && groupLanes >= 1 && groupLanes <= size &&
+                    (groupLanes & (groupLanes - 1)) == 0 && starts16ByteAligned(exec, features) &&
+                    starts16ByteAligned(exec, gradOut);
+  return fits ? size : 0;
 }
 
 const char* const kForward = "deformableAggregation";
@@ -35,11 +78,13 @@ void checkInputs(const char* op, const OpChecks& check, const DeformableAggregat
             in.maps->features());
   ARM_CHECK(s.channels >= 1 && s.groups >= 1 && s.channels % s.groups == 0,
             "%s: %u channels do not split into %u groups", op, s.channels, s.groups);
-  const uint64_t pairs = uint64_t(s.batch) * s.anchors * s.points * l.cameras * l.levels * 4;
-  ARM_CHECK(pairs + 2 * uint64_t(s.batch) * s.features + 65536 < UINT32_MAX &&
+  // The scratch's words (scratchLayout) in 64 bits: the counts, starts, entries, block sums and taps.
+  const uint64_t pairs = uint64_t(s.batch) * s.anchors * s.points * l.cameras * l.levels * 4,
+                 buckets = uint64_t(s.batch) * s.features;
+  ARM_CHECK(2 * buckets + 1 + (1 + AGGREGATION_TAP_WORDS) * pairs + buckets / BUCKET_SCAN_BLOCK + 1 < UINT32_MAX &&
                 uint64_t(s.batch) * s.features * s.channels < UINT32_MAX &&
                 uint64_t(s.batch) * s.anchors * s.channels < UINT32_MAX,
-            "%s: %u × %u anchors × %u points, %u features × %u channels: indices past 2^32", op, s.batch, s.anchors,
+            "%s: %u × %u anchors × %u points, %u features × %u channels: indices past 2^32 words", op, s.batch, s.anchors,
             s.points, s.features, s.channels);
   const size_t samples = size_t(s.batch) * s.anchors * s.points * l.cameras;
   check.view("features", in.features, ElementType::Float32, size_t(s.batch) * s.features * s.channels);
@@ -80,7 +125,7 @@ DeviceFeatureMaps::DeviceFeatureMaps(Device& device, const FeatureMapLayout& lay
 }
 
 size_t deformableAggregationScratchWords(const DeformableAggregationSizes& sizes, uint32_t cameras, uint32_t levels) {
-  return scratchLayout(sizes, cameras, levels).words;
+  return size_t(scratchLayout(sizes, cameras, levels).words);
 }
 
 void deformableAggregation(const Exec& exec, const DeformableAggregationArgs& a) {
@@ -90,9 +135,16 @@ void deformableAggregation(const Exec& exec, const DeformableAggregationArgs& a)
   const DeformableAggregationSizes& s = a.in.sizes;
   check.view("out", a.out, ElementType::Float32, size_t(s.batch) * s.anchors * s.channels);
   if (size_t(s.batch) * s.anchors == 0) return;
+  // Few anchor channels with many samples each (the map head): split each anchor's samples over invocations.
+  const uint64_t anchors = uint64_t(s.batch) * s.anchors;
+  const uint32_t splits = anchors * s.channels < kGpuFillingInvocations &&
+                                  uint64_t(s.points) * a.in.maps->layout().cameras >= AGGREGATION_FORWARD_SPLITS
+                              ? AGGREGATION_FORWARD_SPLITS
+                              : 1;
+  const uint32_t lanes = channelLanes(exec, s, anchors * (s.channels / 4) * splits, {a.in.features, a.out});
   AggregationPass pass =
-      passOf(AggregationPass::Kind::Forward, a.in, uint64_t(s.batch) * s.anchors * s.channels, AGGREGATION_THREADS);
-  pass.outA = a.out;
+      passOf(AggregationPass::Kind::Forward, a.in, anchors * (s.channels / lanes) * splits, AGGREGATION_THREADS);
+  pass.lanes = lanes, pass.splits = splits, pass.outA = a.out;
   run(op, exec, pass);
 }
 
@@ -115,7 +167,11 @@ void deformableAggregationBackward(const Exec& exec, const DeformableAggregation
   const ScratchLayout layout = scratchLayout(s, l.cameras, l.levels);
   if (!a.gradFeatures.empty()) check.view("scratch", a.scratch, ElementType::UInt32, layout.words);
   if ((!a.gradLocations.empty() || !a.gradWeights.empty()) && samples > 0) {
-    AggregationPass pass = passOf(AggregationPass::Kind::SampleGrads, a.in, samples, 1);
+    const uint32_t subgroup = subgroupPerSample(exec, s, a.in.features, a.gradOut);
+    AggregationPass pass = subgroup ? passOf(AggregationPass::Kind::SampleGrads, a.in, samples * subgroup,
+                                             AGGREGATION_THREADS)
+                                    : passOf(AggregationPass::Kind::SampleGrads, a.in, samples, 1);
+    pass.subgroup = subgroup;
     pass.push.mode = (a.gradLocations.empty() ? 0u : AGGREGATION_GRAD_LOCATIONS) |
                      (a.gradWeights.empty() ? 0u : AGGREGATION_GRAD_WEIGHTS);
     pass.gradOut = a.gradOut, pass.outA = a.gradLocations, pass.outB = a.gradWeights;
@@ -133,9 +189,16 @@ void deformableAggregationBackward(const Exec& exec, const DeformableAggregation
   pairs.push.mode = AGGREGATION_PAIRS_FILL;
   if (samples > 0) run(op, exec, pairs);
   sortBuckets(op, exec, lists);
-  AggregationPass gather = passOf(AggregationPass::Kind::FeatureGrads, a.in,
-                                  uint64_t(s.batch) * s.features * s.channels, AGGREGATION_THREADS);
-  gather.push.counts = layout.counts, gather.push.entries = layout.entries, gather.push.starts = layout.starts;
+  // Each sorted entry decoded once, for all the channels that gather it.
+  AggregationPass taps = passOf(AggregationPass::Kind::Taps, a.in, layout.pairs, AGGREGATION_THREADS);
+  taps.push.entries = layout.entries, taps.push.starts = layout.starts, taps.push.taps = layout.taps;
+  taps.words = a.scratch;
+  if (samples > 0) run(op, exec, taps);
+  const uint64_t texels = uint64_t(s.batch) * s.features;
+  const uint32_t lanes = channelLanes(exec, s, texels * (s.channels / 4), {a.gradOut, a.gradFeatures});
+  AggregationPass gather =
+      passOf(AggregationPass::Kind::FeatureGrads, a.in, texels * (s.channels / lanes), AGGREGATION_THREADS);
+  gather.lanes = lanes, gather.push.starts = layout.starts, gather.push.taps = layout.taps;
   gather.gradOut = a.gradOut, gather.outA = a.gradFeatures, gather.words = a.scratch;
   run(op, exec, gather);
 }

@@ -4,18 +4,32 @@
 
 namespace armature::vk {
 
-void aggregationPass(const Exec& exec, const AggregationPass& p) {
+namespace {
+
+const shaders::SpirvBlob& programOf(const AggregationPass& p) {
   using Kind = AggregationPass::Kind;
   using namespace shaders;
+  const bool four = p.lanes == 4;
+  switch (p.kind) {
+    case Kind::Forward:
+      if (p.splits > 1) return four ? aggregation_forward_split_lanes4 : aggregation_forward_split;
+      return four ? aggregation_forward_lanes4 : aggregation_forward;
+    case Kind::SampleGrads: return p.subgroup ? aggregation_sample_subgroup : aggregation_sample_grads;
+    case Kind::Pairs: return aggregation_pairs;
+    case Kind::Taps: return aggregation_taps;
+    case Kind::FeatureGrads: return four ? aggregation_feature_grads_lanes4 : aggregation_feature_grads;
+  }
+  return aggregation_forward;
+}
+
+}  // namespace
+
+void aggregationPass(const Exec& exec, const AggregationPass& p) {
   VkCommandBuffer cmd = exec.commandBuffer();
   computeBarrier(cmd);
-  const SpirvBlob& blob = p.kind == Kind::Forward       ? aggregation_forward
-                          : p.kind == Kind::SampleGrads ? aggregation_sample_grads
-                          : p.kind == Kind::Pairs       ? aggregation_pairs
-                                                        : aggregation_feature_grads;
   // An absent view binds the table, which the pass then does not touch.
   auto bound = [&](const DeviceView& v) { return (v.empty() ? p.table : v).vulkan(); };
-  dispatch(cmd, exec.context().program(blob, AGGREGATION_BINDINGS, sizeof p.push), p.groupsX,
+  dispatch(cmd, exec.context().program(programOf(p), AGGREGATION_BINDINGS, sizeof p.push), p.groupsX,
            {p.table.vulkan(), p.features.vulkan(), p.locations.vulkan(), p.weights.vulkan(), bound(p.gradOut),
             bound(p.outA), bound(p.outB), bound(p.words)},
            p.push, p.groupsY);

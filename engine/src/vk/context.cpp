@@ -111,6 +111,8 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.subgroupSums = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+  d.subgroupShuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   std::memcpy(d.deviceUuid, ids.deviceUUID, VK_UUID_SIZE);
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;

@@ -48,6 +48,7 @@ struct PhysicalDeviceInfo {
   uint32_t subgroupSize = 0;
   bool int64Atomics = false;      // shaderBufferInt64Atomics
   bool subgroupSums = false;      // compute shaders have subgroup ballot and relative shuffles (segmented sums)
+  bool subgroupShuffle = false;   // compute shaders have subgroup shuffles (shuffle-xor trees)
   bool float64 = false;           // shaderFloat64
   bool int64 = false;             // shaderInt64
   bool float32AtomicAdd = false;  // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
