@@ -1,7 +1,12 @@
 #version 450
-// Culled Gaussian field, a point per invocation (shared/gaussian_grid_io.h): the field (GAUSSIAN_BACKWARD 0) or the
-// point's gradient (1) over the Gaussians of its cell, then the outsized ones, each list in index order; a term
-// counts where m' ≤ the Gaussian's cut. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
+// Culled Gaussian field at points (shared/gaussian_grid_io.h): the field (GAUSSIAN_BACKWARD 0) or the point's
+// gradient (1) over the Gaussians of its cell, then the outsized ones, each list in index order; a term counts where
+// m' ≤ the Gaussian's cut. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
+// GAUSSIAN_TILES 1: a workgroup takes GAUSSIAN_THREADS consecutive entries of the grid's point lists (binned by cell,
+// so its points lie in a few cells, in increasing order) and, for each of their cells in turn, then the outsized
+// list, stages the list's Gaussians in shared memory a chunk at a time: each point sums its own cell's and the
+// outsized ones in list order, the sums a point alone would make, with loads the workgroup shares. 0: a point per
+// invocation walking its lists alone, over the points off the grid (p.mode GAUSSIAN_CULLED_OFF_GRID) or all.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"
@@ -9,50 +14,138 @@
 layout(local_size_x = GAUSSIAN_THREADS) in;
 #include "gaussian_culled_buffers.glsl"
 
+float x[3];
+#if GAUSSIAN_BACKWARD
+float gradIn[MAXC], g3[3];
+#else
+float acc[MAXC];
+#endif
+
+// One Gaussian's term at the point: A' (scaled, gaussian_io.h), μ, the cut, its weights.
+void addTerm(float a[6], float mean[3], float cut, float w[MAXC]) {
+  float z[3];
+  const float m = gaussianDistance(a, x[0] - mean[0], x[1] - mean[1], x[2] - mean[2], z);
+  if (!(m <= cut)) return;
+  const float g = gaussianTerm(m);
+#if GAUSSIAN_BACKWARD
+  float s = 0.0;
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) s += c < p.channels ? gradIn[c] * w[c] : 0.0;
+  const float q2 = -g * s;  // 2·dLoss/dm
+  g3[0] += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
+  g3[1] += q2 * (a[2] * z[1] + a[4] * z[2]);
+  g3[2] += q2 * (a[5] * z[2]);
+#else
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c)
+    if (c < p.channels) acc[c] += w[c] * g;
+#endif
+}
+
+// Gaussian i's prepared words (A', μ, the cut) and weights, from the grid and the weights' buffer.
+void loadGaussian(uint i, out float a[6], out float mean[3], out float cut, out float w[MAXC]) {
+  const uint o = p.prepared + i * GAUSSIAN_PREPARED;
+  [[unroll]] for (uint k = 0u; k < 6u; ++k) a[k] = uintBitsToFloat(grid[o + k]);
+  [[unroll]] for (uint k = 0u; k < 3u; ++k) mean[k] = uintBitsToFloat(grid[o + 6u + k]);
+  cut = uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]);
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = c < p.channels ? weights[i * p.channels + c] : 0.0;
+}
+
+void startPoint(uint b) {
+  const uint C = p.channels;
+  x = float[3](points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u]);
+#if GAUSSIAN_BACKWARD
+  g3 = float[3](0.0, 0.0, 0.0);
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) gradIn[c] = c < C ? gradField[b * C + c] : 0.0;
+#else
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[c] = 0.0;
+#endif
+}
+
+void finishPoint(uint b) {
+#if GAUSSIAN_BACKWARD
+  // A'ᵀz' is the unscaled Aᵀz times the scale's square.
+  [[unroll]] for (uint k = 0u; k < 3u; ++k) outValues[b * 3u + k] = g3[k] * GAUSSIAN_UNSCALE;
+#else
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c)
+    if (c < p.channels) outValues[b * p.channels + c] = acc[c];
+#endif
+}
+
+#if GAUSSIAN_TILES
+#define TILE_WORDS 10u  // a staged Gaussian: A' (6), μ (3), the cut
+shared float sGaussians[GAUSSIAN_THREADS * TILE_WORDS];
+shared float sWeights[GAUSSIAN_THREADS * MAXC];
+shared uint sNextCell;
+
+// List `list`'s Gaussians, a chunk of GAUSSIAN_THREADS at a time, summed by the invocations where `mine`. The list
+// is the same for the whole workgroup, so its barriers are in uniform control flow.
+void sumStaged(uint list, bool mine) {
+  const uint lid = gl_LocalInvocationID.x;
+  const uint first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1u];
+  for (uint base = first; base < last; base += GAUSSIAN_THREADS) {
+    barrier();  // the last chunk is summed
+    if (base + lid < last) {
+      float a[6], mean[3], cut, w[MAXC];
+      loadGaussian(grid[p.gaussianEntries + base + lid], a, mean, cut, w);
+      [[unroll]] for (uint k = 0u; k < 6u; ++k) sGaussians[lid * TILE_WORDS + k] = a[k];
+      [[unroll]] for (uint k = 0u; k < 3u; ++k) sGaussians[lid * TILE_WORDS + 6u + k] = mean[k];
+      sGaussians[lid * TILE_WORDS + 9u] = cut;
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeights[lid * MAXC + c] = w[c];
+    }
+    barrier();
+    if (!mine) continue;
+    const uint n = min(GAUSSIAN_THREADS, last - base);
+    for (uint j = 0u; j < n; ++j) {
+      float a[6], mean[3], w[MAXC];
+      [[unroll]] for (uint k = 0u; k < 6u; ++k) a[k] = sGaussians[j * TILE_WORDS + k];
+      [[unroll]] for (uint k = 0u; k < 3u; ++k) mean[k] = sGaussians[j * TILE_WORDS + 6u + k];
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = sWeights[j * MAXC + c];
+      addTerm(a, mean, sGaussians[j * TILE_WORDS + 9u], w);
+    }
+  }
+}
+
+void main() {
+  const uint lid = gl_LocalInvocationID.x, binned = grid[p.pointStarts + p.cells];  // the points on the grid
+  const uint e = gl_WorkGroupID.x * GAUSSIAN_THREADS + lid;
+  if (gl_WorkGroupID.x * GAUSSIAN_THREADS >= binned) return;  // the whole workgroup
+  const bool valid = e < binned;
+  const uint b = valid ? grid[p.pointEntries + e] : 0u;
+  startPoint(b);
+  uint cell = 0u;
+  if (valid) pointCell(b, cell);  // binned, so on the grid
+  // The workgroup's cells in increasing order: each round finds the lowest above the last.
+  if (lid == 0u) sNextCell = 0xffffffffu;
+  barrier();
+  if (valid) atomicMin(sNextCell, cell);
+  barrier();
+  for (uint current = sNextCell; current != 0xffffffffu; current = sNextCell) {
+    sumStaged(current, valid && cell == current);
+    barrier();
+    if (lid == 0u) sNextCell = 0xffffffffu;
+    barrier();
+    if (valid && cell > current) atomicMin(sNextCell, cell);
+    barrier();
+  }
+  sumStaged(p.cells, valid);  // the outsized Gaussians
+  if (valid) finishPoint(b);
+}
+#else
 void main() {
   const uint b = gl_GlobalInvocationID.x;
   if (b >= p.points) return;
-  const uint C = p.channels;
-  const float x = points[b * 3u], y = points[b * 3u + 1u], zc = points[b * 3u + 2u];
-#if GAUSSIAN_BACKWARD
-  float gradIn[MAXC], gx = 0.0, gy = 0.0, gz = 0.0;
-  [[unroll]] for (uint c = 0u; c < MAXC; ++c) gradIn[c] = c < C ? gradField[b * C + c] : 0.0;
-#else
-  float acc[MAXC];
-  [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[c] = 0.0;
-#endif
   uint cell;
   const bool inGrid = pointCell(b, cell);
+  if (inGrid && p.mode == GAUSSIAN_CULLED_OFF_GRID) return;  // the tiles' point
+  startPoint(b);
   for (uint pass = inGrid ? 0u : 1u; pass < 2u; ++pass) {
     const uint list = pass == 0u ? cell : p.cells;
     const uint first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1u];
     for (uint e = first; e < last; ++e) {
-      const uint i = grid[p.gaussianEntries + e], o = p.prepared + i * GAUSSIAN_PREPARED;
-      float a[6], z[3];
-      [[unroll]] for (uint k = 0u; k < 6u; ++k) a[k] = uintBitsToFloat(grid[o + k]);
-      const float m = gaussianDistance(a, x - uintBitsToFloat(grid[o + 6u]), y - uintBitsToFloat(grid[o + 7u]),
-                                       zc - uintBitsToFloat(grid[o + 8u]), z);  // scaled (gaussian_io.h)
-      if (!(m <= uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]))) continue;
-      const float g = gaussianTerm(m);
-#if GAUSSIAN_BACKWARD
-      float s = 0.0;
-      [[unroll]] for (uint c = 0u; c < MAXC; ++c) s += c < C ? gradIn[c] * weights[i * C + c] : 0.0;
-      const float q2 = -g * s;  // 2·dLoss/dm
-      gx += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
-      gy += q2 * (a[2] * z[1] + a[4] * z[2]);
-      gz += q2 * (a[5] * z[2]);
-#else
-      [[unroll]] for (uint c = 0u; c < MAXC; ++c)
-        if (c < C) acc[c] += weights[i * C + c] * g;
-#endif
+      float a[6], mean[3], cut, w[MAXC];
+      loadGaussian(grid[p.gaussianEntries + e], a, mean, cut, w);
+      addTerm(a, mean, cut, w);
     }
   }
-#if GAUSSIAN_BACKWARD
-  // A'ᵀz' is the unscaled Aᵀz times the scale's square.
-  outValues[b * 3u] = gx * GAUSSIAN_UNSCALE, outValues[b * 3u + 1u] = gy * GAUSSIAN_UNSCALE;
-  outValues[b * 3u + 2u] = gz * GAUSSIAN_UNSCALE;
-#else
-  [[unroll]] for (uint c = 0u; c < MAXC; ++c)
-    if (c < C) outValues[b * C + c] = acc[c];
-#endif
+  finishPoint(b);
 }
+#endif

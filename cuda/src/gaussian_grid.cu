@@ -155,7 +155,50 @@ struct Prepared {
   }
 };
 
-// A point per thread over its cell's Gaussians, then the outsized ones: the field or the point's gradient.
+// One point's sum over Gaussians (gaussian_culled_points.glsl): the field, or (BACKWARD) the point's gradient.
+template <int MAXC, bool BACKWARD>
+struct PointSum {
+  float x[3], acc[MAXC], g3[3] = {0.0f, 0.0f, 0.0f};  // acc: the field, or the field's gradient (backward)
+  uint32_t C;
+  __device__ PointSum(const float* points, const float* gradField, uint32_t b, uint32_t channels) : C(channels) {
+    for (int k = 0; k < 3; ++k) x[k] = points[size_t(b) * 3 + k];
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && c < C ? gradField[size_t(b) * C + c] : 0.0f;
+  }
+  // One Gaussian's term: A' (scaled, gaussian_io.h), μ, the cut, its weights (w[c], c < C).
+  __device__ void add(const float a[6], const float mean[3], float cut, const float* w) {
+    float z[3];
+    const float m = gaussianDistance(a, x[0] - mean[0], x[1] - mean[1], x[2] - mean[2], z);
+    if (!(m <= cut)) return;
+    const float term = gaussianTerm(m);
+    if constexpr (BACKWARD) {
+      float s = 0.0f;
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c) s += c < C ? acc[c] * w[c] : 0.0f;
+      const float q2 = -term * s;  // 2·dLoss/dm
+      g3[0] += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
+      g3[1] += q2 * (a[2] * z[1] + a[4] * z[2]);
+      g3[2] += q2 * (a[5] * z[2]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c)
+        if (c < C) acc[c] += w[c] * term;
+    }
+  }
+  __device__ void write(float* out, uint32_t b) const {
+    if constexpr (BACKWARD) {
+      // A'ᵀz' is the unscaled Aᵀz times the scale's square.
+      for (int k = 0; k < 3; ++k) out[size_t(b) * 3 + k] = g3[k] * GAUSSIAN_UNSCALE;
+    } else {
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c)
+        if (c < C) out[size_t(b) * C + c] = acc[c];
+    }
+  }
+};
+
+// A point per thread over its cell's Gaussians, then the outsized ones (mode GAUSSIAN_CULLED_OFF_GRID: only the
+// points off the grid, which the tiles leave).
 template <int MAXC, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     culledPointsKernel(const float* __restrict__ points, const float* __restrict__ weights,
@@ -164,45 +207,80 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   const uint32_t b = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x;
   if (b >= p.points) return;
   const uint32_t C = p.channels;
-  const float x[3] = {points[b * 3], points[b * 3 + 1], points[b * 3 + 2]};
-  float acc[MAXC], g3[3] = {0.0f, 0.0f, 0.0f};  // forward: the field; backward: the field's gradient
-#pragma unroll
-  for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && c < C ? gradField[b * C + c] : 0.0f;
+  PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
   uint32_t cell;
-  const bool inGrid = GridHeader(grid).cellOf(x, cell);
+  const bool inGrid = GridHeader(grid).cellOf(sum.x, cell);
+  if (inGrid && p.mode == GAUSSIAN_CULLED_OFF_GRID) return;
   for (uint32_t pass = inGrid ? 0 : 1; pass < 2; ++pass) {
     const uint32_t list = pass == 0 ? cell : p.cells;
     const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
     for (uint32_t e = first; e < last; ++e) {
       const uint32_t i = grid[p.gaussianEntries + e];
       const Prepared g(grid, p, i);
-      float z[3];
-      const float m = gaussianDistance(g.a, x[0] - g.mean[0], x[1] - g.mean[1], x[2] - g.mean[2], z);
-      if (!(m <= g.cut)) continue;
-      const float term = gaussianTerm(m);
-      if constexpr (BACKWARD) {
-        float s = 0.0f;
-#pragma unroll
-        for (int c = 0; c < MAXC; ++c) s += c < C ? acc[c] * weights[i * C + c] : 0.0f;
-        const float q2 = -term * s;  // 2·dLoss/dm
-        g3[0] += q2 * (g.a[0] * z[0] + g.a[1] * z[1] + g.a[3] * z[2]);
-        g3[1] += q2 * (g.a[2] * z[1] + g.a[4] * z[2]);
-        g3[2] += q2 * (g.a[5] * z[2]);
-      } else {
-#pragma unroll
-        for (int c = 0; c < MAXC; ++c)
-          if (c < C) acc[c] += weights[i * C + c] * term;
-      }
+      sum.add(g.a, g.mean, g.cut, &weights[size_t(i) * C]);
     }
   }
-  if constexpr (BACKWARD) {
-    // A'ᵀz' is the unscaled Aᵀz times the scale's square.
-    for (int k = 0; k < 3; ++k) out[b * 3 + k] = g3[k] * GAUSSIAN_UNSCALE;
-  } else {
+  sum.write(out, b);
+}
+
+// A block per GAUSSIAN_THREADS consecutive binned points (gaussian_culled_points.glsl's tiles): for each of their
+// cells in increasing order, then the outsized list, the list's Gaussians staged in shared memory a chunk at a time,
+// each point summing its own cell's and the outsized ones in list order.
+template <int MAXC, bool BACKWARD>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    culledTilesKernel(const float* __restrict__ points, const float* __restrict__ weights,
+                      const float* __restrict__ gradField, float* __restrict__ out, const uint32_t* __restrict__ grid,
+                      GaussianGridPush p) {
+  constexpr uint32_t kWords = 10;  // A' (6), μ (3), the cut
+  __shared__ float sGaussians[GAUSSIAN_THREADS * kWords];
+  __shared__ float sWeights[GAUSSIAN_THREADS * MAXC];
+  __shared__ uint32_t sNextCell;
+  const uint32_t lid = threadIdx.x, binned = grid[p.pointStarts + p.cells], C = p.channels;
+  const uint32_t e = blockIdx.x * GAUSSIAN_THREADS + lid;
+  if (blockIdx.x * GAUSSIAN_THREADS >= binned) return;  // the whole block
+  const bool valid = e < binned;
+  const uint32_t b = valid ? grid[p.pointEntries + e] : 0;
+  PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
+  uint32_t cell = 0;
+  if (valid) GridHeader(grid).cellOf(sum.x, cell);  // binned, so on the grid
+  auto sumStaged = [&](uint32_t list, bool mine) {
+    const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
+    for (uint32_t base = first; base < last; base += GAUSSIAN_THREADS) {
+      __syncthreads();  // the last chunk is summed
+      if (base + lid < last) {
+        const uint32_t i = grid[p.gaussianEntries + base + lid];
+        const Prepared g(grid, p, i);
+        float* staged = &sGaussians[lid * kWords];
+        for (int k = 0; k < 6; ++k) staged[k] = g.a[k];
+        for (int k = 0; k < 3; ++k) staged[6 + k] = g.mean[k];
+        staged[9] = g.cut;
 #pragma unroll
-    for (int c = 0; c < MAXC; ++c)
-      if (c < C) out[size_t(b) * C + c] = acc[c];
+        for (int c = 0; c < MAXC; ++c) sWeights[lid * MAXC + c] = c < int(C) ? weights[size_t(i) * C + c] : 0.0f;
+      }
+      __syncthreads();
+      if (!mine) continue;
+      const uint32_t n = min(uint32_t(GAUSSIAN_THREADS), last - base);
+      for (uint32_t j = 0; j < n; ++j) {
+        const float* staged = &sGaussians[j * kWords];
+        sum.add(staged, staged + 6, staged[9], &sWeights[j * MAXC]);
+      }
+    }
+  };
+  // The block's cells in increasing order: each round finds the lowest above the last.
+  if (lid == 0) sNextCell = ~0u;
+  __syncthreads();
+  if (valid) atomicMin(&sNextCell, cell);
+  __syncthreads();
+  for (uint32_t current = sNextCell; current != ~0u; current = sNextCell) {
+    sumStaged(current, valid && cell == current);
+    __syncthreads();
+    if (lid == 0) sNextCell = ~0u;
+    __syncthreads();
+    if (valid && cell > current) atomicMin(&sNextCell, cell);
+    __syncthreads();
   }
+  sumStaged(p.cells, valid);  // the outsized Gaussians
+  if (valid) sum.write(out, b);
 }
 
 // A Gaussian per thread over the points of the cells its support covers (or every point, outsized): its partial row.
@@ -265,12 +343,12 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
               *gradField = p.gradField.cuda<float>();
   float* out = p.out.cuda<float>();
   const uint32_t* grid = p.grid.cuda<uint32_t>();
-  if (p.kind == Kind::Forward)
-    culledPointsKernel<MAXC, false>
-        <<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
-  else if (p.kind == Kind::PointGrads)
-    culledPointsKernel<MAXC, true><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
-  else
+  if (p.kind == Kind::Forward || p.kind == Kind::PointGrads) {
+    const bool backward = p.kind == Kind::PointGrads;
+    const auto kernel = p.tiles ? (backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>)
+                                : (backward ? culledPointsKernel<MAXC, true> : culledPointsKernel<MAXC, false>);
+    kernel<<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+  } else
     culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
 }
 

@@ -6,8 +6,9 @@
 //   histogram); plan (one invocation: the cell edge, from the 99th percentile of the sizes, grown until the cells
 //   fit); count and fill (per Gaussian: the ≤ GAUSSIAN_GRID_SPAN³ cells its box covers, or the list of outsized
 //   ones), with buckets.comp's scan between and its sort after (shared/buckets_io.h).
-// The backward bins the points the same way into the buffer's point lists. Lists are sorted by index after the
-// (atomic) fill, so every sum has a fixed order: the same bits on every run.
+// The culled passes bin the points the same way into the buffer's point lists: the points' passes take them a
+// workgroup's tile at a time (gaussian_culled_points.glsl), the Gaussians' walk their cells' points. Lists a sum
+// walks are sorted by index after the (atomic) fill, so every sum has a fixed order: the same bits on every run.
 #ifndef ARMATURE_GAUSSIAN_GRID_IO_H
 #define ARMATURE_GAUSSIAN_GRID_IO_H
 #include "gaussian_io.h"
@@ -62,6 +63,7 @@
 #define GAUSSIAN_CULLED_BINDING_OUT 3         // float: the field, the points' gradient, or the Gaussians' rows
 #define GAUSSIAN_CULLED_BINDING_GRID 4        // uint: the grid
 #define GAUSSIAN_CULLED_BINDINGS 5
+#define GAUSSIAN_CULLED_OFF_GRID 1u  // a point-per-invocation pass's mode: only the points off the grid (the rest tiled)
 
 ARM_SHARED_STRUCT(GaussianGridPush) {
   uint points, gaussians, channels, flags;  // flags: GAUSSIAN_ISOTROPIC

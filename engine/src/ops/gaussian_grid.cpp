@@ -79,6 +79,28 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
   return pass;
 }
 
+// The points binned into the grid's cells (those off the grid left out); sorted where a sum walks the lists (the
+// Gaussians' side), while the points' tiles only need them grouped by cell.
+void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, const DeviceView& grid, bool sorted) {
+  const GaussianGridPush layout = layoutOf(in);
+  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
+  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, in.points));
+  scanBuckets(op, exec, pointLists(layout, grid));
+  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_FILL_POINTS, in.points));
+  if (sorted) sortBuckets(op, exec, pointLists(layout, grid));
+}
+
+// A points' pass (the field or its gradient): the binned points by tiles, then those off the grid one by one.
+void runPointsPasses(const char* op, const Exec& exec, GaussianGridPass::Kind kind, const GaussianFieldInputs& in,
+                     const DeviceView& grid, const DeviceView& gradField, const DeviceView& out) {
+  GaussianGridPass tiles = culledPass(kind, in, grid, gradField, out);
+  tiles.tiles = true;
+  run(op, exec, tiles);
+  GaussianGridPass offGrid = culledPass(kind, in, grid, gradField, out);
+  offGrid.push.mode = GAUSSIAN_CULLED_OFF_GRID;
+  run(op, exec, offGrid);
+}
+
 }  // namespace
 
 uint32_t gaussianGridCells(uint32_t gaussians) {
@@ -119,23 +141,20 @@ void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check
   ARM_CHECK(a.mahalanobis.empty(), "%s: the distances are a dense output; culled mode (a grid) has none", op);
   checkGrid(op, check, a.in, a.grid);
   if (a.in.points == 0) return;
-  run(op, exec, culledPass(GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field));
+  binPoints(op, exec, a.in, a.grid, false);
+  runPointsPasses(op, exec, GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field);
 }
 
 void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpChecks& check,
                                  const GaussianFieldBackwardArgs& a, uint32_t finishFlags) {
   checkGrid(op, check, a.in, a.grid);
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
-  if (!a.gradPoints.empty() && B > 0)
-    run(op, exec, culledPass(GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints));
-  if (finishFlags == 0 || N == 0) return;
-  // The points binned into the grid's cells, then each Gaussian's row, then the rows turned into the outputs.
-  const GaussianGridPush layout = layoutOf(a.in);
-  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
-  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_COUNT_POINTS, B));
-  scanBuckets(op, exec, pointLists(layout, a.grid));
-  run(op, exec, gridPass(a.in, layout, a.grid, GAUSSIAN_GRID_FILL_POINTS, B));
-  sortBuckets(op, exec, pointLists(layout, a.grid));
+  const bool pointSide = !a.gradPoints.empty() && B > 0, gaussianSide = finishFlags != 0 && N > 0;
+  if (pointSide || gaussianSide) binPoints(op, exec, a.in, a.grid, gaussianSide);
+  if (pointSide)
+    runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
+  if (!gaussianSide) return;
+  // Each Gaussian's row, then the rows turned into the outputs.
   const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
   run(op, exec, culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows));
   finishGaussianGrads(op, exec, a, rows, 1, finishFlags);
