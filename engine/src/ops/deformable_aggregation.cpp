@@ -14,20 +14,21 @@ namespace armature {
 namespace {
 
 // The scratch's regions: each texel's count (then cursor), start, the entries, the scan's block sums, the taps.
-// checkInputs refuses sizes whose words would pass 2^32 before any layout is made.
+// `words` is counted in 64 bits, so checkInputs can refuse sizes past 2^32 words before the offsets are used.
 struct ScratchLayout {
-  uint64_t pairs;
+  uint64_t pairs, words;
   uint32_t buckets, counts, starts, entries, blockSums, taps;
-  uint64_t words;
 };
 ScratchLayout scratchLayout(const DeformableAggregationSizes& s, uint32_t cameras, uint32_t levels) {
   ScratchLayout l{};
-  l.buckets = s.batch * s.features;
+  const uint64_t buckets = uint64_t(s.batch) * s.features;
   l.pairs = uint64_t(s.batch) * s.anchors * s.points * cameras * levels * 4;
+  l.words = 2 * buckets + 1 + l.pairs + (buckets + BUCKET_SCAN_BLOCK - 1) / BUCKET_SCAN_BLOCK +
+            AGGREGATION_TAP_WORDS * l.pairs;
+  l.buckets = uint32_t(buckets);
   l.counts = 0, l.starts = l.buckets, l.entries = 2 * l.buckets + 1;
   l.blockSums = uint32_t(l.entries + l.pairs);
   l.taps = l.blockSums + bucketBlockSums(l.buckets);
-  l.words = l.taps + AGGREGATION_TAP_WORDS * l.pairs;
   return l;
 }
 
@@ -35,9 +36,9 @@ ScratchLayout scratchLayout(const DeformableAggregationSizes& s, uint32_t camera
 // lanes are taken only at or above it, and the forward splits anchors' samples below it.
 constexpr uint64_t kGpuFillingInvocations = 32768;
 
+// OpChecks already holds every CUDA view to 16 bytes; a Vulkan view's binding offset may be less aligned.
 bool starts16ByteAligned(const Exec& exec, const DeviceView& v) {
-  if (v.empty()) return true;
-  return exec.backend() == Backend::Cuda ? reinterpret_cast<uintptr_t>(v.cuda<char>()) % 16 == 0 : v.offset % 16 == 0;
+  return exec.backend() == Backend::Cuda || v.offset % 16 == 0;
 }
 
 // 4 channels an invocation (one 16-byte vector per texel, its sample decoded once per 4 channels) where the channels
@@ -78,10 +79,7 @@ void checkInputs(const char* op, const OpChecks& check, const DeformableAggregat
             in.maps->features());
   ARM_CHECK(s.channels >= 1 && s.groups >= 1 && s.channels % s.groups == 0,
             "%s: %u channels do not split into %u groups", op, s.channels, s.groups);
-  // The scratch's words (scratchLayout) in 64 bits: the counts, starts, entries, block sums and taps.
-  const uint64_t pairs = uint64_t(s.batch) * s.anchors * s.points * l.cameras * l.levels * 4,
-                 buckets = uint64_t(s.batch) * s.features;
-  ARM_CHECK(2 * buckets + 1 + (1 + AGGREGATION_TAP_WORDS) * pairs + buckets / BUCKET_SCAN_BLOCK + 1 < UINT32_MAX &&
+  ARM_CHECK(scratchLayout(s, l.cameras, l.levels).words < UINT32_MAX &&
                 uint64_t(s.batch) * s.features * s.channels < UINT32_MAX &&
                 uint64_t(s.batch) * s.anchors * s.channels < UINT32_MAX,
             "%s: %u × %u anchors × %u points, %u features × %u channels: indices past 2^32 words", op, s.batch, s.anchors,

@@ -93,12 +93,11 @@ void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, 
 // A points' pass (the field or its gradient): the binned points by tiles, then those off the grid one by one.
 void runPointsPasses(const char* op, const Exec& exec, GaussianGridPass::Kind kind, const GaussianFieldInputs& in,
                      const DeviceView& grid, const DeviceView& gradField, const DeviceView& out) {
-  GaussianGridPass tiles = culledPass(kind, in, grid, gradField, out);
-  tiles.tiles = true;
-  run(op, exec, tiles);
-  GaussianGridPass offGrid = culledPass(kind, in, grid, gradField, out);
-  offGrid.push.mode = GAUSSIAN_CULLED_OFF_GRID;
-  run(op, exec, offGrid);
+  GaussianGridPass pass = culledPass(kind, in, grid, gradField, out);
+  pass.tiles = true;
+  run(op, exec, pass);
+  pass.tiles = false, pass.push.mode = GAUSSIAN_CULLED_OFF_GRID;
+  run(op, exec, pass);
 }
 
 }  // namespace

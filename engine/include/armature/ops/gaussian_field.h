@@ -102,9 +102,8 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& ar
 // percentile of the supports (a support spans at most 3 cells per axis; the larger 1% go into a list every point
 // walks), at most gaussianGridCells(N) cells. A point sums the Gaussians of its cell and that list; each Gaussian's
 // gradient sums the points of its ≤ 27 cells. Both bin the points into the grid's buffer first, so a grid serves one
-// evaluation at a time. Lists are sorted by index, so the
-// sums keep their order: the same bits on every run. Rebuild the grid whenever the Gaussians (means, L, weights) or
-// ε change; its cost is `armature-bench gaussian`'s build row.
+// evaluation at a time. Lists are sorted by index, so the sums keep their order: the same bits on every run. Rebuild
+// the grid whenever the Gaussians (means, L, weights) or ε change; its cost is `armature-bench gaussian`'s build row.
 uint32_t gaussianGridCells(uint32_t gaussians);
 size_t gaussianGridWords(uint32_t points, uint32_t gaussians);  // UInt32 words of the grid's buffer
 
