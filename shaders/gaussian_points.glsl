@@ -1,17 +1,25 @@
 #version 450
-// Gaussian field, one or GAUSSIAN_MANY_ROWS points per invocation (shared/gaussian_io.h): the field at the points
+// Gaussian field, one or several points per invocation (shared/gaussian_io.h): the field at the points
 // (GAUSSIAN_BACKWARD 0) or their gradient (1), over this chunk's Gaussians in order, staged GAUSSIAN_TILE at a time.
 // GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32), so that they stay in registers;
-// GAUSSIAN_ROWS_PER_INVOCATION: 1 or GAUSSIAN_MANY_ROWS.
+// GAUSSIAN_ROWS_PER_INVOCATION: 1, GAUSSIAN_MANY_ROWS or GAUSSIAN_MOST_ROWS.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_io.h"
 
 #include "gaussian_buffers.glsl"
 
-shared float sA[GAUSSIAN_TILE * 6];
-shared float sMean[GAUSSIAN_TILE * 3];
+// A staged Gaussian: A' (a00, a10, a11, a20 | a21, a22) with μ's x and y in two vec4, μ's z, its weights; so that a
+// column costs few shared loads.
+shared vec4 sShapeA[GAUSSIAN_TILE], sShapeB[GAUSSIAN_TILE];
+shared float sMeanZ[GAUSSIAN_TILE];
+#if MAXC % 4 == 0
+shared vec4 sWeight[GAUSSIAN_TILE * MAXC / 4];
+#else
 shared float sWeight[GAUSSIAN_TILE * MAXC];
+#endif
+
+float weightOf(uint i, uint c) { return c < p.channels ? weights[i * p.channels + c] : 0.0; }
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, firstRow = gl_WorkGroupID.x * GAUSSIAN_THREADS * ROWS + lid;
@@ -43,17 +51,32 @@ void main() {
       float raw[6], a[6];
       for (uint k = 0u; k < 6u; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
-      for (uint k = 0u; k < 6u; ++k) sA[lid * 6u + k] = a[k] * GAUSSIAN_EXP2_SCALE;
-      for (uint k = 0u; k < 3u; ++k) sMean[lid * 3u + k] = means[i * 3u + k];
-      [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0;
+      for (uint k = 0u; k < 6u; ++k) a[k] *= GAUSSIAN_EXP2_SCALE;
+      sShapeA[lid] = vec4(a[0], a[1], a[2], a[3]);
+      sShapeB[lid] = vec4(a[4], a[5], means[i * 3u], means[i * 3u + 1u]);
+      sMeanZ[lid] = means[i * 3u + 2u];
+#if MAXC % 4 == 0
+      [[unroll]] for (uint c = 0u; c < MAXC; c += 4u)
+        sWeight[lid * (MAXC / 4u) + c / 4u] = vec4(weightOf(i, c), weightOf(i, c + 1u), weightOf(i, c + 2u), weightOf(i, c + 3u));
+#else
+      [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeight[lid * MAXC + c] = weightOf(i, c);
+#endif
     }
     barrier();
     const uint count = min(uint(GAUSSIAN_TILE), last - base);
     for (uint k = 0u; k < count; ++k) {
-      float a[6], w[MAXC];
-      [[unroll]] for (uint e = 0u; e < 6u; ++e) a[e] = sA[k * 6u + e];
+      const vec4 sa = sShapeA[k], sb = sShapeB[k];
+      const float a[6] = float[6](sa.x, sa.y, sa.z, sa.w, sb.x, sb.y);
+      const float mx = sb.z, my = sb.w, mz = sMeanZ[k];
+      float w[MAXC];
+#if MAXC % 4 == 0
+      [[unroll]] for (uint c = 0u; c < MAXC; c += 4u) {
+        const vec4 v = sWeight[k * (MAXC / 4u) + c / 4u];
+        w[c] = v.x, w[c + 1u] = v.y, w[c + 2u] = v.z, w[c + 3u] = v.w;
+      }
+#else
       [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
-      const float mx = sMean[k * 3u], my = sMean[k * 3u + 1u], mz = sMean[k * 3u + 2u];
+#endif
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float z[3];
         const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);  // scaled (gaussian_io.h)

@@ -158,7 +158,8 @@ ARM_ON_GPU_BACKENDS(GaussianFieldOp);
 
 // Against the reference on awkward sizes: one pair; the point side cut into chunks (500 × 1000, and 3 × 2000); the
 // Gaussian side cut into chunks (5000 × 7); 8 and 32 channels; isotropic; no Gaussians at all; and sides of more
-// than 32768 rows (several rows per invocation), of points and of Gaussians. Tolerances:
+// than 32768 rows (several rows per invocation): points with 1 channel (GAUSSIAN_MOST_ROWS) and 8 (MANY), Gaussians
+// with 1. Tolerances:
 //   - the field: each value sums N float terms w·e^{−m/2} (exp2 to a few ulps, m to a few ulps relative), so it is
 //     held to 1e-5 of Σ|w|·e^{−m/2} over its row (the sum of the terms' sizes) plus 1e-7;
 //   - distances: 1e-5 relative plus 1e-5 (x − μ rounds to 1e-7 of the cube and A scales it by ≤ 5);
@@ -172,7 +173,8 @@ TEST_P(GaussianFieldOp, MatchesReference) {
   const auto aniso = GaussianShape::Anisotropic, iso = GaussianShape::Isotropic;
   for (const Case c :
        {Case{1, 1, 1, aniso}, Case{500, 1000, 1, aniso}, Case{3, 2000, 8, aniso}, Case{5000, 7, 2, aniso},
-        Case{130, 777, 32, aniso}, Case{1000, 3, 5, iso}, Case{129, 0, 3, aniso}}) {
+        Case{130, 777, 32, aniso}, Case{1000, 3, 5, iso}, Case{129, 0, 3, aniso}, Case{40001, 3, 1, aniso},
+        Case{33003, 2, 8, aniso}, Case{2, 40001, 1, aniso}}) {
     SCOPED_TRACE(std::to_string(c.points) + " points × " + std::to_string(c.gaussians) + " Gaussians, " +
                  std::to_string(c.channels) + " channels" + (c.shape == iso ? ", isotropic" : ""));
     const uint32_t B = c.points, N = c.gaussians, C = c.channels, P = gaussianParameterCount(c.shape);

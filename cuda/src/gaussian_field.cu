@@ -7,13 +7,16 @@ namespace armature::cuda {
 namespace {
 
 // ROWS points per thread over its chunk of Gaussians: the field (forward) or the points' gradient
-// (backward). Row r is point firstRow + r·GAUSSIAN_THREADS.
+// (backward). Row r is point firstRow + r·GAUSSIAN_THREADS. A staged Gaussian is two float4 (A' and μ's x, y: see
+// gaussian_io.h), μ's z and its weights, so that a column costs few shared loads.
 template <int MAXC, int ROWS, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     pointsKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
                  const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
                  float* __restrict__ mahalanobis, GaussianPush p) {
-  __shared__ float sA[GAUSSIAN_TILE * 6], sMean[GAUSSIAN_TILE * 3], sWeight[GAUSSIAN_TILE * MAXC];
+  __shared__ float4 sShapeA[GAUSSIAN_TILE], sShapeB[GAUSSIAN_TILE];
+  __shared__ float sMeanZ[GAUSSIAN_TILE];
+  __shared__ __align__(16) float sWeight[GAUSSIAN_TILE * MAXC];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.gaussians);
@@ -38,21 +41,29 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       for (int k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
 #pragma unroll
-      for (int k = 0; k < 6; ++k) sA[lid * 6 + k] = a[k] * GAUSSIAN_EXP2_SCALE;
-#pragma unroll
-      for (int k = 0; k < 3; ++k) sMean[lid * 3 + k] = means[i * 3 + k];
+      for (int k = 0; k < 6; ++k) a[k] *= GAUSSIAN_EXP2_SCALE;
+      sShapeA[lid] = make_float4(a[0], a[1], a[2], a[3]);
+      sShapeB[lid] = make_float4(a[4], a[5], means[i * 3], means[i * 3 + 1]);
+      sMeanZ[lid] = means[i * 3 + 2];
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0f;
     }
     __syncthreads();
     const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
     for (uint32_t k = 0; k < count; ++k) {
-      float a[6], w[MAXC];
+      const float4 sa = sShapeA[k], sb = sShapeB[k];
+      const float a[6] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y}, mx = sb.z, my = sb.w, mz = sMeanZ[k];
+      float w[MAXC];
+      if constexpr (MAXC % 4 == 0) {
 #pragma unroll
-      for (int e = 0; e < 6; ++e) a[e] = sA[k * 6 + e];
+        for (int c = 0; c < MAXC; c += 4) {
+          const float4 v = *reinterpret_cast<const float4*>(&sWeight[k * MAXC + c]);
+          w[c] = v.x, w[c + 1] = v.y, w[c + 2] = v.z, w[c + 3] = v.w;
+        }
+      } else {
 #pragma unroll
-      for (int c = 0; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
-      const float mx = sMean[k * 3], my = sMean[k * 3 + 1], mz = sMean[k * 3 + 2];
+        for (int c = 0; c < MAXC; ++c) w[c] = sWeight[k * MAXC + c];
+      }
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         float z[3];
@@ -227,7 +238,7 @@ void launchMain(const GaussianPass& p, cudaStream_t s) {
   else if (p.kind == GaussianPass::Kind::PointGrads)
     pointsKernel<MAXC, ROWS, true>
         <<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, nullptr, p.push);
-  else
+  else if constexpr (ROWS <= GAUSSIAN_MANY_ROWS)  // (the Gaussian side takes at most GAUSSIAN_MANY_ROWS)
     gaussiansKernel<MAXC, ROWS><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, p.push);
 }
 
@@ -239,6 +250,8 @@ void gaussianPass(const Exec& exec, const GaussianPass& p) {
     finishKernel<<<p.groupsX, GAUSSIAN_THREADS, 0, s>>>(p.cholesky.cuda<float>(), p.partials.cuda<float>(),
                                                         p.outA.cuda<float>(), p.outB.cuda<float>(),
                                                         p.outC.cuda<float>(), p.push);
+  else if (p.maxChannels == 1 && p.rowsPerInvocation == GAUSSIAN_MOST_ROWS)
+    launchMain<1, GAUSSIAN_MOST_ROWS>(p, s);
   else if (p.maxChannels == 1)
     p.rowsPerInvocation > 1 ? launchMain<1, GAUSSIAN_MANY_ROWS>(p, s) : launchMain<1, 1>(p, s);
   else if (p.maxChannels == 8)

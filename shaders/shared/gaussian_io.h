@@ -1,10 +1,11 @@
 // Anisotropic Gaussian fields on the GPU (GLSL and CUDA): f(x) = Σ_i w_i · exp(−½‖A_i(x − μ_i)‖²) with A_i = L_i⁻¹.
 //
 // Dense evaluation is an all-pairs sum, done like an N-body kernel from both sides:
-//   - gaussian_points: an invocation per point (or GAUSSIAN_MANY_ROWS points) walks the Gaussians, GAUSSIAN_TILE at a time staged in shared memory
-//     (each Gaussian's A and μ computed once per stage): the field (forward) or the points' gradient (backward);
-//   - gaussian_gaussians (backward): an invocation per Gaussian (or GAUSSIAN_MANY_ROWS) walks the points the same way: the gradients of μ,
-//     A and w;
+//   - gaussian_points: an invocation per point (or several) walks the Gaussians, GAUSSIAN_TILE at a time staged in
+//     shared memory (each Gaussian's A and μ computed once per stage): the field (forward) or the points' gradient
+//     (backward);
+//   - gaussian_gaussians (backward): an invocation per Gaussian (or several) walks the points the same way: the
+//     gradients of μ, A and w;
 //   - gaussian_finish: sums the partials, then turns A's gradient into the parameters'.
 // When one side is too short to fill the GPU, the other side is cut into `chunks` chunks of `chunk` columns (a
 // second grid dimension); each chunk writes a partial sum, which gaussian_finish adds in chunk order. The chunking
@@ -20,8 +21,10 @@
 #define GAUSSIAN_THREADS 128  // a workgroup: one row (a point or a Gaussian) per invocation
 #define GAUSSIAN_TILE 128     // columns staged per round: one per invocation
 // Rows per invocation, a shader variant: with many rows (a quarter of GAUSSIAN_TARGET_INVOCATIONS) and few channels
-// (registers allow), each column read from shared memory serves GAUSSIAN_MANY_ROWS rows; otherwise one.
+// (registers allow), each column read from shared memory serves GAUSSIAN_MANY_ROWS rows, or GAUSSIAN_MOST_ROWS
+// points with one channel (the points' passes hold the least per row); otherwise one.
 #define GAUSSIAN_MANY_ROWS 4
+#define GAUSSIAN_MOST_ROWS 8
 #define GAUSSIAN_MAX_CHANNELS 32
 #define GAUSSIAN_LOG_SCALE_LIMIT 30.0f
 // Rows × chunks a dispatch aims for (enough warps to hide latency on a large GPU).

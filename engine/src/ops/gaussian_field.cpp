@@ -9,13 +9,16 @@ namespace armature {
 
 namespace {
 
-// An invocation's rows: GAUSSIAN_MANY_ROWS when rows are many (a quarter of what fills the GPU at one each: the
-// chunks make up the rest) and channels few (their registers allow it), else one; and the invocations `rows` need.
-uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels) {
-  return channels <= 8 && rows >= GAUSSIAN_TARGET_INVOCATIONS / 4 ? GAUSSIAN_MANY_ROWS : 1;
+// An invocation's rows: several when rows are many (a quarter of what fills the GPU at one each: the chunks make up
+// the rest) and channels few (their registers allow it), else one; and the invocations `rows` need. `pointSide`:
+// the rows are points (the field and the points' gradient), which take GAUSSIAN_MOST_ROWS with one channel.
+uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels, bool pointSide) {
+  if (channels > 8 || rows < GAUSSIAN_TARGET_INVOCATIONS / 4) return 1;
+  return pointSide && channels == 1 ? GAUSSIAN_MOST_ROWS : GAUSSIAN_MANY_ROWS;
 }
-uint32_t invocationsFor(uint32_t rows, uint32_t channels) {
-  return (rows + rowsPerInvocation(rows, channels) - 1) / rowsPerInvocation(rows, channels);
+uint32_t invocationsFor(uint32_t rows, uint32_t channels, bool pointSide) {
+  const uint32_t each = rowsPerInvocation(rows, channels, pointSide);
+  return (rows + each - 1) / each;
 }
 uint32_t groupsFor(uint32_t invocations) {
   return std::max(1u, (invocations + GAUSSIAN_THREADS - 1) / GAUSSIAN_THREADS);
@@ -27,8 +30,8 @@ uint32_t groupsFor(uint32_t invocations) {
 struct Chunks {
   uint32_t chunk = GAUSSIAN_TILE, count = 1;
 };
-Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels) {
-  const uint32_t invocations = std::max(1u, invocationsFor(rows, channels));
+Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels, bool pointSide) {
+  const uint32_t invocations = std::max(1u, invocationsFor(rows, channels, pointSide));
   const uint32_t tiles = std::max(1u, (columns + GAUSSIAN_TILE - 1) / GAUSSIAN_TILE);
   const uint32_t wanted = std::min(tiles, std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + invocations - 1) / invocations));
   const uint32_t tilesPerChunk = (tiles + wanted - 1) / wanted;
@@ -38,11 +41,11 @@ Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels) {
 // Floats of the point side's partials (when cut into more than one chunk) and of the Gaussian side's (always).
 // (Bindable, so that the Gaussian side's partials may follow.)
 size_t pointPartialFloats(uint32_t B, uint32_t N, uint32_t C, uint32_t width) {
-  const Chunks c = chunksFor(B, N, C);
+  const Chunks c = chunksFor(B, N, C, true);
   return c.count > 1 ? bindableFloats(size_t(c.count) * B * width) : 0;
 }
 size_t gaussianPartialFloats(uint32_t B, uint32_t N, uint32_t C) {
-  return size_t(chunksFor(N, B, C).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
+  return size_t(chunksFor(N, B, C, false).count) * N * (GAUSSIAN_GAUSSIAN_GRADS + C);
 }
 
 }  // namespace
@@ -70,9 +73,10 @@ GaussianPass mainPass(GaussianPass::Kind kind, const GaussianFieldInputs& in, Ch
   p.kind = kind;
   p.push = {in.points,    in.gaussians, in.channels, in.shape == GaussianShape::Isotropic ? GAUSSIAN_ISOTROPIC : 0u,
             chunks.chunk, chunks.count, 0,           0};
-  p.groupsX = groupsFor(invocationsFor(rows, in.channels)), p.groupsY = chunks.count;
+  const bool pointSide = kind != GaussianPass::Kind::GaussianGrads;
+  p.groupsX = groupsFor(invocationsFor(rows, in.channels, pointSide)), p.groupsY = chunks.count;
   p.maxChannels = gaussianChannelVariant(in.channels);
-  p.rowsPerInvocation = rowsPerInvocation(rows, in.channels);
+  p.rowsPerInvocation = rowsPerInvocation(rows, in.channels, pointSide);
   p.points = in.x, p.means = in.means, p.cholesky = in.cholesky, p.weights = in.weights;
   return p;
 }
@@ -108,7 +112,7 @@ void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {
   const size_t scratch = gaussianFieldScratchFloats(B, N, C, false);
   if (scratch) check.view("scratch", a.scratch, ElementType::Float32, scratch);
   if (B == 0) return;
-  const Chunks chunks = chunksFor(B, N, C);
+  const Chunks chunks = chunksFor(B, N, C, true);
   GaussianPass pass = mainPass(GaussianPass::Kind::Forward, a.in, chunks, B);
   pass.out = chunks.count > 1 ? a.scratch : a.field;
   pass.mahalanobis = a.mahalanobis;
@@ -143,7 +147,7 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
   };
   const size_t pointFloats = pointPartialFloats(B, N, C, 3);
   if (!a.gradPoints.empty() && B > 0) {
-    const Chunks chunks = chunksFor(B, N, C);
+    const Chunks chunks = chunksFor(B, N, C, true);
     GaussianPass pass = mainPass(GaussianPass::Kind::PointGrads, a.in, chunks, B);
     pass.gradField = a.gradField;
     pass.out = chunks.count > 1 ? a.scratch.slice(0, pointFloats) : a.gradPoints;
@@ -151,7 +155,7 @@ void gaussianFieldBackward(const Exec& exec, const GaussianFieldBackwardArgs& a)
     if (chunks.count > 1) run(sumPass(a.in, a.scratch.slice(0, pointFloats), chunks.count, B, 3, a.gradPoints));
   }
   if (!gaussianSide || N == 0) return;
-  const Chunks chunks = chunksFor(N, B, C);
+  const Chunks chunks = chunksFor(N, B, C, false);
   const DeviceView partials = a.scratch.slice(pointFloats, gaussianPartialFloats(B, N, C));
   GaussianPass pass = mainPass(GaussianPass::Kind::GaussianGrads, a.in, chunks, N);
   pass.gradField = a.gradField;

@@ -13,7 +13,7 @@ struct GaussianPass {
   GaussianPush push{};
   uint32_t groupsX = 1, groupsY = 1;
   uint32_t maxChannels = 1;        // the variant: 1, 8 or 32 channels,
-  uint32_t rowsPerInvocation = 1;  // and 1 or GAUSSIAN_MANY_ROWS rows
+  uint32_t rowsPerInvocation = 1;  // 1, GAUSSIAN_MANY_ROWS or GAUSSIAN_MOST_ROWS rows
   // Forward, PointGrads, GaussianGrads: the GAUSSIAN_BINDING_* views (gradField and mahalanobis may be empty).
   DeviceView points, means, cholesky, weights, gradField, out, mahalanobis;
   // Finish: cholesky, then the partials and up to three outputs (empty: not written).

@@ -10,9 +10,9 @@ const shaders::SpirvBlob& variant(const GaussianPass& pass) {
   using Kind = GaussianPass::Kind;
   using namespace shaders;
   const bool many = pass.rowsPerInvocation > 1;
-  const SpirvBlob* forward[] = {&gaussian_forward_c1_r1, &gaussian_forward_c1_r4, &gaussian_forward_c8_r1,
+  const SpirvBlob* forward[] = {&gaussian_forward_c1_r1, &gaussian_forward_c1_r8, &gaussian_forward_c8_r1,
                                 &gaussian_forward_c8_r4, &gaussian_forward_c32_r1};
-  const SpirvBlob* pointGrads[] = {&gaussian_point_grads_c1_r1, &gaussian_point_grads_c1_r4,
+  const SpirvBlob* pointGrads[] = {&gaussian_point_grads_c1_r1, &gaussian_point_grads_c1_r8,
                                    &gaussian_point_grads_c8_r1, &gaussian_point_grads_c8_r4,
                                    &gaussian_point_grads_c32_r1};
   const SpirvBlob* gaussianGrads[] = {&gaussian_gaussian_grads_c1_r1, &gaussian_gaussian_grads_c1_r4,
