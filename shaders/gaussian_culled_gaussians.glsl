@@ -1,14 +1,25 @@
 #version 450
-// Culled Gaussian field backward, a Gaussian per invocation (shared/gaussian_grid_io.h): the gradients of its mean,
-// of A = L⁻¹ and of its weights over the points of the cells its support covers (cells and points in index order;
-// an outsized Gaussian walks every point), written as the one partial row gaussian_finish turns into L's
-// parameters' gradient. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
+// Culled Gaussian field backward, a Gaussian per GAUSSIAN_CULLED_SLOTS invocations (shared/gaussian_grid_io.h): the
+// gradients of its mean, of A = L⁻¹ and of its weights over the points of the cells its support covers (an
+// outsized Gaussian: every point), written as the one partial row gaussian_finish turns into L's parameters'
+// gradient. The cells' lists (sorted) are walked end to end in cell order, slot k taking entries k, k + SLOTS, …;
+// then each sum adds its slots in order: the same bits on every run. GAUSSIAN_CHANNELS_MAX: the channel arrays'
+// size (1, 8 or 32).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"
 
 layout(local_size_x = GAUSSIAN_THREADS) in;
 #include "gaussian_culled_buffers.glsl"
+
+#define SLOTS GAUSSIAN_CULLED_SLOTS
+#define PER_GROUP GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP
+#define SPAN_CELLS GAUSSIAN_CULLED_SPAN_CELLS
+#define SUMS (GAUSSIAN_GAUSSIAN_GRADS + MAXC)  // an invocation's partial sums: D (3), S (6), the weights' (MAXC)
+
+shared uint sCellFirst[PER_GROUP * SPAN_CELLS], sCellCount[PER_GROUP * SPAN_CELLS];
+shared float sPartial[PER_GROUP * SUMS * (SLOTS + 1u)];  // [Gaussian][sum][slot], padded: no bank conflicts
+shared float sTotal[PER_GROUP * GAUSSIAN_GAUSSIAN_GRADS];
 
 float a[6], mean[3], w[MAXC], gw[MAXC], D[3], S[6], cut;
 
@@ -29,34 +40,74 @@ void accumulate(uint b) {
   gaussianAddSideTerm(-g * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
 }
 
-void main() {
-  const uint i = gl_GlobalInvocationID.x;
-  if (i >= p.gaussians) return;
-  const uint C = p.channels, o = p.prepared + i * GAUSSIAN_PREPARED;
-  for (uint k = 0u; k < 6u; ++k) a[k] = uintBitsToFloat(grid[o + k]), S[k] = 0.0;
-  for (uint k = 0u; k < 3u; ++k) mean[k] = uintBitsToFloat(grid[o + 6u + k]), D[k] = 0.0;
-  [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0, gw[c] = 0.0;
-  cut = uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]);
-  const uint reach = grid[o + GAUSSIAN_PREPARED_REACH];
-  if (reach == GAUSSIAN_REACH_OUTSIZED) {
-    for (uint base = 0u; base < p.points; base += 1024u)  // nested: lavapipe caps one loop's trips
-      for (uint b = base; b < min(base + 1024u, p.points); ++b) accumulate(b);
-  } else if (reach != GAUSSIAN_REACH_NONE) {
-    const uint firstCell = grid[o + GAUSSIAN_PREPARED_FIRST_CELL], dimX = gridDim(0), dimXY = dimX * gridDim(1);
-    for (uint z = 0u; z <= (reach >> 4u & 3u); ++z)
-      for (uint y = 0u; y <= (reach >> 2u & 3u); ++y)
-        for (uint x = 0u; x <= (reach & 3u); ++x) {
-          const uint cell = firstCell + z * dimXY + y * dimX + x;
-          const uint last = grid[p.pointStarts + cell + 1u];
-          for (uint e = grid[p.pointStarts + cell]; e < last; ++e) accumulate(grid[p.pointEntries + e]);
-        }
+// The gradients of Gaussians group·PER_GROUP … (the workgroup's PER_GROUP Gaussians).
+void gradsOf(uint group) {
+  const uint lid = gl_LocalInvocationID.x, local = lid / SLOTS, slot = lid % SLOTS;
+  const uint i = group * PER_GROUP + local, C = p.channels, cellsAt = local * SPAN_CELLS;
+  const bool inRange = i < p.gaussians;
+  for (uint k = 0u; k < 6u; ++k) S[k] = 0.0;
+  for (uint k = 0u; k < 3u; ++k) D[k] = 0.0;
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) gw[c] = 0.0;
+  uint reach = GAUSSIAN_REACH_NONE, cells = 0u;
+  if (inRange) {
+    const uint o = p.prepared + i * GAUSSIAN_PREPARED;
+    for (uint k = 0u; k < 6u; ++k) a[k] = uintBitsToFloat(grid[o + k]);
+    for (uint k = 0u; k < 3u; ++k) mean[k] = uintBitsToFloat(grid[o + 6u + k]);
+    [[unroll]] for (uint c = 0u; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0;
+    cut = uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]);
+    reach = grid[o + GAUSSIAN_PREPARED_REACH];
+    if (reach != GAUSSIAN_REACH_NONE && reach != GAUSSIAN_REACH_OUTSIZED) {
+      const uint nx = (reach & 3u) + 1u, ny = (reach >> 2u & 3u) + 1u, nz = (reach >> 4u & 3u) + 1u;
+      cells = nx * ny * nz;
+      if (slot < cells) {  // slot k looks up the k-th cell of the box (x fastest)
+        const uint cell = grid[o + GAUSSIAN_PREPARED_FIRST_CELL] + slot / (nx * ny) * gridDim(0) * gridDim(1) +
+                          slot / nx % ny * gridDim(0) + slot % nx;
+        const uint first = grid[p.pointStarts + cell];
+        sCellFirst[cellsAt + slot] = first, sCellCount[cellsAt + slot] = grid[p.pointStarts + cell + 1u] - first;
+      }
+    }
   }
-  float ar[6], gMean[3], gA[6];
-  for (uint k = 0u; k < 6u; ++k) ar[k] = a[k] * (1.0 / GAUSSIAN_EXP2_SCALE);
-  gaussianSideGrads(ar, D, S, gMean, gA);
+  barrier();
+  // Loops nested: lavapipe caps one loop's trips.
+  if (reach == GAUSSIAN_REACH_OUTSIZED) {
+    for (uint base = 0u; base < p.points; base += SLOTS * 1024u)
+      for (uint b = base + slot; b < min(base + SLOTS * 1024u, p.points); b += SLOTS) accumulate(b);
+  } else if (cells > 0u) {
+    uint total = 0u, c = 0u, before = 0u;  // c: the cell entry f lies in; before: the entries of cells before c
+    for (uint k = 0u; k < cells; ++k) total += sCellCount[cellsAt + k];
+    for (uint base = 0u; base < total; base += SLOTS * 1024u)
+      for (uint f = base + slot; f < min(base + SLOTS * 1024u, total); f += SLOTS) {
+        while (f >= before + sCellCount[cellsAt + c]) before += sCellCount[cellsAt + c], ++c;
+        accumulate(grid[p.pointEntries + sCellFirst[cellsAt + c] + (f - before)]);
+      }
+  }
+  const uint partials = local * SUMS * (SLOTS + 1u);
+  for (uint k = 0u; k < 3u; ++k) sPartial[partials + k * (SLOTS + 1u) + slot] = D[k];
+  for (uint k = 0u; k < 6u; ++k) sPartial[partials + (3u + k) * (SLOTS + 1u) + slot] = S[k];
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) sPartial[partials + (GAUSSIAN_GAUSSIAN_GRADS + c) * (SLOTS + 1u) + slot] = gw[c];
+  barrier();
   const uint row = i * (GAUSSIAN_GAUSSIAN_GRADS + C);
-  for (uint k = 0u; k < 3u; ++k) outValues[row + k] = gMean[k];
-  for (uint k = 0u; k < 6u; ++k) outValues[row + 3u + k] = gA[k];
-  [[unroll]] for (uint c = 0u; c < MAXC; ++c)
-    if (c < C) outValues[row + GAUSSIAN_GAUSSIAN_GRADS + c] = gw[c];
+  for (uint v = slot; v < GAUSSIAN_GAUSSIAN_GRADS + C; v += SLOTS) {  // sum v over the slots, in slot order
+    float sum = 0.0;
+    for (uint k = 0u; k < SLOTS; ++k) sum += sPartial[partials + v * (SLOTS + 1u) + k];
+    if (v < GAUSSIAN_GAUSSIAN_GRADS)
+      sTotal[local * GAUSSIAN_GAUSSIAN_GRADS + v] = sum;
+    else if (inRange)
+      outValues[row + v] = sum;  // the weights' gradient
+  }
+  barrier();
+  if (inRange && slot == 0u) {
+    float ar[6], gMean[3], gA[6];
+    for (uint k = 0u; k < 6u; ++k) ar[k] = a[k] * (1.0 / GAUSSIAN_EXP2_SCALE), S[k] = sTotal[local * GAUSSIAN_GAUSSIAN_GRADS + 3u + k];
+    for (uint k = 0u; k < 3u; ++k) D[k] = sTotal[local * GAUSSIAN_GAUSSIAN_GRADS + k];
+    gaussianSideGrads(ar, D, S, gMean, gA);
+    for (uint k = 0u; k < 3u; ++k) outValues[row + k] = gMean[k];
+    for (uint k = 0u; k < 6u; ++k) outValues[row + 3u + k] = gA[k];
+  }
+}
+
+void main() {
+  // (A workgroup may take several rounds: dispatches stop at 65535 workgroups. The shared arrays' reuse across
+  // rounds is ordered by gradsOf's barriers.)
+  for (uint group = gl_WorkGroupID.x; group * PER_GROUP < p.gaussians; group += gl_NumWorkGroups.x) gradsOf(group);
 }

@@ -283,57 +283,99 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   if (valid) sum.write(out, b);
 }
 
-// A Gaussian per thread over the points of the cells its support covers (or every point, outsized): its partial row.
+// A Gaussian per GAUSSIAN_CULLED_SLOTS threads over the points of the cells its support covers (or every point,
+// outsized), slot k taking entries k, k + SLOTS, … of its cells' lists end to end; the slots' partial sums are added
+// in slot order into its partial row (shaders/gaussian_culled_gaussians.glsl).
 template <int MAXC>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     culledGaussiansKernel(const float* __restrict__ points, const float* __restrict__ weights,
                           const float* __restrict__ gradField, float* __restrict__ out,
                           const uint32_t* __restrict__ grid, GaussianGridPush p) {
-  const uint32_t i = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x;
-  if (i >= p.gaussians) return;
-  const uint32_t C = p.channels;
-  const Prepared g(grid, p, i);
-  float w[MAXC], gw[MAXC], D[3] = {0.0f, 0.0f, 0.0f}, S[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  constexpr uint32_t SLOTS = GAUSSIAN_CULLED_SLOTS, PER_GROUP = GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP,
+                     SUMS = GAUSSIAN_GAUSSIAN_GRADS + MAXC;
+  __shared__ uint32_t sCellFirst[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS], sCellCount[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS];
+  __shared__ float sPartial[PER_GROUP][SUMS][SLOTS + 1];  // padded: no bank conflicts
+  __shared__ float sTotal[PER_GROUP][GAUSSIAN_GAUSSIAN_GRADS];
+  const uint32_t local = threadIdx.x / SLOTS, slot = threadIdx.x % SLOTS, C = p.channels;
+  for (uint32_t group = blockIdx.x; group * PER_GROUP < p.gaussians; group += gridDim.x) {
+    const uint32_t i = group * PER_GROUP + local;
+    const bool inRange = i < p.gaussians;
+    float a[6], mean[3], cut = 0.0f, w[MAXC], gw[MAXC], D[3] = {0.0f, 0.0f, 0.0f},
+                                               S[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-  for (int c = 0; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0f, gw[c] = 0.0f;
-  auto accumulate = [&](uint32_t b) {
-    float z[3];
-    const float dx = points[b * 3] - g.mean[0], dy = points[b * 3 + 1] - g.mean[1], dz = points[b * 3 + 2] - g.mean[2];
-    const float m = gaussianDistance(g.a, dx, dy, dz, z);  // scaled (gaussian_io.h)
-    if (!(m <= g.cut)) return;
-    const float term = gaussianTerm(m);
-    float s = 0.0f;
+    for (int c = 0; c < MAXC; ++c) w[c] = 0.0f, gw[c] = 0.0f;
+    uint32_t reach = GAUSSIAN_REACH_NONE, cells = 0;
+    const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
+    if (inRange) {
+      const Prepared g(grid, p, i);
+      for (int k = 0; k < 6; ++k) a[k] = g.a[k];
+      for (int k = 0; k < 3; ++k) mean[k] = g.mean[k];
+      cut = g.cut;
 #pragma unroll
-    for (int c = 0; c < MAXC; ++c) {
-      const float gf = c < C ? gradField[size_t(b) * C + c] : 0.0f;
-      s += gf * w[c];
-      gw[c] += gf * term;
-    }
-    gaussianAddSideTerm(-term * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
-  };
-  const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
-  const uint32_t reach = o[GAUSSIAN_PREPARED_REACH];
-  if (reach == GAUSSIAN_REACH_OUTSIZED) {
-    for (uint32_t b = 0; b < p.points; ++b) accumulate(b);
-  } else if (reach != GAUSSIAN_REACH_NONE) {
-    const uint32_t firstCell = o[GAUSSIAN_PREPARED_FIRST_CELL], dimX = grid[GAUSSIAN_GRID_DIMS],
-                   dimXY = dimX * grid[GAUSSIAN_GRID_DIMS + 1];
-    for (uint32_t z = 0; z <= (reach >> 4 & 3); ++z)
-      for (uint32_t y = 0; y <= (reach >> 2 & 3); ++y)
-        for (uint32_t x = 0; x <= (reach & 3); ++x) {
-          const uint32_t cell = firstCell + z * dimXY + y * dimX + x, last = grid[p.pointStarts + cell + 1];
-          for (uint32_t e = grid[p.pointStarts + cell]; e < last; ++e) accumulate(grid[p.pointEntries + e]);
+      for (int c = 0; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0f;
+      reach = o[GAUSSIAN_PREPARED_REACH];
+      if (reach != GAUSSIAN_REACH_NONE && reach != GAUSSIAN_REACH_OUTSIZED) {
+        const uint32_t nx = (reach & 3) + 1, ny = (reach >> 2 & 3) + 1, nz = (reach >> 4 & 3) + 1;
+        cells = nx * ny * nz;
+        if (slot < cells) {  // slot k looks up the k-th cell of the box (x fastest)
+          const uint32_t dimX = grid[GAUSSIAN_GRID_DIMS], dimXY = dimX * grid[GAUSSIAN_GRID_DIMS + 1];
+          const uint32_t cell = o[GAUSSIAN_PREPARED_FIRST_CELL] + slot / (nx * ny) * dimXY + slot / nx % ny * dimX +
+                                slot % nx;
+          const uint32_t first = grid[p.pointStarts + cell];
+          sCellFirst[local][slot] = first, sCellCount[local][slot] = grid[p.pointStarts + cell + 1] - first;
         }
-  }
-  float ar[6], gMean[3], gA[6];
-  for (int k = 0; k < 6; ++k) ar[k] = g.a[k] * (1.0f / GAUSSIAN_EXP2_SCALE);
-  gaussianSideGrads(ar, D, S, gMean, gA);
-  float* row = out + size_t(i) * (GAUSSIAN_GAUSSIAN_GRADS + C);
-  for (int k = 0; k < 3; ++k) row[k] = gMean[k];
-  for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
+      }
+    }
+    __syncthreads();
+    auto accumulate = [&](uint32_t b) {
+      float z[3];
+      const float dx = points[b * 3] - mean[0], dy = points[b * 3 + 1] - mean[1], dz = points[b * 3 + 2] - mean[2];
+      const float m = gaussianDistance(a, dx, dy, dz, z);  // scaled (gaussian_io.h)
+      if (!(m <= cut)) return;
+      const float term = gaussianTerm(m);
+      float s = 0.0f;
 #pragma unroll
-  for (int c = 0; c < MAXC; ++c)
-    if (c < C) row[GAUSSIAN_GAUSSIAN_GRADS + c] = gw[c];
+      for (int c = 0; c < MAXC; ++c) {
+        const float gf = c < C ? gradField[size_t(b) * C + c] : 0.0f;
+        s += gf * w[c];
+        gw[c] += gf * term;
+      }
+      gaussianAddSideTerm(-term * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
+    };
+    if (reach == GAUSSIAN_REACH_OUTSIZED) {
+      for (uint32_t b = slot; b < p.points; b += SLOTS) accumulate(b);
+    } else if (cells > 0) {
+      uint32_t total = 0, c = 0, before = 0;  // c: the cell entry f lies in; before: the entries of cells before c
+      for (uint32_t k = 0; k < cells; ++k) total += sCellCount[local][k];
+      for (uint32_t f = slot; f < total; f += SLOTS) {
+        while (f >= before + sCellCount[local][c]) before += sCellCount[local][c], ++c;
+        accumulate(grid[p.pointEntries + sCellFirst[local][c] + (f - before)]);
+      }
+    }
+    for (int k = 0; k < 3; ++k) sPartial[local][k][slot] = D[k];
+    for (int k = 0; k < 6; ++k) sPartial[local][3 + k][slot] = S[k];
+#pragma unroll
+    for (int c = 0; c < MAXC; ++c) sPartial[local][GAUSSIAN_GAUSSIAN_GRADS + c][slot] = gw[c];
+    __syncthreads();
+    float* row = out + size_t(i) * (GAUSSIAN_GAUSSIAN_GRADS + C);
+    for (uint32_t v = slot; v < GAUSSIAN_GAUSSIAN_GRADS + C; v += SLOTS) {  // sum v over the slots, in slot order
+      float sum = 0.0f;
+      for (uint32_t k = 0; k < SLOTS; ++k) sum += sPartial[local][v][k];
+      if (v < GAUSSIAN_GAUSSIAN_GRADS)
+        sTotal[local][v] = sum;
+      else if (inRange)
+        row[v] = sum;  // the weights' gradient
+    }
+    __syncthreads();
+    if (inRange && slot == 0) {
+      float ar[6], gMean[3], gA[6];
+      for (int k = 0; k < 6; ++k) ar[k] = a[k] * (1.0f / GAUSSIAN_EXP2_SCALE), S[k] = sTotal[local][3 + k];
+      for (int k = 0; k < 3; ++k) D[k] = sTotal[local][k];
+      gaussianSideGrads(ar, D, S, gMean, gA);
+      for (int k = 0; k < 3; ++k) row[k] = gMean[k];
+      for (int k = 0; k < 6; ++k) row[3 + k] = gA[k];
+    }
+  }
 }
 
 template <int MAXC>

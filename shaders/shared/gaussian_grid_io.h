@@ -64,6 +64,11 @@
 #define GAUSSIAN_CULLED_BINDING_GRID 4        // uint: the grid
 #define GAUSSIAN_CULLED_BINDINGS 5
 #define GAUSSIAN_CULLED_OFF_GRID 1u  // a point-per-invocation pass's mode: only the points off the grid (the rest tiled)
+// The Gaussians' side of the backward: GAUSSIAN_CULLED_SLOTS invocations share a Gaussian's points (its cells' lists
+// end to end, slot k taking entries k, k + SLOTS, …), then add their partial sums in slot order.
+#define GAUSSIAN_CULLED_SLOTS 32u
+#define GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP (GAUSSIAN_THREADS / GAUSSIAN_CULLED_SLOTS)
+#define GAUSSIAN_CULLED_SPAN_CELLS (GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN)
 
 ARM_SHARED_STRUCT(GaussianGridPush) {
   uint points, gaussians, channels, flags;  // flags: GAUSSIAN_ISOTROPIC

@@ -12,6 +12,9 @@ namespace armature {
 
 namespace {
 
+static_assert(GAUSSIAN_CULLED_SPAN_CELLS <= GAUSSIAN_CULLED_SLOTS, "a slot looks up each cell of a support's box");
+static_assert(GAUSSIAN_THREADS % GAUSSIAN_CULLED_SLOTS == 0);
+
 uint32_t groupsOf(size_t items, uint32_t threads) {
   return uint32_t(std::max<size_t>(1, (items + threads - 1) / threads));
 }
@@ -73,7 +76,9 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
   GaussianGridPass pass;
   pass.kind = kind;
   pass.push = layoutOf(in);  // the offsets the culled shaders read
-  pass.groups = groupsOf(kind == GaussianGridPass::Kind::GaussianGrads ? in.gaussians : in.points, GAUSSIAN_THREADS);
+  pass.groups = kind == GaussianGridPass::Kind::GaussianGrads
+                    ? std::min(groupsOf(in.gaussians, GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP), 65535u)
+                    : groupsOf(in.points, GAUSSIAN_THREADS);
   pass.maxChannels = gaussianChannelVariant(in.channels);
   pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
   return pass;
