@@ -20,15 +20,19 @@
 
 #define GAUSSIAN_THREADS 128  // a workgroup: one row (a point or a Gaussian) per invocation
 #define GAUSSIAN_TILE 128     // columns staged per round: one per invocation
-// Rows per invocation, a shader variant: with many rows (a quarter of GAUSSIAN_TARGET_INVOCATIONS) and few channels
-// (registers allow), each column read from shared memory serves GAUSSIAN_MANY_ROWS rows, or GAUSSIAN_MOST_ROWS
-// points with one channel (the points' passes hold the least per row); otherwise one.
+// Rows per invocation, a shader variant: with many rows (GAUSSIAN_MANY_ROWS_FROM) and few channels (registers
+// allow), each column read from shared memory serves GAUSSIAN_MANY_ROWS rows, or GAUSSIAN_MOST_ROWS points with one
+// channel (the points' passes hold the least per row); otherwise one.
+#define GAUSSIAN_MANY_ROWS_FROM 32768u
 #define GAUSSIAN_MANY_ROWS 4
 #define GAUSSIAN_MOST_ROWS 8
 #define GAUSSIAN_MAX_CHANNELS 32
 #define GAUSSIAN_LOG_SCALE_LIMIT 30.0f
-// Rows × chunks a dispatch aims for (enough warps to hide latency on a large GPU).
-#define GAUSSIAN_TARGET_INVOCATIONS 131072u
+// Invocations × chunks a dispatch aims for: several waves of workgroups on a large GPU, so that the last, partly
+// filled wave costs little (an H200 holds ~120,000 of these invocations at once). At most GAUSSIAN_MAX_CHUNKS
+// chunks, which bounds the partials.
+#define GAUSSIAN_TARGET_INVOCATIONS (1u << 20)
+#define GAUSSIAN_MAX_CHUNKS 128u
 #define GAUSSIAN_GAUSSIAN_GRADS 9  // per Gaussian before the channels: μ's gradient (3), then A's (6)
 
 #define GAUSSIAN_BINDING_POINTS 0       // float (B,3)

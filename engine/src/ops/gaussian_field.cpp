@@ -9,11 +9,11 @@ namespace armature {
 
 namespace {
 
-// An invocation's rows: several when rows are many (a quarter of what fills the GPU at one each: the chunks make up
-// the rest) and channels few (their registers allow it), else one; and the invocations `rows` need. `pointSide`:
-// the rows are points (the field and the points' gradient), which take GAUSSIAN_MOST_ROWS with one channel.
+// An invocation's rows: several when rows are many (the chunks make up the rest) and channels few (their registers
+// allow it), else one; and the invocations `rows` need. `pointSide`: the rows are points (the field and the points'
+// gradient), which take GAUSSIAN_MOST_ROWS with one channel.
 uint32_t rowsPerInvocation(uint32_t rows, uint32_t channels, bool pointSide) {
-  if (channels > 8 || rows < GAUSSIAN_TARGET_INVOCATIONS / 4) return 1;
+  if (channels > 8 || rows < GAUSSIAN_MANY_ROWS_FROM) return 1;
   return pointSide && channels == 1 ? GAUSSIAN_MOST_ROWS : GAUSSIAN_MANY_ROWS;
 }
 uint32_t invocationsFor(uint32_t rows, uint32_t channels, bool pointSide) {
@@ -25,7 +25,7 @@ uint32_t groupsFor(uint32_t invocations) {
 }
 
 // How one side's rows split the other side's columns: into chunks of whole tiles, enough of them that the
-// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS. A function of the sizes only (so of no timing): the sums
+// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS (at most GAUSSIAN_MAX_CHUNKS). A function of the sizes only (so of no timing): the sums
 // keep their order from run to run.
 struct Chunks {
   uint32_t chunk = GAUSSIAN_TILE, count = 1;
@@ -33,7 +33,8 @@ struct Chunks {
 Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels, bool pointSide) {
   const uint32_t invocations = std::max(1u, invocationsFor(rows, channels, pointSide));
   const uint32_t tiles = std::max(1u, (columns + GAUSSIAN_TILE - 1) / GAUSSIAN_TILE);
-  const uint32_t wanted = std::min(tiles, std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + invocations - 1) / invocations));
+  const uint32_t wanted = std::min({tiles, GAUSSIAN_MAX_CHUNKS,
+                                    std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + invocations - 1) / invocations)});
   const uint32_t tilesPerChunk = (tiles + wanted - 1) / wanted;
   return {tilesPerChunk * GAUSSIAN_TILE, (tiles + tilesPerChunk - 1) / tilesPerChunk};
 }
