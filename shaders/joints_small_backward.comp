@@ -1,10 +1,9 @@
 #version 450
 // Joint propagation of a small forest, backward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a
-// time, their locals and outputs' gradients read whole into shared memory, and walks them level by level from the
+// time, their globals and outputs' gradients read whole into shared memory, and walks them level by level from the
 // deepest: a joint's adjoint is its own gradient plus what each child sends (the child's adjoint through its local;
-// children in their fixed order: no atomics, the same bits on every run). The locals' gradients need only the
-// adjoints and the globals, so they are made after the walk, every joint at once (a level holds few joints), and
-// written out whole. The adjoint scratch is not used.
+// children in their fixed order: no atomics, the same bits on every run), then its local's gradient, written out
+// whole. The adjoint scratch is not used.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
@@ -24,9 +23,8 @@ layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float g
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared float sA[JOINTS_SMALL_JOINTS * 12];   // each joint's own gradient; after the walk, its adjoint
-shared float sL[JOINTS_SMALL_JOINTS * 12];   // the locals as 3×4 matrices; after the walk, their gradients
-shared float sUp[JOINTS_SMALL_JOINTS * 12];  // what each joint sends its parent: its adjoint · its localᵀ
+shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
+shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
 
 #include "shared/joints_locals.h"
 
@@ -34,16 +32,9 @@ void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
-    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS)
+    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) {
+      sG[x] = globals[base * 12u + x];
       sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
-    if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sL[x] = localA[base * 12u + x];  // coalesced
-    } else {
-      for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
-        float m[12];
-        localOf(base + e, m);
-        for (int k = 0; k < 12; ++k) sL[e * 12u + uint(k)] = m[k];
-      }
     }
     barrier();
     if ((p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) != 0u) {
@@ -63,52 +54,40 @@ void main() {
       }
       barrier();
     }
-    // The walk, deepest level first, does only what a parent waits for: a joint's adjoint is its own gradient plus
-    // what each child sends (children in their fixed order), and it sends G_j = G_parent · L_j's dG_parent += dG_j · L_jᵀ.
     for (uint d = levelCount; d-- > 0u;) {
       const uint start = levels[N + d], width = levels[N + d + 1u] - start;
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
-        const uint s = x / width, j = levels[start + x % width], e = s * N + j;
-        float a[12], l[12], up[12];
+        const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
+        float a[12], l[12], dl[12], up[12];
         for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
-        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c)
-          for (int k = 0; k < 12; ++k) a[k] += sUp[(s * N + children[c]) * 12u + uint(k)];
-        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
-        if (parents[j] >= 0) {
-          for (int k = 0; k < 12; ++k) l[k] = sL[e * 12u + uint(k)];
-          jointTimesTranspose(a, l, up);
-          for (int k = 0; k < 12; ++k) sUp[e * 12u + uint(k)] = up[k];
+        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c)  // the level below: what each child sent
+          for (int k = 0; k < 12; ++k) a[k] += sA[(s * N + children[c]) * 12u + uint(k)];
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
+        const int parent = parents[j];
+        if (parent >= 0) {
+          float gp[12];
+          for (int k = 0; k < 12; ++k) gp[k] = sG[(s * N + uint(parent)) * 12u + uint(k)];
+          jointTransposeTimes(gp, a, dl);
+        } else {
+          dl = a;
         }
+        localOf(i, l);
+        jointTimesTranspose(a, l, up);
+        if ((p.flags & JOINTS_AFFINE) == 0u) {  // (dq, dt) in the first 7 floats
+          float dq[4];
+          jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
+          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
+        }
+        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = up[k], sG[e * 12u + uint(k)] = dl[k];
       }
       barrier();
     }
-    // Then every joint at once: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint), through the rotation if rigid.
-    for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
-      const uint s = e / N, j = e % N, i = base + e;
-      float a[12], dl[12];
-      for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
-      const int parent = parents[j];
-      if (parent >= 0) {
-        float gp[12];
-        for (int k = 0; k < 12; ++k) gp[k] = globals[(base + s * N + uint(parent)) * 12u + uint(k)];
-        jointTransposeTimes(gp, a, dl);
-      } else {
-        dl = a;
-      }
-      if ((p.flags & JOINTS_AFFINE) == 0u) {  // (dq, dt) in the first 7 floats
-        float dq[4];
-        jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
-        dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
-        for (int k = 0; k < 4; ++k) dl[k] = dq[k];
-      }
-      for (int k = 0; k < 12; ++k) sL[e * 12u + uint(k)] = dl[k];
-    }
-    barrier();
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sL[x];
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sG[x];
     } else {
-      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sL[x / 4u * 12u + x % 4u];
-      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sL[x / 3u * 12u + 4u + x % 3u];
+      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sG[x / 4u * 12u + x % 4u];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sG[x / 3u * 12u + 4u + x % 3u];
     }
     barrier();  // before the next round's reads
   }

@@ -457,20 +457,16 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
 // A small forest, backward: shaders/joints_small_backward.comp.
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
-  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];   // each joint's own gradient; after the walk, its adjoint
-  __shared__ float sL[JOINTS_SMALL_JOINTS * 12];   // the locals as 3×4 matrices; after the walk, their gradients
-  __shared__ float sUp[JOINTS_SMALL_JOINTS * 12];  // what each joint sends its parent: its adjoint · its localᵀ
+  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
+  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
   for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
-    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS)
+    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) {
+      sG[x] = op.globals[base * 12 + x];
       sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) ? op.grads.globals[base * 12 + x] : 0.0f;
-    if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) sL[x] = op.locals.a[base * 12 + x];
-    } else {
-      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) op.locals.at(base + e, &sL[e * 12]);
     }
     __syncthreads();
     if (p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) {
@@ -492,56 +488,46 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
       }
       __syncthreads();
     }
-    // The walk, deepest level first, does only what a parent waits for: a joint's adjoint is its own gradient plus
-    // what each child sends (children in their fixed order), and it sends G_j = G_parent · L_j's dG_parent += dG_j · L_jᵀ.
     for (uint32_t d = levelCount; d-- > 0;) {
       const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
       for (uint32_t x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
-        float a[12], up[12];
+        const size_t i = base + e;
+        float a[12], l[12], dl[12], up[12];
         copy12(&sA[e * 12], a);
-        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {
-          const float* m = &sUp[(s * N + children[c]) * 12];
+        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // the level below: what each child sent
+          const float* m = &sA[(s * N + children[c]) * 12];
 #pragma unroll
           for (int k = 0; k < 12; ++k) a[k] += m[k];
         }
-        copy12(a, &sA[e * 12]);
-        if (op.t.parents[j] >= 0) {
-          jointTimesTranspose(a, &sL[e * 12], up);
-          copy12(up, &sUp[e * 12]);
+        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
+        const int parent = op.t.parents[j];
+        if (parent >= 0) {
+          jointTransposeTimes(&sG[(s * N + uint32_t(parent)) * 12], a, dl);
+        } else {
+          copy12(a, dl);
         }
+        op.locals.at(i, l);
+        jointTimesTranspose(a, l, up);
+        if (!op.locals.affine) {  // (dq, dt) in the first 7 floats
+          float dq[4];
+          const float* q = &op.locals.a[i * 4];
+          jointRigidBackward(q[0], q[1], q[2], q[3], dl, dq);
+          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
+        }
+        copy12(up, &sA[e * 12]);
+        copy12(dl, &sG[e * 12]);
       }
       __syncthreads();
     }
-    // Then every joint at once: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint), through the rotation if rigid.
-    for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
-      const uint32_t s = e / N, j = e % N;
-      const size_t i = base + e;
-      float a[12], dl[12];
-      copy12(&sA[e * 12], a);
-      const int parent = op.t.parents[j];
-      if (parent >= 0) {
-        jointTransposeTimes(&op.globals[(base + s * N + uint32_t(parent)) * 12], a, dl);
-      } else {
-        copy12(a, dl);
-      }
-      if (!op.locals.affine) {  // (dq, dt) in the first 7 floats
-        float dq[4];
-        const float* q = &op.locals.a[i * 4];
-        jointRigidBackward(q[0], q[1], q[2], q[3], dl, dq);
-        dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) dl[k] = dq[k];
-      }
-      copy12(dl, &sL[e * 12]);
-    }
-    __syncthreads();
     if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.gradA[base * 12 + x] = sL[x];
+      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.gradA[base * 12 + x] = sG[x];
     } else {
-      for (uint32_t x = t; x < count * 4; x += JOINTS_SMALL_THREADS) op.gradA[base * 4 + x] = sL[x / 4 * 12 + x % 4];
+      for (uint32_t x = t; x < count * 4; x += JOINTS_SMALL_THREADS) op.gradA[base * 4 + x] = sG[x / 4 * 12 + x % 4];
       for (uint32_t x = t; x < count * 3; x += JOINTS_SMALL_THREADS)
-        op.gradB[base * 3 + x] = sL[x / 3 * 12 + 4 + x % 3];
+        op.gradB[base * 3 + x] = sG[x / 3 * 12 + 4 + x % 3];
     }
     __syncthreads();  // before the next round's reads
   }
