@@ -1,6 +1,6 @@
 #version 450
-// Gaussian field backward, one or GAUSSIAN_MANY_ROWS Gaussians per invocation (shared/gaussian_io.h): the gradients of each
-// one's mean, of A = L⁻¹ and of its weights over this chunk's points in order, staged GAUSSIAN_TILE at a time,
+// Gaussian field backward, one or GAUSSIAN_MANY_ROWS Gaussians per invocation (shared/gaussian_io.h): the gradients
+// of each one's mean, of A = L⁻¹ and of its weights over this chunk's points in order, staged GAUSSIAN_TILE at a time,
 // written as the chunk's partial row (μ 3, A 6, w C); gaussian_finish adds the chunks and turns A's gradient into
 // L's parameters'. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32); GAUSSIAN_ROWS_PER_INVOCATION:
 // 1 or GAUSSIAN_MANY_ROWS.
@@ -10,8 +10,11 @@
 
 #include "gaussian_buffers.glsl"
 
-shared float sPoint[GAUSSIAN_TILE * 3];
+// A staged point: x, y, z and, with one channel, the field's gradient there (else in sGrad): one shared load.
+shared vec4 sPoint[GAUSSIAN_TILE];
+#if MAXC > 1
 shared float sGrad[GAUSSIAN_TILE * MAXC];
+#endif
 
 void main() {
   const uint lid = gl_LocalInvocationID.x, firstRow = gl_WorkGroupID.x * GAUSSIAN_THREADS * ROWS + lid;
@@ -34,15 +37,24 @@ void main() {
     barrier();
     const uint b = base + lid;
     if (b < last) {
-      for (uint k = 0u; k < 3u; ++k) sPoint[lid * 3u + k] = points[b * 3u + k];
+#if MAXC == 1
+      sPoint[lid] = vec4(points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u], gradField[b]);
+#else
+      sPoint[lid] = vec4(points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u], 0.0);
       [[unroll]] for (uint c = 0u; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0;
+#endif
     }
     barrier();
     const uint count = min(uint(GAUSSIAN_TILE), last - base);
     for (uint k = 0u; k < count; ++k) {
+      const vec4 point = sPoint[k];
+      const float px = point.x, py = point.y, pz = point.z;
       float gf[MAXC];
+#if MAXC == 1
+      gf[0] = point.w;
+#else
       [[unroll]] for (uint c = 0u; c < MAXC; ++c) gf[c] = sGrad[k * MAXC + c];
-      const float px = sPoint[k * 3u], py = sPoint[k * 3u + 1u], pz = sPoint[k * 3u + 2u];
+#endif
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float ar[6], z[3];
         [[unroll]] for (uint e = 0u; e < 6u; ++e) ar[e] = a[r * 6u + e];

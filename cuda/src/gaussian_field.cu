@@ -112,7 +112,9 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     gaussiansKernel(const float* __restrict__ points, const float* __restrict__ means,
                     const float* __restrict__ cholesky, const float* __restrict__ weights,
                     const float* __restrict__ gradField, float* __restrict__ partials, GaussianPush p) {
-  __shared__ float sPoint[GAUSSIAN_TILE * 3], sGrad[GAUSSIAN_TILE * MAXC];
+  // A staged point: x, y, z and, with one channel, the field's gradient there (else in sGrad): one shared load.
+  __shared__ float4 sPoint[GAUSSIAN_TILE];
+  __shared__ float sGrad[GAUSSIAN_TILE * MAXC];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.points);
@@ -137,18 +139,20 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     __syncthreads();
     const uint32_t b = base + lid;
     if (b < last) {
+      sPoint[lid] = make_float4(points[b * 3], points[b * 3 + 1], points[b * 3 + 2], MAXC == 1 ? gradField[b] : 0.0f);
+      if constexpr (MAXC > 1) {
 #pragma unroll
-      for (int k = 0; k < 3; ++k) sPoint[lid * 3 + k] = points[b * 3 + k];
-#pragma unroll
-      for (int c = 0; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0f;
+        for (int c = 0; c < MAXC; ++c) sGrad[lid * MAXC + c] = c < C ? gradField[b * C + c] : 0.0f;
+      }
     }
     __syncthreads();
     const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
     for (uint32_t k = 0; k < count; ++k) {
+      const float4 point = sPoint[k];
+      const float px = point.x, py = point.y, pz = point.z;
       float gf[MAXC];
 #pragma unroll
-      for (int c = 0; c < MAXC; ++c) gf[c] = sGrad[k * MAXC + c];
-      const float px = sPoint[k * 3], py = sPoint[k * 3 + 1], pz = sPoint[k * 3 + 2];
+      for (int c = 0; c < MAXC; ++c) gf[c] = MAXC == 1 ? point.w : sGrad[k * MAXC + c];
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         float z[3];
