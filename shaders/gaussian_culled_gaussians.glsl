@@ -2,8 +2,8 @@
 // Culled Gaussian field backward, a Gaussian per GAUSSIAN_CULLED_SLOTS invocations (shared/gaussian_grid_io.h): the
 // gradients of its mean, of A = L⁻¹ and of its weights over the points of the cells its support covers (an
 // outsized Gaussian: every point), written as the one partial row gaussian_finish turns into L's parameters'
-// gradient. The cells' lists (sorted) are walked end to end in cell order, slot k taking entries k, k + SLOTS, …;
-// then each sum adds its slots in order: the same bits on every run. GAUSSIAN_CHANNELS_MAX: the channel arrays'
+// gradient. The cells' lists (sorted, gathered before) are walked end to end in cell order, slot k taking entries
+// k, k + SLOTS, …; then each sum adds its slots in order: the same bits on every run. GAUSSIAN_CHANNELS_MAX: the channel arrays'
 // size (1, 8 or 32).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -11,6 +11,9 @@
 
 layout(local_size_x = GAUSSIAN_THREADS) in;
 #include "gaussian_culled_buffers.glsl"
+// The points and gradField bindings hold the gathered points (x, y, z, 0) and their gradients, in list order
+// (shared/gaussian_grid_io.h): entry e, not point b.
+layout(std430, binding = GAUSSIAN_CULLED_BINDING_POINTS) readonly buffer GatheredPoints { vec4 gathered[]; };
 
 #define SLOTS GAUSSIAN_CULLED_SLOTS
 #define PER_GROUP GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP
@@ -23,17 +26,18 @@ shared float sTotal[PER_GROUP * GAUSSIAN_GAUSSIAN_GRADS];
 
 float a[6], mean[3], w[MAXC], gw[MAXC], D[3], S[6], cut;
 
-// Point b's term, accumulated into D, S and the weights' gradient (gaussian_io.h's gaussianSideGrads).
-void accumulate(uint b) {
+// Entry e's term, accumulated into D, S and the weights' gradient (gaussian_io.h's gaussianSideGrads).
+void accumulate(uint e) {
   const uint C = p.channels;
   float z[3];
-  const float dx = points[b * 3u] - mean[0], dy = points[b * 3u + 1u] - mean[1], dz = points[b * 3u + 2u] - mean[2];
+  const vec3 x = gathered[e].xyz;
+  const float dx = x.x - mean[0], dy = x.y - mean[1], dz = x.z - mean[2];
   const float m = gaussianDistance(a, dx, dy, dz, z);  // scaled (gaussian_io.h)
   if (!(m <= cut)) return;
   const float g = gaussianTerm(m);
   float s = 0.0;
   [[unroll]] for (uint c = 0u; c < MAXC; ++c) {
-    const float gf = c < C ? gradField[b * C + c] : 0.0;
+    const float gf = c < C ? gradField[e * C + c] : 0.0;
     s += gf * w[c];
     gw[c] += gf * g;
   }
@@ -69,16 +73,17 @@ void gradsOf(uint group) {
   }
   barrier();
   // Loops nested: lavapipe caps one loop's trips.
-  if (reach == GAUSSIAN_REACH_OUTSIZED) {
-    for (uint base = 0u; base < p.points; base += SLOTS * 1024u)
-      for (uint b = base + slot; b < min(base + SLOTS * 1024u, p.points); b += SLOTS) accumulate(b);
+  if (reach == GAUSSIAN_REACH_OUTSIZED) {  // every binned point (those off the grid are beyond every support)
+    const uint entries = grid[p.pointStarts + p.cells];
+    for (uint base = 0u; base < entries; base += SLOTS * 1024u)
+      for (uint e = base + slot; e < min(base + SLOTS * 1024u, entries); e += SLOTS) accumulate(e);
   } else if (cells > 0u) {
     uint total = 0u, c = 0u, before = 0u;  // c: the cell entry f lies in; before: the entries of cells before c
     for (uint k = 0u; k < cells; ++k) total += sCellCount[cellsAt + k];
     for (uint base = 0u; base < total; base += SLOTS * 1024u)
       for (uint f = base + slot; f < min(base + SLOTS * 1024u, total); f += SLOTS) {
         while (f >= before + sCellCount[cellsAt + c]) before += sCellCount[cellsAt + c], ++c;
-        accumulate(grid[p.pointEntries + sCellFirst[cellsAt + c] + (f - before)]);
+        accumulate(sCellFirst[cellsAt + c] + (f - before));
       }
   }
   const uint partials = local * SUMS * (SLOTS + 1u);

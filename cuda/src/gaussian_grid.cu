@@ -283,12 +283,25 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   if (valid) sum.write(out, b);
 }
 
-// A Gaussian per GAUSSIAN_CULLED_SLOTS threads over the points of the cells its support covers (or every point,
-// outsized), slot k taking entries k, k + SLOTS, … of its cells' lists end to end; the slots' partial sums are added
-// in slot order into its partial row (shaders/gaussian_culled_gaussians.glsl).
+// The binned points gathered in list order with the field's gradient (shaders/gaussian_culled_gather.comp).
+__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+    gatherKernel(const float* __restrict__ points, const float* __restrict__ gradField, float* __restrict__ out,
+                 const uint32_t* __restrict__ grid, GaussianGridPush p) {
+  const uint32_t e = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x, C = p.channels;
+  if (e >= grid[p.pointStarts + p.cells]) return;
+  const uint32_t b = grid[p.pointEntries + e];
+  reinterpret_cast<float4*>(out)[e] = make_float4(points[size_t(b) * 3], points[size_t(b) * 3 + 1],
+                                                  points[size_t(b) * 3 + 2], 0.0f);
+  for (uint32_t c = 0; c < C; ++c) out[p.gatheredGrads + size_t(e) * C + c] = gradField[size_t(b) * C + c];
+}
+
+// A Gaussian per GAUSSIAN_CULLED_SLOTS threads over the points of the cells its support covers (or every binned
+// point, outsized), slot k taking entries k, k + SLOTS, … of its cells' lists end to end; the slots' partial sums
+// are added in slot order into its partial row (shaders/gaussian_culled_gaussians.glsl). `gathered` and
+// `gradField`: the gathered points and their gradients, by entry.
 template <int MAXC>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
-    culledGaussiansKernel(const float* __restrict__ points, const float* __restrict__ weights,
+    culledGaussiansKernel(const float4* __restrict__ gathered, const float* __restrict__ weights,
                           const float* __restrict__ gradField, float* __restrict__ out,
                           const uint32_t* __restrict__ grid, GaussianGridPush p) {
   constexpr uint32_t SLOTS = GAUSSIAN_CULLED_SLOTS, PER_GROUP = GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP,
@@ -327,29 +340,31 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       }
     }
     __syncthreads();
-    auto accumulate = [&](uint32_t b) {
+    auto accumulate = [&](uint32_t e) {  // entry e's term
       float z[3];
-      const float dx = points[b * 3] - mean[0], dy = points[b * 3 + 1] - mean[1], dz = points[b * 3 + 2] - mean[2];
+      const float4 x = gathered[e];
+      const float dx = x.x - mean[0], dy = x.y - mean[1], dz = x.z - mean[2];
       const float m = gaussianDistance(a, dx, dy, dz, z);  // scaled (gaussian_io.h)
       if (!(m <= cut)) return;
       const float term = gaussianTerm(m);
       float s = 0.0f;
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) {
-        const float gf = c < C ? gradField[size_t(b) * C + c] : 0.0f;
+        const float gf = c < C ? gradField[size_t(e) * C + c] : 0.0f;
         s += gf * w[c];
         gw[c] += gf * term;
       }
       gaussianAddSideTerm(-term * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
     };
-    if (reach == GAUSSIAN_REACH_OUTSIZED) {
-      for (uint32_t b = slot; b < p.points; b += SLOTS) accumulate(b);
+    if (reach == GAUSSIAN_REACH_OUTSIZED) {  // every binned point (those off the grid are beyond every support)
+      const uint32_t entries = grid[p.pointStarts + p.cells];
+      for (uint32_t e = slot; e < entries; e += SLOTS) accumulate(e);
     } else if (cells > 0) {
       uint32_t total = 0, c = 0, before = 0;  // c: the cell entry f lies in; before: the entries of cells before c
       for (uint32_t k = 0; k < cells; ++k) total += sCellCount[local][k];
       for (uint32_t f = slot; f < total; f += SLOTS) {
         while (f >= before + sCellCount[local][c]) before += sCellCount[local][c], ++c;
-        accumulate(grid[p.pointEntries + sCellFirst[local][c] + (f - before)]);
+        accumulate(sCellFirst[local][c] + (f - before));
       }
     }
     for (int k = 0; k < 3; ++k) sPartial[local][k][slot] = D[k];
@@ -391,7 +406,8 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
                                 : (backward ? culledPointsKernel<MAXC, true> : culledPointsKernel<MAXC, false>);
     kernel<<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
   } else
-    culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+    culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points),
+                                                                      weights, gradField, out, grid, p.push);
 }
 
 }  // namespace
@@ -402,6 +418,9 @@ void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
     gridKernel<<<p.groups, GAUSSIAN_GRID_THREADS, 0, s>>>(p.points.cuda<float>(), p.means.cuda<float>(),
                                                           p.cholesky.cuda<float>(), p.weights.cuda<float>(),
                                                           p.grid.cuda<uint32_t>(), p.push);
+  else if (p.kind == GaussianGridPass::Kind::Gather)
+    gatherKernel<<<p.groups, GAUSSIAN_THREADS, 0, s>>>(p.points.cuda<float>(), p.gradField.cuda<float>(),
+                                                       p.out.cuda<float>(), p.grid.cuda<uint32_t>(), p.push);
   else if (p.maxChannels == 1)
     launchCulled<1>(p, s);
   else if (p.maxChannels == 8)

@@ -69,6 +69,10 @@
 #define GAUSSIAN_CULLED_SLOTS 32u
 #define GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP (GAUSSIAN_THREADS / GAUSSIAN_CULLED_SLOTS)
 #define GAUSSIAN_CULLED_SPAN_CELLS (GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN)
+// Before it, the binned points (the sorted lists, cell after cell: T = pointStarts[cells] entries) are gathered in
+// that order with the field's gradient at each (gaussian_culled_gather.comp): `out` gets (x, y, z, 0) per entry,
+// then from `gatheredGrads` its C gradients, so that the walk reads them contiguously. The Gaussians' pass binds
+// those as its points and gradField.
 
 ARM_SHARED_STRUCT(GaussianGridPush) {
   uint points, gaussians, channels, flags;  // flags: GAUSSIAN_ISOTROPIC
@@ -78,7 +82,8 @@ ARM_SHARED_STRUCT(GaussianGridPush) {
   uint histogram;  // word offsets into the grid, as are the rest
   uint gaussianCounts, gaussianStarts, gaussianEntries, prepared;
   uint pointCounts, pointStarts, pointEntries, blockSums;
-  uint pad0, pad1;
+  uint gatheredGrads;  // the gather pass: where the gradients start in `out` (floats)
+  uint pad1;
 };
 
 #ifdef __cplusplus

@@ -97,7 +97,12 @@ GaussianPass sumPass(const GaussianFieldInputs& in, DeviceView partials, uint32_
 
 size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t channels, bool backward) {
   if (!backward) return pointPartialFloats(points, gaussians, channels, channels);
-  return pointPartialFloats(points, gaussians, channels, 3) + gaussianPartialFloats(points, gaussians, channels);
+  const size_t dense =
+      pointPartialFloats(points, gaussians, channels, 3) + gaussianPartialFloats(points, gaussians, channels);
+  // Culled (gaussian_grid.cpp): the Gaussians' rows, the gathered points and their gradients.
+  const size_t culled = bindableFloats(size_t(gaussians) * (GAUSSIAN_GAUSSIAN_GRADS + channels)) +
+                        bindableFloats(size_t(points) * 4) + size_t(points) * channels;
+  return std::max(dense, culled);
 }
 
 void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {

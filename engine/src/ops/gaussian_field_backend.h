@@ -22,14 +22,14 @@ struct GaussianPass {
 
 // Culled mode: a pass of the grid's build (gaussian_grid.comp), or a culled evaluation (gaussian_culled_*.glsl).
 struct GaussianGridPass {
-  enum class Kind : uint8_t { Grid, Forward, PointGrads, GaussianGrads };
+  enum class Kind : uint8_t { Grid, Forward, PointGrads, Gather, GaussianGrads };
   Kind kind = Kind::Grid;
   GaussianGridPush push{};
   uint32_t groups = 1;
   uint32_t maxChannels = 1;  // culled evaluations' variant: 1, 8 or 32 channels
   bool tiles = false;        // Forward, PointGrads: a workgroup per tile of binned points (else a point per invocation)
-  // Grid: points, means, cholesky, weights, grid; culled evaluations: points, weights, gradField (may be empty), out,
-  // grid.
+  // Grid: points, means, cholesky, weights, grid; culled evaluations and the gather: points, weights, gradField (may
+  // be empty), out, grid.
   DeviceView points, means, cholesky, weights, gradField, out, grid;
 };
 

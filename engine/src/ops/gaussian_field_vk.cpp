@@ -55,6 +55,13 @@ void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
              p.push);
     return;
   }
+  const std::vector<BufferView> culledBuffers = {p.points.vulkan(), p.weights.vulkan(), bound(p.gradField, p.points),
+                                                 p.out.vulkan(), p.grid.vulkan()};
+  if (p.kind == Kind::Gather) {
+    dispatch(cmd, exec.context().program(gaussian_culled_gather, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups,
+             culledBuffers, p.push);
+    return;
+  }
   const size_t index = p.maxChannels == 1 ? 0 : p.maxChannels == 8 ? 1 : 2;
   const SpirvBlob* forward[] = {&gaussian_culled_forward_c1, &gaussian_culled_forward_c8, &gaussian_culled_forward_c32};
   const SpirvBlob* forwardTiles[] = {&gaussian_culled_forward_tiles_c1, &gaussian_culled_forward_tiles_c8,
@@ -68,8 +75,7 @@ void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
   const SpirvBlob& blob = *(p.kind == Kind::Forward      ? (p.tiles ? forwardTiles : forward)
                             : p.kind == Kind::PointGrads ? (p.tiles ? pointGradsTiles : pointGrads)
                                                          : gaussianGrads)[index];
-  dispatch(cmd, exec.context().program(blob, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups,
-           {p.points.vulkan(), p.weights.vulkan(), bound(p.gradField, p.points), p.out.vulkan(), p.grid.vulkan()},
+  dispatch(cmd, exec.context().program(blob, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups, culledBuffers,
            p.push);
 }
 

@@ -78,7 +78,7 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
   pass.push = layoutOf(in);  // the offsets the culled shaders read
   pass.groups = kind == GaussianGridPass::Kind::GaussianGrads
                     ? std::min(groupsOf(in.gaussians, GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP), 65535u)
-                    : groupsOf(in.points, GAUSSIAN_THREADS);
+                    : groupsOf(in.points, GAUSSIAN_THREADS);  // the points' passes, and the gather: an entry per invocation
   pass.maxChannels = gaussianChannelVariant(in.channels);
   pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
   return pass;
@@ -158,9 +158,21 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
   if (pointSide)
     runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
   if (!gaussianSide) return;
-  // Each Gaussian's row, then the rows turned into the outputs.
-  const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
-  run(op, exec, culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows));
+  // The binned points gathered in list order (with the field's gradient), each Gaussian's row from them, then the
+  // rows turned into the outputs. Scratch: the rows, the gathered points, their gradients.
+  const size_t rowFloats = size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C), pointFloats = bindableFloats(size_t(B) * 4);
+  const DeviceView rows = a.scratch.slice(0, rowFloats);
+  GaussianGridPass walk = culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows);
+  if (B > 0) {
+    const size_t at = bindableFloats(rowFloats);
+    GaussianGridPass gather = culledPass(GaussianGridPass::Kind::Gather, a.in, a.grid, a.gradField,
+                                         a.scratch.slice(at, pointFloats + size_t(B) * C));
+    gather.push.gatheredGrads = uint32_t(pointFloats);
+    run(op, exec, gather);
+    walk.points = a.scratch.slice(at, size_t(B) * 4);
+    walk.gradField = a.scratch.slice(at + pointFloats, size_t(B) * C);
+  }
+  run(op, exec, walk);
   finishGaussianGrads(op, exec, a, rows, 1, finishFlags);
 }
 

@@ -66,7 +66,8 @@ struct GaussianFieldInputs {
   DeviceView weights;   // (N,C)
 };
 
-// The scratch (floats) a call needs: the partial sums of the chunks a side is cut into (0 when neither is).
+// The scratch (floats) a call needs: the partial sums of the chunks a side is cut into (0 when neither is); for a
+// backward, also enough for the culled mode's (each Gaussian's row and the gathered points).
 size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t channels, bool backward);
 
 struct GaussianFieldArgs {
