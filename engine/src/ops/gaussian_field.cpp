@@ -25,8 +25,8 @@ uint32_t groupsFor(uint32_t invocations) {
 }
 
 // How one side's rows split the other side's columns: into chunks of whole tiles, enough of them that the
-// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS (at most GAUSSIAN_MAX_CHUNKS). A function of the sizes only (so of no timing): the sums
-// keep their order from run to run.
+// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS (at most GAUSSIAN_MAX_CHUNKS). A function of the sizes only
+// (so of no timing): the sums keep their order from run to run.
 struct Chunks {
   uint32_t chunk = GAUSSIAN_TILE, count = 1;
 };
@@ -99,10 +99,7 @@ size_t gaussianFieldScratchFloats(uint32_t points, uint32_t gaussians, uint32_t 
   if (!backward) return pointPartialFloats(points, gaussians, channels, channels);
   const size_t dense =
       pointPartialFloats(points, gaussians, channels, 3) + gaussianPartialFloats(points, gaussians, channels);
-  // Culled (gaussian_grid.cpp): the Gaussians' rows, the gathered points and their gradients.
-  const size_t culled = bindableFloats(size_t(gaussians) * (GAUSSIAN_GAUSSIAN_GRADS + channels)) +
-                        bindableFloats(size_t(points) * 4) + size_t(points) * channels;
-  return std::max(dense, culled);
+  return std::max(dense, culledScratch(points, gaussians, channels).floats);
 }
 
 void gaussianField(const Exec& exec, const GaussianFieldArgs& a) {

@@ -44,6 +44,12 @@ void checkGaussianInputs(const char* op, const OpChecks& check, const GaussianFi
 // Culled mode (gaussian_grid.cpp), after the entry points' checks of the other arguments; finishFlags: the
 // GAUSSIAN_GRAD_* of the Gaussians' gradients asked for.
 void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check, const GaussianFieldArgs& args);
+// The culled backward's scratch (floats): each Gaussian's row from 0, the gathered points (4 floats per entry) from
+// `points`, their gradients from `grads`; `floats` in all.
+struct CulledScratch {
+  size_t points, grads, floats;
+};
+CulledScratch culledScratch(uint32_t points, uint32_t gaussians, uint32_t channels);
 void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpChecks& check,
                                  const GaussianFieldBackwardArgs& args, uint32_t finishFlags);
 

@@ -149,6 +149,14 @@ void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check
   runPointsPasses(op, exec, GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field);
 }
 
+CulledScratch culledScratch(uint32_t points, uint32_t gaussians, uint32_t channels) {
+  CulledScratch s;
+  s.points = bindableFloats(size_t(gaussians) * (GAUSSIAN_GAUSSIAN_GRADS + channels));
+  s.grads = s.points + bindableFloats(size_t(points) * 4);
+  s.floats = s.grads + size_t(points) * channels;
+  return s;
+}
+
 void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpChecks& check,
                                  const GaussianFieldBackwardArgs& a, uint32_t finishFlags) {
   checkGrid(op, check, a.in, a.grid);
@@ -159,18 +167,17 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
     runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
   if (!gaussianSide) return;
   // The binned points gathered in list order (with the field's gradient), each Gaussian's row from them, then the
-  // rows turned into the outputs. Scratch: the rows, the gathered points, their gradients.
-  const size_t rowFloats = size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C), pointFloats = bindableFloats(size_t(B) * 4);
-  const DeviceView rows = a.scratch.slice(0, rowFloats);
+  // rows turned into the outputs.
+  const CulledScratch layout = culledScratch(B, N, C);
+  const DeviceView rows = a.scratch.slice(0, size_t(N) * (GAUSSIAN_GAUSSIAN_GRADS + C));
   GaussianGridPass walk = culledPass(GaussianGridPass::Kind::GaussianGrads, a.in, a.grid, a.gradField, rows);
   if (B > 0) {
-    const size_t at = bindableFloats(rowFloats);
     GaussianGridPass gather = culledPass(GaussianGridPass::Kind::Gather, a.in, a.grid, a.gradField,
-                                         a.scratch.slice(at, pointFloats + size_t(B) * C));
-    gather.push.gatheredGrads = uint32_t(pointFloats);
+                                         a.scratch.slice(layout.points, layout.floats - layout.points));
+    gather.push.gatheredGrads = uint32_t(layout.grads - layout.points);
     run(op, exec, gather);
-    walk.points = a.scratch.slice(at, size_t(B) * 4);
-    walk.gradField = a.scratch.slice(at + pointFloats, size_t(B) * C);
+    walk.points = a.scratch.slice(layout.points, size_t(B) * 4);
+    walk.gradField = a.scratch.slice(layout.grads, size_t(B) * C);
   }
   run(op, exec, walk);
   finishGaussianGrads(op, exec, a, rows, 1, finishFlags);
