@@ -61,11 +61,9 @@ void gradsOf(uint group) {
     cut = uintBitsToFloat(grid[o + GAUSSIAN_PREPARED_CUT]);
     reach = grid[o + GAUSSIAN_PREPARED_REACH];
     if (reach != GAUSSIAN_REACH_NONE && reach != GAUSSIAN_REACH_OUTSIZED) {
-      const uint nx = (reach & 3u) + 1u, ny = (reach >> 2u & 3u) + 1u, nz = (reach >> 4u & 3u) + 1u;
-      cells = nx * ny * nz;
-      if (slot < cells) {  // slot k looks up the k-th cell of the box (x fastest)
-        const uint cell = grid[o + GAUSSIAN_PREPARED_FIRST_CELL] + slot / (nx * ny) * gridDim(0) * gridDim(1) +
-                          slot / nx % ny * gridDim(0) + slot % nx;
+      cells = gaussianReachCells(reach);
+      if (slot < cells) {  // slot k looks up the k-th cell of the box
+        const uint cell = gaussianReachCell(grid[o + GAUSSIAN_PREPARED_FIRST_CELL], reach, slot, gridDim(0), gridDim(1));
         const uint first = grid[p.pointStarts + cell];
         sCellFirst[cellsAt + slot] = first, sCellCount[cellsAt + slot] = grid[p.pointStarts + cell + 1u] - first;
       }

@@ -105,8 +105,8 @@ void main() {
       grid[o + GAUSSIAN_PREPARED_FIRST_CELL] = (first[2] * gridDim(1) + first[1]) * gridDim(0) + first[0];
       grid[o + GAUSSIAN_PREPARED_REACH] = !supported ? GAUSSIAN_REACH_NONE
                                           : !inGrid  ? GAUSSIAN_REACH_OUTSIZED
-                                                     : (last[0] - first[0]) | (last[1] - first[1]) << 2u |
-                                                           (last[2] - first[2]) << 4u;
+                                                     : gaussianReach(last[0] - first[0], last[1] - first[1],
+                                                                     last[2] - first[2]);
     }
     if (!supported) return;
     for (uint z = first[2]; z <= last[2]; ++z)

@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
       o[GAUSSIAN_PREPARED_REACH] = !supported ? GAUSSIAN_REACH_NONE
                                    : !inGrid
                                        ? GAUSSIAN_REACH_OUTSIZED
-                                       : (last[0] - first[0]) | (last[1] - first[1]) << 2 | (last[2] - first[2]) << 4;
+                                       : gaussianReach(last[0] - first[0], last[1] - first[1], last[2] - first[2]);
     }
     if (!supported) return;
     for (uint32_t z = first[2]; z <= last[2]; ++z)
@@ -318,8 +318,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
 #pragma unroll
     for (int c = 0; c < MAXC; ++c) w[c] = 0.0f, gw[c] = 0.0f;
     uint32_t reach = GAUSSIAN_REACH_NONE, cells = 0;
-    const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
     if (inRange) {
+      const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
       const Prepared g(grid, p, i);
       for (int k = 0; k < 6; ++k) a[k] = g.a[k];
       for (int k = 0; k < 3; ++k) mean[k] = g.mean[k];
@@ -328,12 +328,10 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       for (int c = 0; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0f;
       reach = o[GAUSSIAN_PREPARED_REACH];
       if (reach != GAUSSIAN_REACH_NONE && reach != GAUSSIAN_REACH_OUTSIZED) {
-        const uint32_t nx = (reach & 3) + 1, ny = (reach >> 2 & 3) + 1, nz = (reach >> 4 & 3) + 1;
-        cells = nx * ny * nz;
-        if (slot < cells) {  // slot k looks up the k-th cell of the box (x fastest)
-          const uint32_t dimX = grid[GAUSSIAN_GRID_DIMS], dimXY = dimX * grid[GAUSSIAN_GRID_DIMS + 1];
-          const uint32_t cell = o[GAUSSIAN_PREPARED_FIRST_CELL] + slot / (nx * ny) * dimXY + slot / nx % ny * dimX +
-                                slot % nx;
+        cells = gaussianReachCells(reach);
+        if (slot < cells) {  // slot k looks up the k-th cell of the box
+          const uint32_t cell = gaussianReachCell(o[GAUSSIAN_PREPARED_FIRST_CELL], reach, slot, grid[GAUSSIAN_GRID_DIMS],
+                                                  grid[GAUSSIAN_GRID_DIMS + 1]);
           const uint32_t first = grid[p.pointStarts + cell];
           sCellFirst[local][slot] = first, sCellCount[local][slot] = grid[p.pointStarts + cell + 1] - first;
         }

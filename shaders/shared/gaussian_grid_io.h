@@ -139,4 +139,16 @@ ARM_FN bool gaussianFinite3(float x, float y, float z) {
   return abs(x) <= 3.0e38f && abs(y) <= 3.0e38f && abs(z) <= 3.0e38f;  // false for inf and NaN
 }
 
+// A support's reach (GAUSSIAN_PREPARED_REACH) from the cells its box spans past the first along x, y, z (each < 4).
+ARM_FN uint gaussianReach(uint pastX, uint pastY, uint pastZ) { return pastX | pastY << 2u | pastZ << 4u; }
+// The cells of a box of that reach.
+ARM_FN uint gaussianReachCells(uint reach) {
+  return ((reach & 3u) + 1u) * ((reach >> 2u & 3u) + 1u) * ((reach >> 4u & 3u) + 1u);
+}
+// Its k-th cell (x fastest, then y, then z) in a grid of dimX × dimY × … cells, from its first cell.
+ARM_FN uint gaussianReachCell(uint firstCell, uint reach, uint k, uint dimX, uint dimY) {
+  const uint nx = (reach & 3u) + 1u, ny = (reach >> 2u & 3u) + 1u;
+  return firstCell + (k / (nx * ny) * dimY + k / nx % ny) * dimX + k % nx;
+}
+
 #endif
