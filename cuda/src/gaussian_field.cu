@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
                     const float* __restrict__ gradField, float* __restrict__ partials, GaussianPush p) {
   // A staged point: x, y, z and, with one channel, the field's gradient there (else in sGrad): one shared load.
   __shared__ float4 sPoint[GAUSSIAN_TILE];
-  __shared__ float sGrad[GAUSSIAN_TILE * MAXC];
+  __shared__ float sGrad[MAXC > 1 ? GAUSSIAN_TILE * MAXC : 1];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.points);
@@ -230,38 +230,47 @@ __global__ void finishKernel(const float* __restrict__ cholesky, const float* __
       outC[i * p.channels + c] = chunkSum(partials, p.chunks, row + GAUSSIAN_GAUSSIAN_GRADS + c, stride);
 }
 
+// The points' passes (the field, the points' gradient) of one variant.
 template <int MAXC, int ROWS>
-void launchMain(const GaussianPass& p, cudaStream_t s) {
+void launchPoints(const GaussianPass& p, cudaStream_t s) {
   const dim3 grid(p.groupsX, p.groupsY);
   const float *points = p.points.cuda<float>(), *means = p.means.cuda<float>(), *chol = p.cholesky.cuda<float>(),
               *weights = p.weights.cuda<float>(), *gradField = p.gradField.cuda<float>();
-  float* out = p.out.cuda<float>();
   if (p.kind == GaussianPass::Kind::Forward)
-    pointsKernel<MAXC, ROWS, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out,
-                                                                      p.mahalanobis.cuda<float>(), p.push);
-  else if (p.kind == GaussianPass::Kind::PointGrads)
-    pointsKernel<MAXC, ROWS, true>
-        <<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, nullptr, p.push);
-  else if constexpr (ROWS <= GAUSSIAN_MANY_ROWS)  // (the Gaussian side takes at most GAUSSIAN_MANY_ROWS)
-    gaussiansKernel<MAXC, ROWS><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField, out, p.push);
+    pointsKernel<MAXC, ROWS, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(
+        points, means, chol, weights, gradField, p.out.cuda<float>(), p.mahalanobis.cuda<float>(), p.push);
+  else
+    pointsKernel<MAXC, ROWS, true><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField,
+                                                                     p.out.cuda<float>(), nullptr, p.push);
+}
+
+// The Gaussians' side of one variant.
+template <int MAXC, int ROWS>
+void launchGaussians(const GaussianPass& p, cudaStream_t s) {
+  gaussiansKernel<MAXC, ROWS><<<dim3(p.groupsX, p.groupsY), GAUSSIAN_THREADS, 0, s>>>(
+      p.points.cuda<float>(), p.means.cuda<float>(), p.cholesky.cuda<float>(), p.weights.cuda<float>(),
+      p.gradField.cuda<float>(), p.out.cuda<float>(), p.push);
 }
 
 }  // namespace
 
+// The variant a pass was planned with (gaussian_field.cpp): 1, 8 or 32 channels; one row per invocation or
+// several (the points' passes GAUSSIAN_MOST_ROWS with one channel, else GAUSSIAN_MANY_ROWS).
 void gaussianPass(const Exec& exec, const GaussianPass& p) {
   const cudaStream_t s = stream(exec);
+  const bool many = p.rowsPerInvocation > 1;
   if (p.kind == GaussianPass::Kind::Finish)
     finishKernel<<<p.groupsX, GAUSSIAN_THREADS, 0, s>>>(p.cholesky.cuda<float>(), p.partials.cuda<float>(),
                                                         p.outA.cuda<float>(), p.outB.cuda<float>(),
                                                         p.outC.cuda<float>(), p.push);
-  else if (p.maxChannels == 1 && p.rowsPerInvocation == GAUSSIAN_MOST_ROWS)
-    launchMain<1, GAUSSIAN_MOST_ROWS>(p, s);
-  else if (p.maxChannels == 1)
-    p.rowsPerInvocation > 1 ? launchMain<1, GAUSSIAN_MANY_ROWS>(p, s) : launchMain<1, 1>(p, s);
-  else if (p.maxChannels == 8)
-    p.rowsPerInvocation > 1 ? launchMain<8, GAUSSIAN_MANY_ROWS>(p, s) : launchMain<8, 1>(p, s);
+  else if (p.kind == GaussianPass::Kind::GaussianGrads)
+    p.maxChannels == 1   ? (many ? launchGaussians<1, GAUSSIAN_MANY_ROWS>(p, s) : launchGaussians<1, 1>(p, s))
+    : p.maxChannels == 8 ? (many ? launchGaussians<8, GAUSSIAN_MANY_ROWS>(p, s) : launchGaussians<8, 1>(p, s))
+                         : launchGaussians<32, 1>(p, s);
   else
-    launchMain<32, 1>(p, s);
+    p.maxChannels == 1   ? (many ? launchPoints<1, GAUSSIAN_MOST_ROWS>(p, s) : launchPoints<1, 1>(p, s))
+    : p.maxChannels == 8 ? (many ? launchPoints<8, GAUSSIAN_MANY_ROWS>(p, s) : launchPoints<8, 1>(p, s))
+                         : launchPoints<32, 1>(p, s);
   CUDA_CHECK_LAUNCH();
 }
 
