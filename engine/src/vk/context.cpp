@@ -399,6 +399,18 @@ void Context::createDevice(const ContextOptions& options) {
     atomicFloat.shaderBufferFloat32AtomicAdd = VK_TRUE;
     f12.pNext = &atomicFloat;
   }
+  // ARMATURE_SHADER_STATS=1: the driver's statistics of each compute pipeline (registers, shared memory, spills:
+  // what decides occupancy) on stderr, where it reports them.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (envFlag("ARMATURE_SHADER_STATS") &&
+      hasExtension(available, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executableInfo.pipelineExecutableInfo = VK_TRUE;
+    executableInfo.pNext = f12.pNext;
+    f12.pNext = &executableInfo;
+    m_shaderStatistics = true;
+  }
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
   f.features.shaderInt64 = supported.features.shaderInt64;
   f.features.shaderFloat64 = supported.features.shaderFloat64 && m_info.float64;
@@ -421,6 +433,46 @@ void Context::createDevice(const ContextOptions& options) {
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VK_CHECK(vkCreateFence(m_device, &fci, nullptr, &m_oneShotFence));
 }
+
+namespace {
+
+// One line per executable of `pipeline`: the driver's statistics (VK_KHR_pipeline_executable_properties).
+void printShaderStatistics(VkDevice device, VkPipeline pipeline, const char* name) {
+  VkPipelineInfoKHR pipelineInfo{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pipelineInfo.pipeline = pipeline;
+  uint32_t executables = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(device, &pipelineInfo, &executables, nullptr) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    info.pipeline = pipeline;
+    info.executableIndex = e;
+    uint32_t n = 0;
+    vkGetPipelineExecutableStatisticsKHR(device, &info, &n, nullptr);
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    vkGetPipelineExecutableStatisticsKHR(device, &info, &n, stats.data());
+    std::string line = detail::format("shader %s:", name);
+    for (const auto& s : stats) {
+      line += detail::format(" %s=", s.name);
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+          line += s.value.b32 ? "yes" : "no";
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+          line += std::to_string(s.value.i64);
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+          line += std::to_string(s.value.u64);
+          break;
+        default:
+          line += detail::format("%g", s.value.f64);
+          break;
+      }
+    }
+    std::cerr << line << "\n";
+  }
+}
+
+}  // namespace
 
 Context::~Context() { destroy(); }
 
@@ -576,9 +628,11 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   cp.stage.module = module;
   cp.stage.pName = "main";
   cp.layout = p.layout;
+  if (m_shaderStatistics) cp.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(m_device, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(m_device, module, nullptr);
   VK_CHECK(r);
+  if (m_shaderStatistics) printShaderStatistics(m_device, p.pipeline, spirv.name);
   return m_programs.emplace(key, p).first->second;
 }
 

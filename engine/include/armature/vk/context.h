@@ -161,6 +161,7 @@ class Context {
   PFN_vkDestroyDebugUtilsMessengerEXT m_destroyMessenger = nullptr;
   MessageHandler m_onMessage;
   uint32_t m_messageCount = 0;
+  bool m_shaderStatistics = false;  // ARMATURE_SHADER_STATS: print each compute pipeline's statistics
   uint32_t m_instanceVersion = 0;
   std::vector<PhysicalDeviceInfo> m_allDevices;
   PhysicalDeviceInfo m_info;
