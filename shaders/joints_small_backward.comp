@@ -23,8 +23,9 @@ layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float g
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
-shared float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
+// Three vec4 rows per joint (JOINTS_SHARED_READ).
+shared vec4 sA[JOINTS_SMALL_JOINTS * 3];  // each joint's own gradient; once done, what it sends its parent
+shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // globals; once a joint's children are done, its local's gradient
 
 #include "shared/joints_locals.h"
 
@@ -33,15 +34,15 @@ void main() {
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) {
-      sG[x] = globals[base * 12u + x];
-      sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
+      sG[x / 4u][x % 4u] = globals[base * 12u + x];
+      sA[x / 4u][x % 4u] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
     }
     barrier();
     if ((p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         const uint i = base + e;
         float a[12], tmp[12];
-        for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
+        JOINTS_SHARED_READ(sA, e, a);
         if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
           float ds[12], ib[12];
           for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
@@ -50,7 +51,7 @@ void main() {
         }
         if ((p.flags & JOINTS_POSITIONS) != 0u)
           for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
-        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = a[k];
+        JOINTS_SHARED_WRITE(sA, e, a);
       }
       barrier();
     }
@@ -59,14 +60,17 @@ void main() {
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
         float a[12], l[12], dl[12], up[12];
-        for (int k = 0; k < 12; ++k) a[k] = sA[e * 12u + uint(k)];
-        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c)  // the level below: what each child sent
-          for (int k = 0; k < 12; ++k) a[k] += sA[(s * N + children[c]) * 12u + uint(k)];
+        JOINTS_SHARED_READ(sA, e, a);
+        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // the level below: what each child sent
+          float m[12];
+          JOINTS_SHARED_READ(sA, s * N + children[c], m);
+          for (int k = 0; k < 12; ++k) a[k] += m[k];
+        }
         // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
         const int parent = parents[j];
         if (parent >= 0) {
           float gp[12];
-          for (int k = 0; k < 12; ++k) gp[k] = sG[(s * N + uint(parent)) * 12u + uint(k)];
+          JOINTS_SHARED_READ(sG, s * N + uint(parent), gp);
           jointTransposeTimes(gp, a, dl);
         } else {
           dl = a;
@@ -79,15 +83,16 @@ void main() {
           dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
           for (int k = 0; k < 4; ++k) dl[k] = dq[k];
         }
-        for (int k = 0; k < 12; ++k) sA[e * 12u + uint(k)] = up[k], sG[e * 12u + uint(k)] = dl[k];
+        JOINTS_SHARED_WRITE(sA, e, up);
+        JOINTS_SHARED_WRITE(sG, e, dl);
       }
       barrier();
     }
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sG[x];
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sG[x / 4u][x % 4u];
     } else {
-      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sG[x / 4u * 12u + x % 4u];
-      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sG[x / 3u * 12u + 4u + x % 3u];
+      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sG[x / 4u * 3u][x % 4u];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sG[x / 3u * 3u + 1u][x % 3u];
     }
     barrier();  // before the next round's reads
   }

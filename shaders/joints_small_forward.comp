@@ -16,7 +16,7 @@ layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { fl
 layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
+shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_SHARED_READ)
 
 #include "shared/joints_locals.h"
 
@@ -25,12 +25,12 @@ void main() {
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x] = localA[base * 12u + x];  // coalesced
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x / 4u][x % 4u] = localA[base * 12u + x];  // coalesced
     } else {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float m[12];
         localOf(base + e, m);
-        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = m[k];
+        JOINTS_SHARED_WRITE(sG, e, m);
       }
     }
     barrier();
@@ -38,21 +38,22 @@ void main() {
       const uint start = levels[N + d], width = levels[N + d + 1u] - start;
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint s = x / width, j = levels[start + x % width], e = s * N + j;
-        const uint parentAt = (s * N + uint(parents[j])) * 12u;
         float g[12], l[12], y[12];
-        for (int k = 0; k < 12; ++k) g[k] = sG[parentAt + uint(k)], l[k] = sG[e * 12u + uint(k)];
+        JOINTS_SHARED_READ(sG, s * N + uint(parents[j]), g);
+        JOINTS_SHARED_READ(sG, e, l);
         jointCompose(g, l, y);
-        for (int k = 0; k < 12; ++k) sG[e * 12u + uint(k)] = y[k];
+        JOINTS_SHARED_WRITE(sG, e, y);
       }
       barrier();
     }
-    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) globals[base * 12u + x] = sG[x];
+    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) globals[base * 12u + x] = sG[x / 4u][x % 4u];
     if ((p.flags & JOINTS_POSITIONS) != 0u)
-      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) positions[base * 3u + x] = sG[x / 3u * 12u + x % 3u * 4u + 3u];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) positions[base * 3u + x] = sG[x / 3u * 3u + x % 3u].w;
     if ((p.flags & JOINTS_SKINNING) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
-        for (int k = 0; k < 12; ++k) g[k] = sG[e * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
+        JOINTS_SHARED_READ(sG, e, g);
+        for (int k = 0; k < 12; ++k) ib[k] = inverseBind[e % N * 12u + uint(k)];
         jointCompose(g, ib, y);
         for (int k = 0; k < 12; ++k) skinning[(base + e) * 12u + uint(k)] = y[k];
       }

@@ -9,6 +9,12 @@
 namespace armature::cuda {
 namespace {
 
+// A tile's threads: twice the shaders' workgroup, each with half their elements (JOINTS_TILE in all). The block
+// scans by warp shuffles, so more threads cost no shared memory, and each thread's chain of products is half as long.
+constexpr int kScanThreads = 2 * JOINTS_THREADS;
+constexpr int kScanItems = JOINTS_TILE / kScanThreads;
+static_assert(kScanItems * kScanThreads == JOINTS_TILE, "a tile is whole threads' elements");
+
 struct Tables {
   const uint32_t* order;
   const int32_t* parents;
@@ -80,6 +86,19 @@ __device__ __forceinline__ State shuffleUp(const State& s, unsigned delta) {
   return r;
 }
 
+// Lane `from`'s `s`.
+template <bool Backward>
+__device__ __forceinline__ State shuffleFrom(const State& s, int from) {
+  State r;
+  r.flag = __shfl_sync(~0u, s.flag, from);
+#pragma unroll
+  for (int k = 0; k < 12; ++k) {
+    if constexpr (Backward) r.u[k] = __shfl_sync(~0u, s.u[k], from);
+    r.product[k] = __shfl_sync(~0u, s.product[k], from);
+  }
+  return r;
+}
+
 // The warp's inclusive scan of `mine`, in registers.
 template <bool Backward>
 __device__ __forceinline__ void scanWarp(State& mine, unsigned lane) {
@@ -98,8 +117,8 @@ __device__ __forceinline__ void scanWarp(State& mine, unsigned lane) {
 // three barriers. Returns the exclusive prefix and the block's total.
 template <bool Backward>
 __device__ void scanBlock(State mine, State& exclusive, State& total) {
-  constexpr unsigned kWarps = JOINTS_THREADS / 32;
-  static_assert(kWarps <= 32 && JOINTS_THREADS % 32 == 0, "one warp scans the warps' totals");
+  constexpr unsigned kWarps = kScanThreads / 32;
+  static_assert(kWarps <= 32 && kScanThreads % 32 == 0, "one warp scans the warps' totals");
   __shared__ State sWarp[kWarps];  // each warp's total, then what comes before the warp
   __shared__ State sTotal;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -145,26 +164,43 @@ __device__ void writeTile(float* scratch, const JointsPush& p, uint32_t tile, co
   copy12(s.product, o + 13);
 }
 
-// SINGLE, by one thread: publishes the tile's aggregate, then combines its predecessors' back to the first that
-// starts a segment (waiting for each to be published): the tile's exclusive prefix. Never taking a predecessor's
-// finished prefix keeps the products' association fixed: the same bits on every run.
+// SINGLE, by the block's first warp: publishes the tile's aggregate, then combines its predecessors' back to the
+// first that starts a segment, 32 at a time: each lane waits for one predecessor's record, the nearest flagged one
+// bounds the window, and a warp scan combines the window in a fixed association. Never taking a predecessor's
+// finished prefix keeps the products' association fixed: the same bits on every run. `exclusive` is lane 0's.
 template <bool Backward>
 __device__ void lookBack(float* scratch, const JointsPush& p, uint32_t tile, const State& aggregate, State& exclusive) {
   uint32_t* status = reinterpret_cast<uint32_t*>(scratch) + p.statusStart;
-  identityState(exclusive);
-  writeTile(scratch, p, tile, aggregate);
-  __threadfence();
-  atomicExch(&status[tile], JOINTS_HAS_AGGREGATE);
-  for (uint32_t before = tile; before-- > 0;) {
-    while (atomicAdd(&status[before], 0u) == 0u) {
-    }
+  const unsigned lane = threadIdx.x & 31u;
+  if (lane == 0) {
+    writeTile(scratch, p, tile, aggregate);
     __threadfence();
-    State x, y;
-    readTile(scratch, p, before, x);
-    combine<Backward>(x, exclusive, y);
-    exclusive = y;
-    if (x.flag) break;
+    atomicExch(&status[tile], JOINTS_HAS_AGGREGATE);
   }
+  State run;
+  identityState(run);
+  for (uint32_t end = tile; end > 0; end = end > 32 ? end - 32 : 0) {
+    const int before = int(end) - 32 + int(lane);  // lane 31 reads the nearest predecessor
+    const float* record = scratch + p.recordStart + size_t(max(before, 0)) * JOINTS_STATE_WORDS;
+    bool flagged = false;
+    if (before >= 0) {
+      while (atomicAdd(&status[before], 0u) == 0u) {
+      }
+      __threadfence();
+      flagged = __ldcg(record) != 0.0f;
+    }
+    const unsigned starts = __ballot_sync(~0u, flagged);
+    const int first = starts ? 31 - __clz(starts) : 0;  // the window's lanes from here on count
+    State x;
+    identityState(x);
+    if (before >= 0 && int(lane) >= first) readTile(scratch, p, uint32_t(before), x);
+    scanWarp<Backward>(x, lane);
+    State y;
+    combine<Backward>(shuffleFrom<Backward>(x, 31), run, y);
+    run = y;
+    if (starts) break;
+  }
+  exclusive = run;
 }
 
 // CARRY (one block): the tiles' aggregates become each tile's exclusive prefix, in place.
@@ -172,7 +208,7 @@ template <bool Backward>
 __device__ void carryTiles(float* scratch, const JointsPush& p) {
   State run, next;
   identityState(run);
-  for (uint32_t base = 0; base < p.tiles; base += JOINTS_THREADS) {
+  for (uint32_t base = 0; base < p.tiles; base += kScanThreads) {
     const uint32_t tile = base + threadIdx.x;
     State mine, exclusive, total;
     identityState(mine);
@@ -189,9 +225,9 @@ __device__ void carryTiles(float* scratch, const JointsPush& p) {
 
 // An invocation's elements, loaded together (their loads overlap) and kept in registers for the scan's two walks.
 struct ForwardItems {
-  float value[JOINTS_ITEMS][12];
-  uint32_t flag[JOINTS_ITEMS], joint[JOINTS_ITEMS];
-  size_t index[JOINTS_ITEMS];
+  float value[kScanItems][12];
+  uint32_t flag[kScanItems], joint[kScanItems];
+  size_t index[kScanItems];
 };
 
 struct Forward {
@@ -227,7 +263,7 @@ struct Forward {
     identityState(s);
     float y[12];
 #pragma unroll
-    for (int n = 0; n < JOINTS_ITEMS; ++n) {
+    for (int n = 0; n < kScanItems; ++n) {
       if (n < count) {
         jointsCombineForward(s.product, it.flag[n], it.value[n], y);
         copy12(y, s.product);
@@ -240,7 +276,7 @@ struct Forward {
     float g[12], y[12];
     copy12(before.product, g);
 #pragma unroll
-    for (int n = 0; n < JOINTS_ITEMS; ++n) {
+    for (int n = 0; n < kScanItems; ++n) {
       if (n >= count) break;
       const size_t i = it.index[n];
       jointsCombineForward(g, it.flag[n], it.value[n], y);
@@ -265,9 +301,9 @@ struct Grads {
 };
 
 struct BackwardItems {
-  float a[JOINTS_ITEMS][12], local[JOINTS_ITEMS][12];
-  uint32_t flag[JOINTS_ITEMS], joint[JOINTS_ITEMS];
-  size_t index[JOINTS_ITEMS], base[JOINTS_ITEMS];
+  float a[kScanItems][12], local[kScanItems][12];
+  uint32_t flag[kScanItems], joint[kScanItems];
+  size_t index[kScanItems], base[kScanItems];
 };
 
 struct Backward {
@@ -323,7 +359,7 @@ struct Backward {
   __device__ void aggregate(const Items& it, int count, State& s) const {
     identityState(s);
 #pragma unroll
-    for (int n = 0; n < JOINTS_ITEMS; ++n) {
+    for (int n = 0; n < kScanItems; ++n) {
       if (n < count) {
         State x, y;
         x.flag = it.flag[n];
@@ -339,7 +375,7 @@ struct Backward {
     float c[12], a[12];
     copy12(before.u, c);
 #pragma unroll
-    for (int n = 0; n < JOINTS_ITEMS; ++n) {
+    for (int n = 0; n < kScanItems; ++n) {
       if (n >= count) break;
       const size_t i = it.index[n];
       if (it.flag[n]) zero12(c);
@@ -373,7 +409,7 @@ struct Backward {
 
 // One dispatch of one generation (JointsPush::phase), as the shaders' main().
 template <bool IsBackward, typename Op>
-__global__ void __launch_bounds__(JOINTS_THREADS) scanKernel(Op op) {
+__global__ void __launch_bounds__(kScanThreads) scanKernel(Op op) {
   const JointsPush& p = op.p;
   if (p.phase == JOINTS_CARRY) {
     carryTiles<IsBackward>(op.scratch, p);
@@ -382,11 +418,11 @@ __global__ void __launch_bounds__(JOINTS_THREADS) scanKernel(Op op) {
   __shared__ State sCarry;
   const uint32_t count = p.batch * p.genLength;
   for (uint32_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const uint32_t first = min(tile * JOINTS_TILE + threadIdx.x * JOINTS_ITEMS, count);
-    const int items = int(min(first + JOINTS_ITEMS, count) - first);
+    const uint32_t first = min(tile * JOINTS_TILE + threadIdx.x * kScanItems, count);
+    const int items = int(min(first + kScanItems, count) - first);
     typename Op::Items it;
 #pragma unroll
-    for (int n = 0; n < JOINTS_ITEMS; ++n)
+    for (int n = 0; n < kScanItems; ++n)
       if (n < items) op.load(first + n, it, n);
     State mine, exclusive, total;
     op.aggregate(it, items, mine);
@@ -397,7 +433,9 @@ __global__ void __launch_bounds__(JOINTS_THREADS) scanKernel(Op op) {
     }
     if (p.tiles > 1) {  // this tile's carry, then the block's prefix
       if (p.phase == JOINTS_SINGLE) {
-        if (threadIdx.x == 0) lookBack<IsBackward>(op.scratch, p, tile, total, sCarry);
+        State carry;
+        if (threadIdx.x < 32) lookBack<IsBackward>(op.scratch, p, tile, total, carry);
+        if (threadIdx.x == 0) sCarry = carry;
       } else if (threadIdx.x == 0) {
         readTile(op.scratch, p, tile, sCarry);
       }
@@ -595,7 +633,7 @@ void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t bat
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
   forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
-    scanKernel<IsBackward><<<groups, JOINTS_THREADS, 0, stream(exec)>>>(op);
+    scanKernel<IsBackward><<<groups, kScanThreads, 0, stream(exec)>>>(op);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -10,10 +10,13 @@
 //     generation, gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
 //     (u, P): c -> u + c·Pᵀ.
 // The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
-// registers. On a GPU one dispatch per generation does it (SINGLE): each tile publishes its aggregate, then combines
+// registers (CUDA: twice the threads, half the elements each; its block scans by warp shuffles, not in shared
+// memory). On a GPU one dispatch per generation does it (SINGLE): each tile publishes its aggregate, then combines
 // its predecessors' back to the first that starts a segment, for its carry: a look-back (after Merrill and Garland's
 // single-pass scan, 2016) without their shortcut through finished prefixes, whose association would vary from run
-// to run; tiles wait only on earlier ones, which run first. On lavapipe, whose invocations may not wait on others,
+// to run; tiles wait only on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path
+// across many tiles costs one round trip per 32 of them. The shaders' reads one at a time: most look-backs end at
+// the first, and a workgroup-wide window was slower there.) On lavapipe, whose invocations may not wait on others,
 // three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile
 // again from its carry (APPLY). A generation of one tile needs one dispatch either way.
 // A forest of at most JOINTS_SMALL_JOINTS joints (a body's skeleton, usually batched) takes another way, one

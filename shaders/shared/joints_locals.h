@@ -1,6 +1,6 @@
-// A joint's local transform as a 3×4 matrix, read from the locals' buffers (GLSL only: the joint shaders'; CUDA's is
-// Locals::at in cuda/src/joint_propagation.cu). Before including it, declare the buffers `localA` (rotations or
-// affine) and `localB` (translations), and the push constants `p` (JointsPush).
+// The joint shaders' helpers (GLSL only). localOf: a joint's local transform as a 3×4 matrix, read from the locals'
+// buffers (CUDA's is Locals::at in cuda/src/joint_propagation.cu); before including this, declare the buffers
+// `localA` (rotations or affine) and `localB` (translations), and the push constants `p` (JointsPush).
 #ifndef ARMATURE_JOINTS_LOCALS_H
 #define ARMATURE_JOINTS_LOCALS_H
 
@@ -12,5 +12,15 @@ void localOf(uint i, out float m[12]) {
                localB[i * 3u + 1u], localB[i * 3u + 2u], m);
   }
 }
+
+// A transform in a shared vec4 array, three rows per joint: 128-bit accesses, which a warp makes without bank
+// conflicts at a joint's 48-byte stride (float by float, its lanes would meet four to a bank).
+#define JOINTS_SHARED_READ(array, e, m)                                      \
+  for (int r_ = 0; r_ < 3; ++r_) {                                           \
+    const vec4 v_ = array[(e) * 3u + uint(r_)];                              \
+    m[r_ * 4] = v_.x, m[r_ * 4 + 1] = v_.y, m[r_ * 4 + 2] = v_.z, m[r_ * 4 + 3] = v_.w; \
+  }
+#define JOINTS_SHARED_WRITE(array, e, m) \
+  for (int r_ = 0; r_ < 3; ++r_) array[(e) * 3u + uint(r_)] = vec4(m[r_ * 4], m[r_ * 4 + 1], m[r_ * 4 + 2], m[r_ * 4 + 3]);
 
 #endif
