@@ -6,11 +6,15 @@
 namespace armature::cuda {
 namespace {
 
-// ROWS points per thread over its chunk of Gaussians: the field (forward) or the points' gradient
-// (backward). Row r is point firstRow + r·GAUSSIAN_THREADS. A staged Gaussian is two float4 (A' and μ's x, y: see
-// gaussian_io.h), μ's z and its weights, so that a column costs few shared loads.
-template <int MAXC, int ROWS, bool BACKWARD>
-__global__ void __launch_bounds__(GAUSSIAN_THREADS)
+constexpr int kForwardUnroll = GAUSSIAN_FORWARD_UNROLL;  // (a pragma's argument takes no macro)
+
+// ROWS points per thread over its chunk of Gaussians: the field (forward; with DISTANCES also the squared
+// distances) or the points' gradient (backward). Row r is point firstRow + r·GAUSSIAN_THREADS. A staged Gaussian is
+// two float4 (A' and μ's x, y: see gaussian_io.h), μ's z and its weights, so that a column costs few shared loads.
+// (Asking for one block per SM lets ptxas give the unrolled loop the registers it wants: without it, ptxas holds
+// the kernel to 64, which made the forward slower.)
+template <int MAXC, int ROWS, bool BACKWARD, bool DISTANCES = false>
+__global__ void __launch_bounds__(GAUSSIAN_THREADS, 1)
     pointsKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
                  const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
                  float* __restrict__ mahalanobis, GaussianPush p) {
@@ -50,6 +54,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     }
     __syncthreads();
     const uint32_t count = min(uint32_t(GAUSSIAN_TILE), last - base);
+#pragma unroll(BACKWARD ? 1 : kForwardUnroll)
     for (uint32_t k = 0; k < count; ++k) {
       const float4 sa = sShapeA[k], sb = sShapeB[k];
       const float a[6] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y}, mx = sb.z, my = sb.w, mz = sMeanZ[k];
@@ -80,8 +85,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
           g3[r][2] += q2 * (a[5] * z[2]);
         } else {
           const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
-          if (b < p.points && (p.flags & GAUSSIAN_MAHALANOBIS))
-            mahalanobis[size_t(b) * p.gaussians + base + k] = m * GAUSSIAN_UNSCALE;
+          if (DISTANCES && b < p.points) mahalanobis[size_t(b) * p.gaussians + base + k] = m * GAUSSIAN_UNSCALE;
 #pragma unroll
           for (int c = 0; c < MAXC; ++c) acc[r][c] += w[c] * g;
         }
@@ -236,9 +240,12 @@ void launchPoints(const GaussianPass& p, cudaStream_t s) {
   const dim3 grid(p.groupsX, p.groupsY);
   const float *points = p.points.cuda<float>(), *means = p.means.cuda<float>(), *chol = p.cholesky.cuda<float>(),
               *weights = p.weights.cuda<float>(), *gradField = p.gradField.cuda<float>();
-  if (p.kind == GaussianPass::Kind::Forward)
-    pointsKernel<MAXC, ROWS, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(
+  if (p.kind == GaussianPass::Kind::Forward && (p.push.flags & GAUSSIAN_MAHALANOBIS))
+    pointsKernel<MAXC, ROWS, false, true><<<grid, GAUSSIAN_THREADS, 0, s>>>(
         points, means, chol, weights, gradField, p.out.cuda<float>(), p.mahalanobis.cuda<float>(), p.push);
+  else if (p.kind == GaussianPass::Kind::Forward)
+    pointsKernel<MAXC, ROWS, false><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField,
+                                                                      p.out.cuda<float>(), nullptr, p.push);
   else
     pointsKernel<MAXC, ROWS, true><<<grid, GAUSSIAN_THREADS, 0, s>>>(points, means, chol, weights, gradField,
                                                                      p.out.cuda<float>(), nullptr, p.push);
