@@ -73,30 +73,29 @@ __device__ __forceinline__ void identityState(State& s) {
   identity12(s.product);
 }
 
+// Every word of `s` through `shuffle` (one of the warp's shuffles).
+template <bool Backward, typename Shuffle>
+__device__ __forceinline__ State shuffleState(const State& s, Shuffle shuffle) {
+  State r;
+  r.flag = shuffle(s.flag);
+#pragma unroll
+  for (int k = 0; k < 12; ++k) {
+    if constexpr (Backward) r.u[k] = shuffle(s.u[k]);
+    r.product[k] = shuffle(s.product[k]);
+  }
+  return r;
+}
+
 // `s` of the lane `delta` below (a lane below delta gets its own back).
 template <bool Backward>
 __device__ __forceinline__ State shuffleUp(const State& s, unsigned delta) {
-  State r;
-  r.flag = __shfl_up_sync(~0u, s.flag, delta);
-#pragma unroll
-  for (int k = 0; k < 12; ++k) {
-    if constexpr (Backward) r.u[k] = __shfl_up_sync(~0u, s.u[k], delta);
-    r.product[k] = __shfl_up_sync(~0u, s.product[k], delta);
-  }
-  return r;
+  return shuffleState<Backward>(s, [delta](auto v) { return __shfl_up_sync(~0u, v, delta); });
 }
 
 // Lane `from`'s `s`.
 template <bool Backward>
 __device__ __forceinline__ State shuffleFrom(const State& s, int from) {
-  State r;
-  r.flag = __shfl_sync(~0u, s.flag, from);
-#pragma unroll
-  for (int k = 0; k < 12; ++k) {
-    if constexpr (Backward) r.u[k] = __shfl_sync(~0u, s.u[k], from);
-    r.product[k] = __shfl_sync(~0u, s.product[k], from);
-  }
-  return r;
+  return shuffleState<Backward>(s, [from](auto v) { return __shfl_sync(~0u, v, from); });
 }
 
 // The warp's inclusive scan of `mine`, in registers.
