@@ -1,10 +1,10 @@
 #version 450
 // Culled Gaussian field backward, a Gaussian per GAUSSIAN_CULLED_SLOTS invocations (shared/gaussian_grid_io.h): the
 // gradients of its mean, of A = L⁻¹ and of its weights over the points of the cells its support covers (an
-// outsized Gaussian: every point), written as the one partial row gaussian_finish turns into L's parameters'
+// outsized Gaussian: every binned point), written as the one partial row gaussian_finish turns into L's parameters'
 // gradient. The cells' lists (sorted, gathered before) are walked end to end in cell order, slot k taking entries
-// k, k + SLOTS, …; then each sum adds its slots in order: the same bits on every run. GAUSSIAN_CHANNELS_MAX: the channel arrays'
-// size (1, 8 or 32).
+// k, k + SLOTS, …; then each sum adds its slots in order: the same bits on every run. GAUSSIAN_CHANNELS_MAX: the
+// channel arrays' size (1, 8 or 32).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"

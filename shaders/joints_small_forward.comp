@@ -25,7 +25,8 @@ void main() {
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) sG[x / 4u][x % 4u] = localA[base * 12u + x];  // coalesced
+      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS)  // coalesced
+        sG[x / 4u][x % 4u] = localA[base * 12u + x];
     } else {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float m[12];

@@ -6,7 +6,10 @@
 namespace armature::cuda {
 namespace {
 
-constexpr int kForwardUnroll = GAUSSIAN_FORWARD_UNROLL;  // (a pragma's argument takes no macro)
+// The forward unrolls its loop over a tile's columns this many times: the next columns' shared loads overlap the
+// current ones' arithmetic, and the loop's own instructions spread over more pairs. (The shaders do not: on NVIDIA's
+// Vulkan driver SPIR-V's partial-unroll hint changed nothing and unrolling by hand was slower; docs/gaussian_field.md.)
+constexpr int kForwardUnroll = 8;
 
 // ROWS points per thread over its chunk of Gaussians: the field (forward; with DISTANCES also the squared
 // distances) or the points' gradient (backward). Row r is point firstRow + r·GAUSSIAN_THREADS. A staged Gaussian is

@@ -26,10 +26,6 @@
 #define GAUSSIAN_MANY_ROWS_FROM 32768u
 #define GAUSSIAN_MANY_ROWS 4
 #define GAUSSIAN_MOST_ROWS 8
-// CUDA's forward unrolls its loop over a tile's columns this many times: the next columns' shared loads overlap the
-// current ones' arithmetic, and the loop's own instructions spread over more pairs. (The shaders do not: on NVIDIA's
-// Vulkan driver SPIR-V's partial-unroll hint changed nothing and unrolling by hand was slower; docs/gaussian_field.md.)
-#define GAUSSIAN_FORWARD_UNROLL 8
 #define GAUSSIAN_MAX_CHANNELS 32
 #define GAUSSIAN_LOG_SCALE_LIMIT 30.0f
 // Invocations × chunks a dispatch aims for: several waves of workgroups on a large GPU, so that the last, partly

@@ -21,6 +21,7 @@ void localOf(uint i, out float m[12]) {
     m[r_ * 4] = v_.x, m[r_ * 4 + 1] = v_.y, m[r_ * 4 + 2] = v_.z, m[r_ * 4 + 3] = v_.w; \
   }
 #define JOINTS_SHARED_WRITE(array, e, m) \
-  for (int r_ = 0; r_ < 3; ++r_) array[(e) * 3u + uint(r_)] = vec4(m[r_ * 4], m[r_ * 4 + 1], m[r_ * 4 + 2], m[r_ * 4 + 3]);
+  for (int r_ = 0; r_ < 3; ++r_)         \
+    array[(e) * 3u + uint(r_)] = vec4(m[r_ * 4], m[r_ * 4 + 1], m[r_ * 4 + 2], m[r_ * 4 + 3]);
 
 #endif

@@ -76,9 +76,11 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
   GaussianGridPass pass;
   pass.kind = kind;
   pass.push = layoutOf(in);  // the offsets the culled shaders read
+  // The Gaussians' pass: GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP a workgroup. The points' passes and the gather: a point
+  // or a list entry (at most one per point) an invocation.
   pass.groups = kind == GaussianGridPass::Kind::GaussianGrads
                     ? std::min(groupsOf(in.gaussians, GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP), 65535u)
-                    : groupsOf(in.points, GAUSSIAN_THREADS);  // the points' passes, and the gather: an entry per invocation
+                    : groupsOf(in.points, GAUSSIAN_THREADS);
   pass.maxChannels = gaussianChannelVariant(in.channels);
   pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
   return pass;
@@ -163,8 +165,7 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   const bool pointSide = !a.gradPoints.empty() && B > 0, gaussianSide = finishFlags != 0 && N > 0;
   if (pointSide || gaussianSide) binPoints(op, exec, a.in, a.grid, gaussianSide);
-  if (pointSide)
-    runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
+  if (pointSide) runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
   if (!gaussianSide) return;
   // The binned points gathered in list order (with the field's gradient), each Gaussian's row from them, then the
   // rows turned into the outputs.
