@@ -2,6 +2,7 @@
 // The culled Gaussian field's grid (shared/gaussian_grid_io.h): one of its passes per dispatch, chosen by p.mode
 // (buckets.comp scans and sorts the lists).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"
 
 layout(local_size_x = GAUSSIAN_GRID_THREADS) in;
@@ -9,6 +10,50 @@ layout(std430, binding = GAUSSIAN_GRID_BINDING_MEANS) readonly buffer Means { fl
 layout(std430, binding = GAUSSIAN_GRID_BINDING_CHOLESKY) readonly buffer Cholesky { float cholesky[]; };
 layout(std430, binding = GAUSSIAN_GRID_BINDING_WEIGHTS) readonly buffer Weights { float weights[]; };
 #include "gaussian_grid_lookup.glsl"
+
+shared uint sCellCounts[GAUSSIAN_GRID_SHARED_CELLS];  // the points' count and fill (gaussian_grid_io.h)
+
+// The points' count (fill false) or fill: the workgroup's points, GAUSSIAN_GRID_THREADS apart.
+void binPoints(bool fill) {
+  const uint lid = gl_LocalInvocationID.x, cells = gridDim(0) * gridDim(1) * gridDim(2);
+  const uint base = gl_WorkGroupID.x * GAUSSIAN_GRID_THREADS * GAUSSIAN_GRID_POINTS_PER_INVOCATION + lid;
+  if (p.points == 0u) return;
+  if (cells > GAUSSIAN_GRID_SHARED_CELLS) {  // the same for the whole workgroup
+    for (uint k = 0u; k < GAUSSIAN_GRID_POINTS_PER_INVOCATION; ++k) {
+      const uint b = base + k * GAUSSIAN_GRID_THREADS;
+      uint cell;
+      if (b >= p.points || !pointCell(b, cell)) continue;
+      const uint slot = atomicAdd(grid[p.pointCounts + cell], 1u);
+      if (fill) grid[p.pointEntries + slot] = b;
+    }
+    return;
+  }
+  for (uint c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) sCellCounts[c] = 0u;
+  // All the invocation's points read before the first atomic, so that their loads overlap.
+  float x[GAUSSIAN_GRID_POINTS_PER_INVOCATION][3];
+  [[unroll]] for (uint k = 0u; k < GAUSSIAN_GRID_POINTS_PER_INVOCATION; ++k) {
+    const uint b = min(base + k * GAUSSIAN_GRID_THREADS, p.points - 1u);
+    x[k] = float[3](points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u]);
+  }
+  barrier();
+  uint pointCells[GAUSSIAN_GRID_POINTS_PER_INVOCATION], ranks[GAUSSIAN_GRID_POINTS_PER_INVOCATION];
+  [[unroll]] for (uint k = 0u; k < GAUSSIAN_GRID_POINTS_PER_INVOCATION; ++k) {
+    uint cell;
+    pointCells[k] = 0xffffffffu, ranks[k] = 0u;
+    if (base + k * GAUSSIAN_GRID_THREADS < p.points && cellOf(x[k], cell))
+      pointCells[k] = cell, ranks[k] = atomicAdd(sCellCounts[cell], 1u);
+  }
+  barrier();
+  for (uint c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) {
+    const uint n = sCellCounts[c];
+    if (n != 0u) sCellCounts[c] = atomicAdd(grid[p.pointCounts + c], n);  // fill: the cell's range starts there
+  }
+  if (!fill) return;
+  barrier();
+  [[unroll]] for (uint k = 0u; k < GAUSSIAN_GRID_POINTS_PER_INVOCATION; ++k)
+    if (pointCells[k] != 0xffffffffu)
+      grid[p.pointEntries + sCellCounts[pointCells[k]] + ranks[k]] = base + k * GAUSSIAN_GRID_THREADS;
+}
 
 // Gaussian i's list: its cells' range per axis (in the grid), or false for the outsized list, or no support.
 bool gaussianCells(uint i, out uint first[3], out uint last[3], out bool supported) {
@@ -117,9 +162,6 @@ void main() {
           if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
         }
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
-    uint cell;
-    if (t >= p.points || !pointCell(t, cell)) return;
-    const uint slot = atomicAdd(grid[p.pointCounts + cell], 1u);
-    if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
+    binPoints(mode == GAUSSIAN_GRID_FILL_POINTS);
   }
 }

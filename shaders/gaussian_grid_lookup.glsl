@@ -8,10 +8,9 @@ float gridHi(uint k) { return gaussianFromOrderedBits(grid[GAUSSIAN_GRID_HI + k]
 float gridEdge() { return uintBitsToFloat(grid[GAUSSIAN_GRID_EDGE]); }
 uint gridDim(uint k) { return grid[GAUSSIAN_GRID_DIMS + k]; }
 
-// Point b's cell, or false when it is outside the grid's box (no Gaussian of a cell reaches it).
-bool pointCell(uint b, out uint cell) {
+// The cell of a point at x, or false when it is outside the grid's box (no Gaussian of a cell reaches it).
+bool cellOf(float x[3], out uint cell) {
   cell = 0u;
-  const float x[3] = float[3](points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u]);
   if (!gaussianFinite3(x[0], x[1], x[2])) return false;
   uint index[3];
   for (uint k = 0u; k < 3u; ++k) {
@@ -20,4 +19,9 @@ bool pointCell(uint b, out uint cell) {
   }
   cell = (index[2] * gridDim(1) + index[1]) * gridDim(0) + index[0];
   return true;
+}
+
+// Point b's cell, or false when it is outside the grid's box.
+bool pointCell(uint b, out uint cell) {
+  return cellOf(float[3](points[b * 3u], points[b * 3u + 1u], points[b * 3u + 2u]), cell);
 }

@@ -23,24 +23,57 @@ __device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
   return inclusive - v;
 }
 
-__device__ void siftDown(uint32_t* list, uint32_t root, uint32_t end) {
-  for (uint32_t child = 2 * root + 1; child < end; child = 2 * root + 1) {
-    if (child + 1 < end && list[child + 1] > list[child]) ++child;
-    if (list[root] >= list[child]) break;
-    const uint32_t t = list[root];
-    list[root] = list[child], list[child] = t;
-    root = child;
+// The thread's own bucket of n ≤ BUCKET_SORT_SMALL entries, ascending: copied into its slots of `sList`
+// (buckets_io.h), insertion-sorted there and copied back.
+__device__ void sortSmall(uint32_t* sList, uint32_t* list, uint32_t n) {
+  uint32_t* own = sList + threadIdx.x;
+  for (uint32_t k = 0; k < n; ++k) own[k * BUCKET_THREADS] = list[k];
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t v = own[k * BUCKET_THREADS];
+    uint32_t j = k;
+    for (; j > 0 && own[(j - 1) * BUCKET_THREADS] > v; --j) own[j * BUCKET_THREADS] = own[(j - 1) * BUCKET_THREADS];
+    own[j * BUCKET_THREADS] = v;
   }
+  for (uint32_t k = 0; k < n; ++k) list[k] = own[k * BUCKET_THREADS];
 }
 
-// A bucket's n entries, ascending.
-__device__ void heapSort(uint32_t* list, uint32_t n) {
-  for (uint32_t start = n / 2; start-- > 0;) siftDown(list, start, n);
-  for (uint32_t end = n - 1; end > 0; --end) {
-    const uint32_t t = list[0];
-    list[0] = list[end], list[end] = t;
-    siftDown(list, 0, end);
+// A larger bucket's n entries, ascending, by the whole block: a bitonic network in shared memory, or in place in the
+// list beyond BUCKET_SORT_SHARED entries (every comparator ascending, bucket_io.h). The same order as any sort
+// (entries are distinct).
+__device__ void sortLarge(uint32_t* sList, uint32_t* list, uint32_t n) {
+  if (n > BUCKET_SORT_SHARED) {
+    uint32_t size = 1;
+    while (size < n) size <<= 1;
+    for (uint32_t k = 2; k <= size; k <<= 1)
+      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+        for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
+          const uint32_t partner = j == k >> 1 ? i ^ (k - 1) : i ^ j;
+          if (partner > i && partner < n) {
+            const uint32_t a = list[i], c = list[partner];
+            if (a > c) list[i] = c, list[partner] = a;
+          }
+        }
+        __syncthreads();
+      }
+    return;
   }
+  uint32_t size = 64;
+  while (size < n) size <<= 1;
+  for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) sList[i] = i < n ? list[i] : 0xFFFFFFFFu;
+  __syncthreads();
+  for (uint32_t k = 2; k <= size; k <<= 1)
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
+        const uint32_t partner = i ^ j;
+        if (partner > i) {
+          const uint32_t a = sList[i], c = sList[partner];
+          if ((a > c) == ((i & k) == 0)) sList[i] = c, sList[partner] = a;
+        }
+      }
+      __syncthreads();
+    }
+  for (uint32_t i = threadIdx.x; i < n; i += BUCKET_THREADS) list[i] = sList[i];
+  __syncthreads();  // before the next bucket's loads
 }
 
 __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restrict__ words, BucketPush p) {
@@ -49,12 +82,23 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     const uint32_t b = group * BUCKET_THREADS + lid;
     if (b < p.buckets) words[p.counts + b] = 0;
   } else if (p.mode == BUCKET_SORT) {
-    const uint32_t b = group * BUCKET_THREADS + lid;
-    if (b >= p.buckets) return;
-    uint32_t* list = words + p.entries + words[p.starts + b];
-    const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
-    if (n < 2 || n > BUCKET_SORT_SMALL) return;
-    heapSort(list, n);
+    __shared__ uint32_t sList[BUCKET_SORT_WORDS], sQueue[BUCKET_THREADS], sQueued;
+    if (lid == 0) sQueued = 0;
+    __syncthreads();
+    // Bucket lid · blocks + block: a run of crowded buckets (a grid's occupied cells) spreads over the blocks.
+    const uint32_t b = lid * gridDim.x + group;
+    const uint32_t n = b < p.buckets ? words[p.starts + b + 1] - words[p.starts + b] : 0u;
+    if (n > BUCKET_SORT_SMALL)
+      sQueue[atomicAdd(&sQueued, 1u)] = b;  // each bucket's sort is its own: the queue's order does not matter
+    else if (n >= 2)
+      sortSmall(sList, words + p.entries + words[p.starts + b], n);
+    __syncthreads();
+    const uint32_t queued = sQueued;
+    for (uint32_t q = 0; q < queued; ++q) {
+      const uint32_t large = sQueue[q];
+      sortLarge(sList, words + p.entries + words[p.starts + large],
+                words[p.starts + large + 1] - words[p.starts + large]);
+    }
   } else if (p.mode == BUCKET_SCAN_REDUCE) {
     const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
     uint32_t sum = 0, total;
@@ -88,58 +132,11 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
   }
 }
 
-// SORT_LARGE: a block per bucket of more than BUCKET_SORT_SMALL entries (grid-stride; the others are skipped at once),
-// its entries padded to a power of two in shared memory and sorted by a bitonic network, the same order as the heap
-// sort (entries are distinct).
-__global__ void __launch_bounds__(BUCKET_THREADS) sortLargeBuckets(uint32_t* __restrict__ words, BucketPush p) {
-  __shared__ uint32_t sList[BUCKET_SORT_SHARED];
-  for (uint32_t b = blockIdx.x; b < p.buckets; b += gridDim.x) {
-    uint32_t* list = words + p.entries + words[p.starts + b];
-    const uint32_t n = words[p.starts + b + 1] - words[p.starts + b];
-    if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole block
-    if (n > BUCKET_SORT_SHARED) {          // the same network in place, every comparator ascending (bucket_io.h)
-      uint32_t size = 1;
-      while (size < n) size <<= 1;
-      for (uint32_t k = 2; k <= size; k <<= 1)
-        for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-          for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
-            const uint32_t partner = j == k >> 1 ? i ^ (k - 1) : i ^ j;
-            if (partner > i && partner < n) {
-              const uint32_t a = list[i], c = list[partner];
-              if (a > c) list[i] = c, list[partner] = a;
-            }
-          }
-          __syncthreads();
-        }
-      continue;
-    }
-    uint32_t size = 64;
-    while (size < n) size <<= 1;
-    for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) sList[i] = i < n ? list[i] : 0xFFFFFFFFu;
-    __syncthreads();
-    for (uint32_t k = 2; k <= size; k <<= 1)
-      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-        for (uint32_t i = threadIdx.x; i < size; i += BUCKET_THREADS) {
-          const uint32_t partner = i ^ j;
-          if (partner > i) {
-            const uint32_t a = sList[i], c = sList[partner];
-            if ((a > c) == ((i & k) == 0)) sList[i] = c, sList[partner] = a;
-          }
-        }
-        __syncthreads();
-      }
-    for (uint32_t i = threadIdx.x; i < n; i += BUCKET_THREADS) list[i] = sList[i];
-    __syncthreads();  // before the next bucket's loads
-  }
-}
-
 }  // namespace
 
 void bucketPass(const Exec& exec, const BucketPass& p) {
-  if (p.push.mode == BUCKET_SORT_LARGE)
-    sortLargeBuckets<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
-  else
-    bucketKernel<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
+  if (p.push.mode == BUCKET_SORT_LARGE) return;  // BUCKET_SORT sorted them (buckets_io.h)
+  bucketKernel<<<p.groups, BUCKET_THREADS, 0, stream(exec)>>>(p.words.cuda<uint32_t>(), p.push);
   CUDA_CHECK_LAUNCH();
 }
 

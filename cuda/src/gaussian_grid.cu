@@ -32,6 +32,58 @@ struct GridHeader {
   }
 };
 
+// The points' count (fill false) or fill (gaussian_grid.comp's binPoints): the block's points, GAUSSIAN_GRID_THREADS
+// apart, counted in shared memory first on a grid of at most GAUSSIAN_GRID_SHARED_CELLS cells.
+__device__ void binPoints(const float* __restrict__ points, uint32_t* __restrict__ grid, const GaussianGridPush& p,
+                          bool fill) {
+  __shared__ uint32_t sCellCounts[GAUSSIAN_GRID_SHARED_CELLS];
+  constexpr uint32_t kPer = GAUSSIAN_GRID_POINTS_PER_INVOCATION;
+  const GridHeader header(grid);
+  const uint32_t lid = threadIdx.x, cells = header.dims[0] * header.dims[1] * header.dims[2];
+  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kPer + lid;
+  if (p.points == 0) return;
+  if (cells > GAUSSIAN_GRID_SHARED_CELLS) {  // the same for the whole block
+    for (uint32_t k = 0; k < kPer; ++k) {
+      const uint32_t b = base + k * GAUSSIAN_GRID_THREADS;
+      if (b >= p.points) break;
+      const float x[3] = {points[size_t(b) * 3], points[size_t(b) * 3 + 1], points[size_t(b) * 3 + 2]};
+      uint32_t cell;
+      if (!header.cellOf(x, cell)) continue;
+      const uint32_t slot = atomicAdd(&grid[p.pointCounts + cell], 1u);
+      if (fill) grid[p.pointEntries + slot] = b;
+    }
+    return;
+  }
+  for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) sCellCounts[c] = 0;
+  // All the thread's points read before the first atomic, so that their loads overlap.
+  float x[kPer][3];
+#pragma unroll
+  for (uint32_t k = 0; k < kPer; ++k) {
+    const uint32_t b = min(base + k * GAUSSIAN_GRID_THREADS, p.points - 1);
+    for (int d = 0; d < 3; ++d) x[k][d] = points[size_t(b) * 3 + d];
+  }
+  __syncthreads();
+  uint32_t pointCells[kPer], ranks[kPer];
+#pragma unroll
+  for (uint32_t k = 0; k < kPer; ++k) {
+    uint32_t cell;
+    pointCells[k] = ~0u, ranks[k] = 0;
+    if (base + k * GAUSSIAN_GRID_THREADS < p.points && header.cellOf(x[k], cell))
+      pointCells[k] = cell, ranks[k] = atomicAdd(&sCellCounts[cell], 1u);
+  }
+  __syncthreads();
+  for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) {
+    const uint32_t n = sCellCounts[c];
+    if (n != 0) sCellCounts[c] = atomicAdd(&grid[p.pointCounts + c], n);  // fill: the cell's range starts there
+  }
+  if (!fill) return;
+  __syncthreads();
+#pragma unroll
+  for (uint32_t k = 0; k < kPer; ++k)
+    if (pointCells[k] != ~0u)
+      grid[p.pointEntries + sCellCounts[pointCells[k]] + ranks[k]] = base + k * GAUSSIAN_GRID_THREADS;
+}
+
 __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
     gridKernel(const float* __restrict__ points, const float* __restrict__ means, const float* __restrict__ cholesky,
                const float* __restrict__ weights, uint32_t* __restrict__ grid, GaussianGridPush p) {
@@ -135,23 +187,24 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
           if (mode == GAUSSIAN_GRID_FILL_GAUSSIANS) grid[p.gaussianEntries + slot] = t;
         }
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
-    if (t >= p.points) return;
-    const float x[3] = {points[t * 3], points[t * 3 + 1], points[t * 3 + 2]};
-    uint32_t cell;
-    if (!GridHeader(grid).cellOf(x, cell)) return;
-    const uint32_t slot = atomicAdd(&grid[p.pointCounts + cell], 1u);
-    if (mode == GAUSSIAN_GRID_FILL_POINTS) grid[p.pointEntries + slot] = t;
+    binPoints(points, grid, p, mode == GAUSSIAN_GRID_FILL_POINTS);
   }
 }
 
-// The prepared Gaussian i of the grid: A' (scaled), μ and the cut.
+// The prepared Gaussian i of the grid: A' (scaled), μ and the cut, read as three 16-byte words (the layout aligns
+// the prepared words to 16 bytes): A' 0–3; A' 4–5, μ 0–1; μ 2, the cut, the first cell, the reach.
 struct Prepared {
-  float a[6], mean[3], cut;
+  float4 w[3];
   __device__ Prepared(const uint32_t* grid, const GaussianGridPush& p, uint32_t i) {
-    const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
-    for (int k = 0; k < 6; ++k) a[k] = __uint_as_float(o[k]);
-    for (int k = 0; k < 3; ++k) mean[k] = __uint_as_float(o[6 + k]);
-    cut = __uint_as_float(o[GAUSSIAN_PREPARED_CUT]);
+    const float4* o = reinterpret_cast<const float4*>(grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED);
+    for (int k = 0; k < 3; ++k) w[k] = o[k];
+  }
+  __device__ explicit Prepared(const float4* staged) {
+    for (int k = 0; k < 3; ++k) w[k] = staged[k];
+  }
+  __device__ void unpack(float a[6], float mean[3], float& cut) const {
+    a[0] = w[0].x, a[1] = w[0].y, a[2] = w[0].z, a[3] = w[0].w, a[4] = w[1].x, a[5] = w[1].y;
+    mean[0] = w[1].z, mean[1] = w[1].w, mean[2] = w[2].x, cut = w[2].y;
   }
 };
 
@@ -165,24 +218,39 @@ struct PointSum {
 #pragma unroll
     for (int c = 0; c < MAXC; ++c) acc[c] = BACKWARD && c < C ? gradField[size_t(b) * C + c] : 0.0f;
   }
-  // One Gaussian's term: A' (scaled, gaussian_io.h), μ, the cut, its weights (w[c], c < C).
+  // One Gaussian's term: A' (scaled, gaussian_io.h), μ, the cut, its weights (w[c], c < C). Without a branch: in
+  // a warp some lane nearly always passes the cut, and the selects keep the sums a skipped term would leave.
   __device__ void add(const float a[6], const float mean[3], float cut, const float* w) {
     float z[3];
     const float m = gaussianDistance(a, x[0] - mean[0], x[1] - mean[1], x[2] - mean[2], z);
-    if (!(m <= cut)) return;
+    const bool inside = m <= cut;
     const float term = gaussianTerm(m);
     if constexpr (BACKWARD) {
       float s = 0.0f;
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) s += c < C ? acc[c] * w[c] : 0.0f;
       const float q2 = -term * s;  // 2·dLoss/dm
-      g3[0] += q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]);
-      g3[1] += q2 * (a[2] * z[1] + a[4] * z[2]);
-      g3[2] += q2 * (a[5] * z[2]);
+      const float g[3] = {q2 * (a[0] * z[0] + a[1] * z[1] + a[3] * z[2]), q2 * (a[2] * z[1] + a[4] * z[2]),
+                          q2 * (a[5] * z[2])};
+      for (int k = 0; k < 3; ++k) g3[k] = inside ? g3[k] + g[k] : g3[k];
     } else {
 #pragma unroll
       for (int c = 0; c < MAXC; ++c)
-        if (c < C) acc[c] += w[c] * term;
+        if (c < C) acc[c] = inside ? acc[c] + w[c] * term : acc[c];
+    }
+  }
+  __device__ void add(const Prepared& g, const float* w) {
+    float a[6], mean[3], cut;
+    g.unpack(a, mean, cut);
+    add(a, mean, cut, w);
+  }
+  // Adds the sums of the partner lane (lane ^ 1) of a pair that shares the point: the same bits in both lanes.
+  __device__ void addPartner() {
+    if constexpr (BACKWARD) {
+      for (int k = 0; k < 3; ++k) g3[k] += __shfl_xor_sync(0xffffffffu, g3[k], 1);
+    } else {
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], 1);
     }
   }
   __device__ void write(float* out, uint32_t b) const {
@@ -216,28 +284,30 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
     for (uint32_t e = first; e < last; ++e) {
       const uint32_t i = grid[p.gaussianEntries + e];
-      const Prepared g(grid, p, i);
-      sum.add(g.a, g.mean, g.cut, &weights[size_t(i) * C]);
+      sum.add(Prepared(grid, p, i), &weights[size_t(i) * C]);
     }
   }
   sum.write(out, b);
 }
 
-// A block per GAUSSIAN_THREADS consecutive binned points (gaussian_culled_points.glsl's tiles): for each of their
-// cells in increasing order, then the outsized list, the list's Gaussians staged in shared memory a chunk at a time,
-// each point summing its own cell's and the outsized ones in list order.
+// The tiles' points: two threads share a point, each summing every other staged Gaussian, and the pair adds its
+// two sums (in either lane the same bits): twice the threads to hide the staging's and the sums' latency.
+constexpr uint32_t kTileLanes = 2, kTilePoints = GAUSSIAN_THREADS / kTileLanes;
+
+// A block per kTilePoints consecutive binned points (gaussian_culled_points.glsl's tiles, with a pair of threads per
+// point): for each of their cells in increasing order, then the outsized list, the list's Gaussians staged in shared
+// memory a chunk at a time, each point summing its own cell's and the outsized ones in list order.
 template <int MAXC, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     culledTilesKernel(const float* __restrict__ points, const float* __restrict__ weights,
                       const float* __restrict__ gradField, float* __restrict__ out, const uint32_t* __restrict__ grid,
                       GaussianGridPush p) {
-  constexpr uint32_t kWords = 10;  // A' (6), μ (3), the cut
-  __shared__ float sGaussians[GAUSSIAN_THREADS * kWords];
+  __shared__ float4 sGaussians[GAUSSIAN_THREADS][3];  // Prepared's words
   __shared__ float sWeights[GAUSSIAN_THREADS * MAXC];
   __shared__ uint32_t sNextCell;
-  const uint32_t lid = threadIdx.x, binned = grid[p.pointStarts + p.cells], C = p.channels;
-  const uint32_t e = blockIdx.x * GAUSSIAN_THREADS + lid;
-  if (blockIdx.x * GAUSSIAN_THREADS >= binned) return;  // the whole block
+  const uint32_t lid = threadIdx.x, lane = lid % kTileLanes, binned = grid[p.pointStarts + p.cells], C = p.channels;
+  const uint32_t e = blockIdx.x * kTilePoints + lid / kTileLanes;
+  if (blockIdx.x * kTilePoints >= binned) return;  // the whole block
   const bool valid = e < binned;
   const uint32_t b = valid ? grid[p.pointEntries + e] : 0;
   PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
@@ -250,20 +320,15 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       if (base + lid < last) {
         const uint32_t i = grid[p.gaussianEntries + base + lid];
         const Prepared g(grid, p, i);
-        float* staged = &sGaussians[lid * kWords];
-        for (int k = 0; k < 6; ++k) staged[k] = g.a[k];
-        for (int k = 0; k < 3; ++k) staged[6 + k] = g.mean[k];
-        staged[9] = g.cut;
+        for (int k = 0; k < 3; ++k) sGaussians[lid][k] = g.w[k];
 #pragma unroll
         for (int c = 0; c < MAXC; ++c) sWeights[lid * MAXC + c] = c < int(C) ? weights[size_t(i) * C + c] : 0.0f;
       }
       __syncthreads();
       if (!mine) continue;
       const uint32_t n = min(uint32_t(GAUSSIAN_THREADS), last - base);
-      for (uint32_t j = 0; j < n; ++j) {
-        const float* staged = &sGaussians[j * kWords];
-        sum.add(staged, staged + 6, staged[9], &sWeights[j * MAXC]);
-      }
+#pragma unroll 4
+      for (uint32_t j = lane; j < n; j += kTileLanes) sum.add(Prepared(sGaussians[j]), &sWeights[j * MAXC]);
     }
   };
   // The block's cells in increasing order: each round finds the lowest above the last.
@@ -280,7 +345,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     __syncthreads();
   }
   sumStaged(p.cells, valid);  // the outsized Gaussians
-  if (valid) sum.write(out, b);
+  sum.addPartner();
+  if (valid && lane == 0) sum.write(out, b);
 }
 
 // The binned points gathered in list order with the field's gradient (shaders/gaussian_culled_gather.comp).
@@ -290,8 +356,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   const uint32_t e = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x, C = p.channels;
   if (e >= grid[p.pointStarts + p.cells]) return;
   const uint32_t b = grid[p.pointEntries + e];
-  reinterpret_cast<float4*>(out)[e] = make_float4(points[size_t(b) * 3], points[size_t(b) * 3 + 1],
-                                                  points[size_t(b) * 3 + 2], 0.0f);
+  reinterpret_cast<float4*>(out)[e] =
+      make_float4(points[size_t(b) * 3], points[size_t(b) * 3 + 1], points[size_t(b) * 3 + 2], 0.0f);
   for (uint32_t c = 0; c < C; ++c) out[p.gatheredGrads + size_t(e) * C + c] = gradField[size_t(b) * C + c];
 }
 
@@ -306,7 +372,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
                           const uint32_t* __restrict__ grid, GaussianGridPush p) {
   constexpr uint32_t SLOTS = GAUSSIAN_CULLED_SLOTS, PER_GROUP = GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP,
                      SUMS = GAUSSIAN_GAUSSIAN_GRADS + MAXC;
-  __shared__ uint32_t sCellFirst[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS], sCellCount[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS];
+  __shared__ uint32_t sCellFirst[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS],
+      sCellCount[PER_GROUP][GAUSSIAN_CULLED_SPAN_CELLS];
   __shared__ float sPartial[PER_GROUP][SUMS][SLOTS + 1];  // padded: no bank conflicts
   __shared__ float sTotal[PER_GROUP][GAUSSIAN_GAUSSIAN_GRADS];
   const uint32_t local = threadIdx.x / SLOTS, slot = threadIdx.x % SLOTS, C = p.channels;
@@ -314,24 +381,21 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     const uint32_t i = group * PER_GROUP + local;
     const bool inRange = i < p.gaussians;
     float a[6], mean[3], cut = 0.0f, w[MAXC], gw[MAXC], D[3] = {0.0f, 0.0f, 0.0f},
-                                               S[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                         S[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int c = 0; c < MAXC; ++c) w[c] = 0.0f, gw[c] = 0.0f;
     uint32_t reach = GAUSSIAN_REACH_NONE, cells = 0;
     if (inRange) {
       const uint32_t* o = grid + p.prepared + size_t(i) * GAUSSIAN_PREPARED;
-      const Prepared g(grid, p, i);
-      for (int k = 0; k < 6; ++k) a[k] = g.a[k];
-      for (int k = 0; k < 3; ++k) mean[k] = g.mean[k];
-      cut = g.cut;
+      Prepared(grid, p, i).unpack(a, mean, cut);
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) w[c] = c < C ? weights[i * C + c] : 0.0f;
       reach = o[GAUSSIAN_PREPARED_REACH];
       if (reach != GAUSSIAN_REACH_NONE && reach != GAUSSIAN_REACH_OUTSIZED) {
         cells = gaussianReachCells(reach);
         if (slot < cells) {  // slot k looks up the k-th cell of the box
-          const uint32_t cell = gaussianReachCell(o[GAUSSIAN_PREPARED_FIRST_CELL], reach, slot, grid[GAUSSIAN_GRID_DIMS],
-                                                  grid[GAUSSIAN_GRID_DIMS + 1]);
+          const uint32_t cell = gaussianReachCell(o[GAUSSIAN_PREPARED_FIRST_CELL], reach, slot,
+                                                  grid[GAUSSIAN_GRID_DIMS], grid[GAUSSIAN_GRID_DIMS + 1]);
           const uint32_t first = grid[p.pointStarts + cell];
           sCellFirst[local][slot] = first, sCellCount[local][slot] = grid[p.pointStarts + cell + 1] - first;
         }
@@ -343,26 +407,28 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
       const float4 x = gathered[e];
       const float dx = x.x - mean[0], dy = x.y - mean[1], dz = x.z - mean[2];
       const float m = gaussianDistance(a, dx, dy, dz, z);  // scaled (gaussian_io.h)
-      if (!(m <= cut)) return;
+      // Without a branch (PointSum::add): q = 0 beyond the cut adds zeros, the sums a skipped term leaves.
+      const bool inside = m <= cut;
       const float term = gaussianTerm(m);
       float s = 0.0f;
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) {
         const float gf = c < C ? gradField[size_t(e) * C + c] : 0.0f;
         s += gf * w[c];
-        gw[c] += gf * term;
+        gw[c] = inside ? gw[c] + gf * term : gw[c];
       }
-      gaussianAddSideTerm(-term * s, dx, dy, dz, D, S);  // q = 2·dLoss/dm
+      gaussianAddSideTerm(inside ? -term * s : 0.0f, dx, dy, dz, D, S);  // q = 2·dLoss/dm
     };
     if (reach == GAUSSIAN_REACH_OUTSIZED) {  // every binned point (those off the grid are beyond every support)
       const uint32_t entries = grid[p.pointStarts + p.cells];
       for (uint32_t e = slot; e < entries; e += SLOTS) accumulate(e);
     } else if (cells > 0) {
-      uint32_t total = 0, c = 0, before = 0;  // c: the cell entry f lies in; before: the entries of cells before c
-      for (uint32_t k = 0; k < cells; ++k) total += sCellCount[local][k];
-      for (uint32_t f = slot; f < total; f += SLOTS) {
-        while (f >= before + sCellCount[local][c]) before += sCellCount[local][c], ++c;
-        accumulate(sCellFirst[local][c] + (f - before));
+      // Entry f of the cells' lists end to end, f ≡ slot (mod SLOTS), is entry f − before of cell k's list.
+      for (uint32_t k = 0, before = 0; k < cells; ++k) {
+        const uint32_t first = sCellFirst[local][k], count = sCellCount[local][k];
+#pragma unroll 4
+        for (uint32_t j = (slot - before) % SLOTS; j < count; j += SLOTS) accumulate(first + j);
+        before += count;
       }
     }
     for (int k = 0; k < 3; ++k) sPartial[local][k][slot] = D[k];
@@ -402,10 +468,12 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
     const bool backward = p.kind == Kind::PointGrads;
     const auto kernel = p.tiles ? (backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>)
                                 : (backward ? culledPointsKernel<MAXC, true> : culledPointsKernel<MAXC, false>);
-    kernel<<<p.groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+    // The tiles take kTilePoints binned points a block (the pass's groups count GAUSSIAN_THREADS points each).
+    const uint32_t groups = p.tiles ? std::max(1u, (p.push.points + kTilePoints - 1) / kTilePoints) : p.groups;
+    kernel<<<groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
   } else
-    culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points),
-                                                                      weights, gradField, out, grid, p.push);
+    culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points), weights,
+                                                                      gradField, out, grid, p.push);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 #include "gaussian_io.h"
 
 #define GAUSSIAN_GRID_THREADS 256
-#define GAUSSIAN_GRID_MAX_CELLS (1u << 20)  // cells at most
-#define GAUSSIAN_GRID_HISTOGRAM_BINS 256  // log2 of a support's size in quarter steps, 2^-32 … 2^32
+#define GAUSSIAN_GRID_MAX_CELLS (1u << 20)   // cells at most
+#define GAUSSIAN_GRID_HISTOGRAM_BINS 256     // log2 of a support's size in quarter steps, 2^-32 … 2^32
 #define GAUSSIAN_GRID_OUTSIZED_PER_MILLE 10  // at most 1% of the Gaussians are too large for a cell
 #define GAUSSIAN_GRID_HEADER_WORDS 16
 // Cells a support spans per axis at most: the cell edge is the percentile's size / (GAUSSIAN_GRID_SPAN − 1). Smaller
@@ -29,7 +29,7 @@
 #define GAUSSIAN_PREPARED_REACH 11
 #define GAUSSIAN_REACH_NONE 0x80000000u      // no support: culled everywhere
 #define GAUSSIAN_REACH_OUTSIZED 0x40000000u  // in the list every point walks
-#define GAUSSIAN_GRID_INFLATE 1.001f  // a support's box is widened by this: float roundings never cut a term
+#define GAUSSIAN_GRID_INFLATE 1.001f         // a support's box is widened by this: float roundings never cut a term
 
 // Header words: the grid's box (order-preserving bits, for atomic min and max), the cell edge, the cells per axis,
 // the Gaussians with any support.
@@ -46,8 +46,14 @@
 #define GAUSSIAN_GRID_COUNT_GAUSSIANS 3u  // per Gaussian
 #define GAUSSIAN_GRID_FILL_GAUSSIANS 4u
 #define GAUSSIAN_GRID_CLEAR_POINTS 5u  // the points' counts
-#define GAUSSIAN_GRID_COUNT_POINTS 6u  // per point
+#define GAUSSIAN_GRID_COUNT_POINTS 6u  // per GAUSSIAN_GRID_POINTS_PER_INVOCATION points
 #define GAUSSIAN_GRID_FILL_POINTS 7u
+// The points' count and fill: a workgroup takes GAUSSIAN_GRID_POINTS_PER_INVOCATION · GAUSSIAN_GRID_THREADS points.
+// On a grid of at most GAUSSIAN_GRID_SHARED_CELLS cells it counts them in shared memory first and then adds each
+// cell's count (count) or takes each cell's range (fill) with one atomic: a few thousand points to a cell would
+// otherwise queue at the same few counters.
+#define GAUSSIAN_GRID_POINTS_PER_INVOCATION 8u
+#define GAUSSIAN_GRID_SHARED_CELLS 4096u
 
 #define GAUSSIAN_GRID_BINDING_POINTS 0    // float (B,3)
 #define GAUSSIAN_GRID_BINDING_MEANS 1     // float (N,3)
@@ -63,7 +69,8 @@
 #define GAUSSIAN_CULLED_BINDING_OUT 3         // float: the field, the points' gradient, or the Gaussians' rows
 #define GAUSSIAN_CULLED_BINDING_GRID 4        // uint: the grid
 #define GAUSSIAN_CULLED_BINDINGS 5
-#define GAUSSIAN_CULLED_OFF_GRID 1u  // a point-per-invocation pass's mode: only the points off the grid (the rest tiled)
+#define GAUSSIAN_CULLED_OFF_GRID \
+  1u  // a point-per-invocation pass's mode: only the points off the grid (the rest tiled)
 // The Gaussians' side of the backward: GAUSSIAN_CULLED_SLOTS invocations share a Gaussian's points (its cells' lists
 // end to end, slot k taking entries k, k + SLOTS, …), then add their partial sums in slot order.
 #define GAUSSIAN_CULLED_SLOTS 32u
@@ -122,10 +129,13 @@ ARM_FN float gaussianFromOrderedBits(uint u) { return armBitsFloat((u & 0x800000
 ARM_FN uint gaussianSizeBin(float size) {
   if (!(size > 0.0f)) return 0u;
   const float b = floor(4.0f * log2(size)) + float(GAUSSIAN_GRID_HISTOGRAM_BINS / 2);
-  return b < 0.0f ? 0u : (b > float(GAUSSIAN_GRID_HISTOGRAM_BINS - 1) ? uint(GAUSSIAN_GRID_HISTOGRAM_BINS - 1) : uint(b));
+  return b < 0.0f ? 0u
+                  : (b > float(GAUSSIAN_GRID_HISTOGRAM_BINS - 1) ? uint(GAUSSIAN_GRID_HISTOGRAM_BINS - 1) : uint(b));
 }
 // The upper end of bin b.
-ARM_FN float gaussianBinTop(uint b) { return exp2((float(b) + 1.0f - float(GAUSSIAN_GRID_HISTOGRAM_BINS / 2)) * 0.25f); }
+ARM_FN float gaussianBinTop(uint b) {
+  return exp2((float(b) + 1.0f - float(GAUSSIAN_GRID_HISTOGRAM_BINS / 2)) * 0.25f);
+}
 
 // The cell along one axis of a coordinate v (finite): the same expression for points and for supports' corners,
 // so a point inside a support's box lands in one of the box's cells.

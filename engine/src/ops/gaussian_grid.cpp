@@ -32,6 +32,7 @@ GaussianGridPush layoutOf(const GaussianFieldInputs& in) {
   p.gaussianCounts = take(p.cells + 1);  // the cells, then the outsized list
   p.gaussianStarts = take(p.cells + 2);
   p.gaussianEntries = take(GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * GAUSSIAN_GRID_SPAN * in.gaussians);
+  at = (at + 3u) & ~3u;  // 16-byte aligned: CUDA reads a prepared Gaussian as three 16-byte words
   p.prepared = take(GAUSSIAN_PREPARED * in.gaussians);
   p.pointCounts = take(p.cells);
   p.pointStarts = take(p.cells + 1);
@@ -91,9 +92,11 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
 void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, const DeviceView& grid, bool sorted) {
   const GaussianGridPush layout = layoutOf(in);
   run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
-  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, in.points));
+  const size_t binners =
+      (size_t(in.points) + GAUSSIAN_GRID_POINTS_PER_INVOCATION - 1) / GAUSSIAN_GRID_POINTS_PER_INVOCATION;
+  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, binners));
   scanBuckets(op, exec, pointLists(layout, grid));
-  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_FILL_POINTS, in.points));
+  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_FILL_POINTS, binners));
   if (sorted) sortBuckets(op, exec, pointLists(layout, grid));
 }
 
