@@ -1,6 +1,6 @@
 #version 450
 // Bucket lists (shared/buckets_io.h): the scan of the counts in three passes, or the sort of each bucket (small ones
-// by an invocation, larger ones by its workgroup).
+// by an invocation, larger ones by a workgroup).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/buckets_io.h"
 
@@ -9,7 +9,7 @@ layout(std430, binding = BUCKET_BINDING_WORDS) buffer Words { uint words[]; };
 layout(push_constant) uniform Push { BucketPush p; };
 
 shared uint sScan[BUCKET_THREADS];
-shared uint sList[BUCKET_SORT_WORDS];  // BUCKET_SORT (buckets_io.h)
+shared uint sList[BUCKET_SORT_SHARED];  // BUCKET_SORT_LARGE: a bucket's entries, padded to a power of two
 
 // The exclusive prefix of v over the workgroup, and its total.
 uint workgroupExclusiveScan(uint v, out uint total) {
@@ -28,58 +28,24 @@ uint workgroupExclusiveScan(uint v, out uint total) {
   return inclusive - v;
 }
 
-// The invocation's own bucket of n ≤ BUCKET_SORT_SMALL entries from word `first` on, ascending: copied into its
-// slots of sList (buckets_io.h), insertion-sorted there and copied back.
-void sortSmall(uint first, uint n) {
-  const uint own = gl_LocalInvocationID.x;
-  for (uint k = 0u; k < n; ++k) sList[k * BUCKET_THREADS + own] = words[first + k];
-  for (uint k = 1u; k < n; ++k) {
-    const uint v = sList[k * BUCKET_THREADS + own];
-    uint j = k;
-    for (; j > 0u && sList[(j - 1u) * BUCKET_THREADS + own] > v; --j)
-      sList[j * BUCKET_THREADS + own] = sList[(j - 1u) * BUCKET_THREADS + own];
-    sList[j * BUCKET_THREADS + own] = v;
+void siftDown(uint first, uint root, uint end) {
+  for (uint child = 2u * root + 1u; child < end; child = 2u * root + 1u) {
+    if (child + 1u < end && words[first + child + 1u] > words[first + child]) ++child;
+    if (words[first + root] >= words[first + child]) break;
+    const uint t = words[first + root];
+    words[first + root] = words[first + child], words[first + child] = t;
+    root = child;
   }
-  for (uint k = 0u; k < n; ++k) words[first + k] = sList[k * BUCKET_THREADS + own];
 }
 
-// A larger bucket's n entries from word `first` on, ascending, by the whole workgroup (uniform control flow).
-void sortLarge(uint first, uint n) {
-  const uint lid = gl_LocalInvocationID.x;
-  if (n > BUCKET_SORT_SHARED) {  // the same network in place, every comparator ascending (bucket_io.h)
-    uint size = 1u;
-    while (size < n) size <<= 1u;
-    for (uint k = 2u; k <= size; k <<= 1u)
-      for (uint j = k >> 1u; j > 0u; j >>= 1u) {
-        for (uint i = lid; i < size; i += BUCKET_THREADS) {
-          const uint partner = j == k >> 1u ? i ^ (k - 1u) : i ^ j;
-          if (partner > i && partner < n) {
-            const uint a = words[first + i], c = words[first + partner];
-            if (a > c) words[first + i] = c, words[first + partner] = a;
-          }
-        }
-        memoryBarrierBuffer();
-        barrier();
-      }
-    return;
+// A bucket's n entries from word `first` on, ascending.
+void heapSort(uint first, uint n) {
+  for (uint start = n / 2u; start-- > 0u;) siftDown(first, start, n);
+  for (uint end = n - 1u; end > 0u; --end) {
+    const uint t = words[first];
+    words[first] = words[first + end], words[first + end] = t;
+    siftDown(first, 0u, end);
   }
-  uint size = 64u;
-  while (size < n) size <<= 1u;
-  for (uint i = lid; i < size; i += BUCKET_THREADS) sList[i] = i < n ? words[first + i] : 0xFFFFFFFFu;
-  barrier();
-  for (uint k = 2u; k <= size; k <<= 1u)
-    for (uint j = k >> 1u; j > 0u; j >>= 1u) {
-      for (uint i = lid; i < size; i += BUCKET_THREADS) {
-        const uint partner = i ^ j;
-        if (partner > i) {
-          const uint a = sList[i], c = sList[partner];
-          if ((a > c) == ((i & k) == 0u)) sList[i] = c, sList[partner] = a;
-        }
-      }
-      barrier();
-    }
-  for (uint i = lid; i < n; i += BUCKET_THREADS) words[first + i] = sList[i];
-  barrier();  // before the next bucket's loads
 }
 
 void main() {
@@ -89,14 +55,47 @@ void main() {
   } else if (p.mode == BUCKET_SORT) {
     const uint b = gl_GlobalInvocationID.x;
     if (b >= p.buckets) return;
-    const uint n = words[p.starts + b + 1u] - words[p.starts + b];
-    if (n >= 2u && n <= BUCKET_SORT_SMALL) sortSmall(p.entries + words[p.starts + b], n);
+    const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];
+    if (n < 2u || n > BUCKET_SORT_SMALL) return;
+    heapSort(first, n);
   } else if (p.mode == BUCKET_SORT_LARGE) {
-    // A workgroup per larger bucket (grid-stride): lavapipe stops a loop after 65,535 iterations in all, which one
-    // workgroup sorting many large buckets would pass.
     for (uint b = group; b < p.buckets; b += gl_NumWorkGroups.x) {
-      const uint n = words[p.starts + b + 1u] - words[p.starts + b];
-      if (n > BUCKET_SORT_SMALL) sortLarge(p.entries + words[p.starts + b], n);  // the same for the whole workgroup
+      const uint first = p.entries + words[p.starts + b], n = words[p.starts + b + 1u] - words[p.starts + b];
+      if (n <= BUCKET_SORT_SMALL) continue;  // the same for the whole workgroup
+      if (n > BUCKET_SORT_SHARED) {  // the same network in place, every comparator ascending (bucket_io.h)
+        uint size = 1u;
+        while (size < n) size <<= 1u;
+        for (uint k = 2u; k <= size; k <<= 1u)
+          for (uint j = k >> 1u; j > 0u; j >>= 1u) {
+            for (uint i = lid; i < size; i += BUCKET_THREADS) {
+              const uint partner = j == k >> 1u ? i ^ (k - 1u) : i ^ j;
+              if (partner > i && partner < n) {
+                const uint a = words[first + i], c = words[first + partner];
+                if (a > c) words[first + i] = c, words[first + partner] = a;
+              }
+            }
+            memoryBarrierBuffer();
+            barrier();
+          }
+        continue;
+      }
+      uint size = 64u;
+      while (size < n) size <<= 1u;
+      for (uint i = lid; i < size; i += BUCKET_THREADS) sList[i] = i < n ? words[first + i] : 0xFFFFFFFFu;
+      barrier();
+      for (uint k = 2u; k <= size; k <<= 1u)
+        for (uint j = k >> 1u; j > 0u; j >>= 1u) {
+          for (uint i = lid; i < size; i += BUCKET_THREADS) {
+            const uint partner = i ^ j;
+            if (partner > i) {
+              const uint a = sList[i], c = sList[partner];
+              if ((a > c) == ((i & k) == 0u)) sList[i] = c, sList[partner] = a;
+            }
+          }
+          barrier();
+        }
+      for (uint i = lid; i < n; i += BUCKET_THREADS) words[first + i] = sList[i];
+      barrier();  // before the next bucket's loads
     }
   } else if (p.mode == BUCKET_SCAN_REDUCE) {
     const uint base = group * BUCKET_SCAN_BLOCK + lid * 4u;

@@ -2,11 +2,11 @@
 // Culled Gaussian field at points (shared/gaussian_grid_io.h): the field (GAUSSIAN_BACKWARD 0) or the point's
 // gradient (1) over the Gaussians of its cell, then the outsized ones, each list in index order; a term counts where
 // m' ≤ the Gaussian's cut. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
-// GAUSSIAN_TILES 1: a workgroup takes GAUSSIAN_THREADS consecutive entries of the grid's point lists (binned by cell,
-// so its points lie in a few cells, in increasing order) and, for each of their cells in turn, then the outsized
-// list, stages the list's Gaussians in shared memory a chunk at a time: each point sums its own cell's and the
-// outsized ones in list order, the sums a point alone would make, with loads the workgroup shares. 0: a point per
-// invocation walking its lists alone, over the points off the grid (p.mode GAUSSIAN_CULLED_OFF_GRID) or all.
+// A workgroup takes GAUSSIAN_THREADS consecutive entries of the grid's point lists (binned by cell, so its points
+// lie in a few cells, in increasing order) and, for each of their cells in turn, then the outsized list, stages the
+// list's Gaussians in shared memory a chunk at a time: each point sums its own cell's and the outsized ones in list
+// order, the sums a point alone would make, with loads the workgroup shares. Then the points GAUSSIAN_THREADS ·
+// workgroup … + GAUSSIAN_THREADS − 1 that are off the grid (beyond every cell's support) sum the outsized ones alone.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"
@@ -70,7 +70,6 @@ void finishPoint(uint b) {
 #endif
 }
 
-#if GAUSSIAN_TILES
 #define TILE_WORDS 10u  // a staged Gaussian: A' (6), μ (3), the cut
 shared float sGaussians[GAUSSIAN_THREADS * TILE_WORDS];
 shared float sWeights[GAUSSIAN_THREADS * MAXC];
@@ -104,48 +103,44 @@ void sumStaged(uint list, bool mine) {
   }
 }
 
-void main() {
-  const uint lid = gl_LocalInvocationID.x, binned = grid[p.pointStarts + p.cells];  // the points on the grid
-  const uint e = gl_WorkGroupID.x * GAUSSIAN_THREADS + lid;
-  if (gl_WorkGroupID.x * GAUSSIAN_THREADS >= binned) return;  // the whole workgroup
-  const bool valid = e < binned;
-  const uint b = valid ? grid[p.pointEntries + e] : 0u;
-  startPoint(b);
-  uint cell = 0u;
-  if (valid) pointCell(b, cell);  // binned, so on the grid
-  // The workgroup's cells in increasing order: each round finds the lowest above the last.
-  if (lid == 0u) sNextCell = 0xffffffffu;
-  barrier();
-  if (valid) atomicMin(sNextCell, cell);
-  barrier();
-  for (uint current = sNextCell; current != 0xffffffffu; current = sNextCell) {
-    sumStaged(current, valid && cell == current);
-    barrier();
-    if (lid == 0u) sNextCell = 0xffffffffu;
-    barrier();
-    if (valid && cell > current) atomicMin(sNextCell, cell);
-    barrier();
-  }
-  sumStaged(p.cells, valid);  // the outsized Gaussians
-  if (valid) finishPoint(b);
-}
-#else
-void main() {
-  const uint b = gl_GlobalInvocationID.x;
-  if (b >= p.points) return;
+// Point b alone when it is off the grid: it sums the outsized Gaussians only.
+void offGridPoint(uint b) {
   uint cell;
-  const bool inGrid = pointCell(b, cell);
-  if (inGrid && p.mode == GAUSSIAN_CULLED_OFF_GRID) return;  // the tiles' point
+  if (b >= p.points || pointCell(b, cell)) return;
   startPoint(b);
-  for (uint pass = inGrid ? 0u : 1u; pass < 2u; ++pass) {
-    const uint list = pass == 0u ? cell : p.cells;
-    const uint first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1u];
-    for (uint e = first; e < last; ++e) {
-      float a[6], mean[3], cut, w[MAXC];
-      loadGaussian(grid[p.gaussianEntries + e], a, mean, cut, w);
-      addTerm(a, mean, cut, w);
-    }
+  const uint first = grid[p.gaussianStarts + p.cells], last = grid[p.gaussianStarts + p.cells + 1u];
+  for (uint e = first; e < last; ++e) {
+    float a[6], mean[3], cut, w[MAXC];
+    loadGaussian(grid[p.gaussianEntries + e], a, mean, cut, w);
+    addTerm(a, mean, cut, w);
   }
   finishPoint(b);
 }
-#endif
+
+void main() {
+  const uint lid = gl_LocalInvocationID.x, binned = grid[p.pointStarts + p.cells];  // the points on the grid
+  const uint e = gl_WorkGroupID.x * GAUSSIAN_THREADS + lid;
+  if (gl_WorkGroupID.x * GAUSSIAN_THREADS < binned) {  // the whole workgroup
+    const bool valid = e < binned;
+    const uint b = valid ? grid[p.pointEntries + e] : 0u;
+    startPoint(b);
+    uint cell = 0u;
+    if (valid) pointCell(b, cell);  // binned, so on the grid
+    // The workgroup's cells in increasing order: each round finds the lowest above the last.
+    if (lid == 0u) sNextCell = 0xffffffffu;
+    barrier();
+    if (valid) atomicMin(sNextCell, cell);
+    barrier();
+    for (uint current = sNextCell; current != 0xffffffffu; current = sNextCell) {
+      sumStaged(current, valid && cell == current);
+      barrier();
+      if (lid == 0u) sNextCell = 0xffffffffu;
+      barrier();
+      if (valid && cell > current) atomicMin(sNextCell, cell);
+      barrier();
+    }
+    sumStaged(p.cells, valid);  // the outsized Gaussians
+    if (valid) finishPoint(b);
+  }
+  offGridPoint(e);  // the point with this index, if it is off the grid
+}

@@ -23,6 +23,12 @@ __device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
   return inclusive - v;
 }
 
+// The sort's shared words: the threads' small buckets, element k of thread i at k · BUCKET_THREADS + i (no bank
+// conflicts), then a larger bucket's entries. 32 KiB: the shaders keep their sort in global memory, as lavapipe allows
+// 32 KiB in all and a workgroup holding that much ran the Vulkan sort slower.
+constexpr uint32_t kSortWords = BUCKET_SORT_SMALL * BUCKET_THREADS;
+static_assert(BUCKET_SORT_SHARED <= kSortWords);
+
 // The thread's own bucket of n ≤ BUCKET_SORT_SMALL entries, ascending: copied into its slots of `sList`
 // (buckets_io.h), insertion-sorted there and copied back.
 __device__ void sortSmall(uint32_t* sList, uint32_t* list, uint32_t n) {
@@ -82,7 +88,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     const uint32_t b = group * BUCKET_THREADS + lid;
     if (b < p.buckets) words[p.counts + b] = 0;
   } else if (p.mode == BUCKET_SORT) {
-    __shared__ uint32_t sList[BUCKET_SORT_WORDS], sQueue[BUCKET_THREADS], sQueued;
+    __shared__ uint32_t sList[kSortWords], sQueue[BUCKET_THREADS], sQueued;
     if (lid == 0) sQueued = 0;
     __syncthreads();
     // Bucket lid · blocks + block: a run of crowded buckets (a grid's occupied cells) spreads over the blocks.

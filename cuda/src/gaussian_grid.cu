@@ -265,38 +265,14 @@ struct PointSum {
   }
 };
 
-// A point per thread over its cell's Gaussians, then the outsized ones (mode GAUSSIAN_CULLED_OFF_GRID: only the
-// points off the grid, which the tiles leave).
-template <int MAXC, bool BACKWARD>
-__global__ void __launch_bounds__(GAUSSIAN_THREADS)
-    culledPointsKernel(const float* __restrict__ points, const float* __restrict__ weights,
-                       const float* __restrict__ gradField, float* __restrict__ out, const uint32_t* __restrict__ grid,
-                       GaussianGridPush p) {
-  const uint32_t b = blockIdx.x * GAUSSIAN_THREADS + threadIdx.x;
-  if (b >= p.points) return;
-  const uint32_t C = p.channels;
-  PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
-  uint32_t cell;
-  const bool inGrid = GridHeader(grid).cellOf(sum.x, cell);
-  if (inGrid && p.mode == GAUSSIAN_CULLED_OFF_GRID) return;
-  for (uint32_t pass = inGrid ? 0 : 1; pass < 2; ++pass) {
-    const uint32_t list = pass == 0 ? cell : p.cells;
-    const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
-    for (uint32_t e = first; e < last; ++e) {
-      const uint32_t i = grid[p.gaussianEntries + e];
-      sum.add(Prepared(grid, p, i), &weights[size_t(i) * C]);
-    }
-  }
-  sum.write(out, b);
-}
-
 // The tiles' points: two threads share a point, each summing every other staged Gaussian, and the pair adds its
 // two sums (in either lane the same bits): twice the threads to hide the staging's and the sums' latency.
 constexpr uint32_t kTileLanes = 2, kTilePoints = GAUSSIAN_THREADS / kTileLanes;
 
 // A block per kTilePoints consecutive binned points (gaussian_culled_points.glsl's tiles, with a pair of threads per
 // point): for each of their cells in increasing order, then the outsized list, the list's Gaussians staged in shared
-// memory a chunk at a time, each point summing its own cell's and the outsized ones in list order.
+// memory a chunk at a time, each point summing its own cell's and the outsized ones in list order. Then the points
+// kTilePoints · block … + kTilePoints − 1 that are off the grid sum the outsized ones alone.
 template <int MAXC, bool BACKWARD>
 __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     culledTilesKernel(const float* __restrict__ points, const float* __restrict__ weights,
@@ -307,46 +283,61 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   __shared__ uint32_t sNextCell;
   const uint32_t lid = threadIdx.x, lane = lid % kTileLanes, binned = grid[p.pointStarts + p.cells], C = p.channels;
   const uint32_t e = blockIdx.x * kTilePoints + lid / kTileLanes;
-  if (blockIdx.x * kTilePoints >= binned) return;  // the whole block
-  const bool valid = e < binned;
-  const uint32_t b = valid ? grid[p.pointEntries + e] : 0;
-  PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
-  uint32_t cell = 0;
-  if (valid) GridHeader(grid).cellOf(sum.x, cell);  // binned, so on the grid
-  auto sumStaged = [&](uint32_t list, bool mine) {
-    const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
-    for (uint32_t base = first; base < last; base += GAUSSIAN_THREADS) {
-      __syncthreads();  // the last chunk is summed
-      if (base + lid < last) {
-        const uint32_t i = grid[p.gaussianEntries + base + lid];
-        const Prepared g(grid, p, i);
-        for (int k = 0; k < 3; ++k) sGaussians[lid][k] = g.w[k];
+  if (blockIdx.x * kTilePoints < binned) {  // the whole block
+    const bool valid = e < binned;
+    const uint32_t b = valid ? grid[p.pointEntries + e] : 0;
+    PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
+    uint32_t cell = 0;
+    if (valid) GridHeader(grid).cellOf(sum.x, cell);  // binned, so on the grid
+    auto sumStaged = [&](uint32_t list, bool mine) {
+      const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
+      for (uint32_t base = first; base < last; base += GAUSSIAN_THREADS) {
+        __syncthreads();  // the last chunk is summed
+        if (base + lid < last) {
+          const uint32_t i = grid[p.gaussianEntries + base + lid];
+          const Prepared g(grid, p, i);
+          for (int k = 0; k < 3; ++k) sGaussians[lid][k] = g.w[k];
 #pragma unroll
-        for (int c = 0; c < MAXC; ++c) sWeights[lid * MAXC + c] = c < int(C) ? weights[size_t(i) * C + c] : 0.0f;
-      }
-      __syncthreads();
-      if (!mine) continue;
-      const uint32_t n = min(uint32_t(GAUSSIAN_THREADS), last - base);
+          for (int c = 0; c < MAXC; ++c) sWeights[lid * MAXC + c] = c < int(C) ? weights[size_t(i) * C + c] : 0.0f;
+        }
+        __syncthreads();
+        if (!mine) continue;
+        const uint32_t n = min(uint32_t(GAUSSIAN_THREADS), last - base);
 #pragma unroll 4
-      for (uint32_t j = lane; j < n; j += kTileLanes) sum.add(Prepared(sGaussians[j]), &sWeights[j * MAXC]);
-    }
-  };
-  // The block's cells in increasing order: each round finds the lowest above the last.
-  if (lid == 0) sNextCell = ~0u;
-  __syncthreads();
-  if (valid) atomicMin(&sNextCell, cell);
-  __syncthreads();
-  for (uint32_t current = sNextCell; current != ~0u; current = sNextCell) {
-    sumStaged(current, valid && cell == current);
-    __syncthreads();
+        for (uint32_t j = lane; j < n; j += kTileLanes) sum.add(Prepared(sGaussians[j]), &sWeights[j * MAXC]);
+      }
+    };
+    // The block's cells in increasing order: each round finds the lowest above the last.
     if (lid == 0) sNextCell = ~0u;
     __syncthreads();
-    if (valid && cell > current) atomicMin(&sNextCell, cell);
+    if (valid) atomicMin(&sNextCell, cell);
     __syncthreads();
+    for (uint32_t current = sNextCell; current != ~0u; current = sNextCell) {
+      sumStaged(current, valid && cell == current);
+      __syncthreads();
+      if (lid == 0) sNextCell = ~0u;
+      __syncthreads();
+      if (valid && cell > current) atomicMin(&sNextCell, cell);
+      __syncthreads();
+    }
+    sumStaged(p.cells, valid);  // the outsized Gaussians
+    sum.addPartner();
+    if (valid && lane == 0) sum.write(out, b);
   }
-  sumStaged(p.cells, valid);  // the outsized Gaussians
+  // The point with index e, if it is off the grid: the pair walks the outsized list, a Gaussian each in turn.
+  const uint32_t b = min(e, p.points - 1);
+  PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
+  uint32_t cell;
+  const bool offGrid = e < p.points && !GridHeader(grid).cellOf(sum.x, cell);
+  if (offGrid) {
+    const uint32_t first = grid[p.gaussianStarts + p.cells], last = grid[p.gaussianStarts + p.cells + 1];
+    for (uint32_t k = first + lane; k < last; k += kTileLanes) {
+      const uint32_t i = grid[p.gaussianEntries + k];
+      sum.add(Prepared(grid, p, i), &weights[size_t(i) * C]);
+    }
+  }
   sum.addPartner();
-  if (valid && lane == 0) sum.write(out, b);
+  if (offGrid && lane == 0) sum.write(out, b);
 }
 
 // The binned points gathered in list order with the field's gradient (shaders/gaussian_culled_gather.comp).
@@ -466,10 +457,9 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
   const uint32_t* grid = p.grid.cuda<uint32_t>();
   if (p.kind == Kind::Forward || p.kind == Kind::PointGrads) {
     const bool backward = p.kind == Kind::PointGrads;
-    const auto kernel = p.tiles ? (backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>)
-                                : (backward ? culledPointsKernel<MAXC, true> : culledPointsKernel<MAXC, false>);
-    // The tiles take kTilePoints binned points a block (the pass's groups count GAUSSIAN_THREADS points each).
-    const uint32_t groups = p.tiles ? std::max(1u, (p.push.points + kTilePoints - 1) / kTilePoints) : p.groups;
+    const auto kernel = backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>;
+    // kTilePoints points a block (the pass's groups count GAUSSIAN_THREADS points each).
+    const uint32_t groups = std::max(1u, (p.push.points + kTilePoints - 1) / kTilePoints);
     kernel<<<groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
   } else
     culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points), weights,

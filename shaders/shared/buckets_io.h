@@ -12,21 +12,16 @@
 #define BUCKET_SCAN_REDUCE 0u  // per block of BUCKET_SCAN_BLOCK counts: its sum
 #define BUCKET_SCAN_BLOCKS 1u  // one workgroup: the block sums scanned (BUCKET_SCAN_BLOCK at a time, carried)
 #define BUCKET_SCAN_APPLY 2u   // per block: the starts; the counts become the fill cursors
-#define BUCKET_SORT \
-  3u                     // per bucket of at most BUCKET_SORT_SMALL entries: sorted by its invocation in shared
-                         // memory (insertion sort). CUDA also sorts the larger ones here, a block's after its
-                         // small ones, and skips BUCKET_SORT_LARGE.
-#define BUCKET_CLEAR 4u  // per bucket: its count zeroed
-#define BUCKET_SORT_LARGE \
-  5u  // per larger bucket, a workgroup: a bitonic sort in shared memory (at most
-      // BUCKET_SORT_SHARED entries), else in place in the list: a bitonic network whose
-      // comparators all put the smaller entry first (each stage's first step compares i
-      // with i ^ (k − 1)), so the list's virtual padding to a power of two never moves
-#define BUCKET_SORT_SMALL 16u
-#define BUCKET_SORT_SHARED 2048u  // at most BUCKET_SORT_WORDS: the two sorts share their shared words
-// The sort's shared words: the invocations' small buckets, element k of invocation i at k · BUCKET_THREADS + i (no
-// bank conflicts), then a larger bucket's entries.
-#define BUCKET_SORT_WORDS (BUCKET_SORT_SMALL * BUCKET_THREADS)
+#define BUCKET_SORT 3u         // per bucket of at most BUCKET_SORT_SMALL entries: sorted by its invocation (heap sort;
+                               // CUDA: insertion sort in shared memory, then a block's larger buckets, BUCKET_SORT_LARGE
+                               // skipped)
+#define BUCKET_CLEAR 4u        // per bucket: its count zeroed
+#define BUCKET_SORT_LARGE 5u   // per larger bucket, a workgroup: a bitonic sort in shared memory (at most
+                               // BUCKET_SORT_SHARED entries), else in place in the list: a bitonic network whose
+                               // comparators all put the smaller entry first (each stage's first step compares i
+                               // with i ^ (k − 1)), so the list's virtual padding to a power of two never moves
+#define BUCKET_SORT_SMALL 32u
+#define BUCKET_SORT_SHARED 2048u  // 8 KiB of shared memory
 
 #define BUCKET_BINDING_WORDS 0
 #define BUCKET_BINDINGS 1

@@ -27,7 +27,6 @@ struct GaussianGridPass {
   GaussianGridPush push{};
   uint32_t groups = 1;
   uint32_t maxChannels = 1;  // culled evaluations' variant: 1, 8 or 32 channels
-  bool tiles = false;        // Forward, PointGrads: a workgroup per tile of binned points (else a point per invocation)
   // Grid: points, means, cholesky, weights, grid; culled evaluations and the gather: points, weights, gradField (may
   // be empty), out, grid.
   DeviceView points, means, cholesky, weights, gradField, out, grid;

@@ -64,19 +64,14 @@ void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
   }
   const size_t index = p.maxChannels == 1 ? 0 : p.maxChannels == 8 ? 1 : 2;
   const SpirvBlob* forward[] = {&gaussian_culled_forward_c1, &gaussian_culled_forward_c8, &gaussian_culled_forward_c32};
-  const SpirvBlob* forwardTiles[] = {&gaussian_culled_forward_tiles_c1, &gaussian_culled_forward_tiles_c8,
-                                     &gaussian_culled_forward_tiles_c32};
   const SpirvBlob* pointGrads[] = {&gaussian_culled_point_grads_c1, &gaussian_culled_point_grads_c8,
                                    &gaussian_culled_point_grads_c32};
-  const SpirvBlob* pointGradsTiles[] = {&gaussian_culled_point_grads_tiles_c1, &gaussian_culled_point_grads_tiles_c8,
-                                        &gaussian_culled_point_grads_tiles_c32};
   const SpirvBlob* gaussianGrads[] = {&gaussian_culled_gaussian_grads_c1, &gaussian_culled_gaussian_grads_c8,
                                       &gaussian_culled_gaussian_grads_c32};
-  const SpirvBlob& blob = *(p.kind == Kind::Forward      ? (p.tiles ? forwardTiles : forward)
-                            : p.kind == Kind::PointGrads ? (p.tiles ? pointGradsTiles : pointGrads)
+  const SpirvBlob& blob = *(p.kind == Kind::Forward      ? forward
+                            : p.kind == Kind::PointGrads ? pointGrads
                                                          : gaussianGrads)[index];
-  dispatch(cmd, exec.context().program(blob, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups, culledBuffers,
-           p.push);
+  dispatch(cmd, exec.context().program(blob, GAUSSIAN_CULLED_BINDINGS, sizeof p.push), p.groups, culledBuffers, p.push);
 }
 
 }  // namespace armature::vk

@@ -100,16 +100,6 @@ void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, 
   if (sorted) sortBuckets(op, exec, pointLists(layout, grid));
 }
 
-// A points' pass (the field or its gradient): the binned points by tiles, then those off the grid one by one.
-void runPointsPasses(const char* op, const Exec& exec, GaussianGridPass::Kind kind, const GaussianFieldInputs& in,
-                     const DeviceView& grid, const DeviceView& gradField, const DeviceView& out) {
-  GaussianGridPass pass = culledPass(kind, in, grid, gradField, out);
-  pass.tiles = true;
-  run(op, exec, pass);
-  pass.tiles = false, pass.push.mode = GAUSSIAN_CULLED_OFF_GRID;
-  run(op, exec, pass);
-}
-
 }  // namespace
 
 uint32_t gaussianGridCells(uint32_t gaussians) {
@@ -151,7 +141,7 @@ void culledGaussianField(const char* op, const Exec& exec, const OpChecks& check
   checkGrid(op, check, a.in, a.grid);
   if (a.in.points == 0) return;
   binPoints(op, exec, a.in, a.grid, false);
-  runPointsPasses(op, exec, GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field);
+  run(op, exec, culledPass(GaussianGridPass::Kind::Forward, a.in, a.grid, {}, a.field));
 }
 
 CulledScratch culledScratch(uint32_t points, uint32_t gaussians, uint32_t channels) {
@@ -168,7 +158,7 @@ void culledGaussianFieldBackward(const char* op, const Exec& exec, const OpCheck
   const uint32_t B = a.in.points, N = a.in.gaussians, C = a.in.channels;
   const bool pointSide = !a.gradPoints.empty() && B > 0, gaussianSide = finishFlags != 0 && N > 0;
   if (pointSide || gaussianSide) binPoints(op, exec, a.in, a.grid, gaussianSide);
-  if (pointSide) runPointsPasses(op, exec, GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints);
+  if (pointSide) run(op, exec, culledPass(GaussianGridPass::Kind::PointGrads, a.in, a.grid, a.gradField, a.gradPoints));
   if (!gaussianSide) return;
   // The binned points gathered in list order (with the field's gradient), each Gaussian's row from them, then the
   // rows turned into the outputs.
