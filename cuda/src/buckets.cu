@@ -30,7 +30,7 @@ constexpr uint32_t kSortWords = BUCKET_SORT_SMALL * BUCKET_THREADS;
 static_assert(BUCKET_SORT_SHARED <= kSortWords);
 
 // The thread's own bucket of n ≤ BUCKET_SORT_SMALL entries, ascending: copied into its slots of `sList`
-// (buckets_io.h), insertion-sorted there and copied back.
+// (kSortWords), insertion-sorted there and copied back.
 __device__ void sortSmall(uint32_t* sList, uint32_t* list, uint32_t n) {
   uint32_t* own = sList + threadIdx.x;
   for (uint32_t k = 0; k < n; ++k) own[k * BUCKET_THREADS] = list[k];
