@@ -69,8 +69,6 @@
 #define GAUSSIAN_CULLED_BINDING_OUT 3         // float: the field, the points' gradient, or the Gaussians' rows
 #define GAUSSIAN_CULLED_BINDING_GRID 4        // uint: the grid
 #define GAUSSIAN_CULLED_BINDINGS 5
-#define GAUSSIAN_CULLED_OFF_GRID \
-  1u  // a point-per-invocation pass's mode: only the points off the grid (the rest tiled)
 // The Gaussians' side of the backward: GAUSSIAN_CULLED_SLOTS invocations share a Gaussian's points (its cells' lists
 // end to end, slot k taking entries k, k + SLOTS, …), then add their partial sums in slot order.
 #define GAUSSIAN_CULLED_SLOTS 32u
