@@ -473,6 +473,73 @@ TEST_P(GaussianFieldOp, CrowdedCellsAreSorted) {
   for (size_t i = 0; i < B; ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale[i] + 1e-6) << i;
 }
 
+// More points than CUDA's one-launch binning takes (at most 8 blocks of 2,048 points an SM, on up to 256 SMs): the
+// points go through the binning passes instead. Slices of them small enough for one launch give the same bits for the field
+// and the points' gradient (each point sums its cell's list in list order, however it was binned), and the
+// Gaussians' gradients summed over the slices agree with the whole call's to float rounding; a subset of the points
+// matches the culled reference.
+TEST_P(GaussianFieldOp, CulledBinsMorePointsThanOneLaunchHolds) {
+  // Vulkan bins in passes at any size: there a smaller field (lavapipe would take minutes over 4M points).
+  const uint32_t B = backend() == Backend::Cuda ? (1u << 22) + 5 : (1u << 16) + 5, N = 300, slices = 4;
+  const uint32_t perSlice = ((B + slices - 1) / slices + 3) & ~3u;  // views start 16-byte aligned
+  const GaussianFieldRef f = localisedField(B, N, 0, 1, GaussianShape::Anisotropic, 1e-3);
+  const DeviceField d(device(), f);
+  DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(B, N));
+  DeviceBuffer gradIn = device().upload(cast<float>(uniform(B, -1, 1)));
+  DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, 1, true));
+  auto runOn = [&](uint32_t first, uint32_t count) {
+    GaussianFieldInputs in = d.in;
+    in.points = count, in.x = d.points.view().slice(size_t(first) * 3, size_t(count) * 3);
+    DeviceBuffer field = poisoned(device(), count), gPoints = poisoned(device(), size_t(count) * 3);
+    DeviceBuffer gMeans = poisoned(device(), N * 3), gChol = poisoned(device(), N * 6);
+    DeviceBuffer gWeights = poisoned(device(), N);
+    run([&](const Exec& exec) {
+      buildGaussianGrid(exec, {d.in, float(f.epsilon), grid});
+      gaussianField(exec, {in, field, {}, {}, grid});
+      gaussianFieldBackward(exec,
+                            {in, gradIn.view().slice(first, count), gPoints, gMeans, gChol, gWeights, scratch, grid});
+    });
+    return std::vector<std::vector<float>>{field.download<float>(count), gPoints.download<float>(size_t(count) * 3),
+                                           gMeans.download<float>(N * 3), gChol.download<float>(N * 6),
+                                           gWeights.download<float>(N)};
+  };
+  const auto whole = runOn(0, B);
+  std::vector<std::vector<float>> summed(3);
+  for (uint32_t first = 0; first < B; first += perSlice) {
+    const uint32_t count = std::min(perSlice, B - first);
+    const auto part = runOn(first, count);
+    for (size_t k = 0; k < count; ++k) ASSERT_EQ(std::memcmp(&part[0][k], &whole[0][first + k], 4), 0) << first + k;
+    ASSERT_EQ(std::memcmp(part[1].data(), &whole[1][size_t(first) * 3], size_t(count) * 12), 0) << "slice " << first;
+    for (size_t k = 0; k < 3; ++k) {
+      summed[k].resize(part[k + 2].size());
+      for (size_t i = 0; i < part[k + 2].size(); ++i) summed[k][i] += part[k + 2][i];
+    }
+  }
+  for (size_t k = 0; k < 3; ++k) {
+    float top = 0;
+    for (float g : whole[k + 2]) top = std::max(top, std::abs(g));
+    EXPECT_GT(top, 0.0f) << "output " << k + 2 << " is all zero";
+    for (size_t i = 0; i < summed[k].size(); ++i)
+      ASSERT_NEAR(summed[k][i], whole[k + 2][i], 1e-4 * top) << "output " << k + 2 << " entry " << i;
+  }
+  GaussianFieldRef some = f;
+  some.points.clear();
+  for (size_t b = 0; b < B; b += 997) some.points.insert(some.points.end(), &f.points[b * 3], &f.points[b * 3 + 3]);
+  const std::vector<double> want = gaussianFieldRef(some).field;
+  GaussianFieldRef sizes = some;
+  for (double& w : sizes.weights) w = std::abs(w);
+  const std::vector<double> scale = gaussianFieldRef(sizes).field;
+  const std::vector<bool> nearCut = cutCounts(some).nearCut;  // float and double may disagree there by up to ε
+  size_t nonzero = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (!nearCut[k]) {
+      EXPECT_NEAR(whole[0][k * 997], want[k], 1e-5 * scale[k] + 1e-7) << "point " << k * 997;
+    }
+    nonzero += want[k] != 0;
+  }
+  EXPECT_GT(nonzero, want.size() / 10) << "most points see no Gaussian: the test would not see a lost one";
+}
+
 TEST_P(GaussianFieldOp, CulledModeRejectsBadArguments) {
   const GaussianFieldRef f = randomField(10, 4, 2, GaussianShape::Anisotropic);
   DeviceField d(device(), f);

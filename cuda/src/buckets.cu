@@ -1,27 +1,10 @@
 // Bucket lists on CUDA: shaders/buckets.comp's passes (shared/buckets_io.h), a thread per invocation.
+#include "block_scan.h"
 #include "check.h"
 #include "ops/buckets.h"
 
 namespace armature::cuda {
 namespace {
-
-// The exclusive prefix of v over the block, and its total.
-__device__ uint32_t blockExclusiveScan(uint32_t v, uint32_t& total) {
-  __shared__ uint32_t sScan[BUCKET_THREADS];
-  const uint32_t lid = threadIdx.x;
-  sScan[lid] = v;
-  __syncthreads();
-  for (uint32_t step = 1; step < BUCKET_THREADS; step <<= 1) {
-    const uint32_t add = lid >= step ? sScan[lid - step] : 0u;
-    __syncthreads();
-    sScan[lid] += add;
-    __syncthreads();
-  }
-  total = sScan[BUCKET_THREADS - 1];
-  const uint32_t inclusive = sScan[lid];
-  __syncthreads();
-  return inclusive - v;
-}
 
 // The sort's shared words: the threads' small buckets, element k of thread i at k · BUCKET_THREADS + i (no bank
 // conflicts), then a larger bucket's entries. 32 KiB: the shaders keep their sort in global memory, as lavapipe allows
@@ -109,7 +92,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
     uint32_t sum = 0, total;
     for (uint32_t k = 0; k < 4; ++k) sum += base + k < p.buckets ? words[p.counts + base + k] : 0u;
-    blockExclusiveScan(sum, total);
+    blockExclusiveScan<BUCKET_THREADS>(sum, total);
     if (lid == 0) words[p.blockSums + group] = total;
   } else if (p.mode == BUCKET_SCAN_BLOCKS) {
     const uint32_t blocks = bucketBlockSums(p.buckets);
@@ -118,7 +101,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
       const uint32_t base = chunk + lid * 4;
       uint32_t v[4], sum = 0, total;
       for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < blocks ? words[p.blockSums + base + k] : 0u, sum += v[k];
-      uint32_t running = carry + blockExclusiveScan(sum, total);
+      uint32_t running = carry + blockExclusiveScan<BUCKET_THREADS>(sum, total);
       for (uint32_t k = 0; k < 4; ++k) {
         if (base + k < blocks) words[p.blockSums + base + k] = running;
         running += v[k];
@@ -130,7 +113,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) bucketKernel(uint32_t* __restr
     const uint32_t base = group * BUCKET_SCAN_BLOCK + lid * 4;
     uint32_t v[4], sum = 0, total;
     for (uint32_t k = 0; k < 4; ++k) v[k] = base + k < p.buckets ? words[p.counts + base + k] : 0u, sum += v[k];
-    uint32_t running = blockExclusiveScan(sum, total) + words[p.blockSums + group];
+    uint32_t running = blockExclusiveScan<BUCKET_THREADS>(sum, total) + words[p.blockSums + group];
     for (uint32_t k = 0; k < 4; ++k) {
       if (base + k < p.buckets) words[p.starts + base + k] = running, words[p.counts + base + k] = running;
       running += v[k];

@@ -1,11 +1,18 @@
 // The culled Gaussian field on CUDA: the passes of shaders/gaussian_grid.comp, gaussian_culled_points.glsl and
 // gaussian_culled_gaussians.glsl (shared/gaussian_grid_io.h), a thread per invocation, the same sums in the same
 // order; cuda/src/buckets.cu scans and sorts the grid's lists.
+#include <cooperative_groups.h>
+
+#include "block_scan.h"
 #include "check.h"
+#include "launch.h"
 #include "ops/gaussian_field_backend.h"
+#include "shared/buckets_io.h"
 
 namespace armature::cuda {
 namespace {
+
+namespace cg = cooperative_groups;
 
 struct GridHeader {
   float lo[3], hi[3], edge;
@@ -32,56 +39,128 @@ struct GridHeader {
   }
 };
 
-// The points' count (fill false) or fill (gaussian_grid.comp's binPoints): the block's points, GAUSSIAN_GRID_THREADS
-// apart, counted in shared memory first on a grid of at most GAUSSIAN_GRID_SHARED_CELLS cells.
-__device__ void binPoints(const float* __restrict__ points, uint32_t* __restrict__ grid, const GaussianGridPush& p,
-                          bool fill) {
+constexpr uint32_t kBinPer = GAUSSIAN_GRID_POINTS_PER_INVOCATION;
+
+// The block's points (gaussian_grid.comp's binPoints: GAUSSIAN_GRID_THREADS apart, kBinPer a thread) added to
+// `counters`: each point's cell (~0u off the grid) and its offset, the counter's value before its own addition. On a
+// grid of at most GAUSSIAN_GRID_SHARED_CELLS cells the block counts in shared memory first and then takes each cell's
+// range with one atomic.
+__device__ void binBlockPoints(const float* __restrict__ points, const GridHeader& header, uint32_t* counters,
+                               uint32_t count, uint32_t cell[kBinPer], uint32_t offset[kBinPer]) {
   __shared__ uint32_t sCellCounts[GAUSSIAN_GRID_SHARED_CELLS];
-  constexpr uint32_t kPer = GAUSSIAN_GRID_POINTS_PER_INVOCATION;
-  const GridHeader header(grid);
   const uint32_t lid = threadIdx.x, cells = header.dims[0] * header.dims[1] * header.dims[2];
-  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kPer + lid;
-  if (p.points == 0) return;
-  if (cells > GAUSSIAN_GRID_SHARED_CELLS) {  // the same for the whole block
-    for (uint32_t k = 0; k < kPer; ++k) {
-      const uint32_t b = base + k * GAUSSIAN_GRID_THREADS;
-      if (b >= p.points) break;
-      const float x[3] = {points[size_t(b) * 3], points[size_t(b) * 3 + 1], points[size_t(b) * 3 + 2]};
-      uint32_t cell;
-      if (!header.cellOf(x, cell)) continue;
-      const uint32_t slot = atomicAdd(&grid[p.pointCounts + cell], 1u);
-      if (fill) grid[p.pointEntries + slot] = b;
-    }
-    return;
-  }
-  for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) sCellCounts[c] = 0;
+  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + lid;
+  const bool shared = cells <= GAUSSIAN_GRID_SHARED_CELLS;  // the same for the whole block
+  if (shared)
+    for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) sCellCounts[c] = 0;
   // All the thread's points read before the first atomic, so that their loads overlap.
-  float x[kPer][3];
+  float x[kBinPer][3];
 #pragma unroll
-  for (uint32_t k = 0; k < kPer; ++k) {
-    const uint32_t b = min(base + k * GAUSSIAN_GRID_THREADS, p.points - 1);
-    for (int d = 0; d < 3; ++d) x[k][d] = points[size_t(b) * 3 + d];
+  for (uint32_t k = 0; k < kBinPer; ++k) {
+    const uint32_t b = min(base + k * GAUSSIAN_GRID_THREADS, max(count, 1u) - 1);
+    for (int d = 0; d < 3; ++d) x[k][d] = count > 0 ? points[size_t(b) * 3 + d] : 0.0f;
   }
-  __syncthreads();
-  uint32_t pointCells[kPer], ranks[kPer];
+  if (shared) __syncthreads();
 #pragma unroll
-  for (uint32_t k = 0; k < kPer; ++k) {
-    uint32_t cell;
-    pointCells[k] = ~0u, ranks[k] = 0;
-    if (base + k * GAUSSIAN_GRID_THREADS < p.points && header.cellOf(x[k], cell))
-      pointCells[k] = cell, ranks[k] = atomicAdd(&sCellCounts[cell], 1u);
+  for (uint32_t k = 0; k < kBinPer; ++k) {
+    uint32_t c;
+    cell[k] = ~0u, offset[k] = 0;
+    if (base + k * GAUSSIAN_GRID_THREADS < count && header.cellOf(x[k], c))
+      cell[k] = c, offset[k] = atomicAdd(shared ? &sCellCounts[c] : &counters[c], 1u);
   }
+  if (!shared) return;
   __syncthreads();
   for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) {
     const uint32_t n = sCellCounts[c];
-    if (n != 0) sCellCounts[c] = atomicAdd(&grid[p.pointCounts + c], n);  // fill: the cell's range starts there
+    if (n != 0) sCellCounts[c] = atomicAdd(&counters[c], n);
   }
-  if (!fill) return;
   __syncthreads();
 #pragma unroll
-  for (uint32_t k = 0; k < kPer; ++k)
-    if (pointCells[k] != ~0u)
-      grid[p.pointEntries + sCellCounts[pointCells[k]] + ranks[k]] = base + k * GAUSSIAN_GRID_THREADS;
+  for (uint32_t k = 0; k < kBinPer; ++k)
+    if (cell[k] != ~0u) offset[k] += sCellCounts[cell[k]];
+}
+
+// The points' count (fill false: into the counts) or fill (at the cursors the scan left there).
+__device__ void binPoints(const float* __restrict__ points, uint32_t* __restrict__ grid, const GaussianGridPush& p,
+                          bool fill) {
+  uint32_t cell[kBinPer], slot[kBinPer];
+  binBlockPoints(points, GridHeader(grid), grid + p.pointCounts, p.points, cell, slot);
+  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + threadIdx.x;
+#pragma unroll
+  for (uint32_t k = 0; k < kBinPer; ++k)
+    if (fill && cell[k] != ~0u) grid[p.pointEntries + slot[k]] = base + k * GAUSSIAN_GRID_THREADS;
+}
+
+// The counts a thread of binPointsKernel's scan takes, and a block's chunk of them.
+constexpr uint32_t kScanPer = 16, kScanChunk = kScanPer * GAUSSIAN_GRID_THREADS;
+
+// Chunk `chunk`'s starts (of the grid's `used` cells), after `before` points in the chunks before it; returns the
+// chunk's total. The whole block calls it.
+__device__ uint32_t scanChunk(const uint32_t* counts, uint32_t* starts, uint32_t used, uint32_t chunk,
+                              uint32_t before) {
+  const uint32_t first = chunk * kScanChunk + threadIdx.x * kScanPer;
+  uint32_t v[kScanPer], sum = 0, total;
+#pragma unroll
+  for (uint32_t k = 0; k < kScanPer; ++k) v[k] = first + k < used ? counts[first + k] : 0u, sum += v[k];
+  uint32_t running = before + blockExclusiveScan<GAUSSIAN_GRID_THREADS>(sum, total);
+#pragma unroll
+  for (uint32_t k = 0; k < kScanPer; ++k) {
+    if (first + k < used) starts[first + k] = running;
+    running += v[k];
+  }
+  return total;
+}
+
+// CUDA's binning of the points in one cooperative launch (GAUSSIAN_GRID_BIN_POINTS): the clear, the count, the
+// bucket scan and the fill of gaussian_grid.cpp's passes, the blocks meeting at grid barriers instead of at five
+// kernels' ends. Each block bins the points binPoints gives it once and keeps their cells and offsets across the
+// barriers, so the host launches it only where the GPU holds every block at once. Only the grid's used cells (the
+// header's dims) are counted and scanned: up to kScanChunk of them by one block, more in chunks (each chunk's sum, a
+// barrier, then the starts); the rest of the layout's starts get the total, so every list past them is empty. The
+// counts are left as counts, not cursors (nothing reads them after).
+__global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
+    binPointsKernel(const float* __restrict__ points, uint32_t* __restrict__ grid, GaussianGridPush p) {
+  const cg::grid_group all = cg::this_grid();
+  const GridHeader header(grid);
+  const uint32_t lid = threadIdx.x, used = header.dims[0] * header.dims[1] * header.dims[2];
+  const uint32_t chunks = (used + kScanChunk - 1) / kScanChunk;
+  uint32_t* counts = grid + p.pointCounts;
+  uint32_t* starts = grid + p.pointStarts;
+  for (size_t c = all.thread_rank(); c < used; c += all.size()) counts[c] = 0;
+  all.sync();
+  uint32_t cell[kBinPer], offset[kBinPer];  // offset: among the cell's points
+  binBlockPoints(points, header, counts, p.points, cell, offset);
+  all.sync();
+  if (chunks == 1) {
+    if (blockIdx.x == 0) {
+      const uint32_t total = scanChunk(counts, starts, used, 0, 0);
+      if (lid == 0) starts[used] = total;
+    }
+  } else {
+    // Each chunk's sum, then each chunk's starts after the sums of the chunks before it.
+    for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+      uint32_t sum = 0, total;
+      for (uint32_t c = chunk * kScanChunk + lid; c < min(used, (chunk + 1) * kScanChunk); c += GAUSSIAN_GRID_THREADS)
+        sum += counts[c];
+      blockExclusiveScan<GAUSSIAN_GRID_THREADS>(sum, total);
+      if (lid == 0) grid[p.blockSums + chunk] = total;
+    }
+    all.sync();
+    for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+      uint32_t partial = 0, before, total;
+      for (uint32_t j = lid; j < chunk; j += GAUSSIAN_GRID_THREADS) partial += grid[p.blockSums + j];
+      blockExclusiveScan<GAUSSIAN_GRID_THREADS>(partial, before);
+      total = scanChunk(counts, starts, used, chunk, before);
+      if (chunk == chunks - 1 && lid == 0) starts[used] = before + total;
+    }
+  }
+  all.sync();
+  const uint32_t binned = starts[used];
+  for (size_t c = used + 1 + all.thread_rank(); c <= p.cells; c += all.size()) starts[c] = binned;
+  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + lid;
+#pragma unroll
+  for (uint32_t k = 0; k < kBinPer; ++k)
+    if (cell[k] != ~0u) grid[p.pointEntries + starts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
 }
 
 __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
@@ -280,7 +359,8 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
                       GaussianGridPush p) {
   __shared__ float4 sGaussians[GAUSSIAN_THREADS][3];  // Prepared's words
   __shared__ float sWeights[GAUSSIAN_THREADS * MAXC];
-  __shared__ uint32_t sNextCell;
+  __shared__ uint32_t sCells[kTilePoints], sRunStarts[kTilePoints / 32], sFirst[kTilePoints + 1],
+      sLast[kTilePoints + 1];
   const uint32_t lid = threadIdx.x, lane = lid % kTileLanes, binned = grid[p.pointStarts + p.cells], C = p.channels;
   const uint32_t e = blockIdx.x * kTilePoints + lid / kTileLanes;
   if (blockIdx.x * kTilePoints < binned) {  // the whole block
@@ -289,8 +369,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
     PointSum<MAXC, BACKWARD> sum(points, gradField, b, C);
     uint32_t cell = 0;
     if (valid) GridHeader(grid).cellOf(sum.x, cell);  // binned, so on the grid
-    auto sumStaged = [&](uint32_t list, bool mine) {
-      const uint32_t first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1];
+    auto sumStaged = [&](uint32_t first, uint32_t last, bool mine) {
       for (uint32_t base = first; base < last; base += GAUSSIAN_THREADS) {
         __syncthreads();  // the last chunk is summed
         if (base + lid < last) {
@@ -307,20 +386,30 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
         for (uint32_t j = lane; j < n; j += kTileLanes) sum.add(Prepared(sGaussians[j]), &sWeights[j * MAXC]);
       }
     };
-    // The block's cells in increasing order: each round finds the lowest above the last.
-    if (lid == 0) sNextCell = ~0u;
+    // The block's entries are grouped by cell, cells ascending (the scan's starts), so its cells are runs of
+    // sCells: each run's start is a bit of sRunStarts, and its list bounds (and the outsized list's, slot
+    // kTilePoints) are loaded at once up front.
+    const uint32_t me = lid / kTileLanes;
+    if (lane == 0) sCells[me] = valid ? cell : ~0u;
+    if (lid < kTilePoints / 32) sRunStarts[lid] = 0;
     __syncthreads();
-    if (valid) atomicMin(&sNextCell, cell);
-    __syncthreads();
-    for (uint32_t current = sNextCell; current != ~0u; current = sNextCell) {
-      sumStaged(current, valid && cell == current);
-      __syncthreads();
-      if (lid == 0) sNextCell = ~0u;
-      __syncthreads();
-      if (valid && cell > current) atomicMin(&sNextCell, cell);
-      __syncthreads();
+    if (lane == 0 && valid && (me == 0 || sCells[me - 1] != cell)) {
+      atomicOr(&sRunStarts[me / 32], 1u << (me % 32));
+      sFirst[me] = grid[p.gaussianStarts + cell], sLast[me] = grid[p.gaussianStarts + cell + 1];
     }
-    sumStaged(p.cells, valid);  // the outsized Gaussians
+    if (lid == 1)
+      sFirst[kTilePoints] = grid[p.gaussianStarts + p.cells], sLast[kTilePoints] = grid[p.gaussianStarts + p.cells + 1];
+    __syncthreads();
+    auto nextRun = [&](uint32_t from) {  // the first run starting at or after `from`, or kTilePoints
+      for (uint32_t w = from / 32; w < kTilePoints / 32; ++w) {
+        const uint32_t bits = sRunStarts[w] & (w == from / 32 ? ~0u << (from % 32) : ~0u);
+        if (bits != 0) return w * 32 + __ffs(bits) - 1;
+      }
+      return kTilePoints;
+    };
+    for (uint32_t j = nextRun(0); j < kTilePoints; j = nextRun(j + 1))
+      sumStaged(sFirst[j], sLast[j], valid && cell == sCells[j]);
+    sumStaged(sFirst[kTilePoints], sLast[kTilePoints], valid);  // the outsized Gaussians
     sum.addPartner();
     if (valid && lane == 0) sum.write(out, b);
   }
@@ -468,9 +557,22 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
 
 }  // namespace
 
+uint32_t gaussianBinBlocks() {
+  int perSm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, binPointsKernel, GAUSSIAN_GRID_THREADS, 0));
+  return uint32_t(perSm * deviceTraits().multiprocessors);
+}
+
 void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
   const cudaStream_t s = stream(exec);
-  if (p.kind == GaussianGridPass::Kind::Grid)
+  if (p.kind == GaussianGridPass::Kind::Grid && p.push.mode == GAUSSIAN_GRID_BIN_POINTS) {
+    const float* points = p.points.cuda<float>();
+    uint32_t* grid = p.grid.cuda<uint32_t>();
+    GaussianGridPush push = p.push;
+    void* args[] = {&points, &grid, &push};
+    CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&binPointsKernel), p.groups,
+                                           GAUSSIAN_GRID_THREADS, args, 0, s));
+  } else if (p.kind == GaussianGridPass::Kind::Grid)
     gridKernel<<<p.groups, GAUSSIAN_GRID_THREADS, 0, s>>>(p.points.cuda<float>(), p.means.cuda<float>(),
                                                           p.cholesky.cuda<float>(), p.weights.cuda<float>(),
                                                           p.grid.cuda<uint32_t>(), p.push);

@@ -48,6 +48,7 @@
 #define GAUSSIAN_GRID_CLEAR_POINTS 5u  // the points' counts
 #define GAUSSIAN_GRID_COUNT_POINTS 6u  // per GAUSSIAN_GRID_POINTS_PER_INVOCATION points
 #define GAUSSIAN_GRID_FILL_POINTS 7u
+#define GAUSSIAN_GRID_BIN_POINTS 8u  // CUDA only: clear, count, scan and fill in one cooperative launch
 // The points' count and fill: a workgroup takes GAUSSIAN_GRID_POINTS_PER_INVOCATION · GAUSSIAN_GRID_THREADS points.
 // On a grid of at most GAUSSIAN_GRID_SHARED_CELLS cells it counts them in shared memory first and then adds each
 // cell's count (count) or takes each cell's range (fill) with one atomic: a few thousand points to a cell would

@@ -89,14 +89,24 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
 
 // The points binned into the grid's cells (those off the grid left out); sorted where a sum walks the lists (the
 // Gaussians' side), while the points' tiles only need them grouped by cell.
+// On CUDA the clear, count, scan and fill are one cooperative launch (grid barriers instead of kernel boundaries;
+// Vulkan has no barrier across workgroups) wherever the GPU holds all of its blocks at once.
 void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, const DeviceView& grid, bool sorted) {
   const GaussianGridPush layout = layoutOf(in);
-  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
   const size_t binners =
       (size_t(in.points) + GAUSSIAN_GRID_POINTS_PER_INVOCATION - 1) / GAUSSIAN_GRID_POINTS_PER_INVOCATION;
-  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, binners));
-  scanBuckets(op, exec, pointLists(layout, grid));
-  run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_FILL_POINTS, binners));
+  bool oneLaunch = false;
+#if ARMATURE_HAS_CUDA
+  oneLaunch = exec.backend() == Backend::Cuda && groupsOf(binners, GAUSSIAN_GRID_THREADS) <= cuda::gaussianBinBlocks();
+#endif
+  if (oneLaunch) {
+    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_BIN_POINTS, binners));
+  } else {
+    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
+    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, binners));
+    scanBuckets(op, exec, pointLists(layout, grid));
+    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_FILL_POINTS, binners));
+  }
   if (sorted) sortBuckets(op, exec, pointLists(layout, grid));
 }
 
