@@ -92,7 +92,7 @@ __device__ void binPoints(const float* __restrict__ points, uint32_t* __restrict
 }
 
 // The counts a thread of binPointsKernel's scan takes, and a block's chunk of them.
-constexpr uint32_t kScanPer = 16, kScanChunk = kScanPer * GAUSSIAN_GRID_THREADS;
+constexpr uint32_t kScanPer = 8, kScanChunk = kScanPer * GAUSSIAN_GRID_THREADS;
 
 // Chunk `chunk`'s starts (of the grid's `used` cells), after `before` points in the chunks before it; returns the
 // chunk's total. The whole block calls it.
@@ -117,8 +117,9 @@ __device__ uint32_t scanChunk(const uint32_t* counts, uint32_t* starts, uint32_t
 // barriers, so the host launches it only where the GPU holds every block at once. Only the grid's used cells (the
 // header's dims) are counted and scanned: up to kScanChunk of them by one block, more in chunks (each chunk's sum, a
 // barrier, then the starts); the rest of the layout's starts get the total, so every list past them is empty. The
-// counts are left as counts, not cursors (nothing reads them after).
-__global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
+// counts are left as counts, not cursors (nothing reads them after). Four blocks an SM keep ptxas within 64
+// registers, so that a million points' 489 blocks fit on an H200 at once.
+__global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
     binPointsKernel(const float* __restrict__ points, uint32_t* __restrict__ grid, GaussianGridPush p) {
   const cg::grid_group all = cg::this_grid();
   const GridHeader header(grid);
