@@ -73,13 +73,14 @@ void finishPoint(uint b) {
 #define TILE_WORDS 10u  // a staged Gaussian: A' (6), μ (3), the cut
 shared float sGaussians[GAUSSIAN_THREADS * TILE_WORDS];
 shared float sWeights[GAUSSIAN_THREADS * MAXC];
-shared uint sNextCell;
+#define RUN_WORDS ((GAUSSIAN_THREADS + 31u) / 32u)
+shared uint sCells[GAUSSIAN_THREADS], sRunStarts[RUN_WORDS], sFirst[GAUSSIAN_THREADS + 1u],
+    sLast[GAUSSIAN_THREADS + 1u];
 
-// List `list`'s Gaussians, a chunk of GAUSSIAN_THREADS at a time, summed by the invocations where `mine`. The list
-// is the same for the whole workgroup, so its barriers are in uniform control flow.
-void sumStaged(uint list, bool mine) {
+// A list's Gaussians (entries first … last − 1), a chunk of GAUSSIAN_THREADS at a time, summed by the invocations
+// where `mine`. The list is the same for the whole workgroup, so its barriers are in uniform control flow.
+void sumStaged(uint first, uint last, bool mine) {
   const uint lid = gl_LocalInvocationID.x;
-  const uint first = grid[p.gaussianStarts + list], last = grid[p.gaussianStarts + list + 1u];
   for (uint base = first; base < last; base += GAUSSIAN_THREADS) {
     barrier();  // the last chunk is summed
     if (base + lid < last) {
@@ -101,6 +102,15 @@ void sumStaged(uint list, bool mine) {
       addTerm(a, mean, sGaussians[j * TILE_WORDS + 9u], w);
     }
   }
+}
+
+// The first run of sCells starting at or after `from` (sRunStarts' bits), or GAUSSIAN_THREADS.
+uint nextRun(uint from) {
+  for (uint w = from / 32u; w < RUN_WORDS; ++w) {
+    const uint bits = sRunStarts[w] & (w == from / 32u ? 0xffffffffu << (from % 32u) : 0xffffffffu);
+    if (bits != 0u) return w * 32u + uint(findLSB(bits));
+  }
+  return GAUSSIAN_THREADS;
 }
 
 // Point b alone when it is off the grid: it sums the outsized Gaussians only.
@@ -126,20 +136,24 @@ void main() {
     startPoint(b);
     uint cell = 0u;
     if (valid) pointCell(b, cell);  // binned, so on the grid
-    // The workgroup's cells in increasing order: each round finds the lowest above the last.
-    if (lid == 0u) sNextCell = 0xffffffffu;
+    // The workgroup's entries are grouped by cell, cells ascending (the scan's starts), so its cells are runs of
+    // sCells: each run's start is a bit of sRunStarts, and its list bounds (and the outsized list's, slot
+    // GAUSSIAN_THREADS) are loaded at once up front.
+    sCells[lid] = valid ? cell : 0xffffffffu;
+    if (lid < RUN_WORDS) sRunStarts[lid] = 0u;
     barrier();
-    if (valid) atomicMin(sNextCell, cell);
-    barrier();
-    for (uint current = sNextCell; current != 0xffffffffu; current = sNextCell) {
-      sumStaged(current, valid && cell == current);
-      barrier();
-      if (lid == 0u) sNextCell = 0xffffffffu;
-      barrier();
-      if (valid && cell > current) atomicMin(sNextCell, cell);
-      barrier();
+    if (valid && (lid == 0u || sCells[lid - 1u] != cell)) {
+      atomicOr(sRunStarts[lid / 32u], 1u << (lid % 32u));
+      sFirst[lid] = grid[p.gaussianStarts + cell], sLast[lid] = grid[p.gaussianStarts + cell + 1u];
     }
-    sumStaged(p.cells, valid);  // the outsized Gaussians
+    if (lid == 0u) {
+      sFirst[GAUSSIAN_THREADS] = grid[p.gaussianStarts + p.cells];
+      sLast[GAUSSIAN_THREADS] = grid[p.gaussianStarts + p.cells + 1u];
+    }
+    barrier();
+    for (uint j = nextRun(0u); j < GAUSSIAN_THREADS; j = nextRun(j + 1u))
+      sumStaged(sFirst[j], sLast[j], valid && cell == sCells[j]);
+    sumStaged(sFirst[GAUSSIAN_THREADS], sLast[GAUSSIAN_THREADS], valid);  // the outsized Gaussians
     if (valid) finishPoint(b);
   }
   offGridPoint(e);  // the point with this index, if it is off the grid

@@ -473,9 +473,53 @@ TEST_P(GaussianFieldOp, CrowdedCellsAreSorted) {
   for (size_t i = 0; i < B; ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale[i] + 1e-6) << i;
 }
 
+// A grid of more cells than the points' binning counts in shared memory (GAUSSIAN_GRID_SHARED_CELLS) and than one
+// workgroup of CUDA's one-launch scan takes: 3,000 Gaussians of 1–2 cm in a 2 m cube. The field and every gradient
+// match the culled reference (as CulledMatchesReference).
+TEST_P(GaussianFieldOp, CulledBinsOnLargeGrids) {
+  const uint32_t B = 4099, N = 3000;
+  GaussianFieldRef f = randomField(B, N, 1, GaussianShape::Isotropic);
+  const std::vector<double> logScale = uniform(N, std::log(0.01), std::log(0.02));
+  for (size_t i = 0; i < N; ++i) f.cholesky[i] = double(float(logScale[i]));
+  f.epsilon = 1e-3;
+  moveOffCuts(f, -1, 1);
+  const std::vector<double> want = gaussianFieldRef(f).field;
+  GaussianFieldRef sizes = f;
+  for (double& w : sizes.weights) w = std::abs(w);
+  const std::vector<double> scale = gaussianFieldRef(sizes).field;
+  const std::vector<double> gradField = uniform(B, -1, 1);
+  const GaussianFieldGradsRef wantGrads = gaussianFieldBackwardRef(f, gradField);
+  const DeviceField d(device(), f);
+  DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(B, N));
+  grid.fill(nanBits());
+  DeviceBuffer field = poisoned(device(), B), gradIn = device().upload(cast<float>(gradField));
+  DeviceBuffer gPoints = poisoned(device(), size_t(B) * 3), gMeans = poisoned(device(), size_t(N) * 3);
+  DeviceBuffer gScale = poisoned(device(), N), gWeights = poisoned(device(), N);
+  DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, 1, true));
+  run([&](const Exec& exec) {
+    buildGaussianGrid(exec, {d.in, float(f.epsilon), grid});
+    gaussianField(exec, {d.in, field, {}, {}, grid});
+    gaussianFieldBackward(exec, {d.in, gradIn, gPoints, gMeans, gScale, gWeights, scratch, grid});
+  });
+  const std::vector<uint32_t> header = grid.download<uint32_t>(GAUSSIAN_GRID_HEADER_WORDS);
+  const uint32_t* dims = &header[GAUSSIAN_GRID_DIMS];
+  ASSERT_GT(size_t(dims[0]) * dims[1] * dims[2], GAUSSIAN_GRID_SHARED_CELLS);
+  const std::vector<float> got = field.download<float>(B);
+  size_t nonzero = 0;
+  for (size_t b = 0; b < B; ++b) {
+    ASSERT_NEAR(got[b], want[b], 1e-5 * scale[b] + 1e-7) << "field " << b;
+    nonzero += want[b] != 0;
+  }
+  EXPECT_GT(nonzero, B / 10);
+  expectGrad(gPoints.download<float>(size_t(B) * 3), wantGrads.points, N, "points");
+  expectGrad(gMeans.download<float>(size_t(N) * 3), wantGrads.means, B, "means");
+  expectGrad(gScale.download<float>(N), wantGrads.cholesky, B, "cholesky");
+  expectGrad(gWeights.download<float>(N), wantGrads.weights, B, "weights");
+}
+
 // More points than CUDA's one-launch binning takes (at most 8 blocks of 2,048 points an SM, on up to 256 SMs): the
-// points go through the binning passes instead. Slices of them small enough for one launch give the same bits for the field
-// and the points' gradient (each point sums its cell's list in list order, however it was binned), and the
+// points go through the binning passes instead. Slices of them small enough for one launch give the same bits for the
+// field and the points' gradient (each point sums its cell's list in list order, however it was binned), and the
 // Gaussians' gradients summed over the slices agree with the whole call's to float rounding; a subset of the points
 // matches the culled reference.
 TEST_P(GaussianFieldOp, CulledBinsMorePointsThanOneLaunchHolds) {

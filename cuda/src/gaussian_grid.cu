@@ -559,9 +559,11 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
 }  // namespace
 
 uint32_t gaussianBinBlocks() {
+  const DeviceTraits traits = deviceTraits();
+  if (!traits.cooperativeLaunches) return 0;
   int perSm = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, binPointsKernel, GAUSSIAN_GRID_THREADS, 0));
-  return uint32_t(perSm * deviceTraits().multiprocessors);
+  return uint32_t(perSm * traits.multiprocessors);
 }
 
 void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {

@@ -24,6 +24,7 @@ __device__ __forceinline__ void releaseNext() {
 
 struct DeviceTraits {
   bool dependentLaunches;
+  bool cooperativeLaunches;  // grid-wide barriers (cudaLaunchCooperativeKernel)
   int multiprocessors;
 };
 inline DeviceTraits deviceTraits() {
@@ -32,10 +33,11 @@ inline DeviceTraits deviceTraits() {
     CUDA_CHECK(cudaGetDeviceCount(&count));
     std::vector<DeviceTraits> traits(static_cast<size_t>(count));
     for (int device = 0; device < count; ++device) {
-      int major = 0, multiprocessors = 0;
+      int major = 0, cooperative = 0, multiprocessors = 0;
       CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
       CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-      traits[size_t(device)] = {major >= 9, multiprocessors};
+      traits[size_t(device)] = {major >= 9, cooperative != 0, multiprocessors};
     }
     return traits;
   }();

@@ -59,7 +59,8 @@ void gaussianGridPass(const Exec& exec, const GaussianGridPass& pass);
 namespace cuda {
 void gaussianPass(const Exec& exec, const GaussianPass& pass);
 void gaussianGridPass(const Exec& exec, const GaussianGridPass& pass);
-// The most blocks of GAUSSIAN_GRID_BIN_POINTS's cooperative launch the current device holds at once.
+// The most blocks of GAUSSIAN_GRID_BIN_POINTS's cooperative launch the current device holds at once (0 where it has
+// no cooperative launches).
 uint32_t gaussianBinBlocks();
 }  // namespace cuda
 
