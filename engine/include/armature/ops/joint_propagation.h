@@ -89,7 +89,7 @@ class DeviceJointForest {
   DeviceView lightStart() const;
   DeviceView lightChildren() const;  // N words, of which lightStart()[N] are used
   const DeviceBuffer& tables() const { return m_tables; }
-  static constexpr uint32_t kSmallJoints = 192;  // the most joints of a small forest (held whole in shared memory)
+  static constexpr uint32_t kSmallJoints = 220;  // the most joints of a small forest (held whole in shared memory)
   // A small forest: its joints by depth then each level's start (depth() levels), and every joint's children as
   // CSR (the small-forest dispatch's tables); else empty.
   bool small() const { return m_joints <= kSmallJoints; }
