@@ -88,9 +88,9 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
 }
 
 // The points binned into the grid's cells (those off the grid left out); sorted where a sum walks the lists (the
-// Gaussians' side), while the points' tiles only need them grouped by cell.
-// On CUDA the clear, count, scan and fill are one cooperative launch (grid barriers instead of kernel boundaries;
-// Vulkan has no barrier across workgroups) wherever the GPU holds all of its blocks at once.
+// Gaussians' side), while the points' tiles only need them grouped by cell. On CUDA the clear, count, scan and fill
+// are one cooperative launch (grid barriers instead of kernel boundaries; Vulkan has no barrier across workgroups)
+// wherever the GPU holds all of its blocks at once.
 void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, const DeviceView& grid, bool sorted) {
   const GaussianGridPush layout = layoutOf(in);
   const size_t binners =
