@@ -32,6 +32,9 @@
 // filled wave costs little (an H200 holds ~120,000 of these invocations at once). At most GAUSSIAN_MAX_CHUNKS
 // chunks, which bounds the partials.
 #define GAUSSIAN_TARGET_INVOCATIONS (1u << 20)
+// The points' side (the field, the points' gradient) aims for twice as many: eight points an invocation make its
+// workgroups the longest, so finer chunks shorten its partly filled last wave.
+#define GAUSSIAN_TARGET_POINT_INVOCATIONS (1u << 21)
 #define GAUSSIAN_MAX_CHUNKS 128u
 #define GAUSSIAN_GAUSSIAN_GRADS 9  // per Gaussian before the channels: μ's gradient (3), then A's (6)
 

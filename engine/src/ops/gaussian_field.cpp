@@ -25,16 +25,18 @@ uint32_t groupsFor(uint32_t invocations) {
 }
 
 // How one side's rows split the other side's columns: into chunks of whole tiles, enough of them that the
-// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS (at most GAUSSIAN_MAX_CHUNKS). A function of the sizes only
-// (so of no timing): the sums keep their order from run to run.
+// invocations × chunks reach GAUSSIAN_TARGET_INVOCATIONS, or the points' side GAUSSIAN_TARGET_POINT_INVOCATIONS
+// (at most GAUSSIAN_MAX_CHUNKS). A function of the sizes only (so of no timing): the sums keep their order from run
+// to run.
 struct Chunks {
   uint32_t chunk = GAUSSIAN_TILE, count = 1;
 };
 Chunks chunksFor(uint32_t rows, uint32_t columns, uint32_t channels, bool pointSide) {
   const uint32_t invocations = std::max(1u, invocationsFor(rows, channels, pointSide));
   const uint32_t tiles = std::max(1u, (columns + GAUSSIAN_TILE - 1) / GAUSSIAN_TILE);
-  const uint32_t wanted = std::min({tiles, GAUSSIAN_MAX_CHUNKS,
-                                    std::max(1u, (GAUSSIAN_TARGET_INVOCATIONS + invocations - 1) / invocations)});
+  const uint32_t target = pointSide ? GAUSSIAN_TARGET_POINT_INVOCATIONS : GAUSSIAN_TARGET_INVOCATIONS;
+  const uint32_t wanted =
+      std::min({tiles, GAUSSIAN_MAX_CHUNKS, std::max(1u, (target + invocations - 1) / invocations)});
   const uint32_t tilesPerChunk = (tiles + wanted - 1) / wanted;
   return {tilesPerChunk * GAUSSIAN_TILE, (tiles + tilesPerChunk - 1) / tilesPerChunk};
 }
