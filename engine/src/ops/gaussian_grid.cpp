@@ -95,12 +95,13 @@ void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, 
   const GaussianGridPush layout = layoutOf(in);
   const size_t binners =
       (size_t(in.points) + GAUSSIAN_GRID_POINTS_PER_INVOCATION - 1) / GAUSSIAN_GRID_POINTS_PER_INVOCATION;
-  bool oneLaunch = false;
+  const GaussianGridPass oneLaunch = gridPass(in, layout, grid, GAUSSIAN_GRID_BIN_POINTS, binners);
+  bool fits = false;
 #if ARMATURE_HAS_CUDA
-  oneLaunch = exec.backend() == Backend::Cuda && groupsOf(binners, GAUSSIAN_GRID_THREADS) <= cuda::gaussianBinBlocks();
+  fits = exec.backend() == Backend::Cuda && oneLaunch.groups <= cuda::gaussianBinBlocks();
 #endif
-  if (oneLaunch) {
-    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_BIN_POINTS, binners));
+  if (fits) {
+    run(op, exec, oneLaunch);
   } else {
     run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_CLEAR_POINTS, layout.cells));
     run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_COUNT_POINTS, binners));
