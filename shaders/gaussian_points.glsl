@@ -9,10 +9,11 @@
 
 #include "gaussian_buffers.glsl"
 
-// A staged Gaussian: A' (a00, a10, a11, a20 | a21, a22) with μ's x and y in two vec4, μ's z, its weights; so that a
-// column costs few shared loads.
+// A staged Gaussian: A' (a00, a10, a11, a20 | a21, a22) with the offset o's first two in two vec4 (gaussianOffset),
+// o's third, its weights; so that a column costs few shared loads. Coordinates are relative to the first
+// Gaussian's mean.
 shared vec4 sShapeA[GAUSSIAN_TILE], sShapeB[GAUSSIAN_TILE];
-shared float sMeanZ[GAUSSIAN_TILE];
+shared float sOffsetZ[GAUSSIAN_TILE];
 #if MAXC % 4 == 0
 shared vec4 sWeight[GAUSSIAN_TILE * MAXC / 4];
 #else
@@ -26,6 +27,7 @@ void main() {
   const uint C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) != 0u ? 1u : 6u;
   const uint first = gl_WorkGroupID.y * p.chunk, last = min(first + p.chunk, p.gaussians);
   // Row r is point firstRow + r·GAUSSIAN_THREADS (consecutive invocations: consecutive points).
+  const vec3 origin = p.gaussians > 0u ? vec3(means[0], means[1], means[2]) : vec3(0.0);
   float x[ROWS], y[ROWS], zc[ROWS];
 #if GAUSSIAN_BACKWARD
   float gradIn[ROWS * MAXC], gx[ROWS], gy[ROWS], gz[ROWS];
@@ -35,8 +37,8 @@ void main() {
   [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint b = firstRow + r * GAUSSIAN_THREADS;
     const bool inRange = b < p.points;
-    x[r] = inRange ? points[b * 3u] : 0.0, y[r] = inRange ? points[b * 3u + 1u] : 0.0;
-    zc[r] = inRange ? points[b * 3u + 2u] : 0.0;
+    x[r] = inRange ? points[b * 3u] - origin.x : 0.0, y[r] = inRange ? points[b * 3u + 1u] - origin.y : 0.0;
+    zc[r] = inRange ? points[b * 3u + 2u] - origin.z : 0.0;
 #if GAUSSIAN_BACKWARD
     [[unroll]] for (uint c = 0u; c < MAXC; ++c) gradIn[r * MAXC + c] = inRange && c < C ? gradField[b * C + c] : 0.0;
     gx[r] = 0.0, gy[r] = 0.0, gz[r] = 0.0;
@@ -48,13 +50,14 @@ void main() {
     barrier();
     const uint i = base + lid;
     if (i < last) {
-      float raw[6], a[6];
+      float raw[6], a[6], o[3];
       for (uint k = 0u; k < 6u; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
       for (uint k = 0u; k < 6u; ++k) a[k] *= GAUSSIAN_EXP2_SCALE;
+      gaussianOffset(a, means[i * 3u] - origin.x, means[i * 3u + 1u] - origin.y, means[i * 3u + 2u] - origin.z, o);
       sShapeA[lid] = vec4(a[0], a[1], a[2], a[3]);
-      sShapeB[lid] = vec4(a[4], a[5], means[i * 3u], means[i * 3u + 1u]);
-      sMeanZ[lid] = means[i * 3u + 2u];
+      sShapeB[lid] = vec4(a[4], a[5], o[0], o[1]);
+      sOffsetZ[lid] = o[2];
 #if MAXC % 4 == 0
       [[unroll]] for (uint c = 0u; c < MAXC; c += 4u)
         sWeight[lid * (MAXC / 4u) + c / 4u] = vec4(weightOf(i, c), weightOf(i, c + 1u), weightOf(i, c + 2u), weightOf(i, c + 3u));
@@ -67,7 +70,7 @@ void main() {
     for (uint k = 0u; k < count; ++k) {
       const vec4 sa = sShapeA[k], sb = sShapeB[k];
       const float a[6] = float[6](sa.x, sa.y, sa.z, sa.w, sb.x, sb.y);
-      const float mx = sb.z, my = sb.w, mz = sMeanZ[k];
+      const float o0 = sb.z, o1 = sb.w, o2 = sOffsetZ[k];
       float w[MAXC];
 #if MAXC % 4 == 0
       [[unroll]] for (uint c = 0u; c < MAXC; c += 4u) {
@@ -79,7 +82,7 @@ void main() {
 #endif
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         float z[3];
-        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);  // scaled (gaussian_io.h)
+        const float m = gaussianDistanceFrom(a, o0, o1, o2, x[r], y[r], zc[r], z);  // scaled (gaussian_io.h)
         const float g = gaussianTerm(m);
 #if GAUSSIAN_BACKWARD
         if (g == 0.0) continue;  // no contribution (and z may be infinite)

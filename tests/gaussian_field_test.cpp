@@ -159,7 +159,8 @@ ARM_ON_GPU_BACKENDS(GaussianFieldOp);
 // Against the reference on awkward sizes: one pair; the point side cut into chunks (500 × 1000, and 3 × 2000); the
 // Gaussian side cut into chunks (5000 × 7); 8 and 32 channels; isotropic; no Gaussians at all; and sides of more
 // than 32768 rows (several rows per invocation): points with 1 channel (GAUSSIAN_MOST_ROWS) and 8 (MANY), Gaussians
-// with 1. Tolerances:
+// with 1; and a field a kilometre from the origin, which the points' passes must see relative to the field (their
+// multiply-adds would round to ~1e-4 of Σ|w|·e^{−m/2} there). Tolerances:
 //   - the field: each value sums N float terms w·e^{−m/2} (exp2 to a few ulps, m to a few ulps relative), so it is
 //     held to 1e-5 of Σ|w|·e^{−m/2} over its row (the sum of the terms' sizes) plus 1e-7;
 //   - distances: 1e-5 relative plus 1e-5 (x − μ rounds to 1e-7 of the cube and A scales it by ≤ 5);
@@ -169,16 +170,20 @@ TEST_P(GaussianFieldOp, MatchesReference) {
   struct Case {
     uint32_t points, gaussians, channels;
     GaussianShape shape;
+    double offset = 0;  // added to every coordinate
   };
   const auto aniso = GaussianShape::Anisotropic, iso = GaussianShape::Isotropic;
   for (const Case c :
        {Case{1, 1, 1, aniso}, Case{500, 1000, 1, aniso}, Case{3, 2000, 8, aniso}, Case{5000, 7, 2, aniso},
         Case{130, 777, 32, aniso}, Case{1000, 3, 5, iso}, Case{129, 0, 3, aniso}, Case{40001, 3, 1, aniso},
-        Case{33003, 2, 8, aniso}, Case{2, 40001, 1, aniso}}) {
+        Case{33003, 2, 8, aniso}, Case{2, 40001, 1, aniso}, Case{700, 300, 2, aniso, 1000}}) {
     SCOPED_TRACE(std::to_string(c.points) + " points × " + std::to_string(c.gaussians) + " Gaussians, " +
-                 std::to_string(c.channels) + " channels" + (c.shape == iso ? ", isotropic" : ""));
+                 std::to_string(c.channels) + " channels" + (c.shape == iso ? ", isotropic" : "") +
+                 (c.offset != 0 ? ", offset" : ""));
     const uint32_t B = c.points, N = c.gaussians, C = c.channels, P = gaussianParameterCount(c.shape);
     GaussianFieldRef f = randomField(B, N, C, c.shape);
+    for (auto* v : {&f.points, &f.means})
+      for (double& x : *v) x = double(float(x + c.offset));
     if (N > 2) f.cholesky[P == 1 ? 1 : 6 + 2] = -28;  // one degenerate Gaussian
     const GaussianFieldValuesRef want = gaussianFieldRef(f, true);
     GaussianFieldRef sizes = f;

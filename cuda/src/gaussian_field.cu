@@ -13,7 +13,8 @@ constexpr int kForwardUnroll = 8;
 
 // ROWS points per thread over its chunk of Gaussians: the field (forward; with DISTANCES also the squared
 // distances) or the points' gradient (backward). Row r is point firstRow + r·GAUSSIAN_THREADS. A staged Gaussian is
-// two float4 (A' and μ's x, y: see gaussian_io.h), μ's z and its weights, so that a column costs few shared loads.
+// two float4 (A' and the offset o's first two: see gaussianOffset), o's third and its weights, so that a column
+// costs few shared loads. Coordinates are relative to the first Gaussian's mean.
 // (Asking for one block per SM lets ptxas give the unrolled loop the registers it wants: without it, ptxas holds
 // the kernel to 64, which made the forward slower.)
 template <int MAXC, int ROWS, bool BACKWARD, bool DISTANCES = false>
@@ -22,19 +23,21 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS, 1)
                  const float* __restrict__ weights, const float* __restrict__ gradField, float* __restrict__ out,
                  float* __restrict__ mahalanobis, GaussianPush p) {
   __shared__ float4 sShapeA[GAUSSIAN_TILE], sShapeB[GAUSSIAN_TILE];
-  __shared__ float sMeanZ[GAUSSIAN_TILE];
+  __shared__ float sOffsetZ[GAUSSIAN_TILE];
   __shared__ __align__(16) float sWeight[GAUSSIAN_TILE * MAXC];
   const uint32_t lid = threadIdx.x, firstRow = blockIdx.x * GAUSSIAN_THREADS * ROWS + lid;
   const uint32_t C = p.channels, paramCount = (p.flags & GAUSSIAN_ISOTROPIC) ? 1u : 6u;
   const uint32_t first = blockIdx.y * p.chunk, last = min(first + p.chunk, p.gaussians);
+  const float ox = p.gaussians > 0 ? means[0] : 0.0f, oy = p.gaussians > 0 ? means[1] : 0.0f;
+  const float oz = p.gaussians > 0 ? means[2] : 0.0f;  // the origin
   float x[ROWS], y[ROWS], zc[ROWS], g3[ROWS][3];
   float acc[ROWS][MAXC];  // forward: the field's channels; backward: the field's gradient
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const uint32_t b = firstRow + r * GAUSSIAN_THREADS;
     const bool inRange = b < p.points;
-    x[r] = inRange ? points[b * 3] : 0.0f, y[r] = inRange ? points[b * 3 + 1] : 0.0f;
-    zc[r] = inRange ? points[b * 3 + 2] : 0.0f;
+    x[r] = inRange ? points[b * 3] - ox : 0.0f, y[r] = inRange ? points[b * 3 + 1] - oy : 0.0f;
+    zc[r] = inRange ? points[b * 3 + 2] - oz : 0.0f;
     g3[r][0] = g3[r][1] = g3[r][2] = 0.0f;
 #pragma unroll
     for (int c = 0; c < MAXC; ++c) acc[r][c] = BACKWARD && inRange && c < C ? gradField[b * C + c] : 0.0f;
@@ -43,15 +46,16 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS, 1)
     __syncthreads();
     const uint32_t i = base + lid;
     if (i < last) {
-      float raw[6], a[6];
+      float raw[6], a[6], o[3];
 #pragma unroll
       for (int k = 0; k < 6; ++k) raw[k] = k < paramCount ? cholesky[i * paramCount + k] : 0.0f;
       gaussianInverse(raw, paramCount == 1u ? 1u : 0u, a);
 #pragma unroll
       for (int k = 0; k < 6; ++k) a[k] *= GAUSSIAN_EXP2_SCALE;
+      gaussianOffset(a, means[i * 3] - ox, means[i * 3 + 1] - oy, means[i * 3 + 2] - oz, o);
       sShapeA[lid] = make_float4(a[0], a[1], a[2], a[3]);
-      sShapeB[lid] = make_float4(a[4], a[5], means[i * 3], means[i * 3 + 1]);
-      sMeanZ[lid] = means[i * 3 + 2];
+      sShapeB[lid] = make_float4(a[4], a[5], o[0], o[1]);
+      sOffsetZ[lid] = o[2];
 #pragma unroll
       for (int c = 0; c < MAXC; ++c) sWeight[lid * MAXC + c] = c < C ? weights[i * C + c] : 0.0f;
     }
@@ -60,7 +64,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS, 1)
 #pragma unroll(BACKWARD ? 1 : kForwardUnroll)
     for (uint32_t k = 0; k < count; ++k) {
       const float4 sa = sShapeA[k], sb = sShapeB[k];
-      const float a[6] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y}, mx = sb.z, my = sb.w, mz = sMeanZ[k];
+      const float a[6] = {sa.x, sa.y, sa.z, sa.w, sb.x, sb.y}, o0 = sb.z, o1 = sb.w, o2 = sOffsetZ[k];
       float w[MAXC];
       if constexpr (MAXC % 4 == 0) {
 #pragma unroll
@@ -75,7 +79,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS, 1)
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         float z[3];
-        const float m = gaussianDistance(a, x[r] - mx, y[r] - my, zc[r] - mz, z);  // scaled (gaussian_io.h)
+        const float m = gaussianDistanceFrom(a, o0, o1, o2, x[r], y[r], zc[r], z);  // scaled (gaussian_io.h)
         const float g = gaussianTerm(m);
         if constexpr (BACKWARD) {
           if (g == 0.0f) continue;  // no contribution (and z may be infinite)

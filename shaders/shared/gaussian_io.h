@@ -130,6 +130,26 @@ ARM_FN float gaussianDistance(GAUSSIAN_IN(a, 6), float dx, float dy, float dz, G
   return z[0] * z[0] + z[1] * z[1] + z[2] * z[2];
 }
 
+// The points' passes stage a Gaussian as A' and o = −A'·μ, so that z = A'·x + o is six multiply-adds a pair
+// instead of the differences and six more. Its rounding grows with ‖x‖ and ‖μ‖ over the Gaussian's size where the
+// differences' grows with ‖x − μ‖: a few ulps of the coordinates themselves, which the field is no better
+// conditioned than. Points and means are taken relative to the first Gaussian's mean, so that a field far from
+// the origin loses nothing. The Gaussians' side and culled mode keep the differences (their sums need them).
+ARM_FN void gaussianOffset(GAUSSIAN_IN(a, 6), float mx, float my, float mz, GAUSSIAN_OUT(o, 3)) {
+  o[0] = -(a[0] * mx);
+  o[1] = -(a[1] * mx + a[2] * my);
+  o[2] = -(a[3] * mx + a[4] * my + a[5] * mz);
+}
+
+// z = A·x + o, as fused multiply-adds; returns ‖z‖².
+ARM_FN float gaussianDistanceFrom(GAUSSIAN_IN(a, 6), float o0, float o1, float o2, float x, float y, float z,
+                                  GAUSSIAN_OUT(d, 3)) {
+  d[0] = fma(a[0], x, o0);
+  d[1] = fma(a[2], y, fma(a[1], x, o1));
+  d[2] = fma(a[5], z, fma(a[4], y, fma(a[3], x, o2)));
+  return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+}
+
 // The Gaussian side's sums, turned into the gradients of μ and A (A unscaled): the kernel accumulates, over its
 // points, D = Σ q·d and S = Σ q·d·dᵀ (lower triangle as a), q = −g·s twice the loss's derivative by the distance;
 // then A's gradient is Σ q·z·dᵀ = A·S (lower triangle) and μ's is −Σ q·Aᵀz = −Aᵀ·A·D.
