@@ -3,6 +3,9 @@
 // order; cuda/src/buckets.cu scans and sorts the grid's lists.
 #include <cooperative_groups.h>
 
+#include <map>
+#include <mutex>
+
 #include "block_scan.h"
 #include "check.h"
 #include "launch.h"
@@ -70,6 +73,7 @@ __device__ void binBlockPoints(const float* __restrict__ points, const GridHeade
   }
   if (!shared) return;
   __syncthreads();
+#pragma unroll 4  // the atomics of several cells in flight at once
   for (uint32_t c = lid; c < cells; c += GAUSSIAN_GRID_THREADS) {
     const uint32_t n = sCellCounts[c];
     if (n != 0) sCellCounts[c] = atomicAdd(&counters[c], n);
@@ -116,11 +120,14 @@ __device__ uint32_t scanChunk(const uint32_t* counts, uint32_t* starts, uint32_t
 // kernels' ends. Each block bins the points binPoints gives it once and keeps their cells and offsets across the
 // barriers, so the host launches it only where the GPU holds every block at once. Only the grid's used cells (the
 // header's dims) are counted and scanned: up to kScanChunk of them by one block, more in chunks (each chunk's sum, a
-// barrier, then the starts); the rest of the layout's starts get the total, so every list past them is empty. The
-// counts are left as counts, not cursors (nothing reads them after). Four blocks an SM keep ptxas within 64
-// registers, so that a million points' 489 blocks fit on an H200 at once.
+// barrier, then the starts); up to one chunk every block scans them itself, so that no barrier waits for one block's
+// scan. The rest of the layout's starts get the total, so every list past them is empty. The counts are left as
+// counts, not cursors (nothing reads them after). Four blocks an SM keep ptxas within 64 registers, so that a
+// million points' 489 blocks fit on an H200 at once.
 __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
     binPointsKernel(const float* __restrict__ points, uint32_t* __restrict__ grid, GaussianGridPush p) {
+  releaseNext();  // the tiles may launch (they wait for this kernel's end)
+  __shared__ uint32_t sStarts[kScanChunk];
   const cg::grid_group all = cg::this_grid();
   const GridHeader header(grid);
   const uint32_t lid = threadIdx.x, used = header.dims[0] * header.dims[1] * header.dims[2];
@@ -132,12 +139,21 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
   uint32_t cell[kBinPer], offset[kBinPer];  // offset: among the cell's points
   binBlockPoints(points, header, counts, p.points, cell, offset);
   all.sync();
+  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + lid;
   if (chunks == 1) {
+    const uint32_t total = scanChunk(counts, sStarts, used, 0, 0);
+    __syncthreads();
     if (blockIdx.x == 0) {
-      const uint32_t total = scanChunk(counts, starts, used, 0, 0);
+      for (uint32_t c = lid; c < used; c += GAUSSIAN_GRID_THREADS) starts[c] = sStarts[c];
       if (lid == 0) starts[used] = total;
     }
-  } else {
+    for (size_t c = used + 1 + all.thread_rank(); c <= p.cells; c += all.size()) starts[c] = total;
+#pragma unroll
+    for (uint32_t k = 0; k < kBinPer; ++k)
+      if (cell[k] != ~0u) grid[p.pointEntries + sStarts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
+    return;
+  }
+  {
     // Each chunk's sum, then each chunk's starts after the sums of the chunks before it.
     for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
       uint32_t sum = 0, total;
@@ -158,7 +174,6 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
   all.sync();
   const uint32_t binned = starts[used];
   for (size_t c = used + 1 + all.thread_rank(); c <= p.cells; c += all.size()) starts[c] = binned;
-  const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + lid;
 #pragma unroll
   for (uint32_t k = 0; k < kBinPer; ++k)
     if (cell[k] != ~0u) grid[p.pointEntries + starts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
@@ -362,6 +377,7 @@ __global__ void __launch_bounds__(GAUSSIAN_THREADS)
   __shared__ float sWeights[GAUSSIAN_THREADS * MAXC];
   __shared__ uint32_t sCells[kTilePoints], sRunStarts[kTilePoints / 32], sFirst[kTilePoints + 1],
       sLast[kTilePoints + 1];
+  waitForPrevious();  // the points binned (launched as a dependent of the binning)
   const uint32_t lid = threadIdx.x, lane = lid % kTileLanes, binned = grid[p.pointStarts + p.cells], C = p.channels;
   const uint32_t e = blockIdx.x * kTilePoints + lid / kTileLanes;
   if (blockIdx.x * kTilePoints < binned) {  // the whole block
@@ -550,7 +566,8 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
     const auto kernel = backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>;
     // kTilePoints points a block (the pass's groups count GAUSSIAN_THREADS points each).
     const uint32_t groups = std::max(1u, (p.push.points + kTilePoints - 1) / kTilePoints);
-    kernel<<<groups, GAUSSIAN_THREADS, 0, s>>>(points, weights, gradField, out, grid, p.push);
+    launchAfterPrevious(deviceTraits().dependentLaunches, kernel, dim3(groups), dim3(GAUSSIAN_THREADS), s, points,
+                        weights, gradField, out, grid, p.push);
   } else
     culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points), weights,
                                                                       gradField, out, grid, p.push);
@@ -559,11 +576,18 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
 }  // namespace
 
 uint32_t gaussianBinBlocks() {
+  // Once per device: every culled call asks, and its time before the first launch is on the call's clock.
+  static std::mutex mutex;
+  static std::map<int, uint32_t> perDevice;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = perDevice.find(device); it != perDevice.end()) return it->second;
   const DeviceTraits traits = deviceTraits();
-  if (!traits.cooperativeLaunches) return 0;
   int perSm = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, binPointsKernel, GAUSSIAN_GRID_THREADS, 0));
-  return uint32_t(perSm * traits.multiprocessors);
+  if (traits.cooperativeLaunches)
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, binPointsKernel, GAUSSIAN_GRID_THREADS, 0));
+  return perDevice[device] = uint32_t(perSm * traits.multiprocessors);
 }
 
 void gaussianGridPass(const Exec& exec, const GaussianGridPass& p) {
