@@ -132,9 +132,10 @@ ARM_FN float gaussianDistance(GAUSSIAN_IN(a, 6), float dx, float dy, float dz, G
 
 // The points' passes stage a Gaussian as A' and o = −A'·μ, so that z = A'·x + o is six multiply-adds a pair
 // instead of the differences and six more. Its rounding grows with ‖x‖ and ‖μ‖ over the Gaussian's size where the
-// differences' grows with ‖x − μ‖: a few ulps of the coordinates themselves, which the field is no better
-// conditioned than. Points and means are taken relative to the first Gaussian's mean, so that a field far from
-// the origin loses nothing. The Gaussians' side and culled mode keep the differences (their sums need them).
+// differences' grows with ‖x − μ‖: an error of a few ulps of the coordinates themselves, which the inputs carry
+// anyway. Points and means are taken relative to the first Gaussian's mean, so that a field far from the origin
+// loses nothing. The Gaussians' side keeps the differences, which its sums need; culled mode keeps them too, as its
+// tiles are bound by latency, not by instructions (docs/gaussian_field.md).
 ARM_FN void gaussianOffset(GAUSSIAN_IN(a, 6), float mx, float my, float mz, GAUSSIAN_OUT(o, 3)) {
   o[0] = -(a[0] * mx);
   o[1] = -(a[1] * mx + a[2] * my);
