@@ -140,20 +140,17 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
   binBlockPoints(points, header, counts, p.points, cell, offset);
   all.sync();
   const uint32_t base = blockIdx.x * GAUSSIAN_GRID_THREADS * kBinPer + lid;
+  const uint32_t* cellStarts = starts;  // where the fill reads each cell's start: shared with one chunk
+  uint32_t binned;
   if (chunks == 1) {
-    const uint32_t total = scanChunk(counts, sStarts, used, 0, 0);
+    binned = scanChunk(counts, sStarts, used, 0, 0);
     __syncthreads();
     if (blockIdx.x == 0) {
       for (uint32_t c = lid; c < used; c += GAUSSIAN_GRID_THREADS) starts[c] = sStarts[c];
-      if (lid == 0) starts[used] = total;
+      if (lid == 0) starts[used] = binned;
     }
-    for (size_t c = used + 1 + all.thread_rank(); c <= p.cells; c += all.size()) starts[c] = total;
-#pragma unroll
-    for (uint32_t k = 0; k < kBinPer; ++k)
-      if (cell[k] != ~0u) grid[p.pointEntries + sStarts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
-    return;
-  }
-  {
+    cellStarts = sStarts;
+  } else {
     // Each chunk's sum, then each chunk's starts after the sums of the chunks before it.
     for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
       uint32_t sum = 0, total;
@@ -170,13 +167,13 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS, 4)
       total = scanChunk(counts, starts, used, chunk, before);
       if (chunk == chunks - 1 && lid == 0) starts[used] = before + total;
     }
+    all.sync();
+    binned = starts[used];
   }
-  all.sync();
-  const uint32_t binned = starts[used];
   for (size_t c = used + 1 + all.thread_rank(); c <= p.cells; c += all.size()) starts[c] = binned;
 #pragma unroll
   for (uint32_t k = 0; k < kBinPer; ++k)
-    if (cell[k] != ~0u) grid[p.pointEntries + starts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
+    if (cell[k] != ~0u) grid[p.pointEntries + cellStarts[cell[k]] + offset[k]] = base + k * GAUSSIAN_GRID_THREADS;
 }
 
 __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
