@@ -23,7 +23,7 @@ layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float g
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-// Three vec4 rows per joint (JOINTS_SHARED_READ).
+// Three vec4 rows per joint (JOINTS_ROWS_READ).
 shared vec4 sA[JOINTS_SMALL_JOINTS * 3];  // each joint's own gradient; once done, what it sends its parent
 shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // globals; once a joint's children are done, its local's gradient
 
@@ -42,7 +42,7 @@ void main() {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         const uint i = base + e;
         float a[12], tmp[12];
-        JOINTS_SHARED_READ(sA, e, a);
+        JOINTS_ROWS_READ(sA, e, a);
         if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
           float ds[12], ib[12];
           for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
@@ -51,7 +51,7 @@ void main() {
         }
         if ((p.flags & JOINTS_POSITIONS) != 0u)
           for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
-        JOINTS_SHARED_WRITE(sA, e, a);
+        JOINTS_ROWS_WRITE(sA, e, a);
       }
       barrier();
     }
@@ -60,17 +60,17 @@ void main() {
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
         float a[12], l[12], dl[12], up[12];
-        JOINTS_SHARED_READ(sA, e, a);
+        JOINTS_ROWS_READ(sA, e, a);
         for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // the level below: what each child sent
           float m[12];
-          JOINTS_SHARED_READ(sA, s * N + children[c], m);
+          JOINTS_ROWS_READ(sA, s * N + children[c], m);
           for (int k = 0; k < 12; ++k) a[k] += m[k];
         }
         // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
         const int parent = parents[j];
         if (parent >= 0) {
           float gp[12];
-          JOINTS_SHARED_READ(sG, s * N + uint(parent), gp);
+          JOINTS_ROWS_READ(sG, s * N + uint(parent), gp);
           jointTransposeTimes(gp, a, dl);
         } else {
           dl = a;
@@ -83,8 +83,8 @@ void main() {
           dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
           for (int k = 0; k < 4; ++k) dl[k] = dq[k];
         }
-        JOINTS_SHARED_WRITE(sA, e, up);
-        JOINTS_SHARED_WRITE(sG, e, dl);
+        JOINTS_ROWS_WRITE(sA, e, up);
+        JOINTS_ROWS_WRITE(sG, e, dl);
       }
       barrier();
     }

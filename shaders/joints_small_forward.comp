@@ -16,7 +16,7 @@ layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { fl
 layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_SHARED_READ)
+shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_ROWS_READ)
 
 #include "shared/joints_locals.h"
 
@@ -31,7 +31,7 @@ void main() {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float m[12];
         localOf(base + e, m);
-        JOINTS_SHARED_WRITE(sG, e, m);
+        JOINTS_ROWS_WRITE(sG, e, m);
       }
     }
     barrier();
@@ -40,10 +40,10 @@ void main() {
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint s = x / width, j = levels[start + x % width], e = s * N + j;
         float g[12], l[12], y[12];
-        JOINTS_SHARED_READ(sG, s * N + uint(parents[j]), g);
-        JOINTS_SHARED_READ(sG, e, l);
+        JOINTS_ROWS_READ(sG, s * N + uint(parents[j]), g);
+        JOINTS_ROWS_READ(sG, e, l);
         jointCompose(g, l, y);
-        JOINTS_SHARED_WRITE(sG, e, y);
+        JOINTS_ROWS_WRITE(sG, e, y);
       }
       barrier();
     }
@@ -53,7 +53,7 @@ void main() {
     if ((p.flags & JOINTS_SKINNING) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
-        JOINTS_SHARED_READ(sG, e, g);
+        JOINTS_ROWS_READ(sG, e, g);
         for (int k = 0; k < 12; ++k) ib[k] = inverseBind[e % N * 12u + uint(k)];
         jointCompose(g, ib, y);
         for (int k = 0; k < 12; ++k) skinning[(base + e) * 12u + uint(k)] = y[k];

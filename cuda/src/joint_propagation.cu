@@ -1,9 +1,11 @@
 // Joint propagation on CUDA: the Vulkan shaders (shaders/joints_*.comp) with the same math
-// (shaders/shared/joints_io.h): a small forest in one launch, any other in one single-pass scan per generation,
-// launched in order on the exec's stream.
+// (shaders/shared/joints_io.h): a small forest in one launch; any other forward in one single-pass scan of all paths
+// then one elementwise launch per later generation (each a programmatic dependent of the one before), and any other
+// backward in one single-pass scan per generation; launched in order on the exec's stream.
 #include <algorithm>
 
 #include "check.h"
+#include "launch.h"
 #include "ops/joint_propagation_backend.h"
 
 namespace armature::cuda {
@@ -20,25 +22,36 @@ struct Tables {
   const int32_t* parents;
   const uint32_t* lightStart;
   const uint32_t* lightChildren;
-};
-
-struct Locals {
-  const float* a;  // rotations (B,N,4) or affine (B,N,12)
-  const float* b;  // translations (B,N,3)
-  bool affine;
-  __device__ void at(size_t i, float m[12]) const {
-    if (affine) {
-#pragma unroll
-      for (int k = 0; k < 12; ++k) m[k] = a[i * 12 + k];
-    } else {
-      jointRigid(a[i * 4], a[i * 4 + 1], a[i * 4 + 2], a[i * 4 + 3], b[i * 3], b[i * 3 + 1], b[i * 3 + 2], m);
-    }
-  }
+  const int32_t* topParents;
 };
 
 __device__ __forceinline__ void copy12(const float* from, float* to) {
 #pragma unroll
   for (int k = 0; k < 12; ++k) to[k] = from[k];
+}
+
+// A transform row in global memory: three 16-byte accesses where the row is aligned (every row of a tensor is, when
+// its start is), else twelve.
+__device__ __forceinline__ void load12(const float* from, float* m) {
+  if ((reinterpret_cast<uintptr_t>(from) & 15u) != 0) {
+    copy12(from, m);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    const float4 v = reinterpret_cast<const float4*>(from)[k];
+    m[4 * k] = v.x, m[4 * k + 1] = v.y, m[4 * k + 2] = v.z, m[4 * k + 3] = v.w;
+  }
+}
+
+__device__ __forceinline__ void store12(const float* m, float* to) {
+  if ((reinterpret_cast<uintptr_t>(to) & 15u) != 0) {
+    copy12(m, to);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 3; ++k)
+    reinterpret_cast<float4*>(to)[k] = make_float4(m[4 * k], m[4 * k + 1], m[4 * k + 2], m[4 * k + 3]);
 }
 
 __device__ __forceinline__ void identity12(float* m) {
@@ -50,6 +63,22 @@ __device__ __forceinline__ void zero12(float* m) {
 #pragma unroll
   for (int k = 0; k < 12; ++k) m[k] = 0.0f;
 }
+
+struct Locals {
+  const float* a;  // rotations (B,N,4) or affine (B,N,12)
+  const float* b;  // translations (B,N,3)
+  bool affine;
+  __device__ void at(size_t i, float m[12]) const {
+    if (affine) {
+      load12(&a[i * 12], m);
+    } else {
+      const float4 q = (reinterpret_cast<uintptr_t>(a) & 15u) == 0
+                           ? reinterpret_cast<const float4*>(a)[i]
+                           : make_float4(a[i * 4], a[i * 4 + 1], a[i * 4 + 2], a[i * 4 + 3]);
+      jointRigid(q.x, q.y, q.z, q.w, b[i * 3], b[i * 3 + 1], b[i * 3 + 2], m);
+    }
+  }
+};
 
 // A scan state: the forward's uses `product` alone; the backward's map is c -> u + c·productᵀ.
 struct State {
@@ -226,6 +255,7 @@ __device__ void carryTiles(float* scratch, const JointsPush& p) {
 struct ForwardItems {
   float value[kScanItems][12];
   uint32_t flag[kScanItems], joint[kScanItems];
+  bool placed[kScanItems];  // on a root's path: its path product is its global
   size_t index[kScanItems];
 };
 
@@ -240,21 +270,25 @@ struct Forward {
   float* scratch;
   JointsPush p;
 
-  // Element e of the generation's sequence: its flag and value (a path's top takes its parent's global).
+  // Element e of the sequence (every path, top first): its flag (a path's top) and value (its local).
   __device__ void load(uint32_t e, Items& it, int n) const {
-    const uint32_t b = e / p.genLength, o = t.order[p.genStart + e % p.genLength];
+    const uint32_t b = e / p.genLength, position = p.genStart + e % p.genLength, o = t.order[position];
     const uint32_t j = o & ~JOINTS_HEAD;
     const size_t i = size_t(b) * p.joints + j;
     it.joint[n] = j, it.index[n] = i, it.flag[n] = (o & JOINTS_HEAD) ? 1u : 0u;
-    float l[12];
-    locals.at(i, l);
-    const int parent = t.parents[j];
-    if (!(o & JOINTS_HEAD) || parent < 0) {
-      copy12(l, it.value[n]);
-    } else {
-      float g[12];
-      copy12(&globals[(size_t(b) * p.joints + size_t(parent)) * 12], g);
-      jointCompose(g, l, it.value[n]);
+    it.placed[n] = t.topParents[position] < 0;
+    locals.at(i, it.value[n]);
+  }
+
+  // Joint i's global g: stored, with the outputs it makes (ib: the joint's inverse bind, read for skinning).
+  __device__ void store(size_t i, const float g[12], const float ib[12]) const {
+    store12(g, &globals[i * 12]);
+    if (p.flags & JOINTS_POSITIONS)
+      for (int r = 0; r < 3; ++r) positions[i * 3 + r] = g[r * 4 + 3];
+    if (p.flags & JOINTS_SKINNING) {
+      float s[12];
+      jointCompose(g, ib, s);
+      store12(s, &skinning[i * 12]);
     }
   }
 
@@ -271,23 +305,21 @@ struct Forward {
     }
   }
 
+  // Each element's path product: its global on a root's path, else kept in the globals for placeKernel.
   __device__ void apply(const State& before, const Items& it, int count) const {
     float g[12], y[12];
     copy12(before.product, g);
 #pragma unroll
     for (int n = 0; n < kScanItems; ++n) {
       if (n >= count) break;
-      const size_t i = it.index[n];
       jointsCombineForward(g, it.flag[n], it.value[n], y);
       copy12(y, g);
-      copy12(g, &globals[i * 12]);
-      if (p.flags & JOINTS_POSITIONS)
-        for (int r = 0; r < 3; ++r) positions[i * 3 + r] = g[r * 4 + 3];
-      if (p.flags & JOINTS_SKINNING) {
-        float ib[12], s[12];
-        copy12(&inverseBind[size_t(it.joint[n]) * 12], ib);
-        jointCompose(g, ib, s);
-        copy12(s, &skinning[i * 12]);
+      if (it.placed[n]) {
+        float ib[12];
+        if (p.flags & JOINTS_SKINNING) load12(&inverseBind[size_t(it.joint[n]) * 12], ib);
+        store(it.index[n], g, ib);
+      } else {
+        store12(g, &globals[it.index[n] * 12]);
       }
     }
   }
@@ -335,8 +367,8 @@ struct Backward {
       for (int k = 0; k < 12; ++k) a[k] += grads.globals[i * 12 + k];
     if (p.flags & JOINTS_SKINNING) {  // S = G · IB: dG += dS · IBᵀ
       float ds[12], ib[12];
-      copy12(&grads.skinning[i * 12], ds);
-      copy12(&inverseBind[size_t(j) * 12], ib);
+      load12(&grads.skinning[i * 12], ds);
+      load12(&inverseBind[size_t(j) * 12], ib);
       jointTimesTranspose(ds, ib, tmp);
 #pragma unroll
       for (int k = 0; k < 12; ++k) a[k] += tmp[k];
@@ -346,7 +378,7 @@ struct Backward {
     for (uint32_t c = t.lightStart[j]; c < t.lightStart[j + 1]; ++c) {
       const size_t child = base + t.lightChildren[c];
       float ac[12], lc[12];
-      copy12(&adjoint[child * 12], ac);
+      load12(&adjoint[child * 12], ac);
       locals.at(child, lc);
       jointTimesTranspose(ac, lc, tmp);
 #pragma unroll
@@ -380,20 +412,20 @@ struct Backward {
       if (it.flag[n]) zero12(c);
 #pragma unroll
       for (int k = 0; k < 12; ++k) a[k] = it.a[n][k] + c[k];
-      copy12(a, &adjoint[i * 12]);
+      store12(a, &adjoint[i * 12]);
       // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
       float dl[12];
       const int parent = t.parents[it.joint[n]];
       if (parent >= 0) {
         float gp[12];
-        copy12(&globals[(it.base[n] + size_t(parent)) * 12], gp);
+        load12(&globals[(it.base[n] + size_t(parent)) * 12], gp);
         jointTransposeTimes(gp, a, dl);
       } else {
         copy12(a, dl);
       }
       jointTimesTranspose(a, it.local[n], c);
       if (locals.affine) {
-        copy12(dl, &gradA[i * 12]);
+        store12(dl, &gradA[i * 12]);
       } else {
         float dq[4];
         const float* q = &locals.a[i * 4];
@@ -449,6 +481,27 @@ __global__ void __launch_bounds__(kScanThreads) scanKernel(Op op) {
 }
 
 // A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
+// PLACE, one generation after the first: each element's path product S becomes its global G_t · S, t its path top's
+// parent (finished by the launch before). Only the reads of earlier launches' results wait for them.
+__global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
+  releaseNext();
+  const JointsPush& p = op.p;
+  for (uint32_t e = blockIdx.x * JOINTS_THREADS + threadIdx.x; e < p.batch * p.genLength;
+       e += gridDim.x * JOINTS_THREADS) {
+    const uint32_t b = e / p.genLength, position = p.genStart + e % p.genLength;
+    const uint32_t j = op.t.order[position] & ~JOINTS_HEAD;
+    const size_t base = size_t(b) * p.joints, i = base + j, parent = base + uint32_t(op.t.topParents[position]);
+    float ib[12];
+    if (p.flags & JOINTS_SKINNING) load12(&op.inverseBind[size_t(j) * 12], ib);
+    waitForPrevious();
+    float product[12], top[12], g[12];
+    load12(&op.globals[i * 12], product);
+    load12(&op.globals[parent * 12], top);
+    jointCompose(top, product, g);
+    op.store(i, g, ib);
+  }
+}
+
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
   __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
   const JointsPush& p = op.p;
@@ -616,7 +669,7 @@ __global__ void pointsKernel(const int32_t* pointJoints, const uint32_t* pointSt
 
 Tables tablesOf(const DeviceJointForest& f) {
   return {f.order().cuda<uint32_t>(), f.parents().cuda<int32_t>(), f.lightStart().cuda<uint32_t>(),
-          f.lightChildren().cuda<uint32_t>()};
+          f.lightChildren().cuda<uint32_t>(), f.topParents().cuda<int32_t>()};
 }
 
 Locals localsOf(LocalTransform kind, const DeviceView& rotations, const DeviceView& translations,
@@ -625,13 +678,21 @@ Locals localsOf(LocalTransform kind, const DeviceView& rotations, const DeviceVi
   return {isAffine ? affine.cuda<float>() : rotations.cuda<float>(), translations.cuda<float>(), isAffine};
 }
 
-// A large forest's scans: the status words zeroed, then one launch per generation, in order on the exec's stream.
+// A large forest's passes (forEachPhase): the status words zeroed, then one launch each, in order on the exec's
+// stream.
 template <bool IsBackward, typename Op>
 void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags,
                  const DeviceView& scratch, Op& op) {
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
   forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
+    if constexpr (!IsBackward) {
+      if (push.phase == JOINTS_PLACE) {
+        launchAfterPrevious(deviceTraits().dependentLaunches, placeKernel, dim3(groups), dim3(JOINTS_THREADS),
+                            stream(exec), op);
+        return;
+      }
+    }
     scanKernel<IsBackward><<<groups, kScanThreads, 0, stream(exec)>>>(op);
     CUDA_CHECK_LAUNCH();
   });

@@ -1,24 +1,27 @@
 // Joint propagation on the GPU (GLSL and CUDA): bindings, push constants, and the transform math both backends run.
 //
 // A generation of the forest's heavy-path decomposition (armature/ops/joint_forest.h) is a run of whole paths in
-// order(); for a batch it is that run repeated per skeleton. Propagating it is a segmented scan along that sequence,
-// a segment per path:
-//   - forward, top down: an element is its joint's local, a path's top also taking its parent's global (finished in
-//     an earlier generation) and starting a segment; the scan's product is each joint's global.
-//   - backward, bottom up: an element is the map c -> (a + c)·Lᵀ carrying the adjoint c arriving from the heavy child
-//     to the parent, where a is the joint's own gradient plus its light children's finished adjoints (a later
-//     generation, gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
+// order(); for a batch it is that run repeated per skeleton.
+//   - forward: one segmented scan of every path's locals at once (order() from start to end, a segment per path)
+//     gives each joint its path's product from the top, S; a path hanging from joint t then has globals G_t · S, so
+//     each later generation is one elementwise pass (PLACE: a joint's S premultiplied by its top's parent's global,
+//     finished by the pass before). Only those passes wait on each other: the scan's products depend on no
+//     generation, and a pass is one load and one product deep.
+//   - backward, generation by generation from the last, a segmented scan along the generation's sequence, a segment
+//     per path: an element is the map c -> (a + c)·Lᵀ carrying the adjoint c arriving from the heavy child to the
+//     parent, where a is the joint's own gradient plus its light children's finished adjoints (a later generation,
+//     gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
 //     (u, P): c -> u + c·Pᵀ.
 // The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
 // registers (CUDA: twice the threads, half the elements each; its block scans by warp shuffles, not in shared
-// memory). On a GPU one dispatch per generation does it (SINGLE): each tile publishes its aggregate, then combines
+// memory). On a GPU one dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines
 // its predecessors' back to the first that starts a segment, for its carry: a look-back (after Merrill and Garland's
 // single-pass scan, 2016) without their shortcut through finished prefixes, whose association would vary from run
 // to run; tiles wait only on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path
 // across many tiles costs one round trip per 32 of them. The shaders' reads one at a time: most look-backs end at
 // the first, and a workgroup-wide window was slower there.) On lavapipe, whose invocations may not wait on others,
 // three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile
-// again from its carry (APPLY). A generation of one tile needs one dispatch either way.
+// again from its carry (APPLY). A scan of one tile needs one dispatch either way.
 // A forest of at most JOINTS_SMALL_JOINTS joints (a body's skeleton, usually batched) takes another way, one
 // dispatch per direction (joints_small_*.comp): a workgroup holds whole skeletons in shared memory, read and written
 // with coalesced accesses, and walks them level by level (each joint its parent's global times its local; backward,
@@ -60,7 +63,8 @@
 #define JOINTS_BINDING_GRAD_A 12       // float: gradient of rotations or affine (backward)
 #define JOINTS_BINDING_GRAD_B 13       // float: gradient of translations (backward)
 #define JOINTS_BINDING_SCRATCH 14      // uint: statuses and the tiles' records (above)
-#define JOINTS_BINDINGS 15
+#define JOINTS_BINDING_TOP_PARENTS 15  // int (N): per order() position, the parent of its path's top (-1: a root's)
+#define JOINTS_BINDINGS 16
 
 #define JOINTS_AFFINE 1u          // flags: the locals are affine 3×4 (else rigid)
 #define JOINTS_SKINNING 2u        // skinning matrices (forward output, or a gradient for them)
@@ -72,6 +76,7 @@
 #define JOINTS_REDUCE 1u
 #define JOINTS_CARRY 2u
 #define JOINTS_APPLY 3u
+#define JOINTS_PLACE 5u  // forward, a generation after the first: an invocation per element, S to its global
 
 // Points attached to joints (joints_points.comp): three passes around the propagation.
 #define JOINTS_POINTS_FORWARD 0u      // an invocation per (skeleton, point): the point by its joint's global
@@ -98,8 +103,8 @@ ARM_SHARED_STRUCT(JointsPush) {
   uint genStart;     // this dispatch's generation: order() positions [genStart, genStart + genLength)
   uint genLength;
   uint flags;
-  uint phase;        // JOINTS_SINGLE, JOINTS_REDUCE, JOINTS_CARRY or JOINTS_APPLY
-  uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry
+  uint phase;        // JOINTS_SINGLE, JOINTS_REDUCE, JOINTS_CARRY, JOINTS_APPLY or JOINTS_PLACE
+  uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry (PLACE: unused)
   uint statusStart;  // SINGLE: this generation's first status word
   uint recordStart;  // the first record's word
   uint pad0, pad1, pad2;

@@ -13,14 +13,15 @@ void localOf(uint i, out float m[12]) {
   }
 }
 
-// A transform in a shared vec4 array, three rows per joint: 128-bit accesses, which a warp makes without bank
-// conflicts at a joint's 48-byte stride (float by float, its lanes would meet four to a bank).
-#define JOINTS_SHARED_READ(array, e, m)                                      \
+// A transform in a vec4 array, three rows per joint: 128-bit accesses. In shared memory a warp makes them without
+// bank conflicts at a joint's 48-byte stride (float by float, its lanes would meet four to a bank); in a buffer a
+// joint's row is three transactions instead of twelve scattered ones.
+#define JOINTS_ROWS_READ(array, e, m)                                      \
   for (int r_ = 0; r_ < 3; ++r_) {                                           \
     const vec4 v_ = array[(e) * 3u + uint(r_)];                              \
     m[r_ * 4] = v_.x, m[r_ * 4 + 1] = v_.y, m[r_ * 4 + 2] = v_.z, m[r_ * 4 + 3] = v_.w; \
   }
-#define JOINTS_SHARED_WRITE(array, e, m) \
+#define JOINTS_ROWS_WRITE(array, e, m) \
   for (int r_ = 0; r_ < 3; ++r_)         \
     array[(e) * 3u + uint(r_)] = vec4(m[r_ * 4], m[r_ * 4 + 1], m[r_ * 4 + 2], m[r_ * 4 + 3]);
 

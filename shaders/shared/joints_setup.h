@@ -12,7 +12,7 @@
 //   4. pointer jumping up heavy edges: each joint's path top and its offset in the path; then up from path tops
 //      to their parents' tops: each path's generation;
 //   5. the pairs (generation, top) sorted: the paths in order (by generation, then top index), their starts a scan
-//      of their lengths, and each joint placed at its path's start plus its offset;
+//      of their lengths, and each joint placed at its path's start plus its offset (with its top's parent);
 //   6. each joint's light children (its children but the heavy one, in index order) as CSR.
 // All sums are of integers, so the tables are the same on every run (and the same as the host's).
 //
@@ -37,7 +37,7 @@
 #define JOINTS_SETUP_GENERATIONS 7u   // per joint: top and offset kept; path tops' chains to their parents' tops
 #define JOINTS_SETUP_PATH_KEYS 8u     // per sort slot: (generation, top) for path tops; the generations' counts
 #define JOINTS_SETUP_PATHS 9u         // per sorted path: where its top lands, and its length to scan
-#define JOINTS_SETUP_ORDER 10u        // per joint: its place in the order
+#define JOINTS_SETUP_ORDER 10u        // per joint: its place in the order, and its top's parent there
 #define JOINTS_SETUP_LIGHT 11u        // per joint: light-children CSR
 
 #define JOINTS_SETUP_MAX_GENERATIONS 32u  // floor(log2 N) + 1 for N < 2^31
@@ -65,7 +65,7 @@ ARM_SHARED_STRUCT(JointsSetupPush) {
 
 // Word offsets of each region, 64-word aligned (a region can be bound on its own).
 ARM_SHARED_STRUCT(JointsSetupTables) {
-  uint parents, order, lightStart, lightChildren, words;
+  uint parents, order, lightStart, lightChildren, topParents, words;
 };
 
 ARM_SHARED_STRUCT(JointsSetupLayout) {
@@ -89,7 +89,8 @@ ARM_FN JointsSetupTables jointsSetupTables(uint N) {
   t.order = jointsSetupAlign(N);
   t.lightStart = t.order + jointsSetupAlign(N);
   t.lightChildren = t.lightStart + jointsSetupAlign(N + 1u);
-  t.words = t.lightChildren + jointsSetupAlign(N);
+  t.topParents = t.lightChildren + jointsSetupAlign(N);
+  t.words = t.topParents + jointsSetupAlign(N);
   return t;
 }
 
@@ -231,7 +232,10 @@ JOINTS_SETUP_DEVICE void jointsSetupStep(JOINTS_SETUP_BUFFERS JointsSetupPush p,
   } else if (p.mode == JOINTS_SETUP_ORDER) {
     const uint offset = words[l.offset + i];
     const uint at = words[l.pathStarts + words[l.pathOf + words[l.top + i]]] + offset;
-    if (at < N) tables[t.order + at] = i | (offset == 0u ? JOINTS_HEAD : 0u);
+    if (at < N) {
+      tables[t.order + at] = i | (offset == 0u ? JOINTS_HEAD : 0u);
+      tables[t.topParents + at] = tables[t.parents + words[l.top + i]];
+    }
   } else if (p.mode == JOINTS_SETUP_LIGHT) {
     tables[t.lightStart + i] = words[l.lightStarts + i];
     if (i == N) return;

@@ -72,8 +72,13 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
       groupBy(forest.paths(), N, [&](size_t path) { return forest.parents()[topOf(path)]; });
   for (uint32_t& path : lightChildren) path = topOf(path);
   for (size_t j = 0; j < N; ++j) m_widestFanOut = std::max(m_widestFanOut, lightStart[j + 1] - lightStart[j]);
-  std::vector<uint32_t> order = forest.order();
-  for (uint32_t p = 0; p < forest.paths(); ++p) order[forest.pathStart()[p]] |= JOINTS_HEAD;
+  std::vector<uint32_t> order = forest.order(), topParents(N);
+  for (uint32_t p = 0; p < forest.paths(); ++p) {
+    const uint32_t first = forest.pathStart()[p], top = order[first];
+    order[first] |= JOINTS_HEAD;
+    std::fill(topParents.begin() + first, topParents.begin() + forest.pathStart()[p + 1],
+              uint32_t(forest.parents()[top]));
+  }
   // One buffer, laid out as the GPU's analysis writes it.
   const JointsSetupTables t = jointsSetupTables(m_joints);
   std::vector<uint32_t> tables(t.words, 0);
@@ -81,6 +86,7 @@ DeviceJointForest::DeviceJointForest(Device& device, const JointForest& forest, 
   std::copy(order.begin(), order.end(), tables.begin() + t.order);
   std::copy(lightStart.begin(), lightStart.end(), tables.begin() + t.lightStart);
   std::copy(lightChildren.begin(), lightChildren.end(), tables.begin() + t.lightChildren);
+  std::copy(topParents.begin(), topParents.end(), tables.begin() + t.topParents);
   m_tables = device.upload(tables);
   if (small()) {  // the joints by depth, then each level's start; every joint's children
     std::vector<uint32_t> levels = forest.levelOrder();
@@ -120,6 +126,9 @@ DeviceView DeviceJointForest::parents() const {
 DeviceView DeviceJointForest::order() const {
   return m_tables.view().slice(jointsSetupTables(m_joints).order, m_joints);
 }
+DeviceView DeviceJointForest::topParents() const {
+  return m_tables.view().as(ElementType::Int32).slice(jointsSetupTables(m_joints).topParents, m_joints);
+}
 DeviceView DeviceJointForest::lightStart() const {
   return m_tables.view().slice(jointsSetupTables(m_joints).lightStart, m_joints + 1);
 }
@@ -127,6 +136,7 @@ DeviceView DeviceJointForest::lightChildren() const {
   return m_tables.view().slice(jointsSetupTables(m_joints).lightChildren, m_joints);
 }
 
+// Each generation's scan's (the backward's), whose sum covers the forward's one scan of all of them.
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
   for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g));
@@ -134,8 +144,7 @@ size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
 }
 
 size_t DeviceJointForest::scanScratchFloats(uint32_t batch) const {
-  uint32_t mostTiles = 1;
-  for (uint32_t g = 0; g < generations(); ++g) mostTiles = std::max(mostTiles, jointsTiles(batch, generationLength(g)));
+  const uint32_t mostTiles = std::max(1u, jointsTiles(batch, m_joints));  // the forward's scan of all paths
   // Rounded up to 256 bytes: the points' part after it is bound at its own offset (storage buffer alignment).
   return bindableFloats(scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS);
 }

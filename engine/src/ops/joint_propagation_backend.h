@@ -41,42 +41,50 @@ inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {
   return uint32_t((uint64_t(batch) * length + JOINTS_TILE - 1) / JOINTS_TILE);
 }
 
-// Calls launch(push, workgroups) for each dispatch of each generation of `forest` (forward: first to last;
-// backward: last to first): SINGLE for a generation of at most `singlePassTiles` tiles (0 on lavapipe), else
-// REDUCE, CARRY and APPLY. The scratch's status words (DeviceJointForest::scratchStatusWords) must be zero before.
+// Calls launch(push, workgroups) for each dispatch of a scan of `length` elements of order() from `start` (batch
+// times): SINGLE for a scan of at most `singlePassTiles` tiles (0 on lavapipe), else REDUCE, CARRY and APPLY. Its
+// status words start at `statusStart`, which moves past them.
 template <typename Launch>
-void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool reverse,
-                  uint32_t singlePassTiles, Launch launch) {
-  const uint32_t G = forest.generations(), recordStart = uint32_t(forest.scratchStatusWords(batch));
-  uint32_t statusStart = 0;
-  for (uint32_t step = 0; step < G; ++step) {
-    const uint32_t g = reverse ? G - 1 - step : step;
-    const uint32_t length = forest.generationLength(g), tiles = jointsTiles(batch, length);
-    JointsPush push{forest.size(),
-                    batch,
-                    forest.generationStart(g),
-                    length,
-                    flags,
-                    JOINTS_SINGLE,
-                    tiles,
-                    statusStart,
-                    recordStart,
-                    0,
-                    0,
-                    0};
-    statusStart += tiles;
-    if (tiles == 1 || tiles <= singlePassTiles) {
-      launch(push, tiles);
-      continue;
-    }
-    const uint32_t groups = std::min<uint32_t>(tiles, 65535);
-    push.phase = JOINTS_REDUCE;
-    launch(push, groups);
-    push.phase = JOINTS_CARRY;
-    launch(push, 1u);
-    push.phase = JOINTS_APPLY;
-    launch(push, groups);
+void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t start, uint32_t length,
+                      uint32_t singlePassTiles, uint32_t& statusStart, Launch& launch) {
+  const uint32_t tiles = jointsTiles(batch, length), recordStart = uint32_t(forest.scratchStatusWords(batch));
+  JointsPush push{forest.size(), batch, start, length, flags, JOINTS_SINGLE, tiles, statusStart, recordStart, 0, 0, 0};
+  statusStart += tiles;
+  if (tiles == 1 || tiles <= singlePassTiles) {
+    launch(push, tiles);
+    return;
   }
+  const uint32_t groups = std::min<uint32_t>(tiles, 65535);
+  push.phase = JOINTS_REDUCE;
+  launch(push, groups);
+  push.phase = JOINTS_CARRY;
+  launch(push, 1u);
+  push.phase = JOINTS_APPLY;
+  launch(push, groups);
+}
+
+// Calls launch(push, workgroups) for each dispatch of a large forest's propagation (shared/joints_io.h). Forward:
+// the scan of every path's locals, then PLACE for each later generation. Backward: each generation's scan, last to
+// first. The scratch's status words (DeviceJointForest::scratchStatusWords) must be zero before.
+template <typename Launch>
+void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool backward,
+                  uint32_t singlePassTiles, Launch launch) {
+  const uint32_t G = forest.generations();
+  uint32_t statusStart = 0;
+  if (!backward) {
+    forEachScanPhase(forest, batch, flags, 0, forest.size(), singlePassTiles, statusStart, launch);
+    for (uint32_t g = 1; g < G; ++g) {
+      const uint32_t length = forest.generationLength(g);
+      const JointsPush push{
+          forest.size(), batch, forest.generationStart(g), length, flags, JOINTS_PLACE, 0, 0, 0, 0, 0, 0};
+      launch(push,
+             uint32_t(std::min<uint64_t>((uint64_t(batch) * length + JOINTS_THREADS - 1) / JOINTS_THREADS, 65535)));
+    }
+    return;
+  }
+  for (uint32_t g = G; g-- > 0;)
+    forEachScanPhase(forest, batch, flags, forest.generationStart(g), forest.generationLength(g), singlePassTiles,
+                     statusStart, launch);
 }
 
 }  // namespace armature

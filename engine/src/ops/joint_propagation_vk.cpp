@@ -9,7 +9,8 @@ namespace {
 // An optional argument's binding, null where it is absent (run() binds a spare there, never read: its flag is off).
 BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{} : view.vulkan(); }
 
-// Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`; each
+// Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`, then
+// the path tops' parents; each
 // dispatch after what it reads (the one before; the first after work recorded just before it, such as the
 // backward's forward). `small` runs a small forest (DeviceJointForest::small()), `scan` any other.
 template <typename Args>
@@ -19,6 +20,7 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
   VkCommandBuffer cmd = exec.commandBuffer();
   auto bind = [&](std::vector<BufferView> buffers) {
     buffers.insert(buffers.end(), rest.begin(), rest.end());
+    buffers.push_back(f.topParents().vulkan());
     for (BufferView& b : buffers)
       if (!b.buffer) b = a.globals.vulkan();
     return buffers;
@@ -42,7 +44,7 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
       bind({f.order().vulkan(), f.parents().vulkan(), f.lightStart().vulkan(), f.lightChildren().vulkan(), locals,
             optional(a.translations), optional(a.inverseBind)});
   const auto& program = exec.context().program(scan, JOINTS_BINDINGS, sizeof(JointsPush));
-  // One pass per generation where workgroups may wait on earlier ones (a GPU), three on lavapipe.
+  // One pass per scan where workgroups may wait on earlier ones (a GPU), three on lavapipe.
   const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
   computeBarrier(cmd);  // the status words may still be read by earlier work
   vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);

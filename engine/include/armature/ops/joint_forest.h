@@ -7,8 +7,8 @@
 // is a root, else one more than the generation of the path holding the top's parent. Walking down a path crosses
 // only heavy edges and each light edge at least halves the subtree, so there are at most floor(log2 N) + 1
 // generations however deep the forest is: a chain of 100k joints is one path, a root with 100k children is 100k
-// paths of generation 1. Propagation runs one generation after another, each path a sequential product
-// (a scan on the GPU); the backward runs the generations in reverse.
+// paths of generation 1. On the GPU the forward scans every path's products at once, then places each generation
+// on the one before (one product a joint); the backward scans one generation after another, in reverse.
 #include <cstdint>
 #include <vector>
 

@@ -13,11 +13,12 @@
 // The backward takes a gradient for any subset of the outputs and returns the exact gradients for the locals and
 // the attached points' coordinates (summed over the batch).
 //
-// On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float): each generation of the forest's
-// heavy-path decomposition is a segmented scan along its paths (shaders/shared/joints_io.h), one dispatch per
-// generation whatever the paths' lengths; a small forest (a body's skeleton) is one dispatch, skeletons held whole in
-// shared memory; the backward's sums have a fixed order (no atomics: the same bits on every
-// run). Attached points are moved after the propagation, and their gradient joins the globals' before it.
+// On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float), over the forest's heavy-path
+// decomposition (shaders/shared/joints_io.h): forward, one segmented scan of all paths' locals, then an elementwise
+// pass per later generation; backward, a segmented scan per generation, whatever the paths' lengths. A small forest
+// (a body's skeleton) is one dispatch, skeletons held whole in shared memory. The backward's sums have a fixed order
+// (no atomics: the same bits on every run). Attached points are moved after the propagation, and their gradient
+// joins the globals' before it.
 #include <cstdint>
 #include <vector>
 
@@ -62,9 +63,9 @@ JointLocalGradsRef propagateJointsBackwardRef(const JointForest& forest, const J
 
 // ---- GPU ------------------------------------------------------------------------------------------------------
 
-// A forest's tables on a device, made once per topology: order (path tops marked), parents, and each joint's light
-// children (the children that start paths) as CSR; and the joints points are attached to, if any (each in [0, N):
-// else armature::Error), with each joint's points as CSR.
+// A forest's tables on a device, made once per topology: order (path tops marked), parents, each joint's light
+// children (the children that start paths) as CSR, and per place in the order its path top's parent; and the joints
+// points are attached to, if any (each in [0, N): else armature::Error), with each joint's points as CSR.
 class DeviceJointForest {
  public:
   // From a forest analysed on the host (JointForest).
@@ -88,6 +89,7 @@ class DeviceJointForest {
   DeviceView order() const;
   DeviceView lightStart() const;
   DeviceView lightChildren() const;  // N words, of which lightStart()[N] are used
+  DeviceView topParents() const;     // int (N): per order() position, its path top's parent (-1 for a root's path)
   const DeviceBuffer& tables() const { return m_tables; }
   static constexpr uint32_t kSmallJoints = 220;  // the most joints of a small forest (held whole in shared memory)
   // A small forest: its joints by depth then each level's start (depth() levels), and every joint's children as
