@@ -30,13 +30,9 @@ __device__ __forceinline__ void copy12(const float* from, float* to) {
   for (int k = 0; k < 12; ++k) to[k] = from[k];
 }
 
-// A transform row in global memory: three 16-byte accesses where the row is aligned (every row of a tensor is, when
-// its start is), else twelve.
+// A transform in global memory as three 16-byte accesses: OpChecks holds every CUDA tensor to 16 bytes, and a
+// transform is 48.
 __device__ __forceinline__ void load12(const float* from, float* m) {
-  if ((reinterpret_cast<uintptr_t>(from) & 15u) != 0) {
-    copy12(from, m);
-    return;
-  }
 #pragma unroll
   for (int k = 0; k < 3; ++k) {
     const float4 v = reinterpret_cast<const float4*>(from)[k];
@@ -45,10 +41,6 @@ __device__ __forceinline__ void load12(const float* from, float* m) {
 }
 
 __device__ __forceinline__ void store12(const float* m, float* to) {
-  if ((reinterpret_cast<uintptr_t>(to) & 15u) != 0) {
-    copy12(m, to);
-    return;
-  }
 #pragma unroll
   for (int k = 0; k < 3; ++k)
     reinterpret_cast<float4*>(to)[k] = make_float4(m[4 * k], m[4 * k + 1], m[4 * k + 2], m[4 * k + 3]);
@@ -72,9 +64,7 @@ struct Locals {
     if (affine) {
       load12(&a[i * 12], m);
     } else {
-      const float4 q = (reinterpret_cast<uintptr_t>(a) & 15u) == 0
-                           ? reinterpret_cast<const float4*>(a)[i]
-                           : make_float4(a[i * 4], a[i * 4 + 1], a[i * 4 + 2], a[i * 4 + 3]);
+      const float4 q = reinterpret_cast<const float4*>(a)[i];
       jointRigid(q.x, q.y, q.z, q.w, b[i * 3], b[i * 3 + 1], b[i * 3 + 2], m);
     }
   }
@@ -480,7 +470,6 @@ __global__ void __launch_bounds__(kScanThreads) scanKernel(Op op) {
   }
 }
 
-// A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
 // PLACE, one generation after the first: each element's path product S becomes its global G_t · S, t its path top's
 // parent (finished by the launch before). Only the reads of earlier launches' results wait for them.
 __global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
@@ -502,6 +491,7 @@ __global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
   }
 }
 
+// A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
   __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
   const JointsPush& p = op.p;
