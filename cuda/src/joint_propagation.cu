@@ -11,11 +11,9 @@
 namespace armature::cuda {
 namespace {
 
-// A tile's threads: twice the shaders' workgroup, each with half their elements (JOINTS_TILE in all). The block
-// scans by warp shuffles, so more threads cost no shared memory, and each thread's chain of products is half as long.
-constexpr int kScanThreads = 2 * JOINTS_THREADS;
-constexpr int kScanItems = JOINTS_TILE / kScanThreads;
-static_assert(kScanItems * kScanThreads == JOINTS_TILE, "a tile is whole threads' elements");
+// A tile's threads and each one's elements, as the shaders' (JOINTS_TILE in all); the block scans by warp shuffles.
+constexpr int kScanThreads = JOINTS_THREADS;
+constexpr int kScanItems = JOINTS_ITEMS;
 
 struct Tables {
   const uint32_t* order;

@@ -13,8 +13,7 @@
 //     gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
 //     (u, P): c -> u + c·Pᵀ.
 // The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
-// registers (CUDA: twice the threads, half the elements each; its block scans by warp shuffles, not in shared
-// memory). On a GPU one dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines
+// registers (CUDA's block scans them by warp shuffles, the shaders' workgroup in shared memory). On a GPU one dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines
 // its predecessors' back to the first that starts a segment, for its carry: a look-back (after Merrill and Garland's
 // single-pass scan, 2016) without their shortcut through finished prefixes, whose association would vary from run
 // to run; tiles wait only on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path
@@ -32,11 +31,11 @@
 #include "common_io.h"
 
 #define JOINTS_THREADS 256                               // a workgroup
-#define JOINTS_ITEMS 4                                   // consecutive elements per invocation
+#define JOINTS_ITEMS 2  // a tile of 512: a scan is latency-bound, and small tiles spread a generation over more SMs
 #define JOINTS_TILE (JOINTS_THREADS * JOINTS_ITEMS)
 #define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
 // Scratch (32-bit words): a status word per tile of every generation (SINGLE; zeroed at the start of a call, then
-// JOINTS_HAS_AGGREGATE), then a state per tile of one generation.
+// JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the forward's, of every path).
 #define JOINTS_HAS_AGGREGATE 1u
 #define JOINTS_HEAD 0x80000000u                          // in the order table: this joint starts a path
 // llvmpipe (lavapipe) stops an invocation's loops after 65535 iterations in all; one element gathers all its
