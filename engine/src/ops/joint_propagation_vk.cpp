@@ -10,9 +10,9 @@ namespace {
 BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{} : view.vulkan(); }
 
 // Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`, then
-// the path tops' parents; each
-// dispatch after what it reads (the one before; the first after work recorded just before it, such as the
-// backward's forward). `small` runs a small forest (DeviceJointForest::small()), `scan` any other.
+// the path tops' parents; each dispatch after what it reads (the one before; the first after work recorded just
+// before it, such as the backward's forward). `small` runs a small forest (DeviceJointForest::small()), `scan` any
+// other.
 template <typename Args>
 void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, const shaders::SpirvBlob& scan,
          const Args& a, const std::vector<BufferView>& rest, bool reverse) {
