@@ -12,7 +12,8 @@ namespace armature::cuda {
 namespace {
 
 // A tile's threads and each one's elements, as the shaders' (JOINTS_TILE in all); the block scans by warp shuffles.
-constexpr int kScanThreads = JOINTS_THREADS;
+// A scan of many tiles takes twice the threads a tile (JOINTS_WIDE_TILE, jointsTileLength).
+constexpr int kScanThreads = JOINTS_THREADS, kWideScanThreads = JOINTS_WIDE_TILE / JOINTS_ITEMS;
 constexpr int kScanItems = JOINTS_ITEMS;
 
 struct Tables {
@@ -131,10 +132,10 @@ __device__ __forceinline__ void scanWarp(State& mine, unsigned lane) {
 
 // The block's scan of `mine`: each warp's by shuffles, then the warps' totals by the first warp, so a tile waits at
 // three barriers. Returns the exclusive prefix and the block's total.
-template <bool Backward>
+template <bool Backward, int Threads>
 __device__ void scanBlock(State mine, State& exclusive, State& total) {
-  constexpr unsigned kWarps = kScanThreads / 32;
-  static_assert(kWarps <= 32 && kScanThreads % 32 == 0, "one warp scans the warps' totals");
+  constexpr unsigned kWarps = Threads / 32;
+  static_assert(kWarps <= 32 && Threads % 32 == 0, "one warp scans the warps' totals");
   __shared__ State sWarp[kWarps];  // each warp's total, then what comes before the warp
   __shared__ State sTotal;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -220,16 +221,16 @@ __device__ void lookBack(float* scratch, const JointsPush& p, uint32_t tile, con
 }
 
 // CARRY (one block): the tiles' aggregates become each tile's exclusive prefix, in place.
-template <bool Backward>
+template <bool Backward, int Threads>
 __device__ void carryTiles(float* scratch, const JointsPush& p) {
   State run, next;
   identityState(run);
-  for (uint32_t base = 0; base < p.tiles; base += kScanThreads) {
+  for (uint32_t base = 0; base < p.tiles; base += Threads) {
     const uint32_t tile = base + threadIdx.x;
     State mine, exclusive, total;
     identityState(mine);
     if (tile < p.tiles) readTile(scratch, p, tile, mine);
-    scanBlock<Backward>(mine, exclusive, total);
+    scanBlock<Backward, Threads>(mine, exclusive, total);
     if (tile < p.tiles) {
       combine<Backward>(run, exclusive, next);
       writeTile(scratch, p, tile, next);
@@ -427,17 +428,17 @@ struct Backward {
 };
 
 // One dispatch of one generation (JointsPush::phase), as the shaders' main().
-template <bool IsBackward, typename Op>
-__global__ void __launch_bounds__(kScanThreads) scanKernel(Op op) {
+template <bool IsBackward, int Threads, typename Op>
+__global__ void __launch_bounds__(Threads) scanKernel(Op op) {
   const JointsPush& p = op.p;
   if (p.phase == JOINTS_CARRY) {
-    carryTiles<IsBackward>(op.scratch, p);
+    carryTiles<IsBackward, Threads>(op.scratch, p);
     return;
   }
   __shared__ State sCarry;
   const uint32_t count = p.batch * p.genLength;
   for (uint32_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const uint32_t first = min(tile * JOINTS_TILE + threadIdx.x * kScanItems, count);
+    const uint32_t first = min(tile * (Threads * kScanItems) + threadIdx.x * kScanItems, count);
     const int items = int(min(first + kScanItems, count) - first);
     typename Op::Items it;
 #pragma unroll
@@ -445,7 +446,7 @@ __global__ void __launch_bounds__(kScanThreads) scanKernel(Op op) {
       if (n < items) op.load(first + n, it, n);
     State mine, exclusive, total;
     op.aggregate(it, items, mine);
-    scanBlock<IsBackward>(mine, exclusive, total);
+    scanBlock<IsBackward, Threads>(mine, exclusive, total);
     if (p.phase == JOINTS_REDUCE) {
       if (threadIdx.x == 0) writeTile(op.scratch, p, tile, total);
       continue;
@@ -672,16 +673,22 @@ template <bool IsBackward, typename Op>
 void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags,
                  const DeviceView& scratch, Op& op) {
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
-  forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, [&](const JointsPush& push, uint32_t groups) {
+  // Wide tiles from two waves of blocks: a backward scan's block holds a multiprocessor.
+  const uint32_t wideFrom = IsBackward ? 2 * uint32_t(deviceTraits().multiprocessors) : UINT32_MAX;
+  forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, wideFrom, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
-    if constexpr (!IsBackward) {
-      if (push.phase == JOINTS_PLACE) {
-        launchAfterPrevious(deviceTraits().dependentLaunches, placeKernel, dim3(groups), dim3(JOINTS_THREADS),
-                            stream(exec), op);
+    if constexpr (IsBackward) {
+      if (push.tileLength == JOINTS_WIDE_TILE) {
+        scanKernel<true, kWideScanThreads><<<groups, kWideScanThreads, 0, stream(exec)>>>(op);
+        CUDA_CHECK_LAUNCH();
         return;
       }
+    } else if (push.phase == JOINTS_PLACE) {
+      launchAfterPrevious(deviceTraits().dependentLaunches, placeKernel, dim3(groups), dim3(JOINTS_THREADS),
+                          stream(exec), op);
+      return;
     }
-    scanKernel<IsBackward><<<groups, kScanThreads, 0, stream(exec)>>>(op);
+    scanKernel<IsBackward, kScanThreads><<<groups, kScanThreads, 0, stream(exec)>>>(op);
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -33,6 +33,9 @@
 #define JOINTS_THREADS 256                               // a workgroup
 #define JOINTS_ITEMS 2  // a tile of 512: a scan is latency-bound, and small tiles spread a generation over more SMs
 #define JOINTS_TILE (JOINTS_THREADS * JOINTS_ITEMS)
+// CUDA's backward scans of two waves of tiles or more take tiles twice as long (jointsTileLength): a block holds a
+// multiprocessor either way (the backward's registers), so each wave covers twice the elements.
+#define JOINTS_WIDE_TILE (2 * JOINTS_TILE)
 #define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
 // Scratch (32-bit words): a status word per tile of every generation (SINGLE; zeroed at the start of a call, then
 // JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the forward's, of every path).
@@ -106,7 +109,8 @@ ARM_SHARED_STRUCT(JointsPush) {
   uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry (PLACE: unused)
   uint statusStart;  // SINGLE: this generation's first status word
   uint recordStart;  // the first record's word
-  uint pad0, pad1, pad2;
+  uint tileLength;   // a tile's elements: JOINTS_TILE, or JOINTS_WIDE_TILE on CUDA (PLACE: unused)
+  uint pad0, pad1;
 };
 
 #if defined(__cplusplus) || defined(__CUDACC__)

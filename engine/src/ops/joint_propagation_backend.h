@@ -37,18 +37,26 @@ inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batc
   return JointsPush{N, batch, forest.depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
 }
 
-inline uint32_t jointsTiles(uint32_t batch, uint32_t length) {
-  return uint32_t((uint64_t(batch) * length + JOINTS_TILE - 1) / JOINTS_TILE);
+inline uint32_t jointsTiles(uint32_t batch, uint32_t length, uint32_t tileLength = JOINTS_TILE) {
+  return uint32_t((uint64_t(batch) * length + tileLength - 1) / tileLength);
+}
+
+// The elements a tile of a scan of `length` (batch times): JOINTS_WIDE_TILE from `wideFrom` tiles of JOINTS_TILE on
+// (UINT32_MAX: never).
+inline uint32_t jointsTileLength(uint32_t batch, uint32_t length, uint32_t wideFrom) {
+  return jointsTiles(batch, length) >= wideFrom ? JOINTS_WIDE_TILE : JOINTS_TILE;
 }
 
 // Calls launch(push, workgroups) for each dispatch of a scan of `length` elements of order() from `start` (batch
-// times): SINGLE for a scan of at most `singlePassTiles` tiles (0 on lavapipe), else REDUCE, CARRY and APPLY. Its
-// status words start at `statusStart`, which moves past them.
+// times), in tiles of `tileLength`: SINGLE for a scan of at most `singlePassTiles` tiles (0 on lavapipe), else
+// REDUCE, CARRY and APPLY. Its status words start at `statusStart`, which moves past them.
 template <typename Launch>
 void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t start, uint32_t length,
-                      uint32_t singlePassTiles, uint32_t& statusStart, Launch& launch) {
-  const uint32_t tiles = jointsTiles(batch, length), recordStart = uint32_t(forest.scratchStatusWords(batch));
-  JointsPush push{forest.size(), batch, start, length, flags, JOINTS_SINGLE, tiles, statusStart, recordStart, 0, 0, 0};
+                      uint32_t tileLength, uint32_t singlePassTiles, uint32_t& statusStart, Launch& launch) {
+  const uint32_t tiles = jointsTiles(batch, length, tileLength);
+  const uint32_t recordStart = uint32_t(forest.scratchStatusWords(batch));
+  JointsPush push{forest.size(), batch,       start,       length,     flags, JOINTS_SINGLE,
+                  tiles,         statusStart, recordStart, tileLength, 0,     0};
   statusStart += tiles;
   if (tiles == 1 || tiles <= singlePassTiles) {
     launch(push, tiles);
@@ -65,14 +73,15 @@ void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t 
 
 // Calls launch(push, workgroups) for each dispatch of a large forest's propagation (shared/joints_io.h). Forward:
 // the scan of every path's locals, then PLACE for each later generation. Backward: each generation's scan, last to
-// first. The scratch's status words (DeviceJointForest::scratchStatusWords) must be zero before.
+// first, those of `wideFrom` tiles or more in wide tiles (jointsTileLength). The scratch's status words
+// (DeviceJointForest::scratchStatusWords) must be zero before.
 template <typename Launch>
 void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool backward,
-                  uint32_t singlePassTiles, Launch launch) {
+                  uint32_t singlePassTiles, uint32_t wideFrom, Launch launch) {
   const uint32_t G = forest.generations();
   uint32_t statusStart = 0;
   if (!backward) {
-    forEachScanPhase(forest, batch, flags, 0, forest.size(), singlePassTiles, statusStart, launch);
+    forEachScanPhase(forest, batch, flags, 0, forest.size(), JOINTS_TILE, singlePassTiles, statusStart, launch);
     for (uint32_t g = 1; g < G; ++g) {
       const uint32_t length = forest.generationLength(g);
       const JointsPush push{
@@ -82,9 +91,11 @@ void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flag
     }
     return;
   }
-  for (uint32_t g = G; g-- > 0;)
-    forEachScanPhase(forest, batch, flags, forest.generationStart(g), forest.generationLength(g), singlePassTiles,
-                     statusStart, launch);
+  for (uint32_t g = G; g-- > 0;) {
+    const uint32_t length = forest.generationLength(g);
+    forEachScanPhase(forest, batch, flags, forest.generationStart(g), length, jointsTileLength(batch, length, wideFrom),
+                     singlePassTiles, statusStart, launch);
+  }
 }
 
 }  // namespace armature

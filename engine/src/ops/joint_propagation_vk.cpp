@@ -48,10 +48,11 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
   const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
   computeBarrier(cmd);  // the status words may still be read by earlier work
   vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);
-  forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, [&](const JointsPush& push, uint32_t groups) {
-    computeBarrier(cmd);
-    dispatch(cmd, program, groups, buffers, push);
-  });
+  forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, UINT32_MAX,
+               [&](const JointsPush& push, uint32_t groups) {
+                 computeBarrier(cmd);
+                 dispatch(cmd, program, groups, buffers, push);
+               });
 }
 
 }  // namespace
