@@ -1,9 +1,10 @@
 #version 450
 // Joint propagation of a small forest, backward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a
-// time, their globals and outputs' gradients read whole into shared memory, and walks them level by level from the
-// deepest: a joint's adjoint is its own gradient plus what each child sends (the child's adjoint through its local;
-// children in their fixed order: no atomics, the same bits on every run), then its local's gradient, written out
-// whole. The adjoint scratch is not used.
+// time, their outputs' gradients read whole into shared memory, and walks them level by level from the deepest: a
+// joint's adjoint is its own gradient plus what each child sends (the child's adjoint through its local; children in
+// their fixed order: no atomics, the same bits on every run). Then every joint's local's gradient at once, from its
+// parent's global: the walk's chain of levels carries only the adjoints, and only they take shared memory, so that
+// more skeletons share a level's barrier. The adjoint scratch is not used.
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
@@ -15,17 +16,16 @@ layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer Children
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
 layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
-layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { float globals[]; };
+layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 globals[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
-layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float gradA[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { vec4 gradA[]; };  // a quaternion or a row
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-// Three vec4 rows per joint (JOINTS_ROWS_READ).
-shared vec4 sA[JOINTS_SMALL_JOINTS * 3];  // each joint's own gradient; once done, what it sends its parent
-shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // globals; once a joint's children are done, its local's gradient
+// Three vec4 rows per joint (JOINTS_ROWS_READ): each joint's own gradient, then its adjoint.
+shared vec4 sA[JOINTS_SMALL_BACKWARD_JOINTS * 3];
 
 #include "shared/joints_locals.h"
 
@@ -33,10 +33,8 @@ void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
-    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) {
-      sG[x / 4u][x % 4u] = globals[base * 12u + x];
+    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS)
       sA[x / 4u][x % 4u] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
-    }
     barrier();
     if ((p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
@@ -55,45 +53,48 @@ void main() {
       }
       barrier();
     }
+    // The walk, deepest level first: each joint's adjoint, its own gradient plus what each child sends (the child's
+    // adjoint through the child's local), in place of the own gradient.
     for (uint d = levelCount; d-- > 0u;) {
       const uint start = levels[N + d], width = levels[N + d + 1u] - start;
       for (uint x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
-        const uint s = x / width, j = levels[start + x % width], e = s * N + j, i = base + e;
-        float a[12], l[12], dl[12], up[12];
+        const uint s = x / width, j = levels[start + x % width], e = s * N + j;
+        float a[12];
         JOINTS_ROWS_READ(sA, e, a);
-        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // the level below: what each child sent
-          float m[12];
-          JOINTS_ROWS_READ(sA, s * N + children[c], m);
+        for (uint c = childStart[j]; c < childStart[j + 1u]; ++c) {  // the level below, in the children's order
+          const uint child = s * N + children[c];
+          float l[12], ac[12], m[12];
+          localOf(base + child, l);
+          JOINTS_ROWS_READ(sA, child, ac);
+          jointTimesTranspose(ac, l, m);  // G_c = G_j · L_c: dG_j += dG_c · L_cᵀ
           for (int k = 0; k < 12; ++k) a[k] += m[k];
         }
-        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
-        const int parent = parents[j];
-        if (parent >= 0) {
-          float gp[12];
-          JOINTS_ROWS_READ(sG, s * N + uint(parent), gp);
-          jointTransposeTimes(gp, a, dl);
-        } else {
-          dl = a;
-        }
-        localOf(i, l);
-        jointTimesTranspose(a, l, up);
-        if ((p.flags & JOINTS_AFFINE) == 0u) {  // (dq, dt) in the first 7 floats
-          float dq[4];
-          jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
-          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
-          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
-        }
-        JOINTS_ROWS_WRITE(sA, e, up);
-        JOINTS_ROWS_WRITE(sG, e, dl);
+        JOINTS_ROWS_WRITE(sA, e, a);
       }
       barrier();
     }
-    if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) gradA[base * 12u + x] = sG[x / 4u][x % 4u];
-    } else {
-      for (uint x = t; x < count * 4u; x += JOINTS_SMALL_THREADS) gradA[base * 4u + x] = sG[x / 4u * 3u][x % 4u];
-      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) gradB[base * 3u + x] = sG[x / 3u * 3u + 1u][x % 3u];
+    // Every joint's local's gradient at once, off the walk's chain: dL_j = G_parentᵀ · dG_j (a root's, its adjoint).
+    for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
+      const uint i = base + e;
+      const int parent = parents[e % N];
+      float a[12], dl[12];
+      JOINTS_ROWS_READ(sA, e, a);
+      if (parent >= 0) {
+        float gp[12];
+        JOINTS_ROWS_READ(globals, i - e % N + uint(parent), gp);
+        jointTransposeTimes(gp, a, dl);
+      } else {
+        dl = a;
+      }
+      if ((p.flags & JOINTS_AFFINE) != 0u) {
+        JOINTS_ROWS_WRITE(gradA, i, dl);
+      } else {  // (dq, dt)
+        float dq[4];
+        jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+        gradA[i] = vec4(dq[0], dq[1], dq[2], dq[3]);
+        gradB[i * 3u] = dl[3], gradB[i * 3u + 1u] = dl[7], gradB[i * 3u + 2u] = dl[11];
+      }
     }
-    barrier();  // before the next round's reads
+    barrier();  // before the next round's gradients
   }
 }

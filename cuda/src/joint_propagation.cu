@@ -536,79 +536,80 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
 // A small forest, backward: shaders/joints_small_backward.comp.
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
-  __shared__ float sA[JOINTS_SMALL_JOINTS * 12];  // each joint's own gradient; once done, what it sends its parent
-  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // globals; once a joint's children are done, its local's gradient
+  // Each joint's own gradient, then its adjoint.
+  __shared__ __align__(16) float sA[JOINTS_SMALL_BACKWARD_JOINTS * 12];
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
   for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
-    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) {
-      sG[x] = op.globals[base * 12 + x];
+    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS)
       sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) ? op.grads.globals[base * 12 + x] : 0.0f;
-    }
     __syncthreads();
     if (p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) {
       for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
         const size_t i = base + e;
         float a[12], tmp[12];
-        copy12(&sA[e * 12], a);
+        load12(&sA[e * 12], a);
         if (p.flags & JOINTS_SKINNING) {  // S = G · IB: dG += dS · IBᵀ
           float ds[12], ib[12];
-          copy12(&op.grads.skinning[i * 12], ds);
-          copy12(&op.inverseBind[size_t(e % N) * 12], ib);
+          load12(&op.grads.skinning[i * 12], ds);
+          load12(&op.inverseBind[size_t(e % N) * 12], ib);
           jointTimesTranspose(ds, ib, tmp);
 #pragma unroll
           for (int k = 0; k < 12; ++k) a[k] += tmp[k];
         }
         if (p.flags & JOINTS_POSITIONS)
           for (int r = 0; r < 3; ++r) a[r * 4 + 3] += op.grads.positions[i * 3 + r];
-        copy12(a, &sA[e * 12]);
+        store12(a, &sA[e * 12]);
       }
       __syncthreads();
     }
+    // The walk, deepest level first: each joint's adjoint, its own gradient plus what each child sends (the child's
+    // adjoint through the child's local), in place of the own gradient.
     for (uint32_t d = levelCount; d-- > 0;) {
       const uint32_t start = levels[N + d], width = levels[N + d + 1] - start;
       for (uint32_t x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
-        const size_t i = base + e;
-        float a[12], l[12], dl[12], up[12];
-        copy12(&sA[e * 12], a);
-        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // the level below: what each child sent
-          const float* m = &sA[(s * N + children[c]) * 12];
+        float a[12];
+        load12(&sA[e * 12], a);
+        for (uint32_t c = childStart[j]; c < childStart[j + 1]; ++c) {  // the level below, in the children's order
+          const uint32_t child = s * N + children[c];
+          float l[12], ac[12], m[12];
+          op.locals.at(base + child, l);
+          load12(&sA[child * 12], ac);
+          jointTimesTranspose(ac, l, m);  // G_c = G_j · L_c: dG_j += dG_c · L_cᵀ
 #pragma unroll
           for (int k = 0; k < 12; ++k) a[k] += m[k];
         }
-        // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
-        const int parent = op.t.parents[j];
-        if (parent >= 0) {
-          jointTransposeTimes(&sG[(s * N + uint32_t(parent)) * 12], a, dl);
-        } else {
-          copy12(a, dl);
-        }
-        op.locals.at(i, l);
-        jointTimesTranspose(a, l, up);
-        if (!op.locals.affine) {  // (dq, dt) in the first 7 floats
-          float dq[4];
-          const float* q = &op.locals.a[i * 4];
-          jointRigidBackward(q[0], q[1], q[2], q[3], dl, dq);
-          dl[4] = dl[3], dl[5] = dl[7], dl[6] = dl[11];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) dl[k] = dq[k];
-        }
-        copy12(up, &sA[e * 12]);
-        copy12(dl, &sG[e * 12]);
+        store12(a, &sA[e * 12]);
       }
       __syncthreads();
     }
-    if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.gradA[base * 12 + x] = sG[x];
-    } else {
-      for (uint32_t x = t; x < count * 4; x += JOINTS_SMALL_THREADS) op.gradA[base * 4 + x] = sG[x / 4 * 12 + x % 4];
-      for (uint32_t x = t; x < count * 3; x += JOINTS_SMALL_THREADS)
-        op.gradB[base * 3 + x] = sG[x / 3 * 12 + 4 + x % 3];
+    // Every joint's local's gradient at once, off the walk's chain: dL_j = G_parentᵀ · dG_j (a root's, its adjoint).
+    for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
+      const size_t i = base + e;
+      const int parent = op.t.parents[e % N];
+      float a[12], dl[12];
+      load12(&sA[e * 12], a);
+      if (parent >= 0) {
+        float gp[12];
+        load12(&op.globals[(i - e % N + uint32_t(parent)) * 12], gp);
+        jointTransposeTimes(gp, a, dl);
+      } else {
+        copy12(a, dl);
+      }
+      if (op.locals.affine) {
+        store12(dl, &op.gradA[i * 12]);
+      } else {  // (dq, dt)
+        const float4 q = reinterpret_cast<const float4*>(op.locals.a)[i];
+        float dq[4];
+        jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
+        reinterpret_cast<float4*>(op.gradA)[i] = make_float4(dq[0], dq[1], dq[2], dq[3]);
+        op.gradB[i * 3] = dl[3], op.gradB[i * 3 + 1] = dl[7], op.gradB[i * 3 + 2] = dl[11];
+      }
     }
-    __syncthreads();  // before the next round's reads
+    __syncthreads();  // before the next round's gradients
   }
 }
 
@@ -702,7 +703,7 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
              a.scratch.cuda<float>(),     {}};
   if (a.forest->small()) {
     uint32_t groups;
-    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
+    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), JOINTS_SMALL_JOINTS, groups);
     smallForwardKernel<<<groups, JOINTS_SMALL_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>());
     CUDA_CHECK_LAUNCH();
     return;
@@ -724,7 +725,7 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
               {}};
   if (a.forest->small()) {
     uint32_t groups;
-    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), groups);
+    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), JOINTS_SMALL_BACKWARD_JOINTS, groups);
     smallBackwardKernel<<<groups, JOINTS_SMALL_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>(),
                                                                            a.forest->childStart().cuda<uint32_t>(),
                                                                            a.forest->children().cuda<uint32_t>());

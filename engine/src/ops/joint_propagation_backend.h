@@ -30,9 +30,11 @@ inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
          (a.gradPositions.empty() ? 0u : JOINTS_POSITIONS) | (a.gradGlobals.empty() ? 0u : JOINTS_GRAD_GLOBALS);
 }
 
-// The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()).
-inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t& groups) {
-  const uint32_t N = forest.size(), perRound = JOINTS_SMALL_JOINTS / N;
+// The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()), a workgroup holding
+// `joints` joints (JOINTS_SMALL_JOINTS forward, JOINTS_SMALL_BACKWARD_JOINTS backward).
+inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t joints,
+                                  uint32_t& groups) {
+  const uint32_t N = forest.size(), perRound = joints / N;
   groups = uint32_t(std::min<uint64_t>((uint64_t(batch) + perRound - 1) / perRound, 65535));
   return JointsPush{N, batch, forest.depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
 }
