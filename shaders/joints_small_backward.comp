@@ -15,17 +15,17 @@ layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer ChildStart 
 layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer Children { uint children[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
-layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 globals[]; };  // three rows a joint
-layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
+layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { vec4 gradSkinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
-layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { vec4 gradGlobals[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { vec4 gradA[]; };  // a quaternion or a row
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
 // Three vec4 rows per joint (JOINTS_ROWS_READ): each joint's own gradient, then its adjoint.
-shared vec4 sA[JOINTS_SMALL_BACKWARD_JOINTS * 3];
+shared vec4 sA[JOINTS_SMALL_JOINTS * 3];
 
 #include "shared/joints_locals.h"
 
@@ -33,8 +33,8 @@ void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
-    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS)
-      sA[x / 4u][x % 4u] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 12u + x] : 0.0;
+    for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS)  // coalesced rows
+      sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) != 0u ? gradGlobals[base * 3u + x] : vec4(0.0);
     barrier();
     if ((p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
@@ -43,7 +43,8 @@ void main() {
         JOINTS_ROWS_READ(sA, e, a);
         if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
           float ds[12], ib[12];
-          for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[e % N * 12u + uint(k)];
+          JOINTS_ROWS_READ(gradSkinning, i, ds);
+          JOINTS_ROWS_READ(inverseBind, e % N, ib);
           jointTimesTranspose(ds, ib, tmp);
           for (int k = 0; k < 12; ++k) a[k] += tmp[k];
         }

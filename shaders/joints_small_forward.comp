@@ -10,9 +10,9 @@ layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint lev
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
-layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
-layout(std430, binding = JOINTS_BINDING_GLOBALS) writeonly buffer Globals { float globals[]; };
-layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { float skinning[]; };
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // three rows a joint
+layout(std430, binding = JOINTS_BINDING_GLOBALS) writeonly buffer Globals { vec4 globals[]; };
+layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { vec4 skinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
@@ -47,16 +47,16 @@ void main() {
       }
       barrier();
     }
-    for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS) globals[base * 12u + x] = sG[x / 4u][x % 4u];
+    for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) globals[base * 3u + x] = sG[x];  // coalesced rows
     if ((p.flags & JOINTS_POSITIONS) != 0u)
       for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) positions[base * 3u + x] = sG[x / 3u * 3u + x % 3u].w;
     if ((p.flags & JOINTS_SKINNING) != 0u) {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
         JOINTS_ROWS_READ(sG, e, g);
-        for (int k = 0; k < 12; ++k) ib[k] = inverseBind[e % N * 12u + uint(k)];
+        JOINTS_ROWS_READ(inverseBind, e % N, ib);
         jointCompose(g, ib, y);
-        for (int k = 0; k < 12; ++k) skinning[(base + e) * 12u + uint(k)] = y[k];
+        JOINTS_ROWS_WRITE(skinning, base + e, y);
       }
     }
     barrier();  // before the next round's locals

@@ -45,6 +45,12 @@ __device__ __forceinline__ void store12(const float* m, float* to) {
     reinterpret_cast<float4*>(to)[k] = make_float4(m[4 * k], m[4 * k + 1], m[4 * k + 2], m[4 * k + 3]);
 }
 
+// `rows` 16-byte rows from `from` to `to`, over the block's threads: coalesced.
+__device__ __forceinline__ void copyRows(const float* from, float* to, uint32_t rows) {
+  for (uint32_t x = threadIdx.x; x < rows; x += blockDim.x)
+    reinterpret_cast<float4*>(to)[x] = reinterpret_cast<const float4*>(from)[x];
+}
+
 __device__ __forceinline__ void identity12(float* m) {
 #pragma unroll
   for (int k = 0; k < 12; ++k) m[k] = (k == 0 || k == 5 || k == 10) ? 1.0f : 0.0f;
@@ -492,16 +498,20 @@ __global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
 
 // A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
-  __shared__ float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
+  __shared__ __align__(16) float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
   for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
     if (op.locals.affine) {
-      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) sG[x] = op.locals.a[base * 12 + x];
+      copyRows(&op.locals.a[base * 12], sG, count * 3);
     } else {
-      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) op.locals.at(base + e, &sG[e * 12]);
+      for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
+        float m[12];
+        op.locals.at(base + e, m);
+        store12(m, &sG[e * 12]);
+      }
     }
     __syncthreads();
     for (uint32_t d = 1; d < levelCount; ++d) {  // level 0: roots, whose globals are their locals
@@ -509,42 +519,48 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
       for (uint32_t x = t; x < skeletons * width; x += JOINTS_SMALL_THREADS) {
         const uint32_t s = x / width, j = levels[start + x % width], e = s * N + j;
         float g[12], l[12], y[12];
-        copy12(&sG[(s * N + uint32_t(op.t.parents[j])) * 12], g);
-        copy12(&sG[e * 12], l);
+        load12(&sG[(s * N + uint32_t(op.t.parents[j])) * 12], g);
+        load12(&sG[e * 12], l);
         jointCompose(g, l, y);
-        copy12(y, &sG[e * 12]);
+        store12(y, &sG[e * 12]);
       }
       __syncthreads();
     }
-    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) op.globals[base * 12 + x] = sG[x];
+    copyRows(sG, &op.globals[base * 12], count * 3);
     if (p.flags & JOINTS_POSITIONS)
       for (uint32_t x = t; x < count * 3; x += JOINTS_SMALL_THREADS)
         op.positions[base * 3 + x] = sG[x / 3 * 12 + x % 3 * 4 + 3];
     if (p.flags & JOINTS_SKINNING) {
       for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float g[12], ib[12], y[12];
-        copy12(&sG[e * 12], g);
-        copy12(&op.inverseBind[size_t(e % N) * 12], ib);
+        load12(&sG[e * 12], g);
+        load12(&op.inverseBind[size_t(e % N) * 12], ib);
         jointCompose(g, ib, y);
-        copy12(y, &op.skinning[(base + e) * 12]);
+        store12(y, &op.skinning[(base + e) * 12]);
       }
     }
     __syncthreads();  // before the next round's locals
   }
 }
 
-// A small forest, backward: shaders/joints_small_backward.comp.
+// A small forest, backward: shaders/joints_small_backward.comp, with twice the shaders' joints a block. A level keeps
+// few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so (0.87
+// against 0.73 ms forward + backward for 65,536 SMPL-X skeletons), as if it gave it less shared memory an SM.
+constexpr uint32_t kSmallBackwardJoints = 2 * JOINTS_SMALL_JOINTS;
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
   // Each joint's own gradient, then its adjoint.
-  __shared__ __align__(16) float sA[JOINTS_SMALL_BACKWARD_JOINTS * 12];
+  __shared__ __align__(16) float sA[kSmallBackwardJoints * 12];
   const JointsPush& p = op.p;
   const uint32_t N = p.joints, t = threadIdx.x, levelCount = p.genStart;
   for (uint32_t first = blockIdx.x * p.tiles; first < p.batch; first += gridDim.x * p.tiles) {
     const uint32_t skeletons = min(p.tiles, p.batch - first), count = skeletons * N;
     const size_t base = size_t(first) * N;
-    for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS)
-      sA[x] = (p.flags & JOINTS_GRAD_GLOBALS) ? op.grads.globals[base * 12 + x] : 0.0f;
+    if (p.flags & JOINTS_GRAD_GLOBALS) {
+      copyRows(&op.grads.globals[base * 12], sA, count * 3);
+    } else {
+      for (uint32_t x = t; x < count * 12; x += JOINTS_SMALL_THREADS) sA[x] = 0.0f;
+    }
     __syncthreads();
     if (p.flags & (JOINTS_SKINNING | JOINTS_POSITIONS)) {
       for (uint32_t e = t; e < count; e += JOINTS_SMALL_THREADS) {
@@ -725,7 +741,7 @@ void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArg
               {}};
   if (a.forest->small()) {
     uint32_t groups;
-    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), JOINTS_SMALL_BACKWARD_JOINTS, groups);
+    op.p = jointsSmallPush(*a.forest, a.batch, jointsFlags(a), kSmallBackwardJoints, groups);
     smallBackwardKernel<<<groups, JOINTS_SMALL_THREADS, 0, stream(exec)>>>(op, a.forest->levels().cuda<uint32_t>(),
                                                                            a.forest->childStart().cuda<uint32_t>(),
                                                                            a.forest->children().cuda<uint32_t>());

@@ -45,9 +45,7 @@
 // joint's light children, so there a joint with more than this many is refused (DeviceJointForest::widestFanOut).
 #define JOINTS_LAVAPIPE_MAX_FAN_OUT 60000u
 
-#define JOINTS_SMALL_JOINTS 220        // joints a forward workgroup holds, four SMPL-X skeletons (12 floats each)
-#define JOINTS_SMALL_BACKWARD_JOINTS 440  // a backward workgroup's, eight (their adjoints, 12 floats each: 20.6 KiB):
-                                          // a level keeps few invocations busy, so more skeletons share its barrier
+#define JOINTS_SMALL_JOINTS 220        // joints a workgroup holds, four SMPL-X skeletons (12 floats each: 10.3 KiB)
 #define JOINTS_SMALL_THREADS 128       // its invocations: few are busy on a level, so more workgroups fit instead
 
 #define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top; small:

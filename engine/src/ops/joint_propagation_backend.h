@@ -31,7 +31,7 @@ inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
 }
 
 // The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()), a workgroup holding
-// `joints` joints (JOINTS_SMALL_JOINTS forward, JOINTS_SMALL_BACKWARD_JOINTS backward).
+// `joints` joints (at least JOINTS_SMALL_JOINTS).
 inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t joints,
                                   uint32_t& groups) {
   const uint32_t N = forest.size(), perRound = joints / N;
