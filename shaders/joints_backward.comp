@@ -11,7 +11,7 @@ layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Order { uint orde
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer LightStart { uint lightStart[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer LightChildren { uint lightChildren[]; };
-layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
 layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
 layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { float globals[]; };
@@ -89,7 +89,8 @@ void apply(JointsState before, int count) {
       for (int k = 0; k < 12; ++k) gradA[i * 12u + uint(k)] = dl[k];
     } else {
       float dq[4];
-      jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+      const vec4 q = localA[i];
+      jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
       for (int k = 0; k < 4; ++k) gradA[i * 4u + uint(k)] = dq[k];
       for (int r = 0; r < 3; ++r) gradB[i * 3u + uint(r)] = dl[r * 4 + 3];
     }

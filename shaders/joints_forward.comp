@@ -8,7 +8,7 @@
 layout(local_size_x = JOINTS_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Order { uint order[]; };
 layout(std430, binding = JOINTS_BINDING_TOP_PARENTS) readonly buffer TopParents { int topParents[]; };
-layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
 layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };
 layout(std430, binding = JOINTS_BINDING_GLOBALS) buffer Globals { vec4 globals[]; };  // three rows a joint

@@ -13,9 +13,9 @@ layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint lev
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer ChildStart { uint childStart[]; };
 layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer Children { uint children[]; };
-layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
-layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // three rows a joint
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // rows
 layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 globals[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { vec4 gradSkinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
@@ -91,7 +91,8 @@ void main() {
         JOINTS_ROWS_WRITE(gradA, i, dl);
       } else {  // (dq, dt)
         float dq[4];
-        jointRigidBackward(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], dl, dq);
+        const vec4 q = localA[i];
+        jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
         gradA[i] = vec4(dq[0], dq[1], dq[2], dq[3]);
         gradB[i * 3u] = dl[3], gradB[i * 3u + 1u] = dl[7], gradB[i * 3u + 2u] = dl[11];
       }

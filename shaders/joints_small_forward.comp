@@ -8,9 +8,9 @@
 layout(local_size_x = JOINTS_SMALL_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
 layout(std430, binding = JOINTS_BINDING_PARENTS) readonly buffer Parents { int parents[]; };
-layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { float localA[]; };
+layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
-layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // three rows a joint
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // rows
 layout(std430, binding = JOINTS_BINDING_GLOBALS) writeonly buffer Globals { vec4 globals[]; };
 layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { vec4 skinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
@@ -25,8 +25,7 @@ void main() {
   for (uint first = gl_WorkGroupID.x * p.tiles; first < p.batch; first += gl_NumWorkGroups.x * p.tiles) {
     const uint skeletons = min(p.tiles, p.batch - first), count = skeletons * N, base = first * N;
     if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (uint x = t; x < count * 12u; x += JOINTS_SMALL_THREADS)  // coalesced
-        sG[x / 4u][x % 4u] = localA[base * 12u + x];
+      for (uint x = t; x < count * 3u; x += JOINTS_SMALL_THREADS) sG[x] = localA[base * 3u + x];  // coalesced rows
     } else {
       for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
         float m[12];

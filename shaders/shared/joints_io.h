@@ -13,18 +13,20 @@
 //     gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
 //     (u, P): c -> u + c·Pᵀ.
 // The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
-// registers (CUDA's block scans them by warp shuffles, the shaders' workgroup in shared memory). On a GPU one dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines
-// its predecessors' back to the first that starts a segment, for its carry: a look-back (after Merrill and Garland's
-// single-pass scan, 2016) without their shortcut through finished prefixes, whose association would vary from run
-// to run; tiles wait only on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path
-// across many tiles costs one round trip per 32 of them. The shaders' reads one at a time: most look-backs end at
-// the first, and a workgroup-wide window was slower there.) On lavapipe, whose invocations may not wait on others,
-// three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile
-// again from its carry (APPLY). A scan of one tile needs one dispatch either way.
+// registers (CUDA's block scans them by warp shuffles, the shaders' workgroup in shared memory). On a GPU one
+// dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines its predecessors' back to the
+// first that starts a segment, for its carry: a look-back (after Merrill and Garland's single-pass scan, 2016)
+// without their shortcut through finished prefixes, whose association would vary from run to run; tiles wait only
+// on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path across many tiles costs
+// one round trip per 32 of them. The shaders' reads one at a time: most look-backs end at the first, and a
+// workgroup-wide window was slower there.) On lavapipe, whose invocations may not wait on others, three: each tile's
+// aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile again from its carry (APPLY). A scan of one
+// tile needs one dispatch either way.
 // A forest of at most JOINTS_SMALL_JOINTS joints (a body's skeleton, usually batched) takes another way, one
 // dispatch per direction (joints_small_*.comp): a workgroup holds whole skeletons in shared memory, read and written
 // with coalesced accesses, and walks them level by level (each joint its parent's global times its local; backward,
-// each joint gathering its children's adjoints in their fixed order).
+// each joint gathering its children's adjoints through their locals in their fixed order, then every joint's local's
+// gradient at once).
 // Transforms are 3×4 row-major float[12] ([R | t], the last row 0 0 0 1 implied), as the CPU reference's.
 #ifndef ARMATURE_JOINTS_IO_H
 #define ARMATURE_JOINTS_IO_H

@@ -1,17 +1,9 @@
 // The joint shaders' helpers (GLSL only). localOf: a joint's local transform as a 3×4 matrix, read from the locals'
 // buffers (CUDA's is Locals::at in cuda/src/joint_propagation.cu); before including this, declare the buffers
-// `localA` (rotations or affine) and `localB` (translations), and the push constants `p` (JointsPush).
+// `localA` (vec4: a quaternion, or an affine's three rows) and `localB` (translations), and the push constants `p`
+// (JointsPush).
 #ifndef ARMATURE_JOINTS_LOCALS_H
 #define ARMATURE_JOINTS_LOCALS_H
-
-void localOf(uint i, out float m[12]) {
-  if ((p.flags & JOINTS_AFFINE) != 0u) {
-    for (int k = 0; k < 12; ++k) m[k] = localA[i * 12u + uint(k)];
-  } else {
-    jointRigid(localA[i * 4u], localA[i * 4u + 1u], localA[i * 4u + 2u], localA[i * 4u + 3u], localB[i * 3u],
-               localB[i * 3u + 1u], localB[i * 3u + 2u], m);
-  }
-}
 
 // A transform in a vec4 array, three rows per joint: 128-bit accesses. In shared memory a warp makes them without
 // bank conflicts at a joint's 48-byte stride (float by float, its lanes would meet four to a bank); in a buffer a
@@ -24,5 +16,14 @@ void localOf(uint i, out float m[12]) {
 #define JOINTS_ROWS_WRITE(array, e, m) \
   for (int r_ = 0; r_ < 3; ++r_)         \
     array[(e) * 3u + uint(r_)] = vec4(m[r_ * 4], m[r_ * 4 + 1], m[r_ * 4 + 2], m[r_ * 4 + 3]);
+
+void localOf(uint i, out float m[12]) {
+  if ((p.flags & JOINTS_AFFINE) != 0u) {
+    JOINTS_ROWS_READ(localA, i, m);
+  } else {
+    const vec4 q = localA[i];
+    jointRigid(q.x, q.y, q.z, q.w, localB[i * 3u], localB[i * 3u + 1u], localB[i * 3u + 2u], m);
+  }
+}
 
 #endif
