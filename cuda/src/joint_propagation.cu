@@ -12,8 +12,9 @@ namespace armature::cuda {
 namespace {
 
 // A tile's threads and each one's elements, as the shaders' (JOINTS_TILE in all); the block scans by warp shuffles.
-// A scan of many tiles takes twice the threads a tile (JOINTS_WIDE_TILE, jointsTileLength).
+// The backward's scans of many tiles take twice the threads a tile, of few half (jointsTileLength).
 constexpr int kScanThreads = JOINTS_THREADS, kWideScanThreads = JOINTS_WIDE_TILE / JOINTS_ITEMS;
+constexpr int kNarrowScanThreads = JOINTS_NARROW_TILE / JOINTS_ITEMS;
 constexpr int kScanItems = JOINTS_ITEMS;
 
 struct Tables {
@@ -691,12 +692,17 @@ void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t bat
                  const DeviceView& scratch, Op& op) {
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
   // Wide tiles from two waves of blocks: a backward scan's block holds a multiprocessor.
-  const uint32_t wideFrom = IsBackward ? 2 * uint32_t(deviceTraits().multiprocessors) : UINT32_MAX;
-  forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, wideFrom, [&](const JointsPush& push, uint32_t groups) {
+  JointsTileChoice choice;
+  if (IsBackward) choice = {uint32_t(deviceTraits().multiprocessors), 2 * uint32_t(deviceTraits().multiprocessors)};
+  forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, choice, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
     if constexpr (IsBackward) {
-      if (push.tileLength == JOINTS_WIDE_TILE) {
-        scanKernel<true, kWideScanThreads><<<groups, kWideScanThreads, 0, stream(exec)>>>(op);
+      if (push.tileLength != JOINTS_TILE) {
+        if (push.tileLength == JOINTS_WIDE_TILE) {
+          scanKernel<true, kWideScanThreads><<<groups, kWideScanThreads, 0, stream(exec)>>>(op);
+        } else {
+          scanKernel<true, kNarrowScanThreads><<<groups, kNarrowScanThreads, 0, stream(exec)>>>(op);
+        }
         CUDA_CHECK_LAUNCH();
         return;
       }

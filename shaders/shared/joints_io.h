@@ -36,8 +36,10 @@
 #define JOINTS_ITEMS 2  // a tile of 512: a scan is latency-bound, and small tiles spread a generation over more SMs
 #define JOINTS_TILE (JOINTS_THREADS * JOINTS_ITEMS)
 // CUDA's backward scans of two waves of tiles or more take tiles twice as long (jointsTileLength): a block holds a
-// multiprocessor either way (the backward's registers), so each wave covers twice the elements.
+// multiprocessor either way (the backward's registers), so each wave covers twice the elements. Those of fewer tiles
+// than multiprocessors take tiles half as long, spread over more of them.
 #define JOINTS_WIDE_TILE (2 * JOINTS_TILE)
+#define JOINTS_NARROW_TILE (JOINTS_TILE / 2)
 #define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
 // Scratch (32-bit words): a status word per tile of every generation (SINGLE; zeroed at the start of a call, then
 // JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the forward's, of every path).
@@ -110,7 +112,7 @@ ARM_SHARED_STRUCT(JointsPush) {
   uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry (PLACE: unused)
   uint statusStart;  // SINGLE: this generation's first status word
   uint recordStart;  // the first record's word
-  uint tileLength;   // a tile's elements: JOINTS_TILE, or JOINTS_WIDE_TILE on CUDA (PLACE: unused)
+  uint tileLength;   // a tile's elements: JOINTS_TILE, or on CUDA JOINTS_WIDE_TILE or JOINTS_NARROW_TILE
   uint pad0, pad1;
 };
 

@@ -136,15 +136,17 @@ DeviceView DeviceJointForest::lightChildren() const {
   return m_tables.view().slice(jointsSetupTables(m_joints).lightChildren, m_joints);
 }
 
-// Each generation's scan's (the backward's), whose sum covers the forward's one scan of all of them.
+// Each generation's scan's (the backward's), in tiles as short as any backend takes (JOINTS_NARROW_TILE); their sum
+// covers the forward's one scan of all of them.
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
-  for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g));
+  for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g), JOINTS_NARROW_TILE);
   return tiles;
 }
 
 size_t DeviceJointForest::scanScratchFloats(uint32_t batch) const {
-  const uint32_t mostTiles = std::max(1u, jointsTiles(batch, m_joints));  // the forward's scan of all paths
+  // The forward's scan of all paths, or a generation's in short tiles.
+  const uint32_t mostTiles = std::max(1u, jointsTiles(batch, m_joints, JOINTS_NARROW_TILE));
   // Rounded up to 256 bytes: the points' part after it is bound at its own offset (storage buffer alignment).
   return bindableFloats(scratchStatusWords(batch) + size_t(mostTiles) * JOINTS_STATE_WORDS);
 }

@@ -43,10 +43,18 @@ inline uint32_t jointsTiles(uint32_t batch, uint32_t length, uint32_t tileLength
   return uint32_t((uint64_t(batch) * length + tileLength - 1) / tileLength);
 }
 
-// The elements a tile of a scan of `length` (batch times): JOINTS_WIDE_TILE from `wideFrom` tiles of JOINTS_TILE on
-// (UINT32_MAX: never).
-inline uint32_t jointsTileLength(uint32_t batch, uint32_t length, uint32_t wideFrom) {
-  return jointsTiles(batch, length) >= wideFrom ? JOINTS_WIDE_TILE : JOINTS_TILE;
+// Where a backend scans some generations in tiles other than JOINTS_TILE's: in JOINTS_NARROW_TILE's those of two to
+// `narrowBelow` tiles of JOINTS_TILE, in JOINTS_WIDE_TILE's those of `wideFrom` or more.
+struct JointsTileChoice {
+  uint32_t narrowBelow = 0, wideFrom = UINT32_MAX;
+};
+
+// The elements a tile of a scan of `length` (batch times).
+inline uint32_t jointsTileLength(uint32_t batch, uint32_t length, JointsTileChoice choice) {
+  const uint32_t tiles = jointsTiles(batch, length);
+  return tiles >= choice.wideFrom                   ? JOINTS_WIDE_TILE
+         : tiles >= 2 && tiles < choice.narrowBelow ? JOINTS_NARROW_TILE
+                                                    : JOINTS_TILE;
 }
 
 // Calls launch(push, workgroups) for each dispatch of a scan of `length` elements of order() from `start` (batch
@@ -75,11 +83,11 @@ void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t 
 
 // Calls launch(push, workgroups) for each dispatch of a large forest's propagation (shared/joints_io.h). Forward:
 // the scan of every path's locals, then PLACE for each later generation. Backward: each generation's scan, last to
-// first, those of `wideFrom` tiles or more in wide tiles (jointsTileLength). The scratch's status words
+// first, in the tiles `choice` gives the backward (jointsTileLength). The scratch's status words
 // (DeviceJointForest::scratchStatusWords) must be zero before.
 template <typename Launch>
 void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool backward,
-                  uint32_t singlePassTiles, uint32_t wideFrom, Launch launch) {
+                  uint32_t singlePassTiles, JointsTileChoice choice, Launch launch) {
   const uint32_t G = forest.generations();
   uint32_t statusStart = 0;
   if (!backward) {
@@ -95,7 +103,7 @@ void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flag
   }
   for (uint32_t g = G; g-- > 0;) {
     const uint32_t length = forest.generationLength(g);
-    forEachScanPhase(forest, batch, flags, forest.generationStart(g), length, jointsTileLength(batch, length, wideFrom),
+    forEachScanPhase(forest, batch, flags, forest.generationStart(g), length, jointsTileLength(batch, length, choice),
                      singlePassTiles, statusStart, launch);
   }
 }

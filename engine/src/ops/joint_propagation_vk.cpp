@@ -48,7 +48,7 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
   const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
   computeBarrier(cmd);  // the status words may still be read by earlier work
   vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);
-  forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, UINT32_MAX,
+  forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, JointsTileChoice{},
                [&](const JointsPush& push, uint32_t groups) {
                  computeBarrier(cmd);
                  dispatch(cmd, program, groups, buffers, push);
