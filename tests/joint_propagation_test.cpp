@@ -311,7 +311,7 @@ struct ForestCase {
 // Small forests (at most DeviceJointForest::kSmallJoints joints) take the level-by-level dispatch, the others the
 // scans. `wide`: the children of the wide root (lavapipe gathers at most 60,000 per invocation). The chain's 150k
 // joints make 293 tiles, more than one workgroup's worth of carries, and CUDA's backward scans them in wide tiles
-// on a GPU of up to 146 multiprocessors (JOINTS_WIDE_TILE).
+// on a GPU of up to 146 multiprocessors (JOINTS_WIDE_TILE); the random 5000's generations of a few tiles, narrow ones.
 std::vector<ForestCase> gpuCases(uint32_t wide) {
   std::mt19937_64 r(19);
   std::vector<int32_t> chain(150000), star(wide + 1, 0);

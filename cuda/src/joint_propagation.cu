@@ -545,8 +545,8 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
 }
 
 // A small forest, backward: shaders/joints_small_backward.comp, with twice the shaders' joints a block. A level keeps
-// few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so (0.87
-// against 0.73 ms forward + backward for 65,536 SMPL-X skeletons), as if it gave it less shared memory an SM.
+// few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so, as if it
+// gave it less shared memory an SM (docs/joint_propagation.md).
 constexpr uint32_t kSmallBackwardJoints = 2 * JOINTS_SMALL_JOINTS;
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {
@@ -691,7 +691,7 @@ template <bool IsBackward, typename Op>
 void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags,
                  const DeviceView& scratch, Op& op) {
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
-  // Wide tiles from two waves of blocks: a backward scan's block holds a multiprocessor.
+  // A backward scan's block holds a multiprocessor: narrow tiles below one wave of blocks, wide from two.
   JointsTileChoice choice;
   if (IsBackward) choice = {uint32_t(deviceTraits().multiprocessors), 2 * uint32_t(deviceTraits().multiprocessors)};
   forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, choice, [&](const JointsPush& push, uint32_t groups) {
