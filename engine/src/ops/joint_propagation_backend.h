@@ -57,17 +57,30 @@ inline uint32_t jointsTileLength(uint32_t batch, uint32_t length, JointsTileChoi
                                                     : JOINTS_TILE;
 }
 
+// Where a call's scans keep their state in the scratch: each scan's status words from `statusStart` on (moved past
+// them by each scan), and the records every scan reuses from `recordStart`.
+struct JointsScanScratch {
+  uint32_t statusStart, recordStart;
+};
+
 // Calls launch(push, workgroups) for each dispatch of a scan of `length` elements of order() from `start` (batch
 // times), in tiles of `tileLength`: SINGLE for a scan of at most `singlePassTiles` tiles (0 on lavapipe), else
-// REDUCE, CARRY and APPLY. Its status words start at `statusStart`, which moves past them.
+// REDUCE, CARRY and APPLY.
 template <typename Launch>
 void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t start, uint32_t length,
-                      uint32_t tileLength, uint32_t singlePassTiles, uint32_t& statusStart, Launch& launch) {
+                      uint32_t tileLength, uint32_t singlePassTiles, JointsScanScratch& scratch, Launch& launch) {
   const uint32_t tiles = jointsTiles(batch, length, tileLength);
-  const uint32_t recordStart = uint32_t(forest.scratchStatusWords(batch));
-  JointsPush push{forest.size(), batch,       start,       length,     flags, JOINTS_SINGLE,
-                  tiles,         statusStart, recordStart, tileLength, 0,     0};
-  statusStart += tiles;
+  JointsPush push{.joints = forest.size(),
+                  .batch = batch,
+                  .genStart = start,
+                  .genLength = length,
+                  .flags = flags,
+                  .phase = JOINTS_SINGLE,
+                  .tiles = tiles,
+                  .statusStart = scratch.statusStart,
+                  .recordStart = scratch.recordStart,
+                  .tileLength = tileLength};
+  scratch.statusStart += tiles;
   if (tiles == 1 || tiles <= singlePassTiles) {
     launch(push, tiles);
     return;
@@ -89,9 +102,9 @@ template <typename Launch>
 void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, bool backward,
                   uint32_t singlePassTiles, JointsTileChoice choice, Launch launch) {
   const uint32_t G = forest.generations();
-  uint32_t statusStart = 0;
+  JointsScanScratch scratch{0, uint32_t(forest.scratchStatusWords(batch))};
   if (!backward) {
-    forEachScanPhase(forest, batch, flags, 0, forest.size(), JOINTS_TILE, singlePassTiles, statusStart, launch);
+    forEachScanPhase(forest, batch, flags, 0, forest.size(), JOINTS_TILE, singlePassTiles, scratch, launch);
     for (uint32_t g = 1; g < G; ++g) {
       const uint32_t length = forest.generationLength(g);
       const JointsPush push{
@@ -104,7 +117,7 @@ void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flag
   for (uint32_t g = G; g-- > 0;) {
     const uint32_t length = forest.generationLength(g);
     forEachScanPhase(forest, batch, flags, forest.generationStart(g), length, jointsTileLength(batch, length, choice),
-                     singlePassTiles, statusStart, launch);
+                     singlePassTiles, scratch, launch);
   }
 }
 
