@@ -14,12 +14,12 @@ layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer LightChi
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
 layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
-layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { float globals[]; };
+layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 globals[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
 layout(std430, binding = JOINTS_BINDING_ADJOINT) buffer Adjoint { float adjoint[]; };
-layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { float gradA[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { vec4 gradA[]; };  // a quaternion or a row
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(std430, binding = JOINTS_BINDING_SCRATCH) coherent buffer Scratch { uint scratchWords[]; };
 layout(push_constant) uniform Push { JointsPush p; };
@@ -27,6 +27,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 #define JOINTS_BACKWARD 1
 #include "shared/joints_scan.h"
 
+#define JOINTS_LOCAL_GRADIENTS
 #include "shared/joints_locals.h"
 
 // An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
@@ -72,28 +73,12 @@ void apply(JointsState before, int count) {
   for (int n = 0; n < count; ++n) {
     const uint i = itemIndex[n];
     if (itemFlag[n] != 0u) c = kJointsZero;
-    float a[12], dl[12];
+    float a[12];
     for (int k = 0; k < 12; ++k) a[k] = itemA[n][k] + c[k];
     for (int k = 0; k < 12; ++k) adjoint[i * 12u + uint(k)] = a[k];
-    // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
     const int parent = parents[itemJoint[n]];
-    if (parent >= 0) {
-      float gp[12];
-      for (int k = 0; k < 12; ++k) gp[k] = globals[(itemBase[n] + uint(parent)) * 12u + uint(k)];
-      jointTransposeTimes(gp, a, dl);
-    } else {
-      dl = a;
-    }
-    jointTimesTranspose(a, itemLocal[n], c);
-    if ((p.flags & JOINTS_AFFINE) != 0u) {
-      for (int k = 0; k < 12; ++k) gradA[i * 12u + uint(k)] = dl[k];
-    } else {
-      float dq[4];
-      const vec4 q = localA[i];
-      jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
-      for (int k = 0; k < 4; ++k) gradA[i * 4u + uint(k)] = dq[k];
-      for (int r = 0; r < 3; ++r) gradB[i * 3u + uint(r)] = dl[r * 4 + 3];
-    }
+    storeLocalGradient(i, a, parent >= 0, itemBase[n] + uint(parent));
+    jointTimesTranspose(a, itemLocal[n], c);  // dG_parent += dG_j · L_jᵀ
   }
 }
 

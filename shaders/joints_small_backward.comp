@@ -27,6 +27,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 // Three vec4 rows per joint (JOINTS_ROWS_READ): each joint's own gradient, then its adjoint.
 shared vec4 sA[JOINTS_SMALL_JOINTS * 3];
 
+#define JOINTS_LOCAL_GRADIENTS
 #include "shared/joints_locals.h"
 
 void main() {
@@ -74,28 +75,12 @@ void main() {
       }
       barrier();
     }
-    // Every joint's local's gradient at once, off the walk's chain: dL_j = G_parentᵀ · dG_j (a root's, its adjoint).
+    // Every joint's local's gradient at once, off the walk's chain.
     for (uint e = t; e < count; e += JOINTS_SMALL_THREADS) {
-      const uint i = base + e;
       const int parent = parents[e % N];
-      float a[12], dl[12];
+      float a[12];
       JOINTS_ROWS_READ(sA, e, a);
-      if (parent >= 0) {
-        float gp[12];
-        JOINTS_ROWS_READ(globals, i - e % N + uint(parent), gp);
-        jointTransposeTimes(gp, a, dl);
-      } else {
-        dl = a;
-      }
-      if ((p.flags & JOINTS_AFFINE) != 0u) {
-        JOINTS_ROWS_WRITE(gradA, i, dl);
-      } else {  // (dq, dt)
-        float dq[4];
-        const vec4 q = localA[i];
-        jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
-        gradA[i] = vec4(dq[0], dq[1], dq[2], dq[3]);
-        gradB[i * 3u] = dl[3], gradB[i * 3u + 1u] = dl[7], gradB[i * 3u + 2u] = dl[11];
-      }
+      storeLocalGradient(base + e, a, parent >= 0, base + e - e % N + uint(parent));
     }
     barrier();  // before the next round's gradients
   }

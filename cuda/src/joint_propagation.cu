@@ -1,7 +1,7 @@
 // Joint propagation on CUDA: the Vulkan shaders (shaders/joints_*.comp) with the same math
 // (shaders/shared/joints_io.h): a small forest in one launch; any other forward in one single-pass scan of all paths
-// then one elementwise launch per later generation (each a programmatic dependent of the one before), and any other
-// backward in one single-pass scan per generation; launched in order on the exec's stream.
+// then one elementwise launch per later generation, and any other backward in one single-pass scan per generation;
+// launched in order on the exec's stream, each a programmatic dependent of the one before.
 #include <algorithm>
 
 #include "check.h"
@@ -73,6 +73,14 @@ struct Locals {
       const float4 q = reinterpret_cast<const float4*>(a)[i];
       jointRigid(q.x, q.y, q.z, q.w, b[i * 3], b[i * 3 + 1], b[i * 3 + 2], m);
     }
+  }
+  // Local i's words fetched into L2 ahead of at(i).
+  __device__ void prefetch(size_t i) const {
+    const float* first = affine ? &a[i * 12] : &a[i * 4];
+    const float* last = affine ? &a[i * 12 + 11] : &b[i * 3 + 2];
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(last));
+    if (!affine) asm volatile("prefetch.global.L2 [%0];" ::"l"(&b[i * 3]));
   }
 };
 
@@ -249,6 +257,7 @@ __device__ void carryTiles(float* scratch, const JointsPush& p) {
 
 // An invocation's elements, loaded together (their loads overlap) and kept in registers for the scan's two walks.
 struct ForwardItems {
+  static constexpr bool kAhead = false;  // launched first in its call
   float value[kScanItems][12];
   uint32_t flag[kScanItems], joint[kScanItems];
   bool placed[kScanItems];  // on a root's path: its path product is its global
@@ -256,6 +265,7 @@ struct ForwardItems {
 };
 
 struct Forward {
+  template <int Threads>
   using Items = ForwardItems;
   Tables t;
   Locals locals;
@@ -267,7 +277,7 @@ struct Forward {
   JointsPush p;
 
   // Element e of the sequence (every path, top first): its flag (a path's top) and value (its local).
-  __device__ void load(uint32_t e, Items& it, int n) const {
+  __device__ void load(uint32_t e, ForwardItems& it, int n) const {
     const uint32_t b = e / p.genLength, position = p.genStart + e % p.genLength, o = t.order[position];
     const uint32_t j = o & ~JOINTS_HEAD;
     const size_t i = size_t(b) * p.joints + j;
@@ -288,7 +298,9 @@ struct Forward {
     }
   }
 
-  __device__ void aggregate(const Items& it, int count, State& s) const {
+  __device__ void gather(ForwardItems&, int) const {}
+
+  __device__ void aggregate(const ForwardItems& it, int count, State& s) const {
     identityState(s);
     float y[12];
 #pragma unroll
@@ -302,7 +314,7 @@ struct Forward {
   }
 
   // Each element's path product: its global on a root's path, else kept in the globals for placeKernel.
-  __device__ void apply(const State& before, const Items& it, int count) const {
+  __device__ void apply(const State& before, const ForwardItems& it, int count) const {
     float g[12], y[12];
     copy12(before.product, g);
 #pragma unroll
@@ -327,14 +339,21 @@ struct Grads {
   const float* positions;
 };
 
+// With `Ahead`, also each element's parent's global and where its light children are, loaded with the rest before
+// the previous launch's results are ready: the wide tiles' block has no registers to spare for them.
+template <bool Ahead>
 struct BackwardItems {
-  float a[kScanItems][12], local[kScanItems][12];
+  static constexpr bool kAhead = Ahead;
+  static constexpr int kAheadItems = Ahead ? kScanItems : 1;
+  float a[kScanItems][12], local[kScanItems][12], parentGlobal[kAheadItems][12];
   uint32_t flag[kScanItems], joint[kScanItems];
+  uint32_t lightFirst[kAheadItems], lightEnd[kAheadItems], firstLight[kAheadItems];  // its light children (CSR)
   size_t index[kScanItems], base[kScanItems];
 };
 
 struct Backward {
-  using Items = BackwardItems;
+  template <int Threads>
+  using Items = BackwardItems<Threads != kWideScanThreads>;
   Tables t;
   Locals locals;
   const float* inverseBind;
@@ -346,8 +365,9 @@ struct Backward {
   float* scratch;
   JointsPush p;
 
-  // Element e of the sequence taken from its end (a path's bottom first): its flag (a path's bottom), its a (own
-  // gradient plus the light children's adjoints through their locals) and its local.
+  // Element e of the sequence taken from its end (a path's bottom first): its flag (a path's bottom), its a (its
+  // own gradient, until gather adds its light children's) and its local.
+  template <typename Items>
   __device__ void load(uint32_t e, Items& it, int n) const {
     const uint32_t v = p.batch * p.genLength - 1u - e, position = v % p.genLength;
     const size_t base = size_t(v / p.genLength) * p.joints;
@@ -371,18 +391,37 @@ struct Backward {
     }
     if (p.flags & JOINTS_POSITIONS)
       for (int r = 0; r < 3; ++r) a[r * 4 + 3] += grads.positions[i * 3 + r];
-    for (uint32_t c = t.lightStart[j]; c < t.lightStart[j + 1]; ++c) {
-      const size_t child = base + t.lightChildren[c];
-      float ac[12], lc[12];
+    locals.at(i, it.local[n]);
+    if constexpr (Items::kAhead) {
+      const int parent = t.parents[j];
+      if (parent >= 0) load12(&globals[(base + size_t(parent)) * 12], it.parentGlobal[n]);
+      // The first light child's local on its way too.
+      it.lightFirst[n] = t.lightStart[j], it.lightEnd[n] = t.lightStart[j + 1];
+      if (it.lightFirst[n] < it.lightEnd[n]) {
+        it.firstLight[n] = t.lightChildren[it.lightFirst[n]];
+        locals.prefetch(base + it.firstLight[n]);
+      }
+    }
+  }
+
+  // Item n's light children's adjoints through their locals, added to its a: the previous launch's results.
+  template <typename Items>
+  __device__ void gather(Items& it, int n) const {
+    const uint32_t j = it.joint[n];
+    const uint32_t first = Items::kAhead ? it.lightFirst[n] : t.lightStart[j];
+    const uint32_t end = Items::kAhead ? it.lightEnd[n] : t.lightStart[j + 1];
+    for (uint32_t c = first; c < end; ++c) {
+      const size_t child = it.base[n] + (Items::kAhead && c == first ? it.firstLight[n] : t.lightChildren[c]);
+      float ac[12], lc[12], tmp[12];
       load12(&adjoint[child * 12], ac);
       locals.at(child, lc);
       jointTimesTranspose(ac, lc, tmp);
 #pragma unroll
-      for (int k = 0; k < 12; ++k) a[k] += tmp[k];
+      for (int k = 0; k < 12; ++k) it.a[n][k] += tmp[k];
     }
-    locals.at(i, it.local[n]);
   }
 
+  template <typename Items>
   __device__ void aggregate(const Items& it, int count, State& s) const {
     identityState(s);
 #pragma unroll
@@ -398,6 +437,7 @@ struct Backward {
     }
   }
 
+  template <typename Items>
   __device__ void apply(const State& before, const Items& it, int count) const {
     float c[12], a[12];
     copy12(before.u, c);
@@ -410,26 +450,35 @@ struct Backward {
       for (int k = 0; k < 12; ++k) a[k] = it.a[n][k] + c[k];
       store12(a, &adjoint[i * 12]);
       // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
-      float dl[12];
       const int parent = t.parents[it.joint[n]];
+      float dl[12];
       if (parent >= 0) {
         float gp[12];
-        load12(&globals[(it.base[n] + size_t(parent)) * 12], gp);
+        if constexpr (Items::kAhead) {
+          copy12(it.parentGlobal[n], gp);
+        } else {
+          load12(&globals[(it.base[n] + size_t(parent)) * 12], gp);
+        }
         jointTransposeTimes(gp, a, dl);
       } else {
         copy12(a, dl);
       }
       jointTimesTranspose(a, it.local[n], c);
-      if (locals.affine) {
-        store12(dl, &gradA[i * 12]);
-      } else {
-        float dq[4];
-        const float* q = &locals.a[i * 4];
-        jointRigidBackward(q[0], q[1], q[2], q[3], dl, dq);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) gradA[i * 4 + k] = dq[k];
-        for (int r = 0; r < 3; ++r) gradB[i * 3 + r] = dl[r * 4 + 3];
-      }
+      storeLocalGradient(i, dl);
+    }
+  }
+
+  // Local i's gradient dl (as a 3×4) stored: as (dq, dt) for rigid locals. The shaders' is storeLocalGradient in
+  // shared/joints_locals.h.
+  __device__ void storeLocalGradient(size_t i, const float dl[12]) const {
+    if (locals.affine) {
+      store12(dl, &gradA[i * 12]);
+    } else {
+      const float4 q = reinterpret_cast<const float4*>(locals.a)[i];
+      float dq[4];
+      jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
+      reinterpret_cast<float4*>(gradA)[i] = make_float4(dq[0], dq[1], dq[2], dq[3]);
+      gradB[i * 3] = dl[3], gradB[i * 3 + 1] = dl[7], gradB[i * 3 + 2] = dl[11];
     }
   }
 };
@@ -437,8 +486,12 @@ struct Backward {
 // One dispatch of one generation (JointsPush::phase), as the shaders' main().
 template <bool IsBackward, int Threads, typename Op>
 __global__ void __launch_bounds__(Threads) scanKernel(Op op) {
+  // The backward's next scan may start loading its inputs; the forward's passes wait for its end (launched while
+  // the scan runs, they slowed it).
+  if constexpr (IsBackward) releaseNext();
   const JointsPush& p = op.p;
   if (p.phase == JOINTS_CARRY) {
+    waitForPrevious();
     carryTiles<IsBackward, Threads>(op.scratch, p);
     return;
   }
@@ -447,10 +500,24 @@ __global__ void __launch_bounds__(Threads) scanKernel(Op op) {
   for (uint32_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     const uint32_t first = min(tile * (Threads * kScanItems) + threadIdx.x * kScanItems, count);
     const int items = int(min(first + kScanItems, count) - first);
-    typename Op::Items it;
+    using Items = typename Op::template Items<Threads>;
+    Items it;
+    // A dependent launch's loads of what the call's earlier launches wrote (gather), and its writes to the scratch
+    // they share, wait for them; with Items::kAhead the rest of its elements is loaded before.
+    if constexpr (!Items::kAhead) waitForPrevious();
 #pragma unroll
-    for (int n = 0; n < kScanItems; ++n)
-      if (n < items) op.load(first + n, it, n);
+    for (int n = 0; n < kScanItems; ++n) {
+      if (n < items) {
+        op.load(first + n, it, n);
+        if constexpr (!Items::kAhead) op.gather(it, n);
+      }
+    }
+    if constexpr (Items::kAhead) {
+      waitForPrevious();
+#pragma unroll
+      for (int n = 0; n < kScanItems; ++n)
+        if (n < items) op.gather(it, n);
+    }
     State mine, exclusive, total;
     op.aggregate(it, items, mine);
     scanBlock<IsBackward, Threads>(mine, exclusive, total);
@@ -616,15 +683,7 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
       } else {
         copy12(a, dl);
       }
-      if (op.locals.affine) {
-        store12(dl, &op.gradA[i * 12]);
-      } else {  // (dq, dt)
-        const float4 q = reinterpret_cast<const float4*>(op.locals.a)[i];
-        float dq[4];
-        jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
-        reinterpret_cast<float4*>(op.gradA)[i] = make_float4(dq[0], dq[1], dq[2], dq[3]);
-        op.gradB[i * 3] = dl[3], op.gradB[i * 3 + 1] = dl[7], op.gradB[i * 3 + 2] = dl[11];
-      }
+      op.storeLocalGradient(i, dl);
     }
     __syncthreads();  // before the next round's gradients
   }
@@ -686,7 +745,7 @@ Locals localsOf(LocalTransform kind, const DeviceView& rotations, const DeviceVi
 }
 
 // A large forest's passes (forEachPhase): the status words zeroed, then one launch each, in order on the exec's
-// stream.
+// stream, each after the first a programmatic dependent of the one before.
 template <bool IsBackward, typename Op>
 void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t batch, uint32_t flags,
                  const DeviceView& scratch, Op& op) {
@@ -694,25 +753,22 @@ void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t bat
   // A backward scan's block holds a multiprocessor: narrow tiles below one wave of blocks, wide from two.
   JointsTileChoice choice;
   if (IsBackward) choice = {uint32_t(deviceTraits().multiprocessors), 2 * uint32_t(deviceTraits().multiprocessors)};
+  bool first = true;  // follows the memset
   forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, choice, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
+    const bool dependent = deviceTraits().dependentLaunches && !first;
+    first = false;
+    const auto launch = [&](auto kernel, int threads) {
+      launchAfterPrevious(dependent, kernel, dim3(groups), dim3(threads), stream(exec), op);
+    };
     if constexpr (IsBackward) {
-      if (push.tileLength != JOINTS_TILE) {
-        if (push.tileLength == JOINTS_WIDE_TILE) {
-          scanKernel<true, kWideScanThreads><<<groups, kWideScanThreads, 0, stream(exec)>>>(op);
-        } else {
-          scanKernel<true, kNarrowScanThreads><<<groups, kNarrowScanThreads, 0, stream(exec)>>>(op);
-        }
-        CUDA_CHECK_LAUNCH();
-        return;
-      }
+      if (push.tileLength == JOINTS_WIDE_TILE) return launch(scanKernel<true, kWideScanThreads, Op>, kWideScanThreads);
+      if (push.tileLength == JOINTS_NARROW_TILE)
+        return launch(scanKernel<true, kNarrowScanThreads, Op>, kNarrowScanThreads);
     } else if (push.phase == JOINTS_PLACE) {
-      launchAfterPrevious(deviceTraits().dependentLaunches, placeKernel, dim3(groups), dim3(JOINTS_THREADS),
-                          stream(exec), op);
-      return;
+      return launch(placeKernel, JOINTS_THREADS);
     }
-    scanKernel<IsBackward, kScanThreads><<<groups, kScanThreads, 0, stream(exec)>>>(op);
-    CUDA_CHECK_LAUNCH();
+    launch(scanKernel<IsBackward, kScanThreads, Op>, kScanThreads);
   });
 }
 

@@ -26,4 +26,31 @@ void localOf(uint i, out float m[12]) {
   }
 }
 
+#ifdef JOINTS_LOCAL_GRADIENTS
+// Joint i's local's gradient from the joint's adjoint `a`, for both backward shaders (CUDA's callers compute it and
+// store it with Backward::storeLocalGradient): G_i = G_parent · L_i, so dL_i = G_parentᵀ · dG_i, a root's its
+// adjoint; stored as (dq, dt) for rigid locals. `parent`: the parent's index in `globals`, read unless `hasParent` is false. Before including
+// this, define JOINTS_LOCAL_GRADIENTS and declare `globals` (vec4 rows), `gradA` (vec4: a quaternion or an affine's
+// rows) and `gradB` (float: translations).
+void storeLocalGradient(uint i, float a[12], bool hasParent, uint parent) {
+  float dl[12];
+  if (hasParent) {
+    float gp[12];
+    JOINTS_ROWS_READ(globals, parent, gp);
+    jointTransposeTimes(gp, a, dl);
+  } else {
+    dl = a;
+  }
+  if ((p.flags & JOINTS_AFFINE) != 0u) {
+    JOINTS_ROWS_WRITE(gradA, i, dl);
+  } else {
+    float dq[4];
+    const vec4 q = localA[i];
+    jointRigidBackward(q.x, q.y, q.z, q.w, dl, dq);
+    gradA[i] = vec4(dq[0], dq[1], dq[2], dq[3]);
+    gradB[i * 3u] = dl[3], gradB[i * 3u + 1u] = dl[7], gradB[i * 3u + 2u] = dl[11];
+  }
+}
+#endif
+
 #endif
