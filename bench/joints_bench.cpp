@@ -86,16 +86,16 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
     bwd.gradRotations = gradRotations, bwd.gradTranslations = gradTranslations;
     for (bool backward : {false, true}) {
       // Floors: the forward reads the locals (7 floats) and writes the globals (12); the backward reads the
-      // locals, the parent's global, the globals' gradient and a light child's adjoint, writes the adjoint and the
-      // locals' gradient. Arithmetic: a quaternion's matrix and a 3×4 product forward (~100 flops), three products
-      // and the quaternion's backward after it (~300).
+      // locals, the parent's global and the globals' gradient and writes the locals' gradient (38 a joint), and
+      // in a large forest each path's top sends its parent a message (12 written, 12 read). Arithmetic: a quaternion's
+      // matrix and a 3×4 product forward (~100 flops), three products and the quaternion's backward after it (~300).
       Row r{"fk",
             backendName(backend),
             std::string(backward ? "forward+backward," : "forward,") + name,
             w.batch,
             0,
             0,
-            BN * 19 * 4 + (backward ? BN * 62 * 4 : 0),
+            BN * 19 * 4 + (backward ? BN * 38 * 4 + (forest->small() ? 0.0 : w.batch * 24.0 * 4 * forest->paths()) : 0),
             BN * (backward ? 400 : 100),
             {}};
       const Device::Timings timings = device.time(

@@ -1,8 +1,9 @@
 #version 450
 // One dispatch of one generation of joint propagation, backward (generations last to first; shared/joints_io.h): a
 // segmented scan, bottom up along each path, of the maps c -> (a + c)·Lᵀ that carry the adjoint from a joint's heavy
-// child to its parent. A joint's a is the gradient of its own outputs plus its light children's adjoints carried
-// through their locals (finished in a later generation, summed in the children's fixed order).
+// child to its parent. A joint's a is the gradient of its own outputs plus its light children's messages: each one's
+// adjoint carried through its local, which a later generation's dispatch left in the adjoint scratch (summed in the
+// children's fixed order).
 #extension GL_GOOGLE_include_directive : require
 #include "shared/joints_io.h"
 
@@ -18,7 +19,7 @@ layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 
 layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
 layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
-layout(std430, binding = JOINTS_BINDING_ADJOINT) buffer Adjoint { float adjoint[]; };
+layout(std430, binding = JOINTS_BINDING_ADJOINT) buffer Adjoint { vec4 adjoint[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { vec4 gradA[]; };  // a quaternion or a row
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
 layout(std430, binding = JOINTS_BINDING_SCRATCH) coherent buffer Scratch { uint scratchWords[]; };
@@ -33,13 +34,14 @@ layout(push_constant) uniform Push { JointsPush p; };
 // An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
 float itemA[JOINTS_ITEMS][12], itemLocal[JOINTS_ITEMS][12];
 uint itemFlag[JOINTS_ITEMS], itemJoint[JOINTS_ITEMS], itemIndex[JOINTS_ITEMS], itemBase[JOINTS_ITEMS];
+bool itemTop[JOINTS_ITEMS];  // its path's top
 
 // Element e of the generation's sequence taken from its end (so a path is met bottom first) into item n: its
 // segment flag (a path's bottom), its a and its local.
 void load(uint e, int n) {
   const uint v = p.batch * p.genLength - 1u - e, position = v % p.genLength;
-  const uint base = v / p.genLength * p.joints, j = order[p.genStart + position] & ~JOINTS_HEAD, i = base + j;
-  itemJoint[n] = j, itemIndex[n] = i, itemBase[n] = base;
+  const uint o = order[p.genStart + position], base = v / p.genLength * p.joints, j = o & ~JOINTS_HEAD, i = base + j;
+  itemJoint[n] = j, itemIndex[n] = i, itemBase[n] = base, itemTop[n] = (o & JOINTS_HEAD) != 0u;
   const bool bottom = position + 1u == p.genLength || (order[p.genStart + position + 1u] & JOINTS_HEAD) != 0u;
   itemFlag[n] = bottom ? 1u : 0u;
   float a[12] = kJointsZero, t[12];
@@ -54,12 +56,9 @@ void load(uint e, int n) {
   if ((p.flags & JOINTS_POSITIONS) != 0u)
     for (int r = 0; r < 3; ++r) a[r * 4 + 3] += gradPositions[i * 3u + uint(r)];
   for (uint c = lightStart[j]; c < lightStart[j + 1u]; ++c) {
-    const uint child = base + lightChildren[c];
-    float ac[12], lc[12];
-    for (int k = 0; k < 12; ++k) ac[k] = adjoint[child * 12u + uint(k)];
-    localOf(child, lc);
-    jointTimesTranspose(ac, lc, t);
-    for (int k = 0; k < 12; ++k) a[k] += t[k];
+    float m[12];
+    JOINTS_ROWS_READ(adjoint, base + lightChildren[c], m);
+    for (int k = 0; k < 12; ++k) a[k] += m[k];
   }
   itemA[n] = a;
   float l[12];
@@ -75,10 +74,10 @@ void apply(JointsState before, int count) {
     if (itemFlag[n] != 0u) c = kJointsZero;
     float a[12];
     for (int k = 0; k < 12; ++k) a[k] = itemA[n][k] + c[k];
-    for (int k = 0; k < 12; ++k) adjoint[i * 12u + uint(k)] = a[k];
     const int parent = parents[itemJoint[n]];
     storeLocalGradient(i, a, parent >= 0, itemBase[n] + uint(parent));
-    jointTimesTranspose(a, itemLocal[n], c);  // dG_parent += dG_j · L_jᵀ
+    jointTimesTranspose(a, itemLocal[n], c);  // dG_parent += dG_j · L_jᵀ: a path's top sends it as its message
+    if (itemTop[n] && parent >= 0) JOINTS_ROWS_WRITE(adjoint, i, c);
   }
 }
 

@@ -74,14 +74,6 @@ struct Locals {
       jointRigid(q.x, q.y, q.z, q.w, b[i * 3], b[i * 3 + 1], b[i * 3 + 2], m);
     }
   }
-  // Local i's words fetched into L2 ahead of at(i).
-  __device__ void prefetch(size_t i) const {
-    const float* first = affine ? &a[i * 12] : &a[i * 4];
-    const float* last = affine ? &a[i * 12 + 11] : &b[i * 3 + 2];
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(first));
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(last));
-    if (!affine) asm volatile("prefetch.global.L2 [%0];" ::"l"(&b[i * 3]));
-  }
 };
 
 // A scan state: the forward's uses `product` alone; the backward's map is c -> u + c·productᵀ.
@@ -131,11 +123,13 @@ __device__ __forceinline__ State shuffleFrom(const State& s, int from) {
   return shuffleState<Backward>(s, [from](auto v) { return __shfl_sync(~0u, v, from); });
 }
 
-// The warp's inclusive scan of `mine`, in registers.
+// The warp's inclusive scan of `mine`, in registers, over its first `lanes` lanes at least (the same for the whole
+// warp; each lane's prefix from lane `lanes` - 1's on needs only that many steps).
 template <bool Backward>
-__device__ __forceinline__ void scanWarp(State& mine, unsigned lane) {
+__device__ __forceinline__ void scanWarp(State& mine, unsigned lane, unsigned lanes = 32) {
 #pragma unroll
   for (unsigned offset = 1; offset < 32; offset <<= 1) {
+    if (offset >= lanes) break;
     const State x = shuffleUp<Backward>(mine, offset);
     if (lane >= offset) {
       State y;
@@ -166,7 +160,7 @@ __device__ void scanBlock(State mine, State& exclusive, State& total) {
     } else {
       identityState(inclusive);
     }
-    scanWarp<Backward>(inclusive, lane);
+    scanWarp<Backward>(inclusive, lane, kWarps);
     State before = shuffleUp<Backward>(inclusive, 1);
     if (lane == 0) identityState(before);
     if (lane < kWarps) sWarp[lane] = before;
@@ -226,7 +220,7 @@ __device__ void lookBack(float* scratch, const JointsPush& p, uint32_t tile, con
     State x;
     identityState(x);
     if (before >= 0 && int(lane) >= first) readTile(scratch, p, uint32_t(before), x);
-    scanWarp<Backward>(x, lane);
+    scanWarp<Backward>(x, lane, 32u - unsigned(first));  // lane 31 combines the window
     State y;
     combine<Backward>(shuffleFrom<Backward>(x, 31), run, y);
     run = y;
@@ -347,6 +341,7 @@ struct BackwardItems {
   static constexpr int kAheadItems = Ahead ? kScanItems : 1;
   float a[kScanItems][12], local[kScanItems][12], parentGlobal[kAheadItems][12];
   uint32_t flag[kScanItems], joint[kScanItems];
+  bool top[kScanItems];                                                              // its path's top
   uint32_t lightFirst[kAheadItems], lightEnd[kAheadItems], firstLight[kAheadItems];  // its light children (CSR)
   size_t index[kScanItems], base[kScanItems];
 };
@@ -366,14 +361,14 @@ struct Backward {
   JointsPush p;
 
   // Element e of the sequence taken from its end (a path's bottom first): its flag (a path's bottom), its a (its
-  // own gradient, until gather adds its light children's) and its local.
+  // own gradient, until gather adds its light children's messages) and its local.
   template <typename Items>
   __device__ void load(uint32_t e, Items& it, int n) const {
     const uint32_t v = p.batch * p.genLength - 1u - e, position = v % p.genLength;
     const size_t base = size_t(v / p.genLength) * p.joints;
-    const uint32_t j = t.order[p.genStart + position] & ~JOINTS_HEAD;
+    const uint32_t o = t.order[p.genStart + position], j = o & ~JOINTS_HEAD;
     const size_t i = base + j;
-    it.joint[n] = j, it.index[n] = i, it.base[n] = base;
+    it.joint[n] = j, it.index[n] = i, it.base[n] = base, it.top[n] = (o & JOINTS_HEAD) != 0;
     it.flag[n] = (position + 1 == p.genLength || (t.order[p.genStart + position + 1] & JOINTS_HEAD)) ? 1u : 0u;
     float* a = it.a[n];
     float tmp[12];
@@ -395,16 +390,13 @@ struct Backward {
     if constexpr (Items::kAhead) {
       const int parent = t.parents[j];
       if (parent >= 0) load12(&globals[(base + size_t(parent)) * 12], it.parentGlobal[n]);
-      // The first light child's local on its way too.
       it.lightFirst[n] = t.lightStart[j], it.lightEnd[n] = t.lightStart[j + 1];
-      if (it.lightFirst[n] < it.lightEnd[n]) {
-        it.firstLight[n] = t.lightChildren[it.lightFirst[n]];
-        locals.prefetch(base + it.firstLight[n]);
-      }
+      if (it.lightFirst[n] < it.lightEnd[n]) it.firstLight[n] = t.lightChildren[it.lightFirst[n]];
     }
   }
 
-  // Item n's light children's adjoints through their locals, added to its a: the previous launch's results.
+  // Item n's light children's messages (each its adjoint through its local, which the previous launch wrote in
+  // the adjoint scratch) added to its a, in the children's order.
   template <typename Items>
   __device__ void gather(Items& it, int n) const {
     const uint32_t j = it.joint[n];
@@ -412,12 +404,10 @@ struct Backward {
     const uint32_t end = Items::kAhead ? it.lightEnd[n] : t.lightStart[j + 1];
     for (uint32_t c = first; c < end; ++c) {
       const size_t child = it.base[n] + (Items::kAhead && c == first ? it.firstLight[n] : t.lightChildren[c]);
-      float ac[12], lc[12], tmp[12];
-      load12(&adjoint[child * 12], ac);
-      locals.at(child, lc);
-      jointTimesTranspose(ac, lc, tmp);
+      float m[12];
+      load12(&adjoint[child * 12], m);
 #pragma unroll
-      for (int k = 0; k < 12; ++k) it.a[n][k] += tmp[k];
+      for (int k = 0; k < 12; ++k) it.a[n][k] += m[k];
     }
   }
 
@@ -448,8 +438,8 @@ struct Backward {
       if (it.flag[n]) zero12(c);
 #pragma unroll
       for (int k = 0; k < 12; ++k) a[k] = it.a[n][k] + c[k];
-      store12(a, &adjoint[i * 12]);
-      // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ.
+      // G_j = G_parent · L_j: dL_j = G_parentᵀ · dG_j (a root's dL is its adjoint); dG_parent += dG_j · L_jᵀ, which a
+      // path's top sends its parent, a joint of an earlier generation, through the adjoint scratch.
       const int parent = t.parents[it.joint[n]];
       float dl[12];
       if (parent >= 0) {
@@ -463,8 +453,9 @@ struct Backward {
       } else {
         copy12(a, dl);
       }
-      jointTimesTranspose(a, it.local[n], c);
       storeLocalGradient(i, dl);
+      jointTimesTranspose(a, it.local[n], c);
+      if (it.top[n] && parent >= 0) store12(c, &adjoint[i * 12]);
     }
   }
 

@@ -9,9 +9,9 @@
 //     generation, and a pass is one load and one product deep.
 //   - backward, generation by generation from the last, a segmented scan along the generation's sequence, a segment
 //     per path: an element is the map c -> (a + c)·Lᵀ carrying the adjoint c arriving from the heavy child to the
-//     parent, where a is the joint's own gradient plus its light children's finished adjoints (a later generation,
-//     gathered in a fixed order) and L its local; a path's bottom starts a segment. Maps compose as
-//     (u, P): c -> u + c·Pᵀ.
+//     parent, where a is the joint's own gradient plus its light children's messages (a later generation's: each
+//     one's adjoint through its local, as its path's top sends it; gathered in a fixed order) and L its local; a
+//     path's bottom starts a segment. Maps compose as (u, P): c -> u + c·Pᵀ.
 // The scan runs in tiles of JOINTS_TILE elements, each invocation holding JOINTS_ITEMS consecutive ones in
 // registers (CUDA's block scans them by warp shuffles, the shaders' workgroup in shared memory). On a GPU one
 // dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines its predecessors' back to the
@@ -64,7 +64,7 @@
 #define JOINTS_BINDING_SKINNING 8      // float (B,N,12): forward output, or its gradient in the backward
 #define JOINTS_BINDING_POSITIONS 9     // float (B,N,3): forward output, or its gradient in the backward
 #define JOINTS_BINDING_GRAD_GLOBALS 10 // float (B,N,12) (backward)
-#define JOINTS_BINDING_ADJOINT 11      // float (B,N,12) (backward: each joint's finished adjoint)
+#define JOINTS_BINDING_ADJOINT 11      // float (B,N,12) (backward: each path top's message, its adjoint · Lᵀ)
 #define JOINTS_BINDING_GRAD_A 12       // float: gradient of rotations or affine (backward)
 #define JOINTS_BINDING_GRAD_B 13       // float: gradient of translations (backward)
 #define JOINTS_BINDING_SCRATCH 14      // uint: statuses and the tiles' records (above)
