@@ -1,7 +1,7 @@
 // The joint shaders' helpers (GLSL only). localOf: a joint's local transform as a 3×4 matrix, read from the locals'
 // buffers (CUDA's is Locals::at in cuda/src/joint_propagation.cu); before including this, declare the buffers
 // `localA` (vec4: a quaternion, or an affine's three rows) and `localB` (translations), and the push constants `p`
-// (JointsPush).
+// (JointsPush). storeLocalGradient (the backward shaders', below) needs more.
 #ifndef ARMATURE_JOINTS_LOCALS_H
 #define ARMATURE_JOINTS_LOCALS_H
 
@@ -29,9 +29,9 @@ void localOf(uint i, out float m[12]) {
 #ifdef JOINTS_LOCAL_GRADIENTS
 // Joint i's local's gradient from the joint's adjoint `a`, for both backward shaders (CUDA's callers compute it and
 // store it with Backward::storeLocalGradient): G_i = G_parent · L_i, so dL_i = G_parentᵀ · dG_i, a root's its
-// adjoint; stored as (dq, dt) for rigid locals. `parent`: the parent's index in `globals`, read unless `hasParent` is false. Before including
-// this, define JOINTS_LOCAL_GRADIENTS and declare `globals` (vec4 rows), `gradA` (vec4: a quaternion or an affine's
-// rows) and `gradB` (float: translations).
+// adjoint; stored as (dq, dt) for rigid locals. `parent`: the parent's index in `globals`, read unless `hasParent`
+// is false. Before including this, define JOINTS_LOCAL_GRADIENTS and declare `globals` (vec4 rows), `gradA` (vec4:
+// a quaternion or an affine's rows) and `gradB` (float: translations).
 void storeLocalGradient(uint i, float a[12], bool hasParent, uint parent) {
   float dl[12];
   if (hasParent) {
