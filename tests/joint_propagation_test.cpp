@@ -311,11 +311,14 @@ struct ForestCase {
 // Small forests (at most DeviceJointForest::kSmallJoints joints) take the level-by-level dispatch, the others the
 // scans. `wide`: the children of the wide root (lavapipe gathers at most 60,000 per invocation). The chain's 150k
 // joints make 293 tiles, more than one workgroup's worth of carries, and CUDA's backward scans them in wide tiles
-// on a GPU of up to 146 multiprocessors (JOINTS_WIDE_TILE); the random 5000's generations of a few tiles, narrow ones.
+// on a GPU of up to 146 multiprocessors (JOINTS_WIDE_TILE); a leaf off its middle makes a second generation, so that
+// scan gathers a light child's message and is CUDA's dependent launch. The random 5000's generations of a few tiles
+// take narrow ones.
 std::vector<ForestCase> gpuCases(uint32_t wide) {
   std::mt19937_64 r(19);
   std::vector<int32_t> chain(150000), star(wide + 1, 0);
   for (size_t i = 0; i < chain.size(); ++i) chain[i] = int32_t(i) - 1;
+  chain.push_back(75000);  // the leaf
   star[0] = -1;
   std::vector<int32_t> smallChain(DeviceJointForest::kSmallJoints);  // the deepest small forest (walked level by level)
   for (size_t i = 0; i < smallChain.size(); ++i) smallChain[i] = int32_t(i) - 1;
@@ -323,7 +326,7 @@ std::vector<ForestCase> gpuCases(uint32_t wide) {
           {"random 150, shuffled, 3 roots x 41", randomForest(150, 8, r, true, 2), 41},
           {"chain of " + std::to_string(DeviceJointForest::kSmallJoints) + " x 3", smallChain, 3},
           {"random 5000, shuffled, 6 roots", randomForest(5000, 16, r, true, 5), 3},
-          {"chain of 150000", chain, 1},
+          {"chain of 150000 with a leaf", chain, 1},
           {"root with " + std::to_string(wide) + " children", star, 1},
           {"one joint", {-1}, 5},
           {"1000 roots", std::vector<int32_t>(1000, -1), 2}};
