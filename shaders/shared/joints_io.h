@@ -109,10 +109,11 @@ ARM_SHARED_STRUCT(JointsPush) {
   uint genLength;
   uint flags;
   uint phase;        // JOINTS_SINGLE, JOINTS_REDUCE, JOINTS_CARRY, JOINTS_APPLY or JOINTS_PLACE
-  uint tiles;        // ceil(B·genLength / JOINTS_TILE); a single tile needs no carry (PLACE: unused)
+  uint tiles;        // ceil(B·genLength / tileLength); a single tile needs no carry (PLACE: unused)
   uint statusStart;  // SINGLE: this generation's first status word
   uint recordStart;  // the first record's word
-  uint tileLength;   // a tile's elements: JOINTS_TILE, or on CUDA JOINTS_WIDE_TILE or JOINTS_NARROW_TILE
+  uint tileLength;   // a tile's elements: JOINTS_TILE, or on CUDA JOINTS_WIDE_TILE or JOINTS_NARROW_TILE (the host
+                     // picks the kernel by it; the shaders and kernels know their own)
   uint pad0, pad1;
 };
 
