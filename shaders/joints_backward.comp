@@ -14,11 +14,11 @@ layout(std430, binding = JOINTS_BINDING_LIGHT_START) readonly buffer LightStart 
 layout(std430, binding = JOINTS_BINDING_LIGHT_CHILDREN) readonly buffer LightChildren { uint lightChildren[]; };
 layout(std430, binding = JOINTS_BINDING_LOCAL_A) readonly buffer LocalA { vec4 localA[]; };  // quaternions or rows
 layout(std430, binding = JOINTS_BINDING_LOCAL_B) readonly buffer LocalB { float localB[]; };
-layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { float inverseBind[]; };
+layout(std430, binding = JOINTS_BINDING_INVERSE_BIND) readonly buffer InverseBind { vec4 inverseBind[]; };  // rows
 layout(std430, binding = JOINTS_BINDING_GLOBALS) readonly buffer Globals { vec4 globals[]; };  // three rows a joint
-layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { float gradSkinning[]; };
+layout(std430, binding = JOINTS_BINDING_SKINNING) readonly buffer GradSkinning { vec4 gradSkinning[]; };  // rows
 layout(std430, binding = JOINTS_BINDING_POSITIONS) readonly buffer GradPositions { float gradPositions[]; };
-layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { float gradGlobals[]; };
+layout(std430, binding = JOINTS_BINDING_GRAD_GLOBALS) readonly buffer GradGlobals { vec4 gradGlobals[]; };  // rows
 layout(std430, binding = JOINTS_BINDING_ADJOINT) buffer Adjoint { vec4 adjoint[]; };  // three rows a joint
 layout(std430, binding = JOINTS_BINDING_GRAD_A) writeonly buffer GradA { vec4 gradA[]; };  // a quaternion or a row
 layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float gradB[]; };
@@ -45,11 +45,11 @@ void load(uint e, int n) {
   const bool bottom = position + 1u == p.genLength || (order[p.genStart + position + 1u] & JOINTS_HEAD) != 0u;
   itemFlag[n] = bottom ? 1u : 0u;
   float a[12] = kJointsZero, t[12];
-  if ((p.flags & JOINTS_GRAD_GLOBALS) != 0u)
-    for (int k = 0; k < 12; ++k) a[k] += gradGlobals[i * 12u + uint(k)];
+  if ((p.flags & JOINTS_GRAD_GLOBALS) != 0u) JOINTS_ROWS_READ(gradGlobals, i, a);
   if ((p.flags & JOINTS_SKINNING) != 0u) {  // S = G · IB: dG += dS · IBᵀ
     float ds[12], ib[12];
-    for (int k = 0; k < 12; ++k) ds[k] = gradSkinning[i * 12u + uint(k)], ib[k] = inverseBind[j * 12u + uint(k)];
+    JOINTS_ROWS_READ(gradSkinning, i, ds);
+    JOINTS_ROWS_READ(inverseBind, j, ib);
     jointTimesTranspose(ds, ib, t);
     for (int k = 0; k < 12; ++k) a[k] += t[k];
   }

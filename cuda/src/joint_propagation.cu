@@ -280,7 +280,12 @@ struct Forward {
     locals.at(i, it.value[n]);
   }
 
-  // Joint i's global g: stored, with the outputs it makes (ib: the joint's inverse bind, read for skinning).
+  // Joint j's inverse bind, where the skinning matrices are asked for (else ib is left unset: store ignores it).
+  __device__ void inverseBindOf(uint32_t j, float ib[12]) const {
+    if (p.flags & JOINTS_SKINNING) load12(&inverseBind[size_t(j) * 12], ib);
+  }
+
+  // Joint i's global g: stored, with the outputs it makes (ib: inverseBindOf the joint).
   __device__ void store(size_t i, const float g[12], const float ib[12]) const {
     store12(g, &globals[i * 12]);
     if (p.flags & JOINTS_POSITIONS)
@@ -318,7 +323,7 @@ struct Forward {
       copy12(y, g);
       if (it.placed[n]) {
         float ib[12];
-        if (p.flags & JOINTS_SKINNING) load12(&inverseBind[size_t(it.joint[n]) * 12], ib);
+        inverseBindOf(it.joint[n], ib);
         store(it.index[n], g, ib);
       } else {
         store12(g, &globals[it.index[n] * 12]);
@@ -545,7 +550,7 @@ __global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
     const uint32_t j = op.t.order[position] & ~JOINTS_HEAD;
     const size_t base = size_t(b) * p.joints, i = base + j, parent = base + uint32_t(op.t.topParents[position]);
     float ib[12];
-    if (p.flags & JOINTS_SKINNING) load12(&op.inverseBind[size_t(j) * 12], ib);
+    op.inverseBindOf(j, ib);
     waitForPrevious();
     float product[12], top[12], g[12];
     load12(&op.globals[i * 12], product);
@@ -742,12 +747,13 @@ void launchScans(const Exec& exec, const DeviceJointForest& forest, uint32_t bat
                  const DeviceView& scratch, Op& op) {
   CUDA_CHECK(cudaMemsetAsync(scratch.cuda<float>(), 0, forest.scratchStatusWords(batch) * 4, stream(exec)));
   // A backward scan's block holds a multiprocessor: narrow tiles below one wave of blocks, wide from two.
+  const DeviceTraits traits = deviceTraits();
   JointsTileChoice choice;
-  if (IsBackward) choice = {uint32_t(deviceTraits().multiprocessors), 2 * uint32_t(deviceTraits().multiprocessors)};
+  if (IsBackward) choice = {uint32_t(traits.multiprocessors), 2 * uint32_t(traits.multiprocessors)};
   bool first = true;  // follows the memset
   forEachPhase(forest, batch, flags, IsBackward, UINT32_MAX, choice, [&](const JointsPush& push, uint32_t groups) {
     op.p = push;
-    const bool dependent = deviceTraits().dependentLaunches && !first;
+    const bool dependent = traits.dependentLaunches && !first;
     first = false;
     const auto launch = [&](auto kernel, int threads) {
       launchAfterPrevious(dependent, kernel, dim3(groups), dim3(threads), stream(exec), op);

@@ -107,8 +107,12 @@ void forEachPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t flag
     forEachScanPhase(forest, batch, flags, 0, forest.size(), JOINTS_TILE, singlePassTiles, scratch, launch);
     for (uint32_t g = 1; g < G; ++g) {
       const uint32_t length = forest.generationLength(g);
-      const JointsPush push{
-          forest.size(), batch, forest.generationStart(g), length, flags, JOINTS_PLACE, 0, 0, 0, 0, 0, 0};
+      const JointsPush push{.joints = forest.size(),
+                            .batch = batch,
+                            .genStart = forest.generationStart(g),
+                            .genLength = length,
+                            .flags = flags,
+                            .phase = JOINTS_PLACE};
       launch(push,
              uint32_t(std::min<uint64_t>((uint64_t(batch) * length + JOINTS_THREADS - 1) / JOINTS_THREADS, 65535)));
     }
