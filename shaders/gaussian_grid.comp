@@ -55,6 +55,45 @@ void binPoints(bool fill) {
       grid[p.pointEntries + sCellCounts[pointCells[k]] + ranks[k]] = base + k * GAUSSIAN_GRID_THREADS;
 }
 
+shared uint sKeys[GAUSSIAN_GRID_FEW_POINTS];  // GAUSSIAN_GRID_BIN_FEW_POINTS: cell · FEW_POINTS + index
+shared uint sBinned;                          // the points on the grid: the first key off it
+
+// All the points (at most GAUSSIAN_GRID_FEW_POINTS) binned by this one workgroup, each list sorted
+// (gaussian_grid_io.h): their keys sorted by a bitonic network over the next power of two; then each key that starts
+// a cell's list writes that cell's start and those of the empty cells before it.
+void binFewPoints() {
+  const uint lid = gl_LocalInvocationID.x, scale = GAUSSIAN_GRID_FEW_POINTS, off = 0xffffffffu;
+  const uint n = p.points <= 2u ? 2u : 1u << uint(findMSB(p.points - 1u) + 1);  // a power of two, ≥ the points
+  for (uint b = lid; b < n; b += GAUSSIAN_GRID_THREADS) {
+    uint cell;
+    sKeys[b] = b < p.points && pointCell(b, cell) ? cell * scale + b : off;  // off the grid: last
+  }
+  if (lid == 0u) sBinned = n;
+  barrier();
+  for (uint size = 2u; size <= n; size <<= 1u)
+    for (uint stride = size >> 1u; stride > 0u; stride >>= 1u) {
+      for (uint pair = lid; pair < n / 2u; pair += GAUSSIAN_GRID_THREADS) {
+        const uint i = 2u * pair - (pair & (stride - 1u)), j = i + stride;
+        const uint a = sKeys[i], b = sKeys[j];
+        if ((a > b) == ((i & size) == 0u)) sKeys[i] = b, sKeys[j] = a;  // ascending where bit `size` of i is 0
+      }
+      barrier();
+    }
+  for (uint e = lid; e < n; e += GAUSSIAN_GRID_THREADS) {
+    const uint key = sKeys[e], before = e > 0u ? sKeys[e - 1u] : off;
+    if (key == off) {
+      if (before != off) sBinned = e;
+      if (e == 0u) sBinned = 0u;
+      continue;
+    }
+    for (uint c = e > 0u ? before / scale + 1u : 0u; c <= key / scale; ++c) grid[p.pointStarts + c] = e;
+    grid[p.pointEntries + e] = key % scale;
+  }
+  barrier();
+  const uint binned = sBinned, after = binned > 0u ? sKeys[binned - 1u] / scale + 1u : 0u;
+  for (uint c = after + lid; c <= p.cells; c += GAUSSIAN_GRID_THREADS) grid[p.pointStarts + c] = binned;
+}
+
 // Gaussian i's list: its cells' range per axis (in the grid), or false for the outsized list, or no support.
 bool gaussianCells(uint i, out uint first[3], out uint last[3], out bool supported) {
   const float cut = uintBitsToFloat(grid[p.prepared + i * GAUSSIAN_PREPARED + GAUSSIAN_PREPARED_CUT]);
@@ -163,5 +202,7 @@ void main() {
         }
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
     binPoints(mode == GAUSSIAN_GRID_FILL_POINTS);
+  } else if (mode == GAUSSIAN_GRID_BIN_FEW_POINTS) {
+    binFewPoints();
   }
 }

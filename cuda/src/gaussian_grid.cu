@@ -95,6 +95,52 @@ __device__ void binPoints(const float* __restrict__ points, uint32_t* __restrict
     if (fill && cell[k] != ~0u) grid[p.pointEntries + slot[k]] = base + k * GAUSSIAN_GRID_THREADS;
 }
 
+// All the points (at most GAUSSIAN_GRID_FEW_POINTS) binned by this one block, each list sorted (gaussian_grid.comp's
+// binFewPoints): their keys sorted by a bitonic network over the next power of two; then each key that starts a
+// cell's list writes that cell's start and those of the empty cells before it. A stage whose pairs, and the next
+// stage's, lie within one warp's 64 keys (strides up to 32) is followed by a warp barrier only.
+__device__ void binFewPoints(const float* __restrict__ points, uint32_t* __restrict__ grid, const GaussianGridPush& p) {
+  constexpr uint32_t scale = GAUSSIAN_GRID_FEW_POINTS, off = ~0u;
+  __shared__ uint32_t sKeys[GAUSSIAN_GRID_FEW_POINTS], sBinned;
+  const GridHeader header(grid);
+  const uint32_t lid = threadIdx.x;
+  const uint32_t n = p.points <= 2 ? 2u : 1u << (32 - __clz(p.points - 1));  // a power of two, ≥ the points
+  for (uint32_t b = lid; b < n; b += GAUSSIAN_GRID_THREADS) {
+    uint32_t cell = 0;
+    float x[3];
+    for (int d = 0; d < 3; ++d) x[d] = b < p.points ? points[size_t(b) * 3 + d] : 0.0f;
+    sKeys[b] = b < p.points && header.cellOf(x, cell) ? cell * scale + b : off;  // off the grid: last
+  }
+  if (lid == 0) sBinned = n;
+  __syncthreads();
+  for (uint32_t size = 2; size <= n; size <<= 1)
+    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
+      for (uint32_t pair = lid; pair < n / 2; pair += GAUSSIAN_GRID_THREADS) {
+        const uint32_t i = 2 * pair - (pair & (stride - 1)), j = i + stride;
+        const uint32_t a = sKeys[i], b = sKeys[j];
+        if ((a > b) == ((i & size) == 0)) sKeys[i] = b, sKeys[j] = a;  // ascending where bit `size` of i is 0
+      }
+      const uint32_t next = stride > 1 ? stride >> 1 : size;  // the next stage's stride
+      if (stride <= 32 && next <= 32)
+        __syncwarp();
+      else
+        __syncthreads();
+    }
+  for (uint32_t e = lid; e < n; e += GAUSSIAN_GRID_THREADS) {
+    const uint32_t key = sKeys[e], before = e > 0 ? sKeys[e - 1] : off;
+    if (key == off) {
+      if (before != off) sBinned = e;
+      if (e == 0) sBinned = 0;
+      continue;
+    }
+    for (uint32_t c = e > 0 ? before / scale + 1 : 0; c <= key / scale; ++c) grid[p.pointStarts + c] = e;
+    grid[p.pointEntries + e] = key % scale;
+  }
+  __syncthreads();
+  const uint32_t binned = sBinned, after = binned > 0 ? sKeys[binned - 1] / scale + 1 : 0;
+  for (uint32_t c = after + lid; c <= p.cells; c += GAUSSIAN_GRID_THREADS) grid[p.pointStarts + c] = binned;
+}
+
 // The counts a thread of binPointsKernel's scan takes, and a block's chunk of them.
 constexpr uint32_t kScanPer = 8, kScanChunk = kScanPer * GAUSSIAN_GRID_THREADS;
 
@@ -280,6 +326,8 @@ __global__ void __launch_bounds__(GAUSSIAN_GRID_THREADS)
         }
   } else if (mode == GAUSSIAN_GRID_COUNT_POINTS || mode == GAUSSIAN_GRID_FILL_POINTS) {
     binPoints(points, grid, p, mode == GAUSSIAN_GRID_FILL_POINTS);
+  } else if (mode == GAUSSIAN_GRID_BIN_FEW_POINTS) {
+    binFewPoints(points, grid, p);
   }
 }
 

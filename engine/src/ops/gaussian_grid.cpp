@@ -90,7 +90,8 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
 // The points binned into the grid's cells (those off the grid left out); sorted where a sum walks the lists (the
 // Gaussians' side), while the points' tiles only need them grouped by cell. On CUDA the clear, count, scan and fill
 // are one cooperative launch (grid barriers instead of kernel boundaries; Vulkan has no barrier across workgroups)
-// wherever the GPU holds all of its blocks at once.
+// wherever the GPU holds all of its blocks at once. Few points on a small layout: one workgroup, sorted, unless CUDA's
+// cooperative launch can bin them and no sort is wanted (it is the faster of the two then).
 void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, const DeviceView& grid, bool sorted) {
   const GaussianGridPush layout = layoutOf(in);
   const size_t binners =
@@ -100,6 +101,11 @@ void binPoints(const char* op, const Exec& exec, const GaussianFieldInputs& in, 
 #if ARMATURE_HAS_CUDA
   fits = exec.backend() == Backend::Cuda && oneLaunch.groups <= cuda::gaussianBinBlocks();
 #endif
+  const bool few = in.points <= GAUSSIAN_GRID_FEW_POINTS && layout.cells <= GAUSSIAN_GRID_FEW_POINTS_CELLS;
+  if (few && (sorted || !fits)) {
+    run(op, exec, gridPass(in, layout, grid, GAUSSIAN_GRID_BIN_FEW_POINTS, GAUSSIAN_GRID_THREADS));
+    return;
+  }
   if (fits) {
     run(op, exec, oneLaunch);
   } else {
