@@ -2,11 +2,12 @@
 // Culled Gaussian field at points (shared/gaussian_grid_io.h): the field (GAUSSIAN_BACKWARD 0) or the point's
 // gradient (1) over the Gaussians of its cell, then the outsized ones, each list in index order; a term counts where
 // m' ≤ the Gaussian's cut. GAUSSIAN_CHANNELS_MAX: the channel arrays' size (1, 8 or 32).
-// A workgroup takes GAUSSIAN_THREADS consecutive entries of the grid's point lists (binned by cell, so its points
-// lie in a few cells, in increasing order) and, for each of their cells in turn, then the outsized list, stages the
-// list's Gaussians in shared memory a chunk at a time: each point sums its own cell's and the outsized ones in list
-// order, the sums a point alone would make, with loads the workgroup shares. Then the points GAUSSIAN_THREADS ·
-// workgroup … + GAUSSIAN_THREADS − 1 that are off the grid (beyond every cell's support) sum the outsized ones alone.
+// A workgroup takes GAUSSIAN_CULLED_TILE_POINTS consecutive entries of the grid's point lists (binned by cell, so its
+// points lie in a few cells, in increasing order) and, for each of their cells in turn, then the outsized list,
+// stages the list's Gaussians in shared memory a chunk at a time: each point's pair of invocations sums its own
+// cell's and the outsized ones in list order, lane k taking entries k, k + 2, …, then the pair adds its two sums, the
+// sums a pair alone would make, with loads the workgroup shares. Then the points TILE_POINTS · workgroup … +
+// TILE_POINTS − 1 that are off the grid (beyond every cell's support) sum the outsized ones alone, by pairs too.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shared/gaussian_grid_io.h"
@@ -71,14 +72,16 @@ void finishPoint(uint b) {
 }
 
 #define TILE_WORDS 10u  // a staged Gaussian: A' (6), μ (3), the cut
+#define TILE_LANES GAUSSIAN_CULLED_TILE_LANES
+#define TILE_POINTS GAUSSIAN_CULLED_TILE_POINTS
 shared float sGaussians[GAUSSIAN_THREADS * TILE_WORDS];
 shared float sWeights[GAUSSIAN_THREADS * MAXC];
-#define RUN_WORDS ((GAUSSIAN_THREADS + 31u) / 32u)
-shared uint sCells[GAUSSIAN_THREADS], sRunStarts[RUN_WORDS], sFirst[GAUSSIAN_THREADS + 1u],
-    sLast[GAUSSIAN_THREADS + 1u];
+#define RUN_WORDS ((TILE_POINTS + 31u) / 32u)
+shared uint sCells[TILE_POINTS], sRunStarts[RUN_WORDS], sFirst[TILE_POINTS + 1u], sLast[TILE_POINTS + 1u];
 
 // A list's Gaussians (entries first … last − 1), a chunk of GAUSSIAN_THREADS at a time, summed by the invocations
-// where `mine`. The list is the same for the whole workgroup, so its barriers are in uniform control flow.
+// where `mine`, each lane every TILE_LANES-th. The list is the same for the whole workgroup, so its barriers are in
+// uniform control flow.
 void sumStaged(uint first, uint last, bool mine) {
   const uint lid = gl_LocalInvocationID.x;
   for (uint base = first; base < last; base += GAUSSIAN_THREADS) {
@@ -94,7 +97,7 @@ void sumStaged(uint first, uint last, bool mine) {
     barrier();
     if (!mine) continue;
     const uint n = min(GAUSSIAN_THREADS, last - base);
-    for (uint j = 0u; j < n; ++j) {
+    for (uint j = lid % TILE_LANES; j < n; j += TILE_LANES) {
       float a[6], mean[3], w[MAXC];
       [[unroll]] for (uint k = 0u; k < 6u; ++k) a[k] = sGaussians[j * TILE_WORDS + k];
       [[unroll]] for (uint k = 0u; k < 3u; ++k) mean[k] = sGaussians[j * TILE_WORDS + 6u + k];
@@ -104,33 +107,37 @@ void sumStaged(uint first, uint last, bool mine) {
   }
 }
 
-// The first run of sCells starting at or after `from` (sRunStarts' bits), or GAUSSIAN_THREADS.
+// The first run of sCells starting at or after `from` (sRunStarts' bits), or TILE_POINTS.
 uint nextRun(uint from) {
   for (uint w = from / 32u; w < RUN_WORDS; ++w) {
     const uint bits = sRunStarts[w] & (w == from / 32u ? 0xffffffffu << (from % 32u) : 0xffffffffu);
     if (bits != 0u) return w * 32u + uint(findLSB(bits));
   }
-  return GAUSSIAN_THREADS;
+  return TILE_POINTS;
 }
 
-// Point b alone when it is off the grid: it sums the outsized Gaussians only.
-void offGridPoint(uint b) {
-  uint cell;
-  if (b >= p.points || pointCell(b, cell)) return;
-  startPoint(b);
-  const uint first = grid[p.gaussianStarts + p.cells], last = grid[p.gaussianStarts + p.cells + 1u];
-  for (uint e = first; e < last; ++e) {
-    float a[6], mean[3], cut, w[MAXC];
-    loadGaussian(grid[p.gaussianEntries + e], a, mean, cut, w);
-    addTerm(a, mean, cut, w);
-  }
-  finishPoint(b);
+// Adds the partner lane's sums (invocation lid ^ 1, the point's other lane) to this one's, through shared memory
+// (sWeights, free once the tile's sums are done): a + b in one lane and b + a in the other, the same bits. The whole
+// workgroup calls it.
+void addPartner() {
+  const uint lid = gl_LocalInvocationID.x;
+  barrier();  // the sums are done with sWeights and sGaussians
+#if GAUSSIAN_BACKWARD
+  [[unroll]] for (uint k = 0u; k < 3u; ++k) sGaussians[lid * 3u + k] = g3[k];
+  barrier();
+  [[unroll]] for (uint k = 0u; k < 3u; ++k) g3[k] += sGaussians[(lid ^ 1u) * 3u + k];
+#else
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) sWeights[lid * MAXC + c] = acc[c];
+  barrier();
+  [[unroll]] for (uint c = 0u; c < MAXC; ++c) acc[c] += sWeights[(lid ^ 1u) * MAXC + c];
+#endif
 }
 
 void main() {
-  const uint lid = gl_LocalInvocationID.x, binned = grid[p.pointStarts + p.cells];  // the points on the grid
-  const uint e = gl_WorkGroupID.x * GAUSSIAN_THREADS + lid;
-  if (gl_WorkGroupID.x * GAUSSIAN_THREADS < binned) {  // the whole workgroup
+  const uint lid = gl_LocalInvocationID.x, lane = lid % TILE_LANES, me = lid / TILE_LANES;
+  const uint binned = grid[p.pointStarts + p.cells];  // the points on the grid
+  const uint e = gl_WorkGroupID.x * TILE_POINTS + me;
+  if (gl_WorkGroupID.x * TILE_POINTS < binned) {  // the whole workgroup
     const bool valid = e < binned;
     const uint b = valid ? grid[p.pointEntries + e] : 0u;
     startPoint(b);
@@ -138,23 +145,38 @@ void main() {
     if (valid) pointCell(b, cell);  // binned, so on the grid
     // The workgroup's entries are grouped by cell, cells ascending (the scan's starts), so its cells are runs of
     // sCells: each run's start is a bit of sRunStarts, and its list bounds (and the outsized list's, slot
-    // GAUSSIAN_THREADS) are loaded at once up front.
-    sCells[lid] = valid ? cell : 0xffffffffu;
+    // TILE_POINTS) are loaded at once up front.
+    if (lane == 0u) sCells[me] = valid ? cell : 0xffffffffu;
     if (lid < RUN_WORDS) sRunStarts[lid] = 0u;
     barrier();
-    if (valid && (lid == 0u || sCells[lid - 1u] != cell)) {
-      atomicOr(sRunStarts[lid / 32u], 1u << (lid % 32u));
-      sFirst[lid] = grid[p.gaussianStarts + cell], sLast[lid] = grid[p.gaussianStarts + cell + 1u];
+    if (lane == 0u && valid && (me == 0u || sCells[me - 1u] != cell)) {
+      atomicOr(sRunStarts[me / 32u], 1u << (me % 32u));
+      sFirst[me] = grid[p.gaussianStarts + cell], sLast[me] = grid[p.gaussianStarts + cell + 1u];
     }
-    if (lid == 0u) {
-      sFirst[GAUSSIAN_THREADS] = grid[p.gaussianStarts + p.cells];
-      sLast[GAUSSIAN_THREADS] = grid[p.gaussianStarts + p.cells + 1u];
+    if (lid == 1u) {
+      sFirst[TILE_POINTS] = grid[p.gaussianStarts + p.cells];
+      sLast[TILE_POINTS] = grid[p.gaussianStarts + p.cells + 1u];
     }
     barrier();
-    for (uint j = nextRun(0u); j < GAUSSIAN_THREADS; j = nextRun(j + 1u))
+    for (uint j = nextRun(0u); j < TILE_POINTS; j = nextRun(j + 1u))
       sumStaged(sFirst[j], sLast[j], valid && cell == sCells[j]);
-    sumStaged(sFirst[GAUSSIAN_THREADS], sLast[GAUSSIAN_THREADS], valid);  // the outsized Gaussians
-    if (valid) finishPoint(b);
+    sumStaged(sFirst[TILE_POINTS], sLast[TILE_POINTS], valid);  // the outsized Gaussians
+    addPartner();
+    if (valid && lane == 0u) finishPoint(b);
   }
-  offGridPoint(e);  // the point with this index, if it is off the grid
+  // The point with index e, if it is off the grid: the pair walks the outsized list, a Gaussian each in turn.
+  const uint b = min(e, max(p.points, 1u) - 1u);
+  uint cell;
+  const bool offGrid = e < p.points && !pointCell(b, cell);
+  startPoint(b);
+  if (offGrid) {
+    const uint first = grid[p.gaussianStarts + p.cells], last = grid[p.gaussianStarts + p.cells + 1u];
+    for (uint k = first + lane; k < last; k += TILE_LANES) {
+      float a[6], mean[3], cut, w[MAXC];
+      loadGaussian(grid[p.gaussianEntries + k], a, mean, cut, w);
+      addTerm(a, mean, cut, w);
+    }
+  }
+  addPartner();
+  if (offGrid && lane == 0u) finishPoint(b);
 }

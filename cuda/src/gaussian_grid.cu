@@ -405,12 +405,12 @@ struct PointSum {
   }
 };
 
-// The tiles' points: two threads share a point, each summing every other staged Gaussian, and the pair adds its
-// two sums (in either lane the same bits): twice the threads to hide the staging's and the sums' latency.
-constexpr uint32_t kTileLanes = 2, kTilePoints = GAUSSIAN_THREADS / kTileLanes;
+// The tiles' points (gaussian_grid_io.h): a pair of threads a point, whose two sums add to the same bits in either.
+constexpr uint32_t kTileLanes = GAUSSIAN_CULLED_TILE_LANES, kTilePoints = GAUSSIAN_CULLED_TILE_POINTS;
+static_assert(kTileLanes == 2, "PointSum::addPartner adds lane ^ 1's sums");
 
-// A block per kTilePoints consecutive binned points (gaussian_culled_points.glsl's tiles, with a pair of threads per
-// point): for each of their cells in increasing order, then the outsized list, the list's Gaussians staged in shared
+// A block per kTilePoints consecutive binned points (gaussian_culled_points.glsl's tiles), a pair of threads a point:
+// for each of their cells in increasing order, then the outsized list, the list's Gaussians staged in shared
 // memory a chunk at a time, each point summing its own cell's and the outsized ones in list order. Then the points
 // kTilePoints · block … + kTilePoints − 1 that are off the grid sum the outsized ones alone.
 template <int MAXC, bool BACKWARD>
@@ -609,9 +609,7 @@ void launchCulled(const GaussianGridPass& p, cudaStream_t s) {
   if (p.kind == Kind::Forward || p.kind == Kind::PointGrads) {
     const bool backward = p.kind == Kind::PointGrads;
     const auto kernel = backward ? culledTilesKernel<MAXC, true> : culledTilesKernel<MAXC, false>;
-    // kTilePoints points a block (the pass's groups count GAUSSIAN_THREADS points each).
-    const uint32_t groups = std::max(1u, (p.push.points + kTilePoints - 1) / kTilePoints);
-    launchAfterPrevious(deviceTraits().dependentLaunches, kernel, dim3(groups), dim3(GAUSSIAN_THREADS), s, points,
+    launchAfterPrevious(deviceTraits().dependentLaunches, kernel, dim3(p.groups), dim3(GAUSSIAN_THREADS), s, points,
                         weights, gradField, out, grid, p.push);
   } else
     culledGaussiansKernel<MAXC><<<p.groups, GAUSSIAN_THREADS, 0, s>>>(reinterpret_cast<const float4*>(points), weights,

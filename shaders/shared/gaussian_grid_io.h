@@ -76,6 +76,11 @@
 #define GAUSSIAN_CULLED_BINDING_OUT 3         // float: the field, the points' gradient, or the Gaussians' rows
 #define GAUSSIAN_CULLED_BINDING_GRID 4        // uint: the grid
 #define GAUSSIAN_CULLED_BINDINGS 5
+// The points' tiles (the field, the points' gradient): a workgroup takes GAUSSIAN_CULLED_TILE_POINTS consecutive
+// binned points, GAUSSIAN_CULLED_TILE_LANES invocations a point, each lane summing every other staged Gaussian, the
+// pair then adding its two sums: twice the invocations to hide the staging's and the sums' latency.
+#define GAUSSIAN_CULLED_TILE_LANES 2u
+#define GAUSSIAN_CULLED_TILE_POINTS (GAUSSIAN_THREADS / GAUSSIAN_CULLED_TILE_LANES)
 // The Gaussians' side of the backward: GAUSSIAN_CULLED_SLOTS invocations share a Gaussian's points (its cells' lists
 // end to end, slot k taking entries k, k + SLOTS, …), then add their partial sums in slot order.
 #define GAUSSIAN_CULLED_SLOTS 32u

@@ -77,11 +77,13 @@ GaussianGridPass culledPass(GaussianGridPass::Kind kind, const GaussianFieldInpu
   GaussianGridPass pass;
   pass.kind = kind;
   pass.push = layoutOf(in);  // the offsets the culled shaders read
-  // The Gaussians' pass: GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP a workgroup. The points' passes and the gather: a point
-  // or a list entry (at most one per point) an invocation.
-  pass.groups = kind == GaussianGridPass::Kind::GaussianGrads
+  // The Gaussians' pass: GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP a workgroup. The points' tiles:
+  // GAUSSIAN_CULLED_TILE_POINTS points a workgroup. The gather: a list entry (at most one per point) an invocation.
+  using Kind = GaussianGridPass::Kind;
+  pass.groups = kind == Kind::GaussianGrads
                     ? std::min(groupsOf(in.gaussians, GAUSSIAN_CULLED_GAUSSIANS_PER_GROUP), 65535u)
-                    : groupsOf(in.points, GAUSSIAN_THREADS);
+                : kind == Kind::Gather ? groupsOf(in.points, GAUSSIAN_THREADS)
+                                       : groupsOf(in.points, GAUSSIAN_CULLED_TILE_POINTS);
   pass.maxChannels = gaussianChannelVariant(in.channels);
   pass.points = in.x, pass.weights = in.weights, pass.gradField = gradField, pass.out = out, pass.grid = grid;
   return pass;
