@@ -56,8 +56,9 @@
 #define GAUSSIAN_GRID_POINTS_PER_INVOCATION 8u
 #define GAUSSIAN_GRID_SHARED_CELLS 4096u
 // Few points on a small layout: one workgroup bins them all in one dispatch (GAUSSIAN_GRID_BIN_FEW_POINTS), where the
-// passes take six and the Gaussians' side two more to sort. Each point's key, its cell then its index, is sorted in
-// shared memory, so the lists come out sorted; each cell's start is a binary search for its first key.
+// passes take six and the Gaussians' side two more to sort (CUDA: for the Gaussians' side; gaussian_grid.cpp). Each
+// point's key, its cell then its index, is sorted in shared memory, so the lists come out sorted; each key that
+// starts a cell's list writes the starts up to its cell.
 #define GAUSSIAN_GRID_BIN_FEW_POINTS 9u
 #define GAUSSIAN_GRID_FEW_POINTS (GAUSSIAN_GRID_THREADS * GAUSSIAN_GRID_POINTS_PER_INVOCATION)  // a power of two
 #define GAUSSIAN_GRID_FEW_POINTS_CELLS 16384u  // the layout's cells at most (GaussianGridPush::cells)
