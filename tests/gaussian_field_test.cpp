@@ -487,6 +487,80 @@ TEST_P(GaussianFieldOp, CrowdedCellsAreSorted) {
   for (size_t i = 0; i < B; ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * scale[i] + 1e-6) << i;
 }
 
+// The points' lists the Gaussians' side walks, read back from the grid's tail: every point on the grid once, in its
+// own cell's list, each list strictly ascending (the fixed sum order, which the field's values cannot see), and the
+// starts rising to the count of them past the used cells. 1, 1,777 (a sort over 2,048 keys with padding) and 2,048
+// points (none) are binned by one workgroup (GAUSSIAN_GRID_FEW_POINTS); 3,001 by the passes or CUDA's one launch,
+// then sorted. A point within a rounding of a cell's face (float division may put it on either side) is not checked
+// for its cell.
+TEST_P(GaussianFieldOp, PointListsAreSortedByCell) {
+  for (const uint32_t B : {1u, 1777u, 2048u, 3001u}) {
+    SCOPED_TRACE(std::to_string(B) + " points");
+    const uint32_t N = 303;
+    const GaussianFieldRef f = localisedField(B, 300, 3, 1, GaussianShape::Anisotropic, 1e-3);
+    const uint32_t cells = gaussianGridCells(N);
+    ASSERT_LE(cells, GAUSSIAN_GRID_FEW_POINTS_CELLS);
+    const DeviceField d(device(), f);
+    const size_t words = gaussianGridWords(B, N);
+    DeviceBuffer grid = device().allocate(ElementType::UInt32, words);
+    grid.fill(nanBits());
+    DeviceBuffer gradIn = device().upload(cast<float>(uniform(B, -1, 1))), gMeans = poisoned(device(), size_t(N) * 3);
+    DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, 1, true));
+    run([&](const Exec& exec) {
+      buildGaussianGrid(exec, {d.in, 1e-3f, grid});
+      gaussianFieldBackward(exec, {d.in, gradIn, {}, gMeans, {}, {}, scratch, grid});
+    });
+    const std::vector<uint32_t> w = grid.download<uint32_t>(words);
+    // The grid's tail (gaussian_grid.cpp's layout): the points' counts, starts (cells + 1) and entries, then the
+    // scan's block sums.
+    const size_t entries = words - bucketBlockSums(cells + 1) - B, starts = entries - (cells + 1);
+    float lo[3], hi[3];
+    uint32_t dims[3];
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = gaussianFromOrderedBits(w[GAUSSIAN_GRID_LO + k]),
+      hi[k] = gaussianFromOrderedBits(w[GAUSSIAN_GRID_HI + k]);
+      dims[k] = w[GAUSSIAN_GRID_DIMS + k];
+    }
+    float edge;
+    std::memcpy(&edge, &w[GAUSSIAN_GRID_EDGE], 4);
+    const uint32_t used = dims[0] * dims[1] * dims[2];
+    std::vector<int> listOf(B, -1);  // the cell whose list holds each point
+    for (uint32_t c = 0; c < used; ++c) {
+      ASSERT_LE(w[starts + c], w[starts + c + 1]) << "cell " << c;
+      for (uint32_t e = w[starts + c]; e < w[starts + c + 1]; ++e) {
+        const uint32_t b = w[entries + e];
+        ASSERT_LT(b, B) << "entry " << e;
+        ASSERT_EQ(listOf[b], -1) << "point " << b << " listed twice";
+        listOf[b] = int(c);
+        if (e > w[starts + c]) {
+          ASSERT_GT(b, w[entries + e - 1]) << "cell " << c << " not ascending";
+        }
+      }
+    }
+    for (uint32_t c = used; c <= cells; ++c) ASSERT_EQ(w[starts + c], w[starts + used]) << "cell " << c;
+    size_t checked = 0;
+    for (uint32_t b = 0; b < B; ++b) {
+      const float x[3] = {float(f.points[b * 3]), float(f.points[b * 3 + 1]), float(f.points[b * 3 + 2])};
+      bool inside = true, nearFace = false;
+      uint32_t index[3];
+      for (int k = 0; k < 3; ++k) {
+        inside = inside && x[k] >= lo[k] && x[k] <= hi[k];
+        const double t = (double(x[k]) - lo[k]) / edge;
+        nearFace = nearFace || std::abs(t - std::round(t)) < 1e-4;
+        index[k] = gaussianGridAxis(x[k], lo[k], edge, dims[k]);
+      }
+      if (nearFace) continue;
+      ASSERT_EQ(listOf[b] >= 0, inside) << "point " << b;
+      if (!inside) continue;
+      ASSERT_EQ(uint32_t(listOf[b]), (index[2] * dims[1] + index[1]) * dims[0] + index[0]) << "point " << b;
+      ++checked;
+    }
+    if (B > 1) {
+      EXPECT_GT(checked, B / 2) << "most points on the grid, away from its faces";
+    }
+  }
+}
+
 // More points than CUDA's one-launch binning takes (at most 8 blocks of 2,048 points an SM, on up to 256 SMs): the
 // points go through the binning passes instead. Slices of them small enough for one launch give the same bits for the
 // field and the points' gradient (each point sums its cell's list in list order, however it was binned), and the
