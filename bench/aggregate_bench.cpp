@@ -60,14 +60,13 @@ void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int i
             backward ? 3 * mapBytes + 3 * sampleBytes : mapBytes + sampleBytes,
             backward ? 4 * flops : flops,
             {}};
-      const Device::Timings t = device.time(
-          backend,
+      measure(
+          r, device, backend,
           [&](const Exec& exec) {
             deformableAggregation(exec, {in, out});
             if (backward) deformableAggregationBackward(exec, {in, gradOut, gFeatures, gLocations, gWeights, scratch});
           },
           iters);
-      r.medianMs = median(t.ms), r.minMs = minOf(t.ms);
       rows.push_back(r);
     }
   }

@@ -27,17 +27,9 @@ using namespace armature;
 
 namespace {
 
+using bench::measure;
 using bench::median;
 using bench::Row;
-
-// GPU times of `call` on `backend` (Device::time): median and min in ms; stage zones' medians into `stages`.
-std::pair<double, double> timeOn(Device& device, Backend backend, const std::function<void(const Exec&)>& call,
-                                 int iters, std::vector<std::pair<std::string, double>>* stages = nullptr) {
-  const Device::Timings t = device.time(backend, call, iters);
-  if (stages)
-    for (const auto& [name, ms] : t.stages) stages->push_back({name, median(ms)});
-  return {median(t.ms), bench::minOf(t.ms)};
-}
 
 }  // namespace
 
@@ -159,8 +151,8 @@ int main(int argc, char** argv) {
       if (ctx) n = std::min<size_t>(n, ctx->info().maxStorageBufferRange / sizeof(float));  // lavapipe: 128 MiB
       Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
       auto x = device->upload(std::vector<float>(n, 1.0f)), y = device->upload(std::vector<float>(n, 2.0f));
-      std::tie(r.medianMs, r.minMs) = timeOn(
-          *device, backend,
+      measure(
+          r, *device, backend,
           [&](const Exec& exec) {
             axpy(exec, {0.5f, x, y});
           },
@@ -217,12 +209,17 @@ int main(int argc, char** argv) {
               gpu.forward(exec, {B, dp, db, de, dt, verts, joints});
               if (backward) gpu.backward(exec, {B, dp, dgv, {}, gp, gb, ge, gt});
             };
-            std::tie(r.medianMs, r.minMs) = timeOn(*device, backend, call, iters, &r.stages);
+            measure(r, *device, backend, call, iters);
             if (objects > 1 && !noResidency) {
+              auto medianMs = [&] {
+                Row t;
+                measure(t, *device, backend, call, iters);
+                return t.medianMs;
+              };
               gpu.setTuning({.l2Residency = false, .tensorCores = !noTensorCores});
-              r.stages.push_back({"noL2", timeOn(*device, backend, call, iters).first});
+              r.stages.push_back({"noL2", medianMs()});
               gpu.setTuning({.l2Residency = true, .tensorCores = !noTensorCores});
-              r.stages.push_back({"again", timeOn(*device, backend, call, iters).first});
+              r.stages.push_back({"again", medianMs()});
             }
           } else {
             BodyParams p = BodyParams::zeros(model, B, S, E);

@@ -49,8 +49,7 @@ void runBake(std::vector<Row>& rows, Device& device, Backend backend, int iters,
                          Stage{"bake", viewBytes + sampleBytes + aggregateBytes,
                                [&](const Exec& e) { baker.bake(e, dPositions, dColours, texture); }}}) {
     Row r{"bake", backendName(backend), std::string(s.name) + ", " + views, d.views, 0, 0, s.bytes, 0, {}};
-    const Device::Timings t = device.time(backend, s.work, iters);
-    r.medianMs = median(t.ms), r.minMs = minOf(t.ms);
+    measure(r, device, backend, s.work, iters);
     rows.push_back(r);
   }
 }

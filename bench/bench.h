@@ -28,6 +28,14 @@ inline double median(std::vector<double> v) {
 }
 inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
 
+// Times `call` on `backend` (Device::time) into `row`: the median and min in ms, and each stage zone's median.
+inline void measure(Row& row, Device& device, Backend backend, const std::function<void(const Exec&)>& call,
+                    int iters) {
+  const Device::Timings t = device.time(backend, call, iters);
+  row.medianMs = median(t.ms), row.minMs = minOf(t.ms);
+  for (const auto& [name, ms] : t.stages) row.stages.push_back({name, median(ms)});
+}
+
 // The GPU a run measured: `ctx`'s device, else the first CUDA device, else the Vulkan device a context picks.
 inline std::string deviceName(const vk::Context* ctx) {
   if (ctx) return ctx->info().name;

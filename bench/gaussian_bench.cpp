@@ -62,8 +62,7 @@ void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int it
       auto time = [&](const std::string& variant, double bytes, double flops,
                       const std::function<void(const Exec&)>& f) {
         Row r{"gaussian", backendName(backend), variant + "," + field_ + size, B, 0, 0, bytes, flops, {}};
-        const Device::Timings t = device.time(backend, f, iters);
-        r.medianMs = median(t.ms), r.minMs = minOf(t.ms);
+        measure(r, device, backend, f, iters);
         rows.push_back(r);
       };
       for (bool backward : {false, true}) {

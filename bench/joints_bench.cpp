@@ -98,14 +98,13 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
             BN * 19 * 4 + (backward ? BN * 38 * 4 + (forest->small() ? 0.0 : w.batch * 24.0 * 4 * forest->paths()) : 0),
             BN * (backward ? 400 : 100),
             {}};
-      const Device::Timings timings = device.time(
-          backend,
+      measure(
+          r, device, backend,
           [&](const Exec& exec) {
             propagateJoints(exec, fwd);
             if (backward) propagateJointsBackward(exec, bwd);
           },
           iters);
-      r.medianMs = median(timings.ms), r.minMs = minOf(timings.ms);
       rows.push_back(r);
     }
   }

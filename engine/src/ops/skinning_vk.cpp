@@ -96,22 +96,6 @@ SkinningVk::SkinningVk(vk::Context& ctx, const SkinningTables& t, uint32_t maxBa
   m_saved = vk::Buffer(ctx, size_t(maxBatch) * t.jointCount * SKIN_SAVED * 4, vk::kStorageUsage);
 }
 
-namespace {
-// Timer zones over a call's dispatches: next("name") ends the open zone and opens the next; next(nullptr) ends it.
-struct StageZones {
-  vk::GpuTimer* timer;
-  VkCommandBuffer cmd;
-  uint32_t zone = 0;
-  bool open = false;
-  void next(const char* name) {
-    if (!timer) return;
-    if (open) timer->endZone(cmd, zone);
-    open = name != nullptr;
-    if (open) zone = timer->beginZone(cmd, name);
-  }
-};
-}  // namespace
-
 void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const SkinningDims& t = m_dims;
   const VkCommandBuffer cmd = exec.commandBuffer();
@@ -120,7 +104,7 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const BufferView pose = a.pose.vulkan(), betas = a.betas.vulkan(), expression = a.expression.vulkan(),
                    transl = a.transl.vulkan(), vertices = a.vertices.vulkan(), joints = a.joints.vulkan();
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
-  StageZones zones{exec.stages(), cmd};
+  vk::StageZones zones{exec.stages(), cmd};
   // The blend product's input, the pose features and coefficients: one item's stream computes them itself, more
   // items' tiled GEMM reads them from a dispatch before it.
   if (batch > 1) {
@@ -200,7 +184,7 @@ void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
       slices, sumItems};
   const vk::BufferView jointGrads = a.gradJoints.empty() ? m_saved.view() : a.gradJoints.vulkan();  // unread without
   const SumParts& parts = sumParts(batch);
-  StageZones zones{exec.stages(), cmd};
+  vk::StageZones zones{exec.stages(), cmd};
   vk::computeBarrier(cmd);  // the forward's v_posed, transforms and saved chain
   zones.next("skin backward: vertices");
   vk::dispatch(cmd, m_ctx.program(shaders::skin_backward_vertices, SKIN_BACKWARD_VERTICES_BINDINGS, sizeof push),

@@ -60,4 +60,23 @@ class GpuTimer {
   uint32_t m_current = 0;
 };
 
+// Zones over an op's dispatches, on the timer a caller lends (Exec::stages(); none: nothing is recorded): next("name")
+// ends the open zone and opens the next, next(nullptr) or the end of the scope ends it.
+struct StageZones {
+  GpuTimer* timer;
+  VkCommandBuffer cmd;
+  uint32_t zone = 0;
+  bool open = false;
+  StageZones(GpuTimer* t, VkCommandBuffer c) : timer(t), cmd(c) {}
+  StageZones(const StageZones&) = delete;
+  StageZones& operator=(const StageZones&) = delete;
+  ~StageZones() { next(nullptr); }
+  void next(const char* name) {
+    if (!timer) return;
+    if (open) timer->endZone(cmd, zone);
+    open = name != nullptr;
+    if (open) zone = timer->beginZone(cmd, name);
+  }
+};
+
 }  // namespace armature::vk
