@@ -87,7 +87,7 @@ void main() {
     return;
   }
   const uint count = p.batch * p.genLength;
-  for (uint tile = gl_WorkGroupID.x; tile < p.tiles; tile += gl_NumWorkGroups.x) {
+  for (uint tile = jointsFirstTile(); tile < p.tiles; tile += gl_NumWorkGroups.x) {
     const uint first = min(tile * JOINTS_TILE + gl_LocalInvocationID.x * JOINTS_ITEMS, count);
     const int items = int(min(first + JOINTS_ITEMS, count) - first);
     for (int n = 0; n < JOINTS_ITEMS; ++n)

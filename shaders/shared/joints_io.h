@@ -17,11 +17,12 @@
 // dispatch per scan does it (SINGLE): each tile publishes its aggregate, then combines its predecessors' back to the
 // first that starts a segment, for its carry: a look-back (after Merrill and Garland's single-pass scan, 2016)
 // without their shortcut through finished prefixes, whose association would vary from run to run; tiles wait only
-// on earlier ones, which run first. (CUDA's look-back reads 32 predecessors at once: a path across many tiles costs
-// one round trip per 32 of them. The shaders' reads one at a time: most look-backs end at the first, and a
-// workgroup-wide window was slower there.) On lavapipe, whose invocations may not wait on others, three: each tile's
-// aggregate (REDUCE), one workgroup scanning them (CARRY), and each tile again from its carry (APPLY). A scan of one
-// tile needs one dispatch either way.
+// on earlier ones, which run first (CUDA starts blocks in index order in practice; the shaders take tiles by a
+// ticket, in the order workgroups start, which Vulkan does not promise to be their IDs'). (CUDA's look-back reads 32
+// predecessors at once: a path across many tiles costs one round trip per 32 of them. The shaders' reads one at a
+// time: most look-backs end at the first, and a workgroup-wide window was slower there.) On lavapipe, whose
+// invocations may not wait on others, three: each tile's aggregate (REDUCE), one workgroup scanning them (CARRY), and
+// each tile again from its carry (APPLY). A scan of one tile needs one dispatch either way.
 // A forest of at most JOINTS_SMALL_JOINTS joints (a body's skeleton, usually batched) takes another way, one
 // dispatch per direction (joints_small_*.comp): a workgroup holds whole skeletons in shared memory, read and written
 // with coalesced accesses, and walks them level by level (each joint its parent's global times its local; backward,
@@ -41,8 +42,9 @@
 #define JOINTS_WIDE_TILE (2 * JOINTS_TILE)
 #define JOINTS_NARROW_TILE (JOINTS_TILE / 2)
 #define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
-// Scratch (32-bit words): a status word per tile of every generation (SINGLE; zeroed at the start of a call, then
-// JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the forward's, of every path).
+// Scratch (32-bit words): a status word per tile of every generation and after them the shaders' tile ticket (SINGLE;
+// zeroed at the start of a call, then JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the
+// forward's, of every path).
 #define JOINTS_HAS_AGGREGATE 1u
 #define JOINTS_HEAD 0x80000000u                          // in the order table: this joint starts a path
 // llvmpipe (lavapipe) stops an invocation's loops after 65535 iterations in all; one element gathers all its

@@ -39,6 +39,7 @@ shared float sScanU[JOINTS_THREADS * 12];
 #endif
 shared float sScanM[JOINTS_THREADS * 12];
 shared JointsState sTileCarry;
+shared uint sTicket;
 
 void jointsStoreShared(uint at, JointsState s) {
   sScanFlag[at] = s.flag;
@@ -130,6 +131,16 @@ JointsState jointsLookBack(uint tile, JointsState aggregate) {
     if (x.flag != 0u) break;
   }
   return exclusive;
+}
+
+// The workgroup's first tile. SINGLE takes tiles in the order workgroups start (a ticket from the word after the
+// scan's status words), whatever order the device starts them in: a tile's predecessors have all started, so its
+// look-back waits only on workgroups that are running. (SINGLE runs one tile a workgroup.)
+uint jointsFirstTile() {
+  if (p.phase != JOINTS_SINGLE) return gl_WorkGroupID.x;
+  if (gl_LocalInvocationID.x == 0u) sTicket = atomicAdd(scratchWords[p.statusStart + p.tiles], 1u);
+  barrier();
+  return sTicket;
 }
 
 // The tile's carry: the look-back's (SINGLE) or CARRY's, read by one invocation and shared.

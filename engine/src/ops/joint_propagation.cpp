@@ -140,7 +140,7 @@ DeviceView DeviceJointForest::lightChildren() const {
 // covers the forward's one scan of all of them.
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
-  for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g), JOINTS_NARROW_TILE);
+  for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g), JOINTS_NARROW_TILE) + 1;
   return tiles;
 }
 

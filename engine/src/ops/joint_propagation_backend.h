@@ -80,7 +80,7 @@ void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t 
                   .statusStart = scratch.statusStart,
                   .recordStart = scratch.recordStart,
                   .tileLength = tileLength};
-  scratch.statusStart += tiles;
+  scratch.statusStart += tiles + 1;  // and SINGLE's ticket
   if (tiles == 1 || tiles <= singlePassTiles) {
     launch(push, tiles);
     return;
