@@ -25,7 +25,7 @@ layout(std430, binding = JOINTS_BINDING_GRAD_B) writeonly buffer GradB { float g
 layout(push_constant) uniform Push { JointsPush p; };
 
 // Three vec4 rows per joint (JOINTS_ROWS_READ): each joint's own gradient, then its adjoint.
-shared vec4 sA[JOINTS_SMALL_JOINTS * 3];
+shared vec4 sA[JOINTS_SMALL_BACKWARD_JOINTS * 3];
 
 #define JOINTS_LOCAL_GRADIENTS
 #include "shared/joints_locals.h"

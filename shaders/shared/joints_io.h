@@ -53,6 +53,9 @@
 
 #define JOINTS_SMALL_JOINTS 220        // joints a workgroup holds, four SMPL-X skeletons (12 floats each: 10.3 KiB)
 #define JOINTS_SMALL_THREADS 128       // its invocations: few are busy on a level, so more workgroups fit instead
+// The shaders' backward workgroup holds six SMPL-X skeletons (15.5 KiB), so that more share each level's barrier:
+// NVIDIA's driver ran four, five and eight slower (docs/joint_propagation.md). CUDA's block holds eight.
+#define JOINTS_SMALL_BACKWARD_JOINTS 330
 
 #define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top; small:
                                        // the joints by depth, then each level's start (levels + 1)

@@ -36,7 +36,8 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
   if (f.small()) {
     enter(reverse ? "joints backward: small forest" : "joints: small forest");
     uint32_t groups;
-    const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a), JOINTS_SMALL_JOINTS, groups);
+    const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a),
+                                            reverse ? JOINTS_SMALL_BACKWARD_JOINTS : JOINTS_SMALL_JOINTS, groups);
     computeBarrier(cmd);
     dispatch(cmd, exec.context().program(small, JOINTS_BINDINGS, sizeof(JointsPush)), groups,
              bind({f.levels().vulkan(), f.parents().vulkan(), f.childStart().vulkan(), f.children().vulkan(), locals,
