@@ -42,9 +42,9 @@
 #define JOINTS_WIDE_TILE (2 * JOINTS_TILE)
 #define JOINTS_NARROW_TILE (JOINTS_TILE / 2)
 #define JOINTS_STATE_WORDS 25                            // a scan state: segment flag, u[12], P[12]
-// Scratch (32-bit words): a status word per tile of every generation and after them the shaders' tile ticket (SINGLE;
-// zeroed at the start of a call, then JOINTS_HAS_AGGREGATE), then a state per tile of the largest scan (the
-// forward's, of every path).
+// Scratch (32-bit words): a status word per tile of each generation's scan, then that scan's tile ticket for the
+// shaders (SINGLE; all zeroed at the start of a call, the status words then JOINTS_HAS_AGGREGATE), then a state per
+// tile of the largest scan (the forward's, of every path).
 #define JOINTS_HAS_AGGREGATE 1u
 #define JOINTS_HEAD 0x80000000u                          // in the order table: this joint starts a path
 // llvmpipe (lavapipe) stops an invocation's loops after 65535 iterations in all; one element gathers all its

@@ -136,8 +136,8 @@ DeviceView DeviceJointForest::lightChildren() const {
   return m_tables.view().slice(jointsSetupTables(m_joints).lightChildren, m_joints);
 }
 
-// Each generation's scan's (the backward's), in tiles as short as any backend takes (JOINTS_NARROW_TILE); their sum
-// covers the forward's one scan of all of them.
+// Each generation's scan's (the backward's), in tiles as short as any backend takes (JOINTS_NARROW_TILE), and its
+// tile ticket; their sum covers the forward's one scan of all of them.
 size_t DeviceJointForest::scratchStatusWords(uint32_t batch) const {
   size_t tiles = 0;
   for (uint32_t g = 0; g < generations(); ++g) tiles += jointsTiles(batch, generationLength(g), JOINTS_NARROW_TILE) + 1;
