@@ -16,7 +16,7 @@ layout(std430, binding = JOINTS_BINDING_SKINNING) writeonly buffer Skinning { ve
 layout(std430, binding = JOINTS_BINDING_POSITIONS) writeonly buffer Positions { float positions[]; };
 layout(push_constant) uniform Push { JointsPush p; };
 
-shared vec4 sG[JOINTS_SMALL_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_ROWS_READ)
+shared vec4 sG[JOINTS_SMALL_FORWARD_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_ROWS_READ)
 
 #include "shared/joints_locals.h"
 

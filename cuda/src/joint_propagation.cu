@@ -607,9 +607,9 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
   }
 }
 
-// A small forest, backward: shaders/joints_small_backward.comp, with twice the forward's joints a block. A level keeps
-// few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so, as if it
-// gave it less shared memory an SM, and holds six skeletons there (docs/joint_propagation.md).
+// A small forest, backward: shaders/joints_small_backward.comp, with twice the joints of the forward's block. A level
+// keeps few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so, as if
+// it gave it less shared memory an SM, and holds six skeletons there (docs/joint_propagation.md).
 constexpr uint32_t kSmallBackwardJoints = 2 * JOINTS_SMALL_JOINTS;
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
     smallBackwardKernel(Backward op, const uint32_t* levels, const uint32_t* childStart, const uint32_t* children) {

@@ -51,10 +51,15 @@
 // joint's light children, so there a joint with more than this many is refused (DeviceJointForest::widestFanOut).
 #define JOINTS_LAVAPIPE_MAX_FAN_OUT 60000u
 
-#define JOINTS_SMALL_JOINTS 220        // joints a workgroup holds, four SMPL-X skeletons (12 floats each: 10.3 KiB)
-#define JOINTS_SMALL_THREADS 128       // its invocations: few are busy on a level, so more workgroups fit instead
-// The shaders' backward workgroup holds six SMPL-X skeletons (15.5 KiB), so that more share each level's barrier:
-// NVIDIA's driver ran four, five and eight slower (docs/joint_propagation.md). CUDA's block holds eight.
+#define JOINTS_SMALL_JOINTS 220        // the most joints of a small forest, and of CUDA's forward block (four SMPL-X)
+#define JOINTS_SMALL_THREADS 128       // a workgroup's invocations: few are busy on a level, so more workgroups fit
+// The joints a shader's workgroup holds (12 floats each), as measured best on NVIDIA's driver (docs/
+// joint_propagation.md): the forward two SMPL-X skeletons (four and more ran slower; a larger skeleton takes the
+// variant joints_small_forward_whole, which holds JOINTS_SMALL_JOINTS), the backward six, so that more share each
+// level's barrier (four, five and eight ran slower; CUDA's block holds eight).
+#ifndef JOINTS_SMALL_FORWARD_JOINTS
+#define JOINTS_SMALL_FORWARD_JOINTS 110
+#endif
 #define JOINTS_SMALL_BACKWARD_JOINTS 330
 
 #define JOINTS_BINDING_ORDER 0         // uint (N): the forest's order(), JOINTS_HEAD marking each path's top; small:

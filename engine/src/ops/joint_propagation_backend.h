@@ -3,6 +3,7 @@
 // the forest's generations and their scan's phases.
 #include <algorithm>
 
+#include "armature/error.h"
 #include "armature/ops/joint_propagation.h"
 #include "shared/joints_io.h"
 
@@ -31,10 +32,11 @@ inline uint32_t jointsFlags(const JointPropagationBackwardArgs& a) {
 }
 
 // The small-forest dispatch's push constants and workgroups (DeviceJointForest::small()), a workgroup holding
-// `joints` joints (at least JOINTS_SMALL_JOINTS).
+// `joints` joints (at least the forest's).
 inline JointsPush jointsSmallPush(const DeviceJointForest& forest, uint32_t batch, uint32_t flags, uint32_t joints,
                                   uint32_t& groups) {
   const uint32_t N = forest.size(), perRound = joints / N;
+  ARM_CHECK(perRound >= 1, "joint propagation: a workgroup of %u joints cannot hold a skeleton of %u", joints, N);
   groups = uint32_t(std::min<uint64_t>((uint64_t(batch) + perRound - 1) / perRound, 65535));
   return JointsPush{N, batch, forest.depth(), 0, flags, JOINTS_SMALL, perRound, 0, 0, 0, 0, 0};
 }

@@ -12,11 +12,11 @@ BufferView optional(const DeviceView& view) { return view.empty() ? BufferView{}
 
 // Either direction: bindings 0 to 6 (the forest's tables, the locals, the inverse binds) from `a`, then `rest`, then
 // the path tops' parents; each dispatch after what it reads (the one before; the first after work recorded just
-// before it, such as the backward's forward). `small` runs a small forest (DeviceJointForest::small()), `scan` any
-// other.
+// before it, such as the backward's forward). `small` runs a small forest (DeviceJointForest::small()), its workgroup
+// holding `smallJoints` joints; `scan` any other forest.
 template <typename Args>
-void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, const shaders::SpirvBlob& scan,
-         const Args& a, const std::vector<BufferView>& rest, bool reverse) {
+void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, uint32_t smallJoints,
+         const shaders::SpirvBlob& scan, const Args& a, const std::vector<BufferView>& rest, bool reverse) {
   const DeviceJointForest& f = *a.forest;
   VkCommandBuffer cmd = exec.commandBuffer();
   auto bind = [&](std::vector<BufferView> buffers) {
@@ -36,8 +36,7 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
   if (f.small()) {
     enter(reverse ? "joints backward: small forest" : "joints: small forest");
     uint32_t groups;
-    const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a),
-                                            reverse ? JOINTS_SMALL_BACKWARD_JOINTS : JOINTS_SMALL_JOINTS, groups);
+    const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a), smallJoints, groups);
     computeBarrier(cmd);
     dispatch(cmd, exec.context().program(small, JOINTS_BINDINGS, sizeof(JointsPush)), groups,
              bind({f.levels().vulkan(), f.parents().vulkan(), f.childStart().vulkan(), f.children().vulkan(), locals,
@@ -69,13 +68,18 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, cons
 }  // namespace
 
 void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
-  run(exec, "propagateJoints", shaders::joints_small_forward, shaders::joints_forward, a,
+  // A skeleton larger than the forward's workgroup holds (JOINTS_SMALL_FORWARD_JOINTS) takes its variant that holds
+  // any small forest.
+  const bool whole = a.forest->size() > JOINTS_SMALL_FORWARD_JOINTS;
+  run(exec, "propagateJoints", whole ? shaders::joints_small_forward_whole : shaders::joints_small_forward,
+      whole ? JOINTS_SMALL_JOINTS : JOINTS_SMALL_FORWARD_JOINTS, shaders::joints_forward, a,
       {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}, a.scratch.vulkan()}, false);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
   const bool affine = a.kind == LocalTransform::Affine;
-  run(exec, "propagateJointsBackward", shaders::joints_small_backward, shaders::joints_backward, a,
+  run(exec, "propagateJointsBackward", shaders::joints_small_backward, JOINTS_SMALL_BACKWARD_JOINTS,
+      shaders::joints_backward, a,
       {a.globals.vulkan(), optional(a.gradSkinning), optional(a.gradPositions), optional(a.gradGlobals),
        a.adjoint.vulkan(), affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
        affine ? BufferView{} : a.gradTranslations.vulkan(), a.scratch.vulkan()},
