@@ -29,12 +29,8 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, uint
   const BufferView locals = a.kind == LocalTransform::Affine ? a.affine.vulkan() : a.rotations.vulkan();
   // Stages for a caller that times them: the scans (each with what it waits on), and the forward's PLACE passes.
   vk::StageZones zones{exec.stages(), cmd};
-  const char* stage = nullptr;
-  auto enter = [&](const char* next) {
-    if (next != stage) zones.next(stage = next);
-  };
   if (f.small()) {
-    enter(reverse ? "joints backward: small forest" : "joints: small forest");
+    zones.next(reverse ? "joints backward: small forest" : "joints: small forest");
     uint32_t groups;
     const JointsPush push = jointsSmallPush(f, a.batch, jointsFlags(a), smallJoints, groups);
     computeBarrier(cmd);
@@ -54,12 +50,12 @@ void run(const Exec& exec, const char* op, const shaders::SpirvBlob& small, uint
   const auto& program = exec.context().program(scan, JOINTS_BINDINGS, sizeof(JointsPush));
   // One pass per scan where workgroups may wait on earlier ones (a GPU), three on lavapipe.
   const uint32_t singlePassTiles = exec.context().info().isCpu() ? 0 : 65535;
-  enter(reverse ? "joints backward: scans" : "joints: scan");
+  zones.next(reverse ? "joints backward: scans" : "joints: scan");
   computeBarrier(cmd);  // the status words may still be read by earlier work
   vkCmdFillBuffer(cmd, a.scratch.vulkan().buffer, a.scratch.vulkan().offset, f.scratchStatusWords(a.batch) * 4, 0);
   forEachPhase(f, a.batch, jointsFlags(a), reverse, singlePassTiles, JointsTileChoice{},
                [&](const JointsPush& push, uint32_t groups) {
-                 if (push.phase == JOINTS_PLACE) enter("joints: place");
+                 if (push.phase == JOINTS_PLACE) zones.next("joints: place");
                  computeBarrier(cmd);
                  dispatch(cmd, program, groups, buffers, push);
                });

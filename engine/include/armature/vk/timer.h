@@ -6,6 +6,7 @@
 // device work where it happened: through VK_EXT_calibrated_timestamps where the device has it (recalibrated every
 // second), else from one timestamp whose submission the host waited for (late by at most that wait).
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,22 +62,26 @@ class GpuTimer {
 };
 
 // Zones over an op's dispatches, on the timer a caller lends (Exec::stages(); none: nothing is recorded): next("name")
-// ends the open zone and opens the next, next(nullptr) or the end of the scope ends it.
-struct StageZones {
-  GpuTimer* timer;
-  VkCommandBuffer cmd;
-  uint32_t zone = 0;
-  bool open = false;
-  StageZones(GpuTimer* t, VkCommandBuffer c) : timer(t), cmd(c) {}
+// ends the open zone and opens the next (the open one goes on where it has that name), next(nullptr) or the end of
+// the scope ends it.
+class StageZones {
+ public:
+  StageZones(GpuTimer* timer, VkCommandBuffer cmd) : m_timer(timer), m_cmd(cmd) {}
   StageZones(const StageZones&) = delete;
   StageZones& operator=(const StageZones&) = delete;
   ~StageZones() { next(nullptr); }
   void next(const char* name) {
-    if (!timer) return;
-    if (open) timer->endZone(cmd, zone);
-    open = name != nullptr;
-    if (open) zone = timer->beginZone(cmd, name);
+    if (!m_timer || (m_open && name && std::strcmp(name, m_open) == 0)) return;
+    if (m_open) m_timer->endZone(m_cmd, m_zone);
+    m_open = name;
+    if (m_open) m_zone = m_timer->beginZone(m_cmd, name);
   }
+
+ private:
+  GpuTimer* m_timer;
+  VkCommandBuffer m_cmd;
+  uint32_t m_zone = 0;
+  const char* m_open = nullptr;  // the open zone's name
 };
 
 }  // namespace armature::vk
