@@ -1,9 +1,18 @@
 // axpy on every GPU backend from one body: the pattern every op's tests follow (docs/adding_an_op.md).
+#include <chrono>
+#include <cmath>
 #include <iostream>
+#include <thread>
 
 #include "armature/ops/axpy.h"
 #include "support/compare.h"
 #include "support/vk_test_env.h"
+
+#if ARMATURE_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "armature/cuda/runtime.h"
+#endif
 
 using namespace armature;
 using namespace armature::test;
@@ -72,6 +81,58 @@ TEST(AxpyCuda, CompressibleMemory) {
     if (n == 1) std::cout << "compressible memory granted: " << (y.compressed() ? "yes" : "no") << "\n";
     expectAxpy(*device, Backend::Cuda, c, y);
   }
+}
+
+// The gate Device::time enqueues each CUDA call behind: work waits until it opens, and a caller that waits on the
+// held stream is released by its timeout, not hung, and told so.
+TEST(AxpyCuda, LaunchGateHoldsWorkUntilOpened) {
+  std::string why;
+  Device* device = testDevice(Backend::Cuda, &why);
+  if (!device) GTEST_SKIP() << "cuda: " << why;
+#if ARMATURE_HAS_CUDA
+  using namespace std::chrono;
+  const Case c = makeCase(1001);
+  auto x = device->upload(cast<float>(c.x));
+  DeviceBuffer y = device->allocate(ElementType::Float32, c.y.size());
+  y.upload(std::span<const float>(cast<float>(c.y)));
+  cuda::Stream stream;
+  const auto held = static_cast<cudaStream_t>(stream.handle());
+  // Loads axpy's kernel first: a module's load at a kernel's first launch waits for the gate's kernel.
+  device->run(Backend::Cuda, [&](const Exec& exec) { axpy(exec, {0.0f, x, y}); });
+  {
+    cuda::LaunchGate gate;
+    gate.hold(stream);
+    axpy(Exec::cuda(stream.handle()), {float(c.a), x, y});
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_EQ(cudaStreamQuery(held), cudaErrorNotReady) << "the work ran before the gate opened";
+    EXPECT_TRUE(gate.open());
+    stream.synchronize();
+    EXPECT_TRUE(allClose(y.download<float>(), c.want, kAxpyTol));
+  }
+  {
+    cuda::LaunchGate gate(milliseconds(100));
+    gate.hold(stream);
+    const auto start = steady_clock::now();
+    stream.synchronize();  // waits on the held stream: only the timeout releases it
+    const double waited = duration<double>(steady_clock::now() - start).count();
+    EXPECT_GE(waited, 0.09);
+    EXPECT_LT(waited, 10.0);
+    EXPECT_FALSE(gate.open()) << "the gate did not report that it gave up";
+  }
+  // Device::time through the gate: finite, positive times; a call that waits on its stream (a download) still
+  // returns, timed as launched.
+  for (const bool waits : {false, true}) {
+    const Device::Timings t = device->time(
+        Backend::Cuda,
+        [&](const Exec& exec) {
+          axpy(exec, {1.0f, x, y});
+          if (waits) (void)y.download<float>();
+        },
+        3);
+    ASSERT_EQ(t.ms.size(), 3u) << "waits=" << waits;
+    for (double ms : t.ms) EXPECT_TRUE(std::isfinite(ms) && ms > 0.0) << "waits=" << waits << ": " << ms;
+  }
+#endif
 }
 
 TEST_P(AxpyOp, RejectsBadArguments) {

@@ -339,6 +339,44 @@ int64_t EventTimer::startHostNs() {
   return ns;
 }
 
+namespace {
+__global__ void launchGateKernel(volatile uint32_t* words, uint32_t generation, uint64_t timeoutNs) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (words[0] != generation) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeoutNs) {
+      words[1] = generation;
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+}  // namespace
+
+LaunchGate::LaunchGate(std::chrono::milliseconds timeout) : m_timeoutNs(uint64_t(timeout.count()) * 1000000u) {
+  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m_words), 2 * sizeof(uint32_t), cudaHostAllocMapped));
+  m_words[0] = m_words[1] = 0;
+}
+LaunchGate::~LaunchGate() {
+  if (m_held) open();
+  cudaFreeHost(m_words);
+}
+void LaunchGate::hold(const Stream& s) {
+  ARM_CHECK(!m_held, "LaunchGate::hold: the gate is already held");
+  uint32_t* device = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), m_words, 0));
+  launchGateKernel<<<1, 1, 0, static_cast<cudaStream_t>(s.handle())>>>(device, ++m_generation, m_timeoutNs);
+  CUDA_CHECK_LAUNCH();
+  m_held = true;
+}
+bool LaunchGate::open() {
+  if (!m_held) return true;
+  m_held = false;
+  reinterpret_cast<volatile uint32_t*>(m_words)[0] = m_generation;
+  return reinterpret_cast<volatile uint32_t*>(m_words)[1] != m_generation;
+}
+
 void copyToDevice(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));

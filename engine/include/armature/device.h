@@ -184,7 +184,9 @@ class Device {
   // submission with a full barrier between them (each call's latency on a busy GPU: one submit-and-wait per call lets
   // some drivers keep the GPU in a low-power state, in which memory-bound calls run far below their bandwidth), and
   // zones the work opens on exec.stages() come back as stages; Submitted submits and waits for each call (a frame's
-  // cost, e.g. the rasteriser's). CUDA: events around each call, each waited for, either way.
+  // cost, e.g. the rasteriser's). CUDA: events around each call, each waited for, either way; each call is enqueued
+  // behind a cuda::LaunchGate, so that its time is the GPU's, as Vulkan's timestamps are, and not the host's launches
+  // (a call that waits on its own stream cannot be held, and is then timed as launched).
   enum class Timing { BackToBack, Submitted };
   struct Timings {
     std::vector<double> ms;                                           // per call

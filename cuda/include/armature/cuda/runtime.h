@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA backend's runtime helpers. No CUDA types appear here, so code built without nvcc includes it;
 // in a build with ARMATURE_CUDA=OFF every call reports that CUDA was not built.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -152,6 +153,28 @@ class EventTimer {
  private:
   void* m_start = nullptr;
   void* m_stop = nullptr;
+};
+
+// Holds a stream's work until opened, so that events around work enqueued behind it time the GPU alone: a call's
+// kernels then start back to back, as on a busy GPU, not each when the host gets round to launching it (nvbench's
+// blocking kernel). hold() enqueues a one-thread kernel that spins on a word of mapped host memory; open() sets the
+// word. The kernel gives up after `timeout` so that a caller waiting on the stream while it is held stalls for that
+// long, never for ever; open() returns false when it had given up (the held work was then not back to back). Launch
+// each kernel once before holding: its first launch loads its module, which waits for running kernels, the gate's.
+class LaunchGate {
+ public:
+  explicit LaunchGate(std::chrono::milliseconds timeout = std::chrono::milliseconds(500));
+  ~LaunchGate();
+  LaunchGate(const LaunchGate&) = delete;
+  LaunchGate& operator=(const LaunchGate&) = delete;
+  void hold(const Stream& s);
+  bool open();
+
+ private:
+  uint32_t* m_words = nullptr;  // mapped host memory: [0] the generation to release, [1] the last one given up on
+  uint64_t m_timeoutNs = 0;
+  uint32_t m_generation = 0;
+  bool m_held = false;
 };
 
 // Synchronous copies and a 32-bit fill on raw device memory; they order against work on every stream.
