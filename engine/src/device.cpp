@@ -348,8 +348,13 @@ Device::Timings Device::time(Backend backend, const std::function<void(const Exe
         vk::computeBarrier(cmd);
       }
     };
-    for (WarmUp w; !w.done();)
-      ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(std::max(iters, 10), nullptr, cmd); });
+    // Warm-up submissions of max(iters, 10) calls, or of about the warm-up's 250 ms where one call is slow (lavapipe
+    // under sanitizers): ten slow calls in one submission would near its timeout.
+    const auto first = std::chrono::steady_clock::now();
+    ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(1, nullptr, cmd); });
+    const double oneMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
+    const int batch = std::clamp(int(250.0 / std::max(oneMs, 1e-3)), 1, std::max(iters, 10));
+    for (WarmUp w; !w.done();) ctx.submitAndWait([&](VkCommandBuffer cmd) { calls(batch, nullptr, cmd); });
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, 0);
       calls(iters, &timer, cmd);
