@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "armature/read_limits.h"
+
 #include "armature/body/npz.h"
 #include "armature/error.h"
 #include "armature/ops/joint_propagation.h"
@@ -24,6 +26,14 @@ std::vector<float> readArray(NpzArchive& file, const std::string& path, const ch
 }  // namespace
 
 BodyField loadBodyField(const std::string& path, const BodyModel& model) {
+  // Attaching a Gaussian to the body is linear in the vertices: the count is bounded before anything is read.
+  {
+    NpzReader listed = openArrayFile(path);
+    const NpzEntry* means = listed.find("means");
+    if (means && !means->shape.empty())
+      checkLimit(means->shape[0], readLimits().gaussians, path + ": 'means'", "Gaussians",
+                 "ARMATURE_MAX_GAUSSIANS raises the limit");
+  }
   NpzArchive file = readNpz(path);
   std::vector<float> means = readArray(file, path, "means", 3), cholesky = readArray(file, path, "cholesky", 6),
                      weights = readArray(file, path, "weights", 1);

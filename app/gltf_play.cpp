@@ -14,6 +14,7 @@
 #include "armature/file_checks.h"
 #include "armature/ops/joint_propagation.h"
 #include "armature/ops/linear_blend_skinning.h"
+#include "armature/read_limits.h"
 #include "armature/vk/context.h"
 
 namespace armature::app {
@@ -59,7 +60,20 @@ int runGltf(const GltfOptions& o) {
   if (!c.clips.empty() && o.clip >= c.clips.size())
     throw Error(o.file + ": clip " + std::to_string(o.clip) + " of " + std::to_string(c.clips.size()));
   const double length = c.clips.empty() ? 0 : c.clips[o.clip].seconds;
-  const uint32_t frames = o.frames ? o.frames : uint32_t(std::floor(length * o.fps)) + 1;
+  // Every frame is one skeleton of a batch held in memory at once: the count is bounded before anything is sized.
+  const double wanted = o.frames ? double(o.frames) : std::floor(length * o.fps) + 1;
+  checkLimit(uint64_t(std::min(wanted, 1e18)), readLimits().frames,
+             o.file + ": clip " + std::to_string(o.clip) + " at " + std::to_string(o.fps) + " fps", "frames",
+             "--frames N takes the first N; ARMATURE_MAX_FRAMES raises the limit");
+  const uint32_t frames = uint32_t(wanted);
+  const uint64_t perFrame = checkedSum(uint64_t(c.jointCount()) * 24, uint64_t(c.vertexCount()) * 6, o.file);
+  checkLimit(checkedProduct({frames, perFrame, sizeof(double)}, o.file), readLimits().totalBytes,
+             o.file + ": " + std::to_string(frames) + " frames of " + std::to_string(c.vertexCount()) +
+                 " vertices held at once",
+             "bytes", "--frames N takes fewer; ARMATURE_READ_BUDGET_MIB raises the limit");
+  if (!o.output.empty() && frames > kMaxUnrangedOutputFiles && !o.frames)
+    throw Error(o.output + ": the clip has " + std::to_string(frames) + " frames, and one file a frame is more than " +
+                std::to_string(kMaxUnrangedOutputFiles) + " files; say how many with --frames N");
   const JointForest forest(c.parents);
   std::vector<double> locals;
   for (uint32_t f = 0; f < frames; ++f) {
@@ -78,8 +92,9 @@ int runGltf(const GltfOptions& o) {
     double seconds = 0;
     const std::vector<float> got = skinFramesGpu(backend, c, forest, locals, frames, seconds);
     double worst = 0, scale = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+    for (size_t i = 0; i < got.size(); ++i) {  // written so that a NaN anywhere makes worst NaN, and fails below
+      const double d = std::abs(double(got[i]) - want[i]);
+      if (!(d <= worst)) worst = d;
       scale = std::max(scale, std::abs(want[i]));
     }
     vertices.assign(got.begin(), got.end());
@@ -93,6 +108,7 @@ int runGltf(const GltfOptions& o) {
   if (o.output.empty()) return 0;
   const size_t V3 = size_t(c.vertexCount()) * 3;
   const std::vector<int32_t> faces(c.indices.begin(), c.indices.end());
+  if (frames > 1) std::printf("writing %u files, %s and on\n", frames, numberedPath(o.output, 0).c_str());
   for (uint32_t f = 0; f < frames; ++f) {
     const std::vector<float> frame(vertices.begin() + long(f * V3), vertices.begin() + long((f + 1) * V3));
     const std::string path = frames == 1 ? o.output : numberedPath(o.output, f);

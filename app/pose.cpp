@@ -12,6 +12,7 @@
 #include "armature/body/mesh_export.h"
 #include "armature/body/motion.h"
 #include "armature/device.h"
+#include "armature/read_limits.h"
 #include "armature/file_checks.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/context.h"
@@ -101,6 +102,11 @@ int runPose(const PoseOptions& o) {
     throw Error(o.motion + ": frames [" + std::to_string(o.firstFrame) + ", " + std::to_string(o.endFrame) +
                 ") select nothing of its " + std::to_string(motion.frames));
   const uint32_t frames = last - first;
+  if (meshes && frames > kMaxUnrangedOutputFiles && o.endFrame == UINT32_MAX)
+    throw Error(o.output + ": " + std::to_string(frames) + " frames, and one mesh file a frame is more than " +
+                std::to_string(kMaxUnrangedOutputFiles) + " files; choose the frames with --frames FIRST:END");
+  if (meshes && frames > 1)
+    std::fprintf(stderr, "writing %u files, %s and on\n", frames, framePath(o.output, first, frames).c_str());
   const uint32_t S = std::min<uint32_t>(uint32_t(std::max<size_t>(motion.betas.size(), 1)), model.shapeCount);
   const uint32_t E = std::min<uint32_t>(uint32_t(motion.expression.size() / motion.frames), model.exprCount);
   const Backend backend = chooseBackend(o.backend);

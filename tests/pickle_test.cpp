@@ -279,7 +279,7 @@ TEST(Pickle, SizeClaimsAndFloodsAreRefusedWithinTheMemoryBound) {
   for (int i = 0; i < 2000000; ++i) flood.op(']');
   flood.op('l');
   const std::vector<std::pair<std::vector<uint8_t>, std::string>> cases = {{claim.bytes(), "truncated or corrupt"},
-                                                                           {sparse.bytes(), "NpzLimits::maxEntryBytes"},
+                                                                           {sparse.bytes(), "MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)"},
                                                                            {flood.bytes(), "kMaxPickleValues"}};
   for (const auto& [bytes, refusal] : cases) {
     const std::string path = writePickle("claim.pkl", bytes);

@@ -522,13 +522,16 @@ __global__ void __launch_bounds__(Threads) scanKernel(Op op) {
       continue;
     }
     if (p.tiles > 1) {  // this tile's carry, then the block's prefix
+      State carry;
       if (p.phase == JOINTS_SINGLE) {
-        State carry;
         if (threadIdx.x < 32) lookBack<IsBackward>(op.scratch, p, tile, total, carry);
-        if (threadIdx.x == 0) sCarry = carry;
       } else if (threadIdx.x == 0) {
-        readTile(op.scratch, p, tile, sCarry);
+        readTile(op.scratch, p, tile, carry);
       }
+      // Every thread has read scanBlock's total before sCarry is written: the compiler may give the two the same
+      // shared memory (compute-sanitizer's racecheck saw the write meet the reads without this barrier).
+      __syncthreads();
+      if (threadIdx.x == 0) sCarry = carry;
       __syncthreads();
       State before;
       combine<IsBackward>(sCarry, exclusive, before);

@@ -107,7 +107,15 @@ class PickleWriter {
   }
   void tuple(const std::vector<int64_t>& ints) {
     op('(');
-    for (int64_t v : ints) integer(int32_t(v));
+    for (int64_t v : ints) {
+      if (v == int32_t(v)) {
+        integer(int32_t(v));
+      } else {  // LONG1, as Python writes an int past 32 bits: 8 little-endian bytes of two's complement
+        op(0x8a);
+        op(8);
+        u64(uint64_t(v));
+      }
+    }
     op('t');
   }
 

@@ -4,13 +4,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "armature/error.h"
 #include "armature/file_checks.h"
 #include "armature/ops/joint_propagation.h"
 #include "armature/ops/linear_blend_skinning.h"
+#include "armature/read_limits.h"
 #include "math/transform34.h"
 
 namespace armature {
@@ -41,30 +45,44 @@ std::array<double, 10> nodeTrs(const tinygltf::Node& n) {
   return trs;
 }
 
+// The largest magnitude a coordinate, weight or transform entry may have (any unit: 1e9 is past every real model),
+// and a key time in seconds (a day: longer clips are refused rather than sampled into millions of frames).
+constexpr double kMaxMagnitude = 1e9, kMaxSeconds = 86400;
+
 class Reader {
  public:
   Reader(const tinygltf::Model& g, const std::string& name) : m_g(g), m_name(name) {}
   [[noreturn]] void fail(const std::string& message) const { throw Error(m_name + ": " + message); }
 
-  // An accessor's elements as doubles (normalised integers mapped to [0, 1]), `width` components each.
+  // An accessor's elements as doubles (normalised integers mapped to [0, 1]), `width` components each. Every size
+  // is computed with overflow checks and counted against the read budget before anything is allocated.
   std::vector<double> read(int index, size_t width, const char* what) const {
     if (index < 0 || size_t(index) >= m_g.accessors.size()) fail(std::string(what) + ": no such accessor");
     const tinygltf::Accessor& a = m_g.accessors[size_t(index)];
+    const std::string where = m_name + ": " + what + " (accessor " + std::to_string(index) + ")";
+    auto refuse = [&](const std::string& message) { throw Error(where + ": " + message); };
+    if (a.sparse.isSparse) refuse("sparse accessors are not read (store its values densely)");
     if (size_t(tinygltf::GetNumComponentsInType(uint32_t(a.type))) != width)
-      fail(std::string(what) + ": expected " + std::to_string(width) + " components per element");
-    std::vector<double> out(a.count * width, 0.0);
+      refuse("expected " + std::to_string(width) + " components per element");
+    const uint64_t values = checkedProduct({a.count, width}, where), held = checkedProduct({values, 8}, where);
+    checkArrayBytes(held, where);
+    m_heldBytes = checkedSum(m_heldBytes, held, where);
+    checkLimit(m_heldBytes, readLimits().totalBytes, where + ": bytes read from the file's accessors", "bytes",
+               "ARMATURE_READ_BUDGET_MIB raises it");
+    std::vector<double> out(values, 0.0);
     if (a.bufferView < 0) return out;  // all zeros, as glTF defines an accessor without a view
-    if (size_t(a.bufferView) >= m_g.bufferViews.size()) fail(std::string(what) + ": no such buffer view");
+    if (size_t(a.bufferView) >= m_g.bufferViews.size()) refuse("no such buffer view");
     const tinygltf::BufferView& v = m_g.bufferViews[size_t(a.bufferView)];
-    if (v.buffer < 0 || size_t(v.buffer) >= m_g.buffers.size()) fail(std::string(what) + ": no such buffer");
+    if (v.buffer < 0 || size_t(v.buffer) >= m_g.buffers.size()) refuse("no such buffer");
     const std::vector<unsigned char>& data = m_g.buffers[size_t(v.buffer)].data;
     const int componentBytes = tinygltf::GetComponentSizeInBytes(uint32_t(a.componentType));
-    if (componentBytes <= 0) fail(std::string(what) + ": unknown component type");
-    const size_t element = size_t(componentBytes) * width, stride = v.byteStride ? v.byteStride : element;
-    const size_t start = v.byteOffset + a.byteOffset;
-    if (a.count && (start + stride * (a.count - 1) + element > data.size() ||
-                    a.byteOffset + stride * (a.count - 1) + element > v.byteLength))
-      fail(std::string(what) + ": its data runs past its buffer");
+    if (componentBytes <= 0) refuse("unknown component type");
+    const uint64_t element = uint64_t(componentBytes) * width, stride = v.byteStride ? v.byteStride : element;
+    if (stride < element) refuse("byteStride " + std::to_string(stride) + " is smaller than an element");
+    const uint64_t start = checkedSum(v.byteOffset, a.byteOffset, where);
+    const uint64_t span = a.count ? checkedSum(checkedProduct({stride, a.count - 1}, where), element, where) : 0;
+    if (checkedSum(start, span, where) > data.size() || checkedSum(a.byteOffset, span, where) > v.byteLength)
+      refuse("its data runs past its buffer");
     for (size_t i = 0; i < a.count; ++i)
       for (size_t c = 0; c < width; ++c) {
         const unsigned char* p = &data[start + i * stride + c * size_t(componentBytes)];
@@ -92,7 +110,7 @@ class Reader {
             break;
           }
           default:
-            fail(std::string(what) + ": component type " + std::to_string(a.componentType) + " is not read here");
+            refuse("component type " + std::to_string(a.componentType) + " is not read here");
         }
         out[i * width + c] = x;
       }
@@ -102,20 +120,140 @@ class Reader {
  private:
   const tinygltf::Model& m_g;
   const std::string& m_name;
+  mutable uint64_t m_heldBytes = 0;  // what read() has allocated
 };
 
 double keyTime(const GltfChannel& c, size_t k) { return double(c.times[k]); }
+
+// The deepest nesting of arrays and objects in JSON text, counted outside strings, in one pass. A .glb's JSON is
+// its first chunk; anything malformed is left for tinygltf to report.
+uint32_t jsonDepth(const std::vector<unsigned char>& bytes, bool binary) {
+  size_t begin = 0, end = bytes.size();
+  if (binary) {
+    if (bytes.size() < 20) return 0;
+    uint32_t length;
+    std::memcpy(&length, &bytes[12], 4);
+    begin = 20, end = std::min<size_t>(bytes.size(), 20 + size_t(length));
+  }
+  uint32_t depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = begin; i < end; ++i) {
+    const unsigned char c = bytes[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// tinygltf's file access, confined: a path is opened only when it resolves (symlinks and ".." included) to a
+// regular file inside the glTF's folder, and never an image (no texture is used). tinygltf also searches the
+// current directory; that path resolves outside the folder and is refused like any other.
+struct Confinement {
+  std::filesystem::path folder;  // canonical; empty: every path is refused
+  std::string refused;           // why the last path was refused, for the message
+  uint64_t bytesRead = 0;
+};
+
+bool isImagePath(const std::string& path) {
+  const std::string ext = lowerExtension(path);
+  for (const char* image : {".png", ".jpg", ".jpeg", ".ktx", ".ktx2", ".webp", ".dds", ".basis", ".gif", ".bmp"})
+    if (ext == image) return true;
+  return false;
+}
+
+bool confined(const std::string& path, Confinement& c, std::filesystem::path& resolved) {
+  std::error_code ec;
+  resolved = std::filesystem::weakly_canonical(path, ec);
+  if (c.folder.empty()) {
+    c.refused = "'" + path + "': external files are not read here";
+    return false;
+  }
+  const bool inside = !ec && std::mismatch(c.folder.begin(), c.folder.end(), resolved.begin(), resolved.end()).first ==
+                                 c.folder.end();
+  if (!inside) c.refused = "'" + path + "' is outside the glTF's folder " + c.folder.string() + " (not opened)";
+  return inside;
+}
+
+bool confinedExists(const std::string& path, void* user) {
+  Confinement& c = *static_cast<Confinement*>(user);
+  std::filesystem::path resolved;
+  std::error_code ec;
+  return confined(path, c, resolved) && !isImagePath(path) && std::filesystem::is_regular_file(resolved, ec);
+}
+
+std::string unexpanded(const std::string& path, void*) { return path; }  // tinygltf's default runs wordexp
+
+bool confinedRead(std::vector<unsigned char>* out, std::string* err, const std::string& path, void* user) {
+  Confinement& c = *static_cast<Confinement*>(user);
+  std::filesystem::path resolved;
+  if (!confined(path, c, resolved) || isImagePath(path)) {
+    if (err) *err += c.refused + "\n";
+    return false;
+  }
+  try {
+    checkRegularFile(resolved.string(), "glTF buffer", readLimits().totalBytes - c.bytesRead);
+  } catch (const Error& e) {
+    if (err) *err += std::string(e.what()) + "\n";
+    return false;
+  }
+  std::ifstream in(resolved, std::ios::binary);
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  c.bytesRead += out->size();
+  return bool(in) || in.eof();
+}
+
+bool neverWrite(std::string*, const std::string&, const std::vector<unsigned char>&, void*) { return false; }
+
+bool skipImage(tinygltf::Image*, const int, std::string*, std::string*, int, int, const unsigned char*, int, void*) {
+  return true;  // images are not decoded: no texture is used
+}
 
 }  // namespace
 
 GltfCharacter loadGltfCharacter(const std::string& path) {
   checkRegularFile(path, "glTF file", uint64_t(2) << 30);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) throw Error(path + ": cannot read it");
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::weakly_canonical(path, ec).parent_path();
+  if (ec) throw Error(path + ": cannot resolve its folder: " + ec.message());
+  return readGltfCharacter(bytes, lowerExtension(path) == ".glb", path, folder.string());
+}
+
+GltfCharacter readGltfCharacter(const std::vector<unsigned char>& bytes, bool binary, const std::string& path,
+                                const std::string& folder) {
+  if (bytes.size() > UINT32_MAX) throw Error(path + ": larger than 4 GiB, which tinygltf cannot read");
+  const uint32_t depth = jsonDepth(bytes, binary);
+  if (depth > kMaxGltfJsonDepth)
+    throw Error(path + ": its JSON nests " + std::to_string(depth) + " deep, past the limit of " +
+                std::to_string(kMaxGltfJsonDepth) + " (a glTF nests about ten deep)");
+  Confinement confinement;
+  if (!folder.empty()) confinement.folder = std::filesystem::path(folder);
   tinygltf::Model g;
   tinygltf::TinyGLTF loader;
+  loader.SetFsCallbacks({confinedExists, unexpanded, confinedRead, neverWrite, &confinement});
+  loader.SetImageLoader(skipImage, nullptr);
   std::string error, warning;
-  const bool ok = lowerExtension(path) == ".glb" ? loader.LoadBinaryFromFile(&g, &error, &warning, path)
-                                                 : loader.LoadASCIIFromFile(&g, &error, &warning, path);
-  if (!ok) throw Error(path + ": not a readable glTF file: " + (error.empty() ? warning : error));
+  const bool ok =
+      binary ? loader.LoadBinaryFromMemory(&g, &error, &warning, bytes.data(), unsigned(bytes.size()), folder)
+             : loader.LoadASCIIFromString(&g, &error, &warning, reinterpret_cast<const char*>(bytes.data()),
+                                          unsigned(bytes.size()), folder);
+  std::string why = error.empty() ? warning : error;
+  while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+  if (!ok)
+    throw Error(path + ": not a readable glTF file: " + why +
+                (confinement.refused.empty() ? "" : " (" + confinement.refused + ")"));
   const Reader r(g, path);
   GltfCharacter c;
   c.source = path;
@@ -139,13 +277,15 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
   if (prim->mode != -1 && prim->mode != TINYGLTF_MODE_TRIANGLES) r.fail("the skinned primitive is not triangles");
 
   const std::vector<double> positions = r.read(prim->attributes.at("POSITION"), 3, "POSITION");
+  checkFinite(positions.data(), positions.size(), kMaxMagnitude, path + ": POSITION");
   c.vertices.assign(positions.begin(), positions.end());
   const size_t V = c.vertexCount();
   if (prim->indices >= 0) {
     const std::vector<double> idx = r.read(prim->indices, 1, "indices");
+    c.indices.reserve(idx.size());
     for (double i : idx) {
-      if (i >= double(V))
-        r.fail("an index " + std::to_string(uint64_t(i)) + " past the " + std::to_string(V) + " vertices");
+      if (!(i >= 0 && i < double(V)))
+        r.fail("an index " + std::to_string(i) + " outside the " + std::to_string(V) + " vertices");
       c.indices.push_back(uint32_t(i));
     }
   } else {
@@ -164,10 +304,12 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
     for (size_t v = 0; v < V; ++v)
       for (size_t k = 0; k < 4; ++k) {
         const double j = joints[v * 4 + k], w = weights[v * 4 + k];
-        if (j >= double(J))
-          r.fail("vertex " + std::to_string(v) + " names joint " + std::to_string(uint64_t(j)) + " of a skin of " +
-                 std::to_string(J));
-        if (!(w >= 0)) r.fail("vertex " + std::to_string(v) + " has a negative or NaN weight");
+        if (!(j >= 0 && j < double(J) && j == std::floor(j)))
+          r.fail("JOINTS_" + n + ": vertex " + std::to_string(v) + " names joint " + std::to_string(j) +
+                 ", not one of the skin's " + std::to_string(J));
+        if (!(w >= 0 && w <= kMaxMagnitude))
+          r.fail("WEIGHTS_" + n + ": vertex " + std::to_string(v) + " has the weight " + std::to_string(w) +
+                 " (expected a finite number >= 0)");
         c.joints[v * K + set * 4 + k] = uint16_t(j);
         c.weights[v * K + set * 4 + k] = float(w);
       }
@@ -192,16 +334,28 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
   c.parents.assign(J, -1);
   c.rootParent.assign(J * 12, 0.0);
   c.restTrs.resize(J * 10);
+  auto trsOf = [&](int node) {
+    const std::array<double, 10> trs = nodeTrs(g.nodes[size_t(node)]);
+    checkFinite(trs.data(), trs.size(), kMaxMagnitude, path + ": node " + std::to_string(node) + "'s transform");
+    return trs;
+  };
+  // Each joint walks up through the nodes that are not joints to its nearest joint ancestor. A file could make
+  // those walks long and shared (quadratic); they are bounded in all.
+  constexpr size_t kMaxNodeSteps = size_t(1) << 24;
+  size_t steps = 0;
   for (size_t j = 0; j < J; ++j) {
     const tinygltf::Node& node = g.nodes[size_t(skin.joints[j])];
     c.jointNames.push_back(node.name.empty() ? "joint_" + std::to_string(j) : node.name);
-    const std::array<double, 10> trs = nodeTrs(node);
+    const std::array<double, 10> trs = trsOf(skin.joints[j]);
     std::copy(trs.begin(), trs.end(), &c.restTrs[j * 10]);
     Mat34 above = kIdentity34;
     int n = nodeParent[size_t(skin.joints[j])];
-    for (size_t steps = 0; n >= 0 && jointOfNode[size_t(n)] < 0; n = nodeParent[size_t(n)], ++steps) {
-      if (steps > g.nodes.size()) r.fail("the node hierarchy has a cycle");
-      const std::array<double, 10> t = nodeTrs(g.nodes[size_t(n)]);
+    for (size_t walked = 0; n >= 0 && jointOfNode[size_t(n)] < 0; n = nodeParent[size_t(n)], ++walked, ++steps) {
+      if (walked > g.nodes.size()) r.fail("the node hierarchy has a cycle");
+      if (steps > kMaxNodeSteps)
+        r.fail("the joints' ancestors that are not joints take more than " + std::to_string(kMaxNodeSteps) +
+               " steps to walk (a crafted hierarchy)");
+      const std::array<double, 10> t = trsOf(n);
       above = compose(trsMatrix(&t[0], &t[3], &t[7]), above);
     }
     c.parents[j] = n >= 0 ? jointOfNode[size_t(n)] : -1;
@@ -211,6 +365,7 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
   const std::vector<double> ibm = skin.inverseBindMatrices >= 0
                                       ? r.read(skin.inverseBindMatrices, 16, "inverseBindMatrices")
                                       : std::vector<double>();
+  checkFinite(ibm.data(), ibm.size(), kMaxMagnitude, path + ": inverseBindMatrices");
   if (!ibm.empty() && ibm.size() != J * 16)
     r.fail("the skin has " + std::to_string(J) + " joints but " + std::to_string(ibm.size() / 16) +
            " inverse bind matrices");
@@ -247,6 +402,8 @@ GltfCharacter loadGltfCharacter(const std::string& path) {
       if (times.empty() || values.size() != times.size() * width * perKey)
         r.fail("an animation sampler with " + std::to_string(times.size()) + " times and " +
                std::to_string(values.size() / width) + " values");
+      checkFinite(times.data(), times.size(), kMaxSeconds, path + ": animation '" + a.name + "' key times");
+      checkFinite(values.data(), values.size(), kMaxMagnitude, path + ": animation '" + a.name + "' values");
       for (size_t k = 1; k < times.size(); ++k)
         if (!(times[k] > times[k - 1])) r.fail("animation times that do not increase");
       out.times.assign(times.begin(), times.end());

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "armature/error.h"
+#include "armature/read_limits.h"
 #include "math/transform34.h"
 
 namespace armature {
@@ -205,6 +206,8 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
                 (have.empty() ? "nothing" : have));
   }
   if (m.frames == 0) throw Error(archive.name() + ": the sequence has no frames");
+  checkLimit(m.frames, readLimits().frames, archive.name() + ": the sequence", "frames",
+             "ARMATURE_MAX_FRAMES raises the limit");
   // AMASS keys shared by both of its layouts.
   if (m.transl.empty()) {
     m.transl.assign(size_t(m.frames) * 3, 0.0);
@@ -220,6 +223,11 @@ Motion readMotion(NpzReader& archive, const BodyModel& model) {
     if (k.has(key)) m.fps = k.scalar(key);
   if (!(m.fps > 0 && m.fps < 10000))
     k.fail("mocap_framerate", "expected a frame rate in (0, 10000), found " + std::to_string(m.fps));
+  // Values a body can take, with room: an axis-angle of 1e3 rad is already 160 turns; 1e5 m is 100 km.
+  checkFinite(pose.data(), pose.size(), 1e3, archive.name() + ": the pose");
+  checkFinite(m.transl.data(), m.transl.size(), 1e5, archive.name() + ": the translation");
+  checkFinite(m.betas.data(), m.betas.size(), 1e3, archive.name() + ": betas");
+  checkFinite(m.expression.data(), m.expression.size(), 1e3, archive.name() + ": expression");
   // Into the model's layout.
   const uint32_t from = jointsOf(source);
   m.pose.assign(size_t(m.frames) * m.jointCount * 3, 0.0);
@@ -246,7 +254,12 @@ Motion resampleMotion(const Motion& in, double fps) {
   ARM_CHECK(in.frames > 0, "resampleMotion: the motion has no frames");
   Motion out = in;
   out.fps = fps;
-  out.frames = uint32_t(std::floor((in.frames - 1) * fps / in.fps + 1e-9)) + 1;
+  const double frames = std::floor((in.frames - 1) * fps / in.fps + 1e-9) + 1;
+  checkLimit(uint64_t(std::min(frames, 1e18)), readLimits().frames,
+             "resampling " + std::to_string(in.frames) + " frames at " + std::to_string(in.fps) + " fps to " +
+                 std::to_string(fps) + " fps",
+             "frames", "ARMATURE_MAX_FRAMES raises the limit");
+  out.frames = uint32_t(frames);
   const size_t J = in.jointCount, E = in.expression.size() / in.frames;
   out.pose.assign(size_t(out.frames) * J * 3, 0.0);
   out.transl.assign(size_t(out.frames) * 3, 0.0);

@@ -235,7 +235,7 @@ void NpzReader::open(const void* data, size_t bytes) {
     e.bytes = st.size;
     e.storedBytes = st.comp_size;
     e.readable = h.supported;
-    m_located.push_back({uint64_t(i), h.supported ? uint64_t(h.dataOffset) + h.dataBytes() : 0, st.crc,
+    m_located.push_back({uint64_t(i), h.supported ? uint64_t(h.dataOffset) + h.dataBytes() : 0, h.count, st.crc,
                          st.comp_method != ZIP_CM_STORE});
     m_entries.push_back(std::move(e));
   }
@@ -266,16 +266,18 @@ NpyArray NpzReader::read(const std::string& key) {
     throw Error(where + ": its sizes in the zip directory (" + std::to_string(e.storedBytes) + " stored, " +
                 std::to_string(e.bytes) + " decoded) do not fit an archive of " + std::to_string(m_archiveBytes) +
                 " bytes (corrupt)");
-  if (e.bytes > m_limits.maxEntryBytes)
-    throw Error(where + ": " + mib(e.bytes) + " decoded, over the limit of " + mib(m_limits.maxEntryBytes) +
-                " per entry (NpzLimits::maxEntryBytes)");
+  // Held as doubles: a 1-byte dtype takes 8 times its bytes in the file.
+  const uint64_t held = checkedProduct({at.elements, sizeof(double)}, where);
   if (at.deflated && double(e.bytes) > double(e.storedBytes) * m_limits.maxDeflateRatio + 1024.0)
     throw Error(where + ": claims " + mib(e.bytes) + " from " + std::to_string(e.storedBytes) +
                 " compressed bytes, more than the ratio of " + std::to_string(int(m_limits.maxDeflateRatio)) +
-                ":1 deflate can reach (NpzLimits::maxDeflateRatio)");
-  if (m_decodedBytes + e.bytes > m_limits.maxTotalBytes)
-    throw Error(where + ": would bring the bytes decoded from the archive to " + mib(m_decodedBytes + e.bytes) +
-                ", over the limit of " + mib(m_limits.maxTotalBytes) + " (NpzLimits::maxTotalBytes)");
+                ":1 deflate can reach (a size claim meant to make the reader allocate)");
+  if (held > m_limits.maxEntryBytes)
+    throw Error(where + ": " + mib(held) + " once decoded, over the limit of " + mib(m_limits.maxEntryBytes) +
+                " an entry (ARMATURE_READ_BUDGET_MIB raises it)");
+  if (m_decodedBytes + held > m_limits.maxTotalBytes)
+    throw Error(where + ": would bring what is decoded from the archive to " + mib(m_decodedBytes + held) +
+                ", over the limit of " + mib(m_limits.maxTotalBytes) + " (ARMATURE_READ_BUDGET_MIB raises it)");
   std::vector<uint8_t> buf(e.bytes);
   zip_file_t* f = zip_fopen_index(m_archive->zip, at.index, 0);
   if (!f) throw Error(where + ": cannot open it: " + zip_strerror(m_archive->zip));
@@ -288,7 +290,7 @@ NpyArray NpzReader::read(const std::string& key) {
   if (crc != at.crc)
     throw Error(where + ": corrupt (CRC-32 of its data is " + std::to_string(crc) + ", the archive says " +
                 std::to_string(at.crc) + ")");
-  m_decodedBytes += e.bytes;
+  m_decodedBytes += held;
   return parseNpy(buf.data(), buf.size(), where);
 }
 

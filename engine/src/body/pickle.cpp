@@ -550,7 +550,7 @@ DType dtypeFromCode(std::string code, char order) {
     order = code[0];
     code.erase(0, 1);
   }
-  if (code.size() >= 2 && std::string("fiub").find(code[0]) != std::string::npos &&
+  if (code.size() >= 2 && code.size() <= 3 && std::string("fiub").find(code[0]) != std::string::npos &&
       code.find_first_not_of("0123456789", 1) == std::string::npos) {
     d.item = size_t(std::stoul(code.substr(1)));
     const bool ok = code[0] == 'f'   ? (d.item == 4 || d.item == 8)
@@ -603,6 +603,13 @@ struct Decoder {
     return nullptr;
   }
   uint32_t indexOf(const Value* v) const { return v ? uint32_t(v - values.data()) : kNoValue; }
+  // The elements of a shape, the product checked: each dimension may pass on its own while the product wraps.
+  static uint64_t elementsOf(const std::vector<size_t>& shape, const std::string& where) {
+    uint64_t n = 1;
+    for (size_t d : shape) n = checkedProduct({n, d}, where + ": an array's shape");
+    if (n > (uint64_t(1) << 40)) fail(where, "an array of " + std::to_string(n) + " elements (more than 2^40)");
+    return n;
+  }
   std::vector<size_t> shapeOf(uint32_t tuple, const std::string& where) const {
     if (tuple == kNoValue || (at(tuple).kind != Kind::Tuple && at(tuple).kind != Kind::List))
       fail(where, "an array's shape is not a tuple");
@@ -613,6 +620,7 @@ struct Decoder {
       shape.push_back(size_t(at(d).integer));
     }
     if (shape.size() > 8) fail(where, "more than 8 dimensions");
+    elementsOf(shape, where);  // refuses a shape whose product wraps
     return shape;
   }
   DType dtypeOf(uint32_t dtype, const std::string& where) const {
@@ -677,9 +685,7 @@ struct Decoder {
         e.dtype = "str";
         return e;
       case Kind::List: {
-        bool numbers = true;
-        for (uint32_t i : x.items)
-          numbers &= at(i).kind == Kind::Int || at(i).kind == Kind::Float || at(i).kind == Kind::Bool;
+        const bool numbers = allNumbers(v);
         e.dtype = numbers ? "<f8" : "object";
         e.shape = {x.items.size()};
         e.readable = numbers;
@@ -698,8 +704,7 @@ struct Decoder {
       e.dtype = p.dtype.name;
       e.shape = p.shape;
       e.readable = p.dtype.numeric;
-      e.bytes = p.dtype.item;
-      for (size_t d : p.shape) e.bytes *= d;
+      e.bytes = elementsOf(p.shape, where) * 8;  // held as doubles
       return e;
     }
     if (x.text == "Ch") {  // chumpy: the array is its 'x'
@@ -715,7 +720,7 @@ struct Decoder {
       if (e.shape.size() != 2) fail(where, "a sparse matrix of " + std::to_string(e.shape.size()) + " dimensions");
       e.dtype = "<f8";
       e.readable = true;
-      e.bytes = 8 * e.shape[0] * e.shape[1];
+      e.bytes = elementsOf(e.shape, where) * 8;
       return e;
     }
     if (x.text == "scalar") {
@@ -731,15 +736,27 @@ struct Decoder {
     return e;
   }
 
+  // Whether a list holds only numbers, worked out once per list: many keys may name one memoised list, and walking
+  // it for each would make describing a file quadratic in its size.
+  mutable std::map<uint32_t, bool> numberLists;
+  bool allNumbers(uint32_t list) const {
+    const auto known = numberLists.find(list);
+    if (known != numberLists.end()) return known->second;
+    bool numbers = true;
+    for (uint32_t i : at(list).items)
+      numbers &= at(i).kind == Kind::Int || at(i).kind == Kind::Float || at(i).kind == Kind::Bool;
+    return numberLists[list] = numbers;
+  }
+
   // Counts `bytes` against the limits before they are allocated.
   void charge(uint64_t bytes, const std::string& where) {
     if (bytes > limits.maxEntryBytes)
       fail(where, std::to_string(bytes >> 20) + " MiB decoded, over the limit of " +
-                      std::to_string(limits.maxEntryBytes >> 20) + " MiB per entry (NpzLimits::maxEntryBytes)");
+                      std::to_string(limits.maxEntryBytes >> 20) + " MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)");
     if (decodedBytes + bytes > limits.maxTotalBytes)
       fail(where, "would bring the bytes decoded from the pickle to " + std::to_string((decodedBytes + bytes) >> 20) +
                       " MiB, over the limit of " + std::to_string(limits.maxTotalBytes >> 20) +
-                      " MiB (NpzLimits::maxTotalBytes)");
+                      " MiB (ARMATURE_READ_BUDGET_MIB raises it)");
     decodedBytes += bytes;
   }
 
@@ -751,12 +768,11 @@ struct Decoder {
     NpyArray a;
     a.dtype = p.dtype.name;
     a.shape = p.shape;
-    size_t count = 1;
-    for (size_t d : p.shape) count *= d;
+    const size_t count = elementsOf(p.shape, where);
     if (data.text.size() != count * p.dtype.item)
       fail(where, "shape " + a.shapeString() + " of " + a.dtype + " needs " + std::to_string(count * p.dtype.item) +
                       " data bytes, found " + std::to_string(data.text.size()) + " (truncated or corrupt)");
-    charge(count * p.dtype.item, where);
+    charge(count * sizeof(double), where);  // held as doubles, whatever the dtype
     a.values.resize(count);
     const auto* src = reinterpret_cast<const uint8_t*>(data.text.data());
     const size_t nd = p.shape.size();
@@ -784,7 +800,7 @@ struct Decoder {
       return decode(indexOf(x), where + " '" + name + "'", 1);
     };
     const size_t rows = e.shape[0], cols = e.shape[1];
-    charge(8 * rows * cols, where);  // the dense result, refused before its parts are decoded
+    charge(elementsOf(e.shape, where) * sizeof(double), where);  // the dense result, before its parts are decoded
     const NpyArray data = part("data"), indices = part("indices"), indptr = part("indptr");
     const bool csc = v.text == "csc";
     const size_t outer = csc ? cols : rows, inner = csc ? rows : cols;
@@ -799,7 +815,7 @@ struct Decoder {
     a.values.assign(rows * cols, 0.0);
     for (size_t o = 0; o < outer; ++o) {
       const double begin = indptr.values[o], end = indptr.values[o + 1];
-      if (!(begin <= end && end <= double(data.size())))
+      if (!(0 <= begin && begin <= end && end <= double(data.size())))
         fail(where, "a sparse matrix whose indptr decreases or passes its " + std::to_string(data.size()) +
                         " values at " + std::to_string(o));
       for (size_t k = size_t(begin); k < size_t(end); ++k) {

@@ -56,9 +56,15 @@ UvAtlas makeUvAtlas(const std::vector<float>& positions, const std::vector<int32
     return (uint64_t(uint32_t(std::min(a, b))) << 32) | uint32_t(std::max(a, b));
   };
 
-  std::unordered_map<uint64_t, std::vector<uint32_t>> edgeFaces;
+  // The faces on each edge, with a cursor past those already placed: faces are placed for good, so each edge's list
+  // is walked once in all (a mesh of many faces on one edge would otherwise be quadratic).
+  struct EdgeFaces {
+    std::vector<uint32_t> faces;
+    size_t next = 0;
+  };
+  std::unordered_map<uint64_t, EdgeFaces> edgeFaces;
   for (size_t f = 0; f < F; ++f)
-    for (int k = 0; k < 3; ++k) edgeFaces[edgeKey(corner(f, k), corner(f, (k + 1) % 3))].push_back(uint32_t(f));
+    for (int k = 0; k < 3; ++k) edgeFaces[edgeKey(corner(f, k), corner(f, (k + 1) % 3))].faces.push_back(uint32_t(f));
 
   // Pair each face with an unpaired neighbour across its longest edge that has one.
   std::vector<Chart> charts;
@@ -73,11 +79,12 @@ UvAtlas makeUvAtlas(const std::vector<float>& positions, const std::vector<int32
     placed[f] = true;
     int shared = edges[0];
     for (int k : edges) {
-      for (uint32_t g : edgeFaces[edgeKey(corner(f, k), corner(f, (k + 1) % 3))])
-        if (!placed[g]) {
-          chart.faces[1] = int32_t(g), placed[g] = true;
-          break;
-        }
+      EdgeFaces& onEdge = edgeFaces[edgeKey(corner(f, k), corner(f, (k + 1) % 3))];
+      while (onEdge.next < onEdge.faces.size() && placed[onEdge.faces[onEdge.next]]) ++onEdge.next;
+      if (onEdge.next < onEdge.faces.size()) {
+        const uint32_t g = onEdge.faces[onEdge.next];
+        chart.faces[1] = int32_t(g), placed[g] = true;
+      }
       if (chart.faces[1] >= 0) {
         shared = k;
         break;

@@ -329,7 +329,7 @@ void Context::pickDevice() {
 
   if (const char* sel = std::getenv("ARMATURE_VK_DEVICE"); sel && *sel) {
     std::string s = sel;
-    bool numeric = std::all_of(s.begin(), s.end(), ::isdigit);
+    bool numeric = s.size() <= 9 && std::all_of(s.begin(), s.end(), ::isdigit);
     for (auto& d : m_allDevices) {
       if (numeric ? d.index == uint32_t(std::stoul(s)) : d.name.find(s) != std::string::npos) {
         if (std::find_if(usable.begin(), usable.end(), [&](auto& u) { return u.index == d.index; }) == usable.end())

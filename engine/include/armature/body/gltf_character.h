@@ -47,7 +47,18 @@ struct GltfCharacter {
 
 // Throws armature::Error naming the file for what it cannot use: no skinned mesh, a skin joint index past the skin,
 // weights that are negative or sum to zero, a non-triangle primitive, inverse bind matrices of the wrong count.
+// The file is untrusted (docs/readers.md): external buffers are opened only inside the file's own folder (after
+// resolving symlinks and ".."), images are never opened or decoded, JSON nested past kMaxGltfJsonDepth is refused
+// before parsing, every accessor is sized with overflow checks within armature/read_limits.h's budgets, and every
+// number that becomes a position, weight, index, transform or key time must be finite and in range.
 GltfCharacter loadGltfCharacter(const std::string& path);
+// The same from a file's bytes (`binary`: a .glb; else .gltf text). External files are looked for in `folder` alone,
+// or refused where `folder` is empty; `name` is what messages call the source.
+GltfCharacter readGltfCharacter(const std::vector<unsigned char>& bytes, bool binary, const std::string& name,
+                                const std::string& folder);
+
+// JSON deeper than this is refused before tinygltf's recursive parser sees it (a glTF nests about ten deep).
+inline constexpr uint32_t kMaxGltfJsonDepth = 128;
 
 // Every joint's local transform (J,12) at `seconds` into clip `clip` (clamped to the clip), as 3×4 affine matrices
 // T·R·S (a root's with its ancestors' transform in front); joints without a channel keep their rest TRS.

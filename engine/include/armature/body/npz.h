@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "armature/read_limits.h"
+
 namespace armature {
 
 struct NpyArray {
@@ -25,11 +27,12 @@ using NpzArchive = std::map<std::string, NpyArray>;  // key without the ".npy" s
 // The largest archive file accepted (it is read whole; released body models are a few hundred MB).
 inline constexpr uint64_t kMaxNpzFileBytes = uint64_t(4) << 30;
 
-// What reading an archive may allocate. A crafted archive is refused before the allocation, from what its zip
-// directory and .npy headers claim; every refusal names the file, the entry and the limit.
+// What reading an archive may allocate, counted as held once decoded (8 bytes an element, whatever the dtype), from
+// armature/read_limits.h. A crafted archive is refused before the allocation, from what its zip directory and .npy
+// headers claim; every refusal names the file, the entry and the limit.
 struct NpzLimits {
-  uint64_t maxEntryBytes = uint64_t(2) << 30;  // decoded bytes of one entry (the largest released array: ~300 MB)
-  uint64_t maxTotalBytes = uint64_t(4) << 30;  // decoded bytes of all the entries one reader decodes
+  uint64_t maxEntryBytes = readLimits().arrayBytes;  // one entry
+  uint64_t maxTotalBytes = readLimits().totalBytes;  // all the entries one reader decodes
   // Deflate expands at most about 1032:1: an entry claiming more than this times its compressed size is not deflate
   // data (a size claim meant to make the reader allocate).
   double maxDeflateRatio = 1040;
@@ -70,7 +73,7 @@ class NpzReader {
   std::vector<NpzEntry> m_entries;
   std::function<NpyArray(const NpzEntry&)> m_decode;  // set for entries not in a zip
   struct Location {  // per entry, beside m_entries: where it is and what its header implies
-    uint64_t index = 0, dataBytes = 0;
+    uint64_t index = 0, dataBytes = 0, elements = 0;
     uint32_t crc = 0;
     bool deflated = false;
   };
