@@ -26,15 +26,14 @@ std::vector<float> readArray(NpzArchive& file, const std::string& path, const ch
 }  // namespace
 
 BodyField loadBodyField(const std::string& path, const BodyModel& model) {
-  // Attaching a Gaussian to the body is linear in the vertices: the count is bounded before anything is read.
-  {
-    NpzReader listed = openArrayFile(path);
-    const NpzEntry* means = listed.find("means");
-    if (means && !means->shape.empty())
-      checkLimit(means->shape[0], readLimits().gaussians, path + ": 'means'", "Gaussians",
-                 "ARMATURE_MAX_GAUSSIANS raises the limit");
-  }
-  NpzArchive file = readNpz(path);
+  // Attaching a Gaussian to the body is linear in the vertices: the count is bounded from the listing, before
+  // anything is decoded.
+  NpzReader reader = openArrayFile(path);
+  const NpzEntry* listed = reader.find("means");
+  if (listed && !listed->shape.empty())
+    checkLimit(listed->shape[0], readLimits().gaussians, path + ": 'means'", "Gaussians",
+               "ARMATURE_MAX_GAUSSIANS raises the limit");
+  NpzArchive file = reader.readAll();
   std::vector<float> means = readArray(file, path, "means", 3), cholesky = readArray(file, path, "cholesky", 6),
                      weights = readArray(file, path, "weights", 1);
   const size_t N = means.size() / 3;

@@ -39,6 +39,9 @@ void checkLimit(uint64_t value, uint64_t limit, const std::string& what, const c
 // The same for bytes, shown in MiB, against readLimits().arrayBytes.
 void checkArrayBytes(uint64_t bytes, const std::string& what);
 
+// `bytes` as "12.3 MiB", the unit every budget message uses.
+std::string mebibytes(uint64_t bytes);
+
 // Throws armature::Error naming `what` and the first element that is not finite or has |x| > maxMagnitude
 // (NaN fails: the check is written !(|x| <= max)).
 void checkFinite(const double* values, uint64_t count, double maxMagnitude, const std::string& what);

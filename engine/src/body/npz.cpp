@@ -126,12 +126,6 @@ std::string shapeText(const std::vector<size_t>& shape) {
   return a.shapeString();
 }
 
-std::string mib(uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
-  return text;
-}
-
 }  // namespace
 
 NpyArray parseNpy(const void* data, size_t bytes, const std::string& where) {
@@ -269,15 +263,15 @@ NpyArray NpzReader::read(const std::string& key) {
   // Held as doubles: a 1-byte dtype takes 8 times its bytes in the file.
   const uint64_t held = checkedProduct({at.elements, sizeof(double)}, where);
   if (at.deflated && double(e.bytes) > double(e.storedBytes) * m_limits.maxDeflateRatio + 1024.0)
-    throw Error(where + ": claims " + mib(e.bytes) + " from " + std::to_string(e.storedBytes) +
+    throw Error(where + ": claims " + mebibytes(e.bytes) + " from " + std::to_string(e.storedBytes) +
                 " compressed bytes, more than the ratio of " + std::to_string(int(m_limits.maxDeflateRatio)) +
                 ":1 deflate can reach (a size claim meant to make the reader allocate)");
   if (held > m_limits.maxEntryBytes)
-    throw Error(where + ": " + mib(held) + " once decoded, over the limit of " + mib(m_limits.maxEntryBytes) +
-                " an entry (ARMATURE_READ_BUDGET_MIB raises it)");
+    throw Error(where + ": " + mebibytes(held) + " once decoded, over the limit of " +
+                mebibytes(m_limits.maxEntryBytes) + " an entry (ARMATURE_READ_BUDGET_MIB raises it)");
   if (m_decodedBytes + held > m_limits.maxTotalBytes)
-    throw Error(where + ": would bring what is decoded from the archive to " + mib(m_decodedBytes + held) +
-                ", over the limit of " + mib(m_limits.maxTotalBytes) + " (ARMATURE_READ_BUDGET_MIB raises it)");
+    throw Error(where + ": would bring what is decoded from the archive to " + mebibytes(m_decodedBytes + held) +
+                ", over the limit of " + mebibytes(m_limits.maxTotalBytes) + " (ARMATURE_READ_BUDGET_MIB raises it)");
   std::vector<uint8_t> buf(e.bytes);
   zip_file_t* f = zip_fopen_index(m_archive->zip, at.index, 0);
   if (!f) throw Error(where + ": cannot open it: " + zip_strerror(m_archive->zip));

@@ -33,13 +33,13 @@ ReadLimits limitsFromEnvironment() {
   return l;
 }
 
-std::string mib(uint64_t bytes) {
+}  // namespace
+
+std::string mebibytes(uint64_t bytes) {
   char text[40];
   std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
   return text;
 }
-
-}  // namespace
 
 const ReadLimits& readLimits() {
   static const ReadLimits limits = limitsFromEnvironment();
@@ -74,8 +74,8 @@ void checkLimit(uint64_t value, uint64_t limit, const std::string& what, const c
 
 void checkArrayBytes(uint64_t bytes, const std::string& what) {
   if (bytes > readLimits().arrayBytes)
-    throw Error(what + ": " + mib(bytes) + " once decoded, over the limit of " + mib(readLimits().arrayBytes) +
-                " an array (ARMATURE_READ_BUDGET_MIB raises it)");
+    throw Error(what + ": " + mebibytes(bytes) + " once decoded, over the limit of " +
+                mebibytes(readLimits().arrayBytes) + " an array (ARMATURE_READ_BUDGET_MIB raises it)");
 }
 
 void checkFinite(const double* values, uint64_t count, double maxMagnitude, const std::string& what) {
