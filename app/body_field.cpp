@@ -4,43 +4,15 @@
 #include <cmath>
 #include <limits>
 
-#include "armature/read_limits.h"
-
-#include "armature/body/npz.h"
+#include "armature/body/field_files.h"
 #include "armature/error.h"
 #include "armature/ops/joint_propagation.h"
 
 namespace armature::app {
 
-namespace {
-std::vector<float> readArray(NpzArchive& file, const std::string& path, const char* key, size_t columns) {
-  ARM_CHECK(file.count(key), "%s: a field file holds 'means', 'cholesky' and 'weights'; '%s' is missing", path.c_str(),
-            key);
-  const NpyArray& a = file.at(key);
-  ARM_CHECK(a.shape.size() == 2 && a.shape[1] == columns, "%s: %s is %s, expected (N,%zu)", path.c_str(), key,
-            a.shapeString().c_str(), columns);
-  for (size_t i = 0; i < a.values.size(); ++i)
-    ARM_CHECK(std::isfinite(a.values[i]), "%s: %s value %zu is not finite", path.c_str(), key, i);
-  return std::vector<float>(a.values.begin(), a.values.end());
-}
-}  // namespace
-
 BodyField loadBodyField(const std::string& path, const BodyModel& model) {
-  // Attaching a Gaussian to the body is linear in the vertices: the count is bounded from the listing, before
-  // anything is decoded.
-  NpzReader reader = openArrayFile(path);
-  const NpzEntry* listed = reader.find("means");
-  if (listed && !listed->shape.empty())
-    checkLimit(listed->shape[0], readLimits().gaussians, path + ": 'means'", "Gaussians",
-               "ARMATURE_MAX_GAUSSIANS raises the limit");
-  NpzArchive file = reader.readAll();
-  std::vector<float> means = readArray(file, path, "means", 3), cholesky = readArray(file, path, "cholesky", 6),
-                     weights = readArray(file, path, "weights", 1);
-  const size_t N = means.size() / 3;
-  ARM_CHECK(cholesky.size() == N * 6 && weights.size() == N, "%s: means hold %zu Gaussians, cholesky %zu, weights %zu",
-            path.c_str(), N, cholesky.size() / 6, weights.size());
-  ARM_CHECK(N >= 1, "%s: the field has no Gaussians", path.c_str());
-  return attachField(std::move(means), std::move(cholesky), std::move(weights), model, path);
+  FieldFile file = loadFieldFile(path);
+  return attachField(std::move(file.means), std::move(file.cholesky), std::move(file.weights), model, path);
 }
 
 BodyField attachField(std::vector<float> means, std::vector<float> cholesky, std::vector<float> weights,

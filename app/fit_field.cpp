@@ -21,6 +21,7 @@
 #include "app/commands.h"
 #include "app/poses.h"
 #include "armature/body/body_model.h"
+#include "armature/body/field_files.h"
 #include "armature/body/npz.h"
 #include "armature/body/synth.h"
 #include "armature/device.h"
@@ -78,32 +79,11 @@ std::vector<float> samplePoints(std::mt19937_64& rng, uint32_t count, const Body
   return p;
 }
 
-// A volume file: values at the cells' centres of a box, sampled trilinearly (clamped at the box's faces).
-struct Volume {
-  size_t n[3] = {};
-  std::vector<double> values;  // C order: x slowest
-  float lo[3] = {}, hi[3] = {};
-  std::vector<std::array<size_t, 3>> straddling;  // the cells between centres whose corners straddle ½
+// A volume file (armature/body/field_files.h), sampled trilinearly at the cells' centres (clamped at the box's faces).
+struct Volume : VolumeFile {
+  std::vector<uint64_t> straddling;  // the cells between centres whose corners straddle ½, as (i·n1 + j)·n2 + k
 
-  explicit Volume(const std::string& path) {
-    const NpzArchive file = readNpz(path);
-    ARM_CHECK(file.count("volume") && file.count("bounds"), "%s: a volume file holds 'volume' and 'bounds'",
-              path.c_str());
-    const NpyArray& v = file.at("volume");
-    const NpyArray& b = file.at("bounds");
-    ARM_CHECK(v.shape.size() == 3 && v.shape[0] >= 2 && v.shape[1] >= 2 && v.shape[2] >= 2,
-              "%s: volume is %s, expected (X,Y,Z), each at least 2", path.c_str(), v.shapeString().c_str());
-    ARM_CHECK(b.shape == (std::vector<size_t>{2, 3}), "%s: bounds is %s, expected (2,3)", path.c_str(),
-              b.shapeString().c_str());
-    for (int k = 0; k < 3; ++k) {
-      n[k] = v.shape[size_t(k)];
-      lo[k] = float(b.values[size_t(k)]), hi[k] = float(b.values[3 + size_t(k)]);
-      ARM_CHECK(std::isfinite(lo[k]) && std::isfinite(hi[k]) && hi[k] > lo[k],
-                "%s: bounds' axis %d is [%g, %g], not an interval", path.c_str(), k, lo[k], hi[k]);
-    }
-    for (size_t i = 0; i < v.values.size(); ++i)
-      ARM_CHECK(std::isfinite(v.values[i]), "%s: volume value %zu is not finite", path.c_str(), i);
-    values = v.values;
+  explicit Volume(const std::string& path) : VolumeFile(loadVolumeFile(path)) {
     for (size_t i = 0; i + 1 < n[0]; ++i)
       for (size_t j = 0; j + 1 < n[1]; ++j)
         for (size_t k = 0; k + 1 < n[2]; ++k) {
@@ -112,10 +92,9 @@ struct Volume {
             const double x = at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1));
             below |= x <= 0.5, above |= x > 0.5;
           }
-          if (below && above) straddling.push_back({i, j, k});
+          if (below && above) straddling.push_back((i * n[1] + j) * n[2] + k);
         }
   }
-  double at(size_t i, size_t j, size_t k) const { return values[(i * n[1] + j) * n[2] + k]; }
   double sample(const float* p) const {
     size_t i0[3], i1[3];
     double t[3];
@@ -137,7 +116,8 @@ struct Volume {
     std::uniform_real_distribution<float> unit(0, 1);
     for (size_t s = 0; s < count; ++s) {
       const bool nearLevel = s >= count / 2 && !straddling.empty();
-      const std::array<size_t, 3> cell = nearLevel ? straddling[rng() % straddling.size()] : std::array<size_t, 3>{};
+      const uint64_t index = nearLevel ? straddling[rng() % straddling.size()] : 0;
+      const std::array<size_t, 3> cell = {index / (n[1] * n[2]), index / n[2] % n[1], index % n[2]};
       for (int k = 0; k < 3; ++k) {
         const float size = (hi[k] - lo[k]) / float(n[k]);
         p[s * 3 + size_t(k)] = nearLevel ? lo[k] + (float(cell[size_t(k)]) + 0.5f + unit(rng)) * size
@@ -172,7 +152,7 @@ int runFitField(const FitFieldOptions& o) {
   std::string what;
   if (!o.volume.empty()) {
     const Volume volume(o.volume);
-    std::copy_n(volume.lo, 3, lo), std::copy_n(volume.hi, 3, hi);
+    std::copy_n(volume.lo.begin(), 3, lo), std::copy_n(volume.hi.begin(), 3, hi);
     trainPoints = volume.samplePoints(rng, B), heldPoints = volume.samplePoints(rng, E);
     train = device.upload(trainPoints), held = device.upload(heldPoints);
     auto targetAt = [&](const std::vector<float>& points) {

@@ -250,6 +250,13 @@ int main(int argc, char** argv) {
               "min_ms", "GB/s", "GFLOP/s", "floor_ms", "x_floor");
   nlohmann::json results = nlohmann::json::array();
   for (auto& r : rows) {
+    if (!r.skipped.empty()) {
+      std::printf("%-9s %-7s %-22s %6u skipped: %s\n", r.op.c_str(), r.backend.c_str(), r.variant.c_str(), r.batch,
+                  r.skipped.c_str());
+      results.push_back(
+          {{"op", r.op}, {"backend", r.backend}, {"variant", r.variant}, {"batch", r.batch}, {"skipped", r.skipped}});
+      continue;
+    }
     double floorMs = std::max(r.bytes / peakBandwidth, r.flops / peakFlops) * 1e3;
     double gbs = r.bytes / (r.medianMs * 1e-3) / 1e9, gfs = r.flops / (r.medianMs * 1e-3) / 1e9;
     std::printf("%-9s %-7s %-22s %6u %10.4f %10.4f %9.1f %9.1f %10.4f %7.2f\n", r.op.c_str(), r.backend.c_str(),

@@ -20,6 +20,7 @@ struct Row {
   uint32_t batch = 0;
   double medianMs = 0, minMs = 0, bytes = 0, flops = 0;
   std::vector<std::pair<std::string, double>> stages;  // median ms of each stage inside the call, where timed
+  std::string skipped;  // why the row has no time: the op refused its sizes on this device
 };
 
 inline double median(std::vector<double> v) {
@@ -31,7 +32,14 @@ inline double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std:
 // Times `call` on `backend` (Device::time) into `row`: the median and min in ms, and each stage zone's median.
 inline void measure(Row& row, Device& device, Backend backend, const std::function<void(const Exec&)>& call,
                     int iters) {
-  const Device::Timings t = device.time(backend, call, iters);
+  Device::Timings t;
+  try {
+    t = device.time(backend, call, iters);
+  } catch (const Error& e) {  // a size this device cannot take: the other rows still run
+    row.skipped = e.what();
+    std::fprintf(stderr, "armature-bench: %s %s skipped: %s\n", row.op.c_str(), row.variant.c_str(), e.what());
+    return;
+  }
   row.medianMs = median(t.ms), row.minMs = minOf(t.ms);
   for (const auto& [name, ms] : t.stages) row.stages.push_back({name, median(ms)});
 }

@@ -1,6 +1,7 @@
 // armature-bench interop: what the hops between Vulkan and CUDA cost, and what the frame protocol
 // (interop/include/armature/interop/interop.h) achieves with frames in flight.
 #include <chrono>
+#include <volk.h>  // the library's own Vulkan function table
 #include <functional>
 #include <memory>
 #include <cstdio>

@@ -14,6 +14,8 @@ def rows(directory):
     for path in sorted(glob.glob(os.path.join(directory, "bench_*.json"))):
         with open(path) as f:
             for row in json.load(f)["results"]:
+                if "skipped" in row:
+                    continue
                 key = (row["op"], row["backend"], row["variant"], row["batch"])
                 found[key] = row["median_ms"]
     return found

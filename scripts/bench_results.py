@@ -46,6 +46,9 @@ for op, rows in ops.items():
     lines += [f"## {op}", "", "| file | backend | variant | batch | median ms | min ms | GB/s | GFLOP/s | floor ms | × floor |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows:
+        if "skipped" in r:
+            lines.append(f"| `{name}` | {r['backend']} | {r['variant']} | {r['batch']} | skipped: {r['skipped']} | | | | | |")
+            continue
         floor = r.get("floor_ms", 0)
         ratio = f"{r['median_ms'] / floor:.2f}" if floor else "—"
         lines.append(f"| `{name}` | {r['backend']} | {r['variant']} | {r['batch']} | {number(r['median_ms'])} | "

@@ -125,29 +125,36 @@ struct Gltf {
     std::memcpy(&buffer[0], positions, 36), std::memcpy(&buffer[36], joints, 12);
     std::memcpy(&buffer[48], weights, 48), std::memcpy(&buffer[96], times, 8);
     std::memcpy(&buffer[104], rotations, 32);
-    auto view = [](int offset, int length) { return json{{"buffer", 0}, {"byteOffset", offset}, {"byteLength", length}}; };
+    auto view = [](int offset, int length) {
+      return json{{"buffer", 0}, {"byteOffset", offset}, {"byteLength", length}};
+    };
     auto accessor = [](int v, int type, int count, const char* shape) {
       return json{{"bufferView", v}, {"componentType", type}, {"count", count}, {"type", shape}};
     };
     doc = {{"asset", {{"version", "2.0"}}},
            {"scene", 0},
            {"scenes", {{{"nodes", {0, 1}}}}},
-           {"nodes", {{{"mesh", 0}, {"skin", 0}}, {{"name", "root"}, {"children", {2}}},
-                      {{"name", "child"}, {"translation", {0, 1, 0}}}}},
+           {"nodes",
+            {{{"mesh", 0}, {"skin", 0}},
+             {{"name", "root"}, {"children", {2}}},
+             {{"name", "child"}, {"translation", {0, 1, 0}}}}},
            {"skins", {{{"joints", {1, 2}}}}},
            {"meshes", {{{"primitives", {{{"attributes", {{"POSITION", 0}, {"JOINTS_0", 1}, {"WEIGHTS_0", 2}}}}}}}}},
-           {"animations", {{{"name", "turn"},
-                            {"samplers", {{{"input", 3}, {"output", 4}}}},
-                            {"channels", {{{"sampler", 0}, {"target", {{"node", 2}, {"path", "rotation"}}}}}}}}},
+           {"animations",
+            {{{"name", "turn"},
+              {"samplers", {{{"input", 3}, {"output", 4}}}},
+              {"channels", {{{"sampler", 0}, {"target", {{"node", 2}, {"path", "rotation"}}}}}}}}},
            {"bufferViews", {view(0, 36), view(36, 12), view(48, 48), view(96, 8), view(104, 32)}},
-           {"accessors", {accessor(0, 5126, 3, "VEC3"), accessor(1, 5121, 3, "VEC4"), accessor(2, 5126, 3, "VEC4"),
-                          accessor(3, 5126, 2, "SCALAR"), accessor(4, 5126, 2, "VEC4")}}};
+           {"accessors",
+            {accessor(0, 5126, 3, "VEC3"), accessor(1, 5121, 3, "VEC4"), accessor(2, 5126, 3, "VEC4"),
+             accessor(3, 5126, 2, "SCALAR"), accessor(4, 5126, 2, "VEC4")}}};
   }
   void putFloat(size_t at, float x) { std::memcpy(&buffer[at], &x, 4); }
   std::string text() const {
     json d = doc;
     if (!d.contains("buffers"))
-      d["buffers"] = {{{"byteLength", buffer.size()}, {"uri", "data:application/octet-stream;base64," + base64(buffer)}}};
+      d["buffers"] = {
+          {{"byteLength", buffer.size()}, {"uri", "data:application/octet-stream;base64," + base64(buffer)}}};
     return d.dump();
   }
 };
@@ -183,15 +190,16 @@ TEST(HostileFiles, GltfPathsOutsideItsFolderAreRefused) {
   fs::create_symlink(f.dir / "secret.bin", f.dir / "model" / "link.bin");
   // An absolute path is joined to the folder by tinygltf, and then names nothing there.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"../secret.bin", "outside the glTF's folder"}, {"link.bin", "outside the glTF's folder"},
+      {"../secret.bin", "outside the glTF's folder"},
+      {"link.bin", "outside the glTF's folder"},
       {(f.dir / "secret.bin").string(), "not a readable glTF file"}};
   for (const auto& [uri, refusal] : cases) {
     SCOPED_TRACE(uri);
     Gltf g;
     g.doc["buffers"] = {{{"byteLength", 136}, {"uri", uri}}};
     std::ofstream(f.dir / "model" / "character.gltf") << g.text();
-    const Outcome o = run("armature", {"gltf", (f.dir / "model" / "character.gltf").string(), "--backend", "cpu"},
-                          f.dir / "model");
+    const Outcome o =
+        run("armature", {"gltf", (f.dir / "model" / "character.gltf").string(), "--backend", "cpu"}, f.dir / "model");
     expectRefused(o, {"character.gltf", refusal});
     EXPECT_EQ(o.output.find(std::string(136, '\x01')), std::string::npos);
   }
@@ -200,8 +208,8 @@ TEST(HostileFiles, GltfPathsOutsideItsFolderAreRefused) {
   g.doc["buffers"] = {{{"byteLength", 136}, {"uri", "buffer.bin"}}};
   std::ofstream(f.dir / "model" / "buffer.bin", std::ios::binary) << g.buffer;
   std::ofstream(f.dir / "model" / "character.gltf") << g.text();
-  const Outcome ok = run("armature", {"gltf", (f.dir / "model" / "character.gltf").string(), "--backend", "cpu"},
-                         f.dir);
+  const Outcome ok =
+      run("armature", {"gltf", (f.dir / "model" / "character.gltf").string(), "--backend", "cpu"}, f.dir);
   EXPECT_EQ(ok.code, 0) << ok.output;
 }
 
@@ -247,9 +255,7 @@ TEST(HostileFiles, GltfGarbageValuesAreRefused) {
   expectRefused(playGltf(f, joint), {"character.gltf", "JOINTS_0: vertex 0 names joint -1"});
   Gltf sparse;
   sparse.doc["accessors"][0]["sparse"] = {
-      {"count", 1},
-      {"indices", {{"bufferView", 1}, {"componentType", 5121}}},
-      {"values", {{"bufferView", 0}}}};
+      {"count", 1}, {"indices", {{"bufferView", 1}, {"componentType", 5121}}}, {"values", {{"bufferView", 0}}}};
   expectRefused(playGltf(f, sparse), {"character.gltf", "POSITION (accessor 0)", "sparse accessors are not read"});
 }
 
@@ -264,10 +270,9 @@ TEST(HostileFiles, MotionGarbageAndResamplingBombsAreRefused) {
   expectRefused(run("armature", {"pose", model, "--motion", "huge.npz", "-o", "out.npy", "--backend", "cpu"}, f.dir),
                 {"huge.npz", "the pose: element 7 is 1e+300"}, kPeakMiB);
   armature::writeNpz((f.dir / "slow.npz").string(), {{"poses", {{2, 165}, NpyType::F64, std::vector<double>(330)}},
-                                                      {"mocap_framerate", {{}, NpyType::F64, {3e-5}}}});
-  expectRefused(run("armature", {"pose", model, "--motion", "slow.npz", "--fps", "30", "-o", "out.npy", "--backend",
-                                 "cpu"},
-                    f.dir),
+                                                     {"mocap_framerate", {{}, NpyType::F64, {3e-5}}}});
+  expectRefused(run("armature",
+                    {"pose", model, "--motion", "slow.npz", "--fps", "30", "-o", "out.npy", "--backend", "cpu"}, f.dir),
                 {"resampling 2 frames", "over the limit of 500000", "ARMATURE_MAX_FRAMES"}, kPeakMiB);
 }
 
@@ -286,7 +291,8 @@ TEST(HostileFiles, BudgetsCountDecodedDoubles) {
   EXPECT_LT(fs::file_size(f.dir / "bytes.npz"), 200000u);
   expectRefused(run("armature", {"pose", model, "--motion", "bytes.npz", "-o", "out.npy", "--backend", "cpu"}, f.dir,
                     {"ARMATURE_READ_BUDGET_MIB=512"}),
-                {"bytes.npz", "'poses'", "384.0 MiB once decoded", "256.0 MiB an entry", "ARMATURE_READ_BUDGET_MIB"}, kPeakMiB);
+                {"bytes.npz", "'poses'", "384.0 MiB once decoded", "256.0 MiB an entry", "ARMATURE_READ_BUDGET_MIB"},
+                kPeakMiB);
   const Outcome bad = run("armature", {"pose", model, "--motion", "bytes.npz", "-o", "out.npy"}, f.dir,
                           {"ARMATURE_READ_BUDGET_MIB=lots"});
   expectRefused(bad, {"ARMATURE_READ_BUDGET_MIB='lots'", "a whole number"});
@@ -297,7 +303,8 @@ TEST(HostileFiles, OneFileAFrameNeedsARangePastAThousand) {
   const char* model = std::getenv("ARMATURE_DEFAULT_MODEL");
   ASSERT_TRUE(model);
   Folder f;
-  armature::writeNpz((f.dir / "long.npz").string(), {{"poses", {{1500, 165}, NpyType::F32, std::vector<double>(1500 * 165)}}});
+  armature::writeNpz((f.dir / "long.npz").string(),
+                     {{"poses", {{1500, 165}, NpyType::F32, std::vector<double>(1500 * 165)}}});
   expectRefused(run("armature", {"pose", model, "--motion", "long.npz", "-o", "x.obj", "--backend", "cpu"}, f.dir),
                 {"x.obj", "1500 frames", "--frames"}, kPeakMiB);
   EXPECT_FALSE(fs::exists(f.dir / "x_00000.obj"));

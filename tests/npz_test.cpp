@@ -141,7 +141,9 @@ TEST(Npz, DeflateBombsAreRefusedOrNeverDecoded) {
   EXPECT_EQ(loadExpectingError(path, {"bomb.npz", "'unused'", "over the limit of 16.0 MiB an entry"}, perEntry), 0);
   NpzLimits total;
   total.maxTotalBytes = uint64_t(32) << 20;
-  EXPECT_EQ(loadExpectingError(path, {"bomb.npz", "'unused'", "over the limit of 32.0 MiB (ARMATURE_READ_BUDGET_MIB"}, total), 0);
+  EXPECT_EQ(
+      loadExpectingError(path, {"bomb.npz", "'unused'", "over the limit of 32.0 MiB (ARMATURE_READ_BUDGET_MIB"}, total),
+      0);
   NpzLimits ratio;
   ratio.maxDeflateRatio = 100;
   EXPECT_EQ(loadExpectingError(path, {"bomb.npz", "'unused'", "100:1"}, ratio), 0);

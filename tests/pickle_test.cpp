@@ -278,9 +278,10 @@ TEST(Pickle, SizeClaimsAndFloodsAreRefusedWithinTheMemoryBound) {
   flood.op('(');
   for (int i = 0; i < 2000000; ++i) flood.op(']');
   flood.op('l');
-  const std::vector<std::pair<std::vector<uint8_t>, std::string>> cases = {{claim.bytes(), "truncated or corrupt"},
-                                                                           {sparse.bytes(), "MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)"},
-                                                                           {flood.bytes(), "kMaxPickleValues"}};
+  const std::vector<std::pair<std::vector<uint8_t>, std::string>> cases = {
+      {claim.bytes(), "truncated or corrupt"},
+      {sparse.bytes(), "MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)"},
+      {flood.bytes(), "kMaxPickleValues"}};
   for (const auto& [bytes, refusal] : cases) {
     const std::string path = writePickle("claim.pkl", bytes);
     const auto [status, peakMiB] = inChild([&] { return loadExpectingError(path, {"claim.pkl", refusal}, {}); });

@@ -203,6 +203,9 @@ class Device {
   std::string m_cudaMissing;  // why CUDA cannot run here (empty when it can)
 };
 
+// The most elements a CUDA view may hold: kernels index in 32 bits and step grid-strides of up to 2^26 past the end.
+constexpr uint64_t kMaxCudaViewElements = uint64_t(1) << 31;
+
 // Checks an op's arguments against its contract before any work is recorded; every message names the op and the
 // argument. Ops make one at the top of each entry point.
 class OpChecks {

@@ -102,7 +102,7 @@ struct Reader {
       double v = a.values[i];
       if (v < lo || v >= hi)
         fail(key, "expected values in [" + std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) +
-                      "), found " + std::to_string(int64_t(v)) + " at flat index " + std::to_string(i));
+                      "), found " + detail::format("%.0f", v) + " at flat index " + std::to_string(i));
       out[i] = int32_t(v);
     }
     return out;
@@ -133,12 +133,12 @@ BodyModel bodyModelFrom(const Reader& r, const std::string& name) {
   for (size_t j = 0; j < J; ++j) {
     double p = kin.values[j], id = kin.values[J + j];
     if (id != double(j))
-      r.fail("kintree_table", "expected row 1 to list joints 0..J-1 in order, found " + std::to_string(int64_t(id)) +
+      r.fail("kintree_table", "expected row 1 to list joints 0..J-1 in order, found " + detail::format("%.0f", id) +
                                   " at column " + std::to_string(j));
     // The root's parent is stored as -1 (signed) or as the all-ones pattern (unsigned).
     bool root = p < 0 || p == 4294967295.0 || p == 18446744073709551615.0;
     if (!root && (p >= double(J) || p == double(j)))
-      r.fail("kintree_table", "parent of joint " + std::to_string(j) + " is " + std::to_string(int64_t(p)) +
+      r.fail("kintree_table", "parent of joint " + std::to_string(j) + " is " + detail::format("%.0f", p) +
                                   ", expected -1 or a joint in [0, " + std::to_string(J) + ") other than itself");
     m.parents[j] = root ? -1 : int32_t(p);
   }

@@ -178,8 +178,8 @@ bool confined(const std::string& path, Confinement& c, std::filesystem::path& re
     c.refused = "'" + path + "': external files are not read here";
     return false;
   }
-  const bool inside = !ec && std::mismatch(c.folder.begin(), c.folder.end(), resolved.begin(), resolved.end()).first ==
-                                 c.folder.end();
+  const bool inside =
+      !ec && std::mismatch(c.folder.begin(), c.folder.end(), resolved.begin(), resolved.end()).first == c.folder.end();
   if (!inside) c.refused = "'" + path + "' is outside the glTF's folder " + c.folder.string() + " (not opened)";
   return inside;
 }
@@ -245,10 +245,10 @@ GltfCharacter readGltfCharacter(const std::vector<unsigned char>& bytes, bool bi
   loader.SetFsCallbacks({confinedExists, unexpanded, confinedRead, neverWrite, &confinement});
   loader.SetImageLoader(skipImage, nullptr);
   std::string error, warning;
-  const bool ok =
-      binary ? loader.LoadBinaryFromMemory(&g, &error, &warning, bytes.data(), unsigned(bytes.size()), folder)
-             : loader.LoadASCIIFromString(&g, &error, &warning, reinterpret_cast<const char*>(bytes.data()),
-                                          unsigned(bytes.size()), folder);
+  const bool ok = binary
+                      ? loader.LoadBinaryFromMemory(&g, &error, &warning, bytes.data(), unsigned(bytes.size()), folder)
+                      : loader.LoadASCIIFromString(&g, &error, &warning, reinterpret_cast<const char*>(bytes.data()),
+                                                   unsigned(bytes.size()), folder);
   std::string why = error.empty() ? warning : error;
   while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
   if (!ok)

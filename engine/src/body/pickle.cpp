@@ -752,7 +752,8 @@ struct Decoder {
   void charge(uint64_t bytes, const std::string& where) {
     if (bytes > limits.maxEntryBytes)
       fail(where, std::to_string(bytes >> 20) + " MiB decoded, over the limit of " +
-                      std::to_string(limits.maxEntryBytes >> 20) + " MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)");
+                      std::to_string(limits.maxEntryBytes >> 20) +
+                      " MiB an entry (ARMATURE_READ_BUDGET_MIB raises it)");
     if (decodedBytes + bytes > limits.maxTotalBytes)
       fail(where, "would bring the bytes decoded from the pickle to " + std::to_string((decodedBytes + bytes) >> 20) +
                       " MiB, over the limit of " + std::to_string(limits.maxTotalBytes >> 20) +
