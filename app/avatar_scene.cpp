@@ -1,4 +1,5 @@
 #include "app/avatar_scene.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <chrono>
 #include <cmath>

@@ -43,6 +43,12 @@ int runInfo() {
     }
     std::printf("  chosen device     %s%s\n", ctx.info().name.c_str(),
                 ctx.info().isCpu() ? " (a CPU device: correct but slow)" : "");
+    std::printf("  paths the ops take there:\n");
+    const std::string paths = vk::describeContext(ctx);
+    for (size_t start = paths.find('\n') + 1, end; start < paths.size(); start = end + 1) {
+      end = paths.find('\n', start);
+      std::printf("    %s\n", paths.substr(start, end - start).c_str());
+    }
 #ifdef ARMATURE_HAS_INTEROP
     std::printf("  CUDA interop      %s\n", interop::describe(interop::probe(ctx)).c_str());
 #else

@@ -1,4 +1,5 @@
 #include "app/swapchain.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <algorithm>
 

@@ -1,4 +1,5 @@
 #include "app/visibility.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <algorithm>
 

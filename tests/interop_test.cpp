@@ -5,6 +5,7 @@
 // These tests use their own Vulkan context without the validation layer: the layer cannot see CUDA's signals
 // on a shared timeline semaphore and reports waits on them as errors that are not (../shared/DEVICE.md).
 #include <dirent.h>
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <memory>
 

@@ -2,6 +2,7 @@
 // the same pixels as a CPU rasterisation of the reference mesh, pose changes move the right vertices, and the
 // profile export is valid JSON with every stage.
 #include <unistd.h>
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <cmath>
 #include <cstring>

@@ -1,5 +1,6 @@
 // The Vulkan core itself: validation hook, device selection, buffers, the GPU timer.
 #include <cstdlib>
+#include <volk.h>  // the library's own Vulkan function table
 
 #include "armature/ops/axpy.h"
 #include "armature/shaders.h"

@@ -1,4 +1,5 @@
 #include "armature/interop/interop.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -185,8 +186,8 @@ void SharedBuffer::release() noexcept {
   if (m_extMemory)
     report(cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(m_extMemory)), "cudaDestroyExternalMemory");
   if (m_pinned) report(cudaFreeHost(m_pinned), "cudaFreeHost");
-  if (m_buffer) vkDestroyBuffer(m_ctx->device(), m_buffer, nullptr);
-  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, nullptr);
+  if (m_buffer) vkDestroyBuffer(m_ctx->device(), m_buffer, m_ctx->allocator());
+  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, m_ctx->allocator());
   m_cudaPtr = m_extMemory = m_pinned = m_mapped = nullptr;
   m_buffer = VK_NULL_HANDLE;
   m_memory = VK_NULL_HANDLE;
@@ -218,7 +219,7 @@ SharedTimeline::SharedTimeline(vk::Context& ctx, Path path) : m_ctx(ctx) {
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   type.initialValue = 0;
   VkSemaphoreCreateInfo ci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type};
-  VK_CHECK(vkCreateSemaphore(ctx.device(), &ci, nullptr, &m_semaphore));
+  VK_CHECK(vkCreateSemaphore(ctx.device(), &ci, ctx.allocator(), &m_semaphore));
   if (!m_zeroCopy) return;
   try {
     selectDevice(ctx);
@@ -236,7 +237,7 @@ SharedTimeline::SharedTimeline(vk::Context& ctx, Path path) : m_ctx(ctx) {
     check(e, "cudaImportExternalSemaphore");
     m_extSemaphore = sem;
   } catch (...) {
-    vkDestroySemaphore(ctx.device(), m_semaphore, nullptr);
+    vkDestroySemaphore(ctx.device(), m_semaphore, ctx.allocator());
     throw;
   }
 }
@@ -245,7 +246,7 @@ SharedTimeline::~SharedTimeline() {
   if (m_extSemaphore)
     report(cudaDestroyExternalSemaphore(static_cast<cudaExternalSemaphore_t>(m_extSemaphore)),
            "cudaDestroyExternalSemaphore");
-  vkDestroySemaphore(m_ctx.device(), m_semaphore, nullptr);
+  vkDestroySemaphore(m_ctx.device(), m_semaphore, m_ctx.allocator());
 }
 
 void SharedTimeline::cudaWait(uint64_t value, const cuda::Stream& stream) {

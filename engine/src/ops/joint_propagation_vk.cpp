@@ -1,4 +1,5 @@
 #include "armature/error.h"
+#include <volk.h>  // the library's own Vulkan function table
 #include "armature/shaders.h"
 #include "armature/vk/timer.h"
 #include "ops/joint_propagation_backend.h"

@@ -1,4 +1,5 @@
 #include "armature/ops/raster_hardware.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include "armature/vk/graphics.h"
 #include "shared/raster_io.h"

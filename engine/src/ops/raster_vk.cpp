@@ -1,4 +1,5 @@
 #include "armature/ops/raster.h"
+#include <volk.h>  // the library's own Vulkan function table
 #include "armature/shaders.h"
 #include "shared/raster_io.h"
 

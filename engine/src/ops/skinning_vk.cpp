@@ -75,9 +75,10 @@ SkinningVk::SkinningVk(vk::Context& ctx, const SkinningTables& t, uint32_t maxBa
   size_t vposedBytes = size_t(maxBatch) * t.vertexCount * 3 * 4;
   // Every table and work buffer is bound whole, so each must fit the device's storage-buffer range.
   uint64_t limit = ctx.info().maxStorageBufferRange;
-  ARM_CHECK(vposedBytes <= limit && t.blendMatrix.size() * 4 <= limit,
-            "skinning (Vulkan): a batch of %u needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", maxBatch,
-            vposedBytes / 1048576.0, ctx.info().name.c_str(), limit / 1048576.0);
+  ARM_CHECK(
+      vposedBytes <= limit && t.blendMatrix.size() * 4 <= limit,
+      "skinning (Vulkan): a batch of %u needs a %.0f MiB buffer; '%s' binds at most %.0f MiB (maxStorageBufferRange)",
+      maxBatch, vposedBytes / 1048576.0, ctx.info().name.c_str(), limit / 1048576.0);
   m_vTemplate = table(ctx, t.vTemplate);
   m_blend = table(ctx, t.blendMatrix);
   m_jointTemplate = table(ctx, t.jointTemplate);
@@ -110,7 +111,7 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   if (batch > 1) {
     zones.next("skin: features");
     vk::dispatch(cmd, m_ctx.program(shaders::skin_features, SKIN_FEATURES_BINDINGS, sizeof push),
-                 vk::groupCount(B * (t.jointCount - 1 + t.coefCount()), SKIN_FEATURE_GROUP),  // skinFeatureUnits
+                 vk::exactGroupCount(B * (t.jointCount - 1 + t.coefCount()), SKIN_FEATURE_GROUP),  // skinFeatureUnits
                  {pose, betas, expression, m_features.view()}, push);
     vk::computeBarrier(cmd);
   }
@@ -127,7 +128,7 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const size_t columns = size_t(t.vertexCount) * 3;
   if (batch == 1) {
     vk::dispatch(cmd, m_ctx.program(shaders::skin_blend, SKIN_BLEND_BINDINGS, sizeof push),
-                 vk::groupCount(columns, SKIN_BLEND_COLUMNS),
+                 vk::exactGroupCount(columns, SKIN_BLEND_COLUMNS),
                  {pose, betas, expression, m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push);
   } else {
     const bool mid = batch <= SKIN_TILE_MID_MAX;
@@ -135,7 +136,7 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
     vk::dispatch(cmd,
                  m_ctx.program(mid ? shaders::skin_blend_mid : shaders::skin_blend_tiled, SKIN_BLEND_TILED_BINDINGS,
                                sizeof push),
-                 vk::groupCount(columns, SKIN_TILE_COLUMNS),
+                 vk::exactGroupCount(columns, SKIN_TILE_COLUMNS),
                  {m_features.view(), m_blend.view(), m_vTemplate.view(), m_vPosed.view()}, push,
                  (batch + rows - 1) / rows);
   }
@@ -165,8 +166,9 @@ void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
     for (uint32_t b = 1; b <= m_maxBatch; ++b)
       partials = std::max(partials, size_t(skinGradSlices(b, uint32_t(F), columns)) * b * F);
     ARM_CHECK(partials * 4 <= m_ctx.info().maxStorageBufferRange,
-              "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB", call,
-              m_maxBatch, partials * 4 / 1048576.0, m_ctx.info().name.c_str(),
+              "%s: dL/dfeatures of up to %u items needs a %.0f MiB buffer; '%s' binds at most %.0f MiB "
+              "(maxStorageBufferRange)",
+              call, m_maxBatch, partials * 4 / 1048576.0, m_ctx.info().name.c_str(),
               m_ctx.info().maxStorageBufferRange / 1048576.0);
     m_gradVPosed = vk::Buffer(m_ctx, m_vPosed.size(), vk::kStorageUsage);
     // The most parts × items: the largest batch, or the largest that still splits joints into parts.

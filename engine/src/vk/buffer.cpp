@@ -1,4 +1,5 @@
 #include "armature/vk/buffer.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 namespace armature::vk {
 
@@ -8,7 +9,7 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, VkBufferUsageFlags usage, Memory
   bi.size = size;
   bi.usage = usage;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VK_CHECK(vkCreateBuffer(ctx.device(), &bi, nullptr, &m_buffer));
+  VK_CHECK(vkCreateBuffer(ctx.device(), &bi, ctx.allocator(), &m_buffer));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(ctx.device(), m_buffer, &req);
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
@@ -18,9 +19,9 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, VkBufferUsageFlags usage, Memory
                                             VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
                            : ctx.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  VkResult r = vkAllocateMemory(ctx.device(), &ai, nullptr, &m_memory);
+  VkResult r = vkAllocateMemory(ctx.device(), &ai, ctx.allocator(), &m_memory);
   if (r != VK_SUCCESS) {
-    vkDestroyBuffer(ctx.device(), m_buffer, nullptr);
+    vkDestroyBuffer(ctx.device(), m_buffer, ctx.allocator());
     m_buffer = VK_NULL_HANDLE;
     throw Error("cannot allocate a " + std::to_string(size) + "-byte Vulkan buffer: " + resultName(r));
   }
@@ -42,8 +43,8 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 void Buffer::reset() {
   if (!m_ctx) return;
-  if (m_buffer) vkDestroyBuffer(m_ctx->device(), m_buffer, nullptr);
-  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, nullptr);  // unmaps implicitly
+  if (m_buffer) vkDestroyBuffer(m_ctx->device(), m_buffer, m_ctx->allocator());
+  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, m_ctx->allocator());  // unmaps implicitly
   m_buffer = VK_NULL_HANDLE;
   m_memory = VK_NULL_HANDLE;
   m_mapped = nullptr;

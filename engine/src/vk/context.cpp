@@ -1,11 +1,15 @@
 #include "armature/vk/context.h"
 
+#include <volk.h>
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <dlfcn.h>
 #include <link.h>
 #endif
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +84,15 @@ void loadVulkan() {
         "(mesa-vulkan-drivers gives the CPU driver lavapipe)");
 }
 
+}  // namespace
+
+PFN_vkGetInstanceProcAddr systemGetInstanceProcAddr() {
+  loadVulkan();
+  return vkGetInstanceProcAddr;
+}
+
+namespace {
+
 bool hasExtension(const std::vector<VkExtensionProperties>& exts, const char* name) {
   return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
@@ -117,6 +130,7 @@ PhysicalDeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.timestampPeriodNs = props.properties.limits.timestampPeriod;
   d.maxComputeSharedMemory = props.properties.limits.maxComputeSharedMemorySize;
   d.maxStorageBufferRange = props.properties.limits.maxStorageBufferRange;
+  for (int i = 0; i < 3; ++i) d.maxComputeWorkGroupCount[i] = props.properties.limits.maxComputeWorkGroupCount[i];
   d.minStorageBufferOffsetAlignment = props.properties.limits.minStorageBufferOffsetAlignment;
 
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -209,6 +223,25 @@ VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severit
   return VK_FALSE;
 }
 
+std::string describeContext(const Context& ctx) {
+  const PhysicalDeviceInfo& d = ctx.info();
+  std::string s = detail::format("device %s (%s, Vulkan %s, %s)%s\n", d.name.c_str(), deviceTypeName(d.type),
+                                 versionString(d.apiVersion).c_str(), d.driverName.c_str(),
+                                 ctx.attached() ? ", attached to the host's device" : "");
+  auto line = [&](bool on, const char* feature, const char* with, const char* without) {
+    s += detail::format("%-26s %s: %s\n", feature, on ? "on " : "off", on ? with : without);
+  };
+  line(d.int64Atomics, "64-bit buffer atomics", "one-pass z-buffer", "the rasteriser's two-pass 32-bit z-buffer");
+  line(d.float64, "shaderFloat64", "double setup and resolve", "integer setup and resolve in the rasteriser");
+  line(d.subgroupSums, "subgroup ballot+shuffle", "segmented sums", "an atomic per pixel in the raster backward");
+  line(d.float32AtomicAdd, "float32 atomic add", "atomic scatter-adds", "slower scatter-adds in backward passes");
+  line(d.externalMemoryFd && d.externalSemaphoreFd, "external memory, semaphores", "CUDA interop can share memory",
+       "no zero-copy CUDA interop");
+  line(d.memoryBudget, "memory budget", "budget in profiles", "no budget in profiles");
+  line(d.calibratedTimestamps, "calibrated timestamps", "GPU zones on the host clock", "GPU zones unaligned");
+  return s;
+}
+
 std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion) {
   loadVulkan();
   uint32_t version = VK_API_VERSION_1_0;
@@ -264,6 +297,117 @@ Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage)
     destroy();  // a half-built context frees what it created
     throw;
   }
+}
+
+Context::Context(const HostDevice& host, const ContextOptions& options) : m_onMessage(options.onMessage) {
+  try {
+    attach(host);
+    m_info.int64Atomics = m_info.int64Atomics && !options.hide.int64Atomics;
+    m_info.subgroupSums = m_info.subgroupSums && !options.hide.subgroupSums;
+    m_info.float64 = m_info.float64 && !options.hide.float64;
+    createOwnObjects();
+  } catch (...) {
+    destroy();  // only what this context created
+    throw;
+  }
+}
+
+namespace {
+// The features a host enabled, read from the chain it gave vkCreateDevice (1.2's from either of their homes).
+struct EnabledFeatures {
+  VkPhysicalDeviceFeatures core{};
+  bool timelineSemaphore = false, hostQueryReset = false, int64Atomics = false, float32AtomicAdd = false;
+};
+EnabledFeatures readChain(const VkPhysicalDeviceFeatures2& chain) {
+  EnabledFeatures e;
+  e.core = chain.features;
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain.pNext); s; s = s->pNext) {
+    switch (s->sType) {
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+        auto* f = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(s);
+        e.timelineSemaphore |= f->timelineSemaphore, e.hostQueryReset |= f->hostQueryReset;
+        e.int64Atomics |= f->shaderBufferInt64Atomics;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
+        e.timelineSemaphore |= reinterpret_cast<const VkPhysicalDeviceTimelineSemaphoreFeatures*>(s)->timelineSemaphore;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES:
+        e.hostQueryReset |= reinterpret_cast<const VkPhysicalDeviceHostQueryResetFeatures*>(s)->hostQueryReset;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES:
+        e.int64Atomics |=
+            reinterpret_cast<const VkPhysicalDeviceShaderAtomicInt64Features*>(s)->shaderBufferInt64Atomics;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT:
+        e.float32AtomicAdd |=
+            reinterpret_cast<const VkPhysicalDeviceShaderAtomicFloatFeaturesEXT*>(s)->shaderBufferFloat32AtomicAdd;
+        break;
+      default:
+        break;
+    }
+  }
+  return e;
+}
+}  // namespace
+
+void Context::attach(const HostDevice& host) {
+  ARM_CHECK(host.instance && host.physicalDevice && host.device && host.queue,
+            "attach: the host's instance, physical device, device and queue are all required");
+  ARM_CHECK(host.features && host.features->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+            "attach: host.features must be the VkPhysicalDeviceFeatures2 chain the device was created with (a VkDevice "
+            "cannot be asked which features it has)");
+  // Function pointers come from the host's vkGetInstanceProcAddr, into libarmature's private table: the loader's
+  // trampolines, which dispatch on each handle, so this context and any other (own or attached) coexist.
+  if (host.getInstanceProcAddr)
+    volkInitializeCustom(host.getInstanceProcAddr);
+  else
+    loadVulkan();
+  volkLoadInstance(host.instance);
+  m_attached = true;
+  m_instance = host.instance, m_device = host.device, m_queue = host.queue, m_queueFamily = host.queueFamily;
+  m_allocator = host.allocator, m_pipelineCache = host.pipelineCache, m_hostSubmit = host.submit;
+  m_instanceVersion = host.apiVersion;
+
+  m_allDevices = listDevices(m_instance);
+  for (const auto& d : m_allDevices)
+    if (d.handle == host.physicalDevice) m_info = d;
+  ARM_CHECK(m_info.handle, "attach: host.physicalDevice is not one of host.instance's physical devices");
+  ARM_CHECK(host.apiVersion >= kRequiredApiVersion && m_info.apiVersion >= kRequiredApiVersion,
+            "attach: '%s' was created for Vulkan %s (the device supports %s); Armature needs %s", m_info.name.c_str(),
+            versionString(host.apiVersion).c_str(), versionString(m_info.apiVersion).c_str(),
+            versionString(kRequiredApiVersion).c_str());
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(m_info.handle, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(m_info.handle, &families, qs.data());
+  ARM_CHECK(host.queueFamily < families && (qs[host.queueFamily].queueFlags & VK_QUEUE_COMPUTE_BIT),
+            "attach: queue family %u of '%s' does not do compute", host.queueFamily, m_info.name.c_str());
+
+  auto enabled = [&](const char* name) {
+    return std::find(host.extensions.begin(), host.extensions.end(), name) != host.extensions.end();
+  };
+  for (const DeviceExtensionNeed& need : deviceExtensionNeeds())
+    ARM_CHECK(!need.required || enabled(need.name),
+              "attach: the host's device was created without %s, which Armature requires (%s); "
+              "vk::DeviceRequirements lists what to enable",
+              need.name, need.enables);
+  const EnabledFeatures f = readChain(*host.features);
+  ARM_CHECK(f.timelineSemaphore,
+            "attach: the host's device was created without the timelineSemaphore feature, which Armature requires "
+            "(vk::DeviceRequirements::addFeatures adds it)");
+  // Ops follow what was enabled: what the device has but the host did not enable is absent here.
+  m_info.int64Atomics = m_info.int64Atomics && f.int64Atomics;
+  m_info.float64 = m_info.float64 && f.core.shaderFloat64;
+  m_info.int64 = m_info.int64 && f.core.shaderInt64;
+  m_info.hostQueryReset = m_info.hostQueryReset && f.hostQueryReset;
+  m_info.float32AtomicAdd =
+      m_info.float32AtomicAdd && f.float32AtomicAdd && enabled(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  m_info.memoryBudget = m_info.memoryBudget && enabled(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  m_info.externalMemoryFd = m_info.externalMemoryFd && enabled(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  m_info.externalSemaphoreFd = m_info.externalSemaphoreFd && enabled(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+  m_info.calibratedTimestamps = m_info.calibratedTimestamps && enabled(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+  vkGetPhysicalDeviceMemoryProperties(m_info.handle, &m_memory);
 }
 
 void Context::createInstance(const ContextOptions& options) {
@@ -425,13 +569,16 @@ void Context::createDevice(const ContextOptions& options) {
   dci.ppEnabledExtensionNames = exts.data();
   VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &m_device));
   vkGetDeviceQueue(m_device, m_queueFamily, 0, &m_queue);
+  createOwnObjects();
+}
 
+void Context::createOwnObjects() {
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT | VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = m_queueFamily;
-  VK_CHECK(vkCreateCommandPool(m_device, &pci, nullptr, &m_oneShotPool));
+  VK_CHECK(vkCreateCommandPool(m_device, &pci, m_allocator, &m_oneShotPool));
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VK_CHECK(vkCreateFence(m_device, &fci, nullptr, &m_oneShotFence));
+  VK_CHECK(vkCreateFence(m_device, &fci, m_allocator, &m_oneShotFence));
 }
 
 namespace {
@@ -478,18 +625,20 @@ Context::~Context() { destroy(); }
 
 void Context::destroy() {
   if (m_device) {
-    vkDeviceWaitIdle(m_device);
+    // Attached, the host's device is not waited for: the work this context recorded must be done (its own
+    // submissions always are; docs/embedding.md).
+    if (!m_attached) vkDeviceWaitIdle(m_device);
     for (auto& [key, p] : m_programs) {
-      vkDestroyPipeline(m_device, p.pipeline, nullptr);
-      vkDestroyPipelineLayout(m_device, p.layout, nullptr);
-      vkDestroyDescriptorSetLayout(m_device, p.setLayout, nullptr);
+      vkDestroyPipeline(m_device, p.pipeline, m_allocator);
+      vkDestroyPipelineLayout(m_device, p.layout, m_allocator);
+      vkDestroyDescriptorSetLayout(m_device, p.setLayout, m_allocator);
     }
-    vkDestroyFence(m_device, m_oneShotFence, nullptr);
-    vkDestroyCommandPool(m_device, m_oneShotPool, nullptr);
-    vkDestroyDevice(m_device, nullptr);
+    if (m_oneShotFence) vkDestroyFence(m_device, m_oneShotFence, m_allocator);
+    if (m_oneShotPool) vkDestroyCommandPool(m_device, m_oneShotPool, m_allocator);
+    if (!m_attached) vkDestroyDevice(m_device, nullptr);
   }
   if (m_messenger) m_destroyMessenger(m_instance, m_messenger, nullptr);
-  if (m_instance) vkDestroyInstance(m_instance, nullptr);
+  if (m_instance && !m_attached) vkDestroyInstance(m_instance, nullptr);
   m_device = VK_NULL_HANDLE;
   m_messenger = VK_NULL_HANDLE;
   m_instance = VK_NULL_HANDLE;
@@ -602,6 +751,8 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   ComputeProgram p;
   p.bindingCount = bindingCount;
   p.pushSize = pushSize;
+  p.name = spirv.name;
+  p.maxGroups[0] = m_info.maxComputeWorkGroupCount[0], p.maxGroups[1] = m_info.maxComputeWorkGroupCount[1];
   std::vector<VkDescriptorSetLayoutBinding> bindings(bindingCount);
   for (uint32_t i = 0; i < bindingCount; ++i)
     bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
@@ -609,19 +760,19 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
   sl.bindingCount = bindingCount;
   sl.pBindings = bindings.data();
-  VK_CHECK(vkCreateDescriptorSetLayout(m_device, &sl, nullptr, &p.setLayout));
+  VK_CHECK(vkCreateDescriptorSetLayout(m_device, &sl, m_allocator, &p.setLayout));
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, pushSize};
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pl.setLayoutCount = 1;
   pl.pSetLayouts = &p.setLayout;
   pl.pushConstantRangeCount = pushSize ? 1 : 0;
   pl.pPushConstantRanges = &range;
-  VK_CHECK(vkCreatePipelineLayout(m_device, &pl, nullptr, &p.layout));
+  VK_CHECK(vkCreatePipelineLayout(m_device, &pl, m_allocator, &p.layout));
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sm.codeSize = spirv.wordCount * sizeof(uint32_t);
   sm.pCode = spirv.words;
   VkShaderModule module;
-  VK_CHECK(vkCreateShaderModule(m_device, &sm, nullptr, &module));
+  VK_CHECK(vkCreateShaderModule(m_device, &sm, m_allocator, &module));
   VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -629,8 +780,8 @@ const ComputeProgram& Context::program(const shaders::SpirvBlob& spirv, uint32_t
   cp.stage.pName = "main";
   cp.layout = p.layout;
   if (m_shaderStatistics) cp.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  VkResult r = vkCreateComputePipelines(m_device, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
-  vkDestroyShaderModule(m_device, module, nullptr);
+  VkResult r = vkCreateComputePipelines(m_device, m_pipelineCache, 1, &cp, m_allocator, &p.pipeline);
+  vkDestroyShaderModule(m_device, module, m_allocator);
   VK_CHECK(r);
   if (m_shaderStatistics) printShaderStatistics(m_device, p.pipeline, spirv.name);
   return m_programs.emplace(key, p).first->second;
@@ -656,7 +807,7 @@ void Context::submit(VkCommandBuffer cmd, const std::vector<TimelineValue>& wait
   si.pCommandBuffers = &cmd;
   si.signalSemaphoreCount = uint32_t(signalSems.size());
   si.pSignalSemaphores = signalSems.data();
-  VK_CHECK(vkQueueSubmit(m_queue, 1, &si, fence));
+  VK_CHECK(m_hostSubmit ? m_hostSubmit(m_queue, 1, &si, fence) : vkQueueSubmit(m_queue, 1, &si, fence));
 }
 
 void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs,
@@ -681,13 +832,27 @@ void Context::submitAndWait(const std::function<void(VkCommandBuffer)>& record, 
   VK_CHECK(vkResetFences(m_device, 1, &m_oneShotFence));
   submit(cmd, waits, signals, m_oneShotFence);
   VkResult r = vkWaitForFences(m_device, 1, &m_oneShotFence, VK_TRUE, timeoutNs);
-  if (r == VK_TIMEOUT) throw Error("GPU work did not finish within " + std::to_string(timeoutNs / 1000000) + " ms");
+  if (r == VK_TIMEOUT) {
+    // Vulkan cannot cancel submitted work, and throwing now would free buffers that it still reads and writes (a
+    // crash on CPU drivers). Every op's work is bounded, so wait for the end, then report the overrun.
+    const auto start = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "armature: GPU work has run for %llu ms; waiting for it to finish\n",
+                 (unsigned long long)(timeoutNs / 1000000));
+    VK_CHECK(vkWaitForFences(m_device, 1, &m_oneShotFence, VK_TRUE, UINT64_MAX));
+    const double total =
+        double(timeoutNs) / 1e9 + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    throw Error(detail::format("GPU work took %.0f s, past the limit of %llu s (a smaller call fits)", total,
+                               (unsigned long long)(timeoutNs / 1000000000)));
+  }
   VK_CHECK(r);
 }
 
 void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
               const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize, uint32_t groupCountY) {
   assert(buffers.size() == program.bindingCount && pushSize == program.pushSize);
+  if (groupCountX > program.maxGroups[0] || groupCountY > program.maxGroups[1])
+    throw Error(detail::format("%s: a dispatch of %u × %u workgroups is past the device's %u × %u", program.name,
+                               groupCountX, groupCountY, program.maxGroups[0], program.maxGroups[1]));
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -708,6 +873,8 @@ void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t group
 uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap) {
   return uint32_t(std::min<uint64_t>((count + groupSize - 1) / groupSize, cap));
 }
+
+uint32_t exactGroupCount(uint64_t count, uint32_t groupSize) { return groupCount(count, groupSize, UINT32_MAX); }
 
 void computeBarrier(VkCommandBuffer cmd) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

@@ -1,4 +1,5 @@
 #include "armature/vk/graphics.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <vector>
 

@@ -1,4 +1,5 @@
 #include "armature/vk/image.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <utility>
 
@@ -18,13 +19,13 @@ Image::Image(Context& ctx, VkExtent2D extent, VkFormat format, VkImageUsageFlags
   ci.tiling = VK_IMAGE_TILING_OPTIMAL;
   ci.usage = usage;
   ci.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-  VK_CHECK(vkCreateImage(ctx.device(), &ci, nullptr, &m_image));
+  VK_CHECK(vkCreateImage(ctx.device(), &ci, ctx.allocator(), &m_image));
   VkMemoryRequirements req;
   vkGetImageMemoryRequirements(ctx.device(), m_image, &req);
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = ctx.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  VkResult r = vkAllocateMemory(ctx.device(), &ai, nullptr, &m_memory);
+  VkResult r = vkAllocateMemory(ctx.device(), &ai, ctx.allocator(), &m_memory);
   if (r != VK_SUCCESS) {
     reset();
     throw Error("cannot allocate a " + std::to_string(extent.width) + "x" + std::to_string(extent.height) +
@@ -36,7 +37,7 @@ Image::Image(Context& ctx, VkExtent2D extent, VkFormat format, VkImageUsageFlags
   vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
   vi.format = format;
   vi.subresourceRange = {aspect, 0, 1, 0, 1};
-  VK_CHECK(vkCreateImageView(ctx.device(), &vi, nullptr, &m_view));
+  VK_CHECK(vkCreateImageView(ctx.device(), &vi, ctx.allocator(), &m_view));
 }
 
 Image& Image::operator=(Image&& o) noexcept {
@@ -54,9 +55,9 @@ Image& Image::operator=(Image&& o) noexcept {
 
 void Image::reset() {
   if (!m_ctx) return;
-  if (m_view) vkDestroyImageView(m_ctx->device(), m_view, nullptr);
-  if (m_image) vkDestroyImage(m_ctx->device(), m_image, nullptr);
-  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, nullptr);
+  if (m_view) vkDestroyImageView(m_ctx->device(), m_view, m_ctx->allocator());
+  if (m_image) vkDestroyImage(m_ctx->device(), m_image, m_ctx->allocator());
+  if (m_memory) vkFreeMemory(m_ctx->device(), m_memory, m_ctx->allocator());
   m_view = VK_NULL_HANDLE;
   m_image = VK_NULL_HANDLE;
   m_memory = VK_NULL_HANDLE;

@@ -1,4 +1,5 @@
 #include "armature/vk/timer.h"
+#include <volk.h>  // the library's own Vulkan function table
 
 #include <cmath>
 
@@ -14,7 +15,7 @@ GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame
   VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
   qi.queryCount = m_frames * m_zones * 2;
-  VK_CHECK(vkCreateQueryPool(ctx.device(), &qi, nullptr, &m_pool));
+  VK_CHECK(vkCreateQueryPool(ctx.device(), &qi, ctx.allocator(), &m_pool));
   m_slots.resize(m_frames);
   m_calibrated = ctx.info().calibratedTimestamps && vkGetCalibratedTimestampsEXT;
   if (m_calibrated) {
@@ -26,7 +27,7 @@ GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame
     one.queryType = VK_QUERY_TYPE_TIMESTAMP;
     one.queryCount = 1;
     VkQueryPool pool;
-    VK_CHECK(vkCreateQueryPool(ctx.device(), &one, nullptr, &pool));
+    VK_CHECK(vkCreateQueryPool(ctx.device(), &one, ctx.allocator(), &pool));
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       vkCmdResetQueryPool(cmd, pool, 0, 1);
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
@@ -34,7 +35,7 @@ GpuTimer::GpuTimer(Context& ctx, uint32_t framesInFlight, uint32_t zonesPerFrame
     m_anchorHostNs = steadyNowNs();
     VkResult r = vkGetQueryPoolResults(ctx.device(), pool, 0, 1, sizeof m_anchorTicks, &m_anchorTicks,
                                        sizeof m_anchorTicks, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    vkDestroyQueryPool(ctx.device(), pool, nullptr);
+    vkDestroyQueryPool(ctx.device(), pool, ctx.allocator());
     VK_CHECK(r);
   }
 }
@@ -56,7 +57,7 @@ int64_t GpuTimer::ticksToHostNs(uint64_t ticks) const {
   return m_anchorHostNs + int64_t(std::llround(double(signedDelta) * m_periodNs));
 }
 
-GpuTimer::~GpuTimer() { vkDestroyQueryPool(m_ctx.device(), m_pool, nullptr); }
+GpuTimer::~GpuTimer() { vkDestroyQueryPool(m_ctx.device(), m_pool, m_ctx.allocator()); }
 
 std::optional<std::vector<ZoneTime>> GpuTimer::beginFrame(VkCommandBuffer cmd, uint64_t frameIndex) {
   // The two clocks drift apart by parts per million: a fresh pair every second keeps zones within a µs or so.

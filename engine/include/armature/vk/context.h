@@ -1,7 +1,9 @@
 #pragma once
 // The Vulkan core: instance, one device, one queue that does compute (and graphics when asked), a cache of
-// compute programs, and one-shot submission. Everything is loaded through volk.
-#include <volk.h>
+// compute programs, and one-shot submission. A context creates its own instance and device, or attaches to a host
+// renderer's (armature/vk/host.h), whose handles it then only borrows. The library calls Vulkan through its own copy
+// of volk's function pointers, private to libarmature: a host's loader or volk is never touched.
+#include <vulkan/vulkan_core.h>
 
 #include <cstdint>
 #include <functional>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "armature/error.h"
+#include "armature/vk/host.h"
 
 namespace armature::shaders {
 struct SpirvBlob;
@@ -64,6 +67,7 @@ struct PhysicalDeviceInfo {
   uint32_t timestampValidBits = 0;
   uint32_t maxComputeSharedMemory = 0;
   uint64_t maxStorageBufferRange = 0;
+  uint32_t maxComputeWorkGroupCount[3] = {65535, 65535, 65535};
   uint64_t minStorageBufferOffsetAlignment = 4;
   uint64_t deviceLocalBytes = 0;
   bool isCpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -102,6 +106,8 @@ struct ComputeProgram {
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindingCount = 0;
   uint32_t pushSize = 0;
+  const char* name = "";                   // the shader's, for messages
+  uint32_t maxGroups[2] = {65535, 65535};  // the device's maxComputeWorkGroupCount x and y
 };
 
 struct TimelineValue {
@@ -117,7 +123,12 @@ struct BufferView {
 
 class Context {
  public:
+  // A context of its own: an instance and the first usable device (or ARMATURE_VK_DEVICE's).
   explicit Context(const ContextOptions& options = {});
+  // Attached to a host's device: Armature's needs are checked against what the host enabled (an Error names a
+  // missing required one; a missing optional one takes the path a device without it takes), and options.hide hides
+  // more. Validation, window and swapchain options are the host's business and ignored here.
+  explicit Context(const HostDevice& host, const ContextOptions& options = {});
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -129,6 +140,8 @@ class Context {
   const std::vector<PhysicalDeviceInfo>& allDevices() const { return m_allDevices; }
   uint32_t instanceVersion() const { return m_instanceVersion; }
   VkQueue queue() const { return m_queue; }
+  bool attached() const { return m_attached; }
+  const VkAllocationCallbacks* allocator() const { return m_allocator; }
   uint32_t queueFamily() const { return m_queueFamily; }
   uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred = 0) const;
   // Bytes of device-local memory in use by this process and the budget the driver grants (both 0 without
@@ -146,7 +159,7 @@ class Context {
   void submitAndWait(const std::function<void(VkCommandBuffer)>& record, uint64_t timeoutNs = 60'000'000'000ull,
                      const std::vector<TimelineValue>& waits = {}, const std::vector<TimelineValue>& signals = {});
   // Submits a recorded command buffer without waiting: it starts when every `waits` value is reached and
-  // signals every `signals` value (and `fence`) when done.
+  // signals every `signals` value (and `fence`) when done. Attached, through the host's submit callback.
   void submit(VkCommandBuffer cmd, const std::vector<TimelineValue>& waits, const std::vector<TimelineValue>& signals,
               VkFence fence = VK_NULL_HANDLE);
 
@@ -154,6 +167,8 @@ class Context {
   void createInstance(const ContextOptions& options);
   void pickDevice();
   void createDevice(const ContextOptions& options);
+  void attach(const HostDevice& host);
+  void createOwnObjects();
   void destroy();
 
   VkInstance m_instance = VK_NULL_HANDLE;
@@ -169,6 +184,10 @@ class Context {
   VkDevice m_device = VK_NULL_HANDLE;
   uint32_t m_queueFamily = 0;
   VkQueue m_queue = VK_NULL_HANDLE;
+  bool m_attached = false;  // the instance, device and queue are the host's: never destroyed here
+  const VkAllocationCallbacks* m_allocator = nullptr;
+  VkPipelineCache m_pipelineCache = VK_NULL_HANDLE;
+  std::function<VkResult(VkQueue, uint32_t, const VkSubmitInfo*, VkFence)> m_hostSubmit;
   VkCommandPool m_oneShotPool = VK_NULL_HANDLE;
   VkFence m_oneShotFence = VK_NULL_HANDLE;
   // One program per shader and interface (a caller may bind more buffers than the shader uses).
@@ -178,12 +197,21 @@ class Context {
                                            const VkDebugUtilsMessengerCallbackDataEXT*, void*);
 };
 
+// The system loader's vkGetInstanceProcAddr (loaded on first use); throws armature::Error when there is none.
+PFN_vkGetInstanceProcAddr systemGetInstanceProcAddr();
+
+// What a context runs with: its device, and each optional feature with whether ops use it (`armature info`'s lines,
+// and what an attached host can print to see which fallbacks its device takes).
+std::string describeContext(const Context& ctx);
+
 // Lists the physical devices of a fresh instance without creating a device (for `armature info`).
 // Throws armature::Error when no Vulkan loader or driver is present.
 std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion = nullptr);
 
 // Records a compute dispatch: binds the program, pushes the buffer descriptors (binding i = buffers[i]) and
-// the push constants, and dispatches groupCountX × groupCountY groups.
+// the push constants, and dispatches groupCountX × groupCountY groups. A count past the device's
+// maxComputeWorkGroupCount throws armature::Error naming the shader (ops refuse such sizes at their entry; this is
+// the last line).
 void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t groupCountX,
               const std::vector<BufferView>& buffers, const void* push, uint32_t pushSize, uint32_t groupCountY = 1);
 
@@ -193,8 +221,12 @@ void dispatch(VkCommandBuffer cmd, const ComputeProgram& program, uint32_t group
   dispatch(cmd, program, groupCountX, buffers, &push, sizeof(Push), groupCountY);
 }
 
-// Groups for `count` items with `groupSize` items per group, capped for grid-stride shaders.
+// Groups for `count` items with `groupSize` items per group, capped for grid-stride shaders (every device has at
+// least 65535 groups along x).
 uint32_t groupCount(uint64_t count, uint32_t groupSize, uint32_t cap = 65535);
+// The same, uncapped, for shaders with one item per invocation: a count past the device's limit is then refused by
+// dispatch() instead of leaving items undone.
+uint32_t exactGroupCount(uint64_t count, uint32_t groupSize);
 
 // A full compute→compute/transfer/host memory barrier: what most op sequences need between dispatches.
 void computeBarrier(VkCommandBuffer cmd);

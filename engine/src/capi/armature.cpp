@@ -1,0 +1,678 @@
+// The C API (armature/armature.h) over the C++ one: each function converts its arguments, calls through guard(),
+// which turns every exception into a status and this thread's message, and converts back. Nothing here decides
+// anything an op does not: shapes are checked by the ops themselves.
+#include "armature/armature.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "armature/body/body_model.h"
+#include "armature/device.h"
+#include "armature/error.h"
+#include "armature/ops/axpy.h"
+#include "armature/ops/deformable_aggregation.h"
+#include "armature/ops/gaussian_field.h"
+#include "armature/ops/interpolate.h"
+#include "armature/ops/raster.h"
+#include "armature/ops/skinning.h"
+#include "armature/vk/context.h"
+#include "armature/vk/host.h"
+
+using namespace armature;
+
+struct armature_context_t {
+  std::unique_ptr<vk::Context> context;
+};
+struct armature_device_t {
+  std::unique_ptr<Device> device;
+};
+struct armature_buffer_t {
+  DeviceBuffer buffer;
+};
+struct armature_vk_requirements_t {
+  std::unique_ptr<vk::DeviceRequirements> requirements;
+};
+struct armature_feature_maps_t {
+  std::unique_ptr<DeviceFeatureMaps> maps;
+};
+struct armature_skinning_t {
+  armature_device_t* device;
+  std::unique_ptr<Skinning> skinning;
+};
+
+namespace {
+
+thread_local std::string t_lastError;
+
+// A backend or device missing on this machine (not a bad argument): ARMATURE_ERROR_UNAVAILABLE.
+struct Unavailable : Error {
+  using Error::Error;
+};
+
+template <typename Body>
+armature_status guard(const char* function, Body&& body) {
+  try {
+    t_lastError.clear();
+    body();
+    return ARMATURE_OK;
+  } catch (const Unavailable& e) {
+    t_lastError = std::string(function) + ": " + e.what();
+    return ARMATURE_ERROR_UNAVAILABLE;
+  } catch (const Error& e) {
+    t_lastError = std::string(function) + ": " + e.what();
+    return ARMATURE_ERROR_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    t_lastError = std::string(function) + ": out of host memory";
+    return ARMATURE_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    t_lastError = std::string(function) + ": " + e.what();
+    return ARMATURE_ERROR_INTERNAL;
+  } catch (...) {
+    t_lastError = std::string(function) + ": an unknown failure";
+    return ARMATURE_ERROR_INTERNAL;
+  }
+}
+
+// A versioned struct: present, of its type, and at least as long as the members this library reads.
+template <typename Struct>
+void checkStruct(const Struct* s, uint32_t type, const char* name, size_t needed = sizeof(Struct)) {
+  ARM_CHECK(s, "%s is NULL", name);
+  ARM_CHECK(s->s_type == type, "%s.s_type is %u, expected %u", name, s->s_type, type);
+  ARM_CHECK(s->size >= needed, "%s.size is %u, less than the %zu bytes this library reads", name, s->size, needed);
+}
+
+template <typename Handle>
+Handle& deref(Handle* h, const char* name) {
+  ARM_CHECK(h, "%s is NULL", name);
+  return *h;
+}
+
+ElementType elementTypeOf(armature_dtype d, const char* name) {
+  switch (d) {
+    case ARMATURE_FLOAT32:
+      return ElementType::Float32;
+    case ARMATURE_INT32:
+      return ElementType::Int32;
+    case ARMATURE_UINT32:
+      return ElementType::UInt32;
+    case ARMATURE_BYTE:
+      return ElementType::Byte;
+  }
+  throw Error(std::string(name) + ": unknown dtype " + std::to_string(int(d)));
+}
+
+Backend backendOf(armature_backend b) {
+  ARM_CHECK(b == ARMATURE_BACKEND_VULKAN || b == ARMATURE_BACKEND_CUDA, "unknown backend %d", int(b));
+  return b == ARMATURE_BACKEND_VULKAN ? Backend::Vulkan : Backend::Cuda;
+}
+
+// A tensor as the view an op takes: dense row-major, its element count checked (and empty for NULL).
+DeviceView viewOf(const armature_tensor* t, const char* name) {
+  if (!t) return {};
+  ARM_CHECK(t->rank <= ARMATURE_MAX_RANK, "%s: rank %u, at most %d", name, t->rank, ARMATURE_MAX_RANK);
+  ARM_CHECK(t->vk_buffer || t->cuda, "%s: neither a VkBuffer nor a CUDA pointer", name);
+  uint64_t count = 1, expected = 1;
+  for (int d = int(t->rank) - 1; d >= 0; --d) {
+    ARM_CHECK(t->shape[d] >= 0, "%s: dimension %d is %lld", name, d, (long long)t->shape[d]);
+    const bool dense = t->strides[d] == 0 || uint64_t(t->strides[d]) == expected || t->shape[d] == 1;
+    ARM_CHECK(dense, "%s: stride %lld of dimension %d is not dense row-major (%llu); make the tensor contiguous", name,
+              (long long)t->strides[d], d, (unsigned long long)expected);
+    ARM_CHECK(!__builtin_mul_overflow(count, uint64_t(t->shape[d]), &count), "%s: its shape overflows 64 bits", name);
+    expected = count;
+  }
+  DeviceView v;
+  v.vkBuffer = reinterpret_cast<VkBuffer>(t->vk_buffer);
+  v.cudaBase = t->cuda;
+  v.offset = t->cuda ? 0 : size_t(t->offset);
+  v.count = size_t(count);
+  v.type = elementTypeOf(t->dtype, name);
+  return v;
+}
+
+Exec execOf(armature_device_t& device, const armature_exec* e) {
+  ARM_CHECK(e, "exec is NULL");
+  const Backend backend = backendOf(e->backend);
+  if (auto why = device.device->unavailable(backend))
+    throw Unavailable(std::string(backendName(backend)) + ": " + *why);
+  if (backend == Backend::Cuda) return Exec::cuda(e->cuda_stream);
+  ARM_CHECK(e->command_buffer, "exec.command_buffer is 0 for the Vulkan backend");
+  return Exec::vulkan(*device.device->vulkan(), reinterpret_cast<VkCommandBuffer>(e->command_buffer));
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* armature_last_error(void) { return t_lastError.c_str(); }
+uint32_t armature_api_version(void) { return ARMATURE_C_API_VERSION; }
+
+armature_status armature_context_create(const armature_context_info* info, armature_context* out) {
+  return guard("armature_context_create", [&] {
+    checkStruct(info, ARMATURE_STRUCT_CONTEXT_INFO, "info");
+    ARM_CHECK(out, "out is NULL");
+    vk::ContextOptions options;
+    options.validation = info->validation != 0;
+    auto handle = std::make_unique<armature_context_t>();
+    try {
+      handle->context = std::make_unique<vk::Context>(options);
+    } catch (const Error& e) {  // no loader, no driver, no usable device
+      throw Unavailable(e.what());
+    }
+    *out = handle.release();
+  });
+}
+
+armature_status armature_context_attach(const armature_host_device* host, armature_context* out) {
+  return guard("armature_context_attach", [&] {
+    checkStruct(host, ARMATURE_STRUCT_HOST_DEVICE, "host");
+    ARM_CHECK(out, "out is NULL");
+    vk::HostDevice h;
+    h.instance = reinterpret_cast<VkInstance>(host->instance);
+    h.physicalDevice = reinterpret_cast<VkPhysicalDevice>(host->physical_device);
+    h.device = reinterpret_cast<VkDevice>(host->device);
+    h.queueFamily = host->queue_family;
+    h.queue = reinterpret_cast<VkQueue>(host->queue);
+    h.getInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(host->get_instance_proc_addr);
+    h.allocator = static_cast<const VkAllocationCallbacks*>(host->allocator);
+    h.pipelineCache = reinterpret_cast<VkPipelineCache>(host->pipeline_cache);
+    h.apiVersion = host->api_version;
+    ARM_CHECK(host->extension_count == 0 || host->extensions, "host.extensions is NULL with %u extensions",
+              host->extension_count);
+    for (uint32_t i = 0; i < host->extension_count; ++i) {
+      ARM_CHECK(host->extensions[i], "host.extensions[%u] is NULL", i);
+      h.extensions.emplace_back(host->extensions[i]);
+    }
+    h.features = static_cast<const VkPhysicalDeviceFeatures2*>(host->features);
+    if (host->submit) {
+      const armature_submit_fn submit = host->submit;
+      void* user = host->submit_user;
+      h.submit = [submit, user](VkQueue queue, uint32_t count, const VkSubmitInfo* submits, VkFence fence) {
+        return VkResult(
+            submit(user, reinterpret_cast<uint64_t>(queue), count, submits, reinterpret_cast<uint64_t>(fence)));
+      };
+    }
+    auto handle = std::make_unique<armature_context_t>();
+    handle->context = std::make_unique<vk::Context>(h);
+    *out = handle.release();
+  });
+}
+
+void armature_context_destroy(armature_context context) {
+  guard("armature_context_destroy", [&] { delete context; });
+}
+
+armature_status armature_context_validation_messages(armature_context context, uint32_t* count) {
+  return guard("armature_context_validation_messages", [&] {
+    ARM_CHECK(count, "count is NULL");
+    *count = deref(context, "context").context->validationMessageCount();
+  });
+}
+
+armature_status armature_context_describe(armature_context context, char* text, size_t capacity) {
+  return guard("armature_context_describe", [&] {
+    const std::string s = vk::describeContext(*deref(context, "context").context);
+    ARM_CHECK(text && capacity > s.size(), "text holds %zu bytes; the description needs %zu", capacity, s.size() + 1);
+    std::memcpy(text, s.c_str(), s.size() + 1);
+  });
+}
+
+uint32_t armature_vk_required_api_version(void) { return vk::kRequiredApiVersion; }
+
+armature_status armature_vk_requirements_create(uint64_t instance, uint64_t physical_device,
+                                                void* get_instance_proc_addr, armature_vk_requirements* out) {
+  return guard("armature_vk_requirements_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    auto handle = std::make_unique<armature_vk_requirements_t>();
+    handle->requirements = std::make_unique<vk::DeviceRequirements>(
+        reinterpret_cast<VkInstance>(instance), reinterpret_cast<VkPhysicalDevice>(physical_device),
+        reinterpret_cast<PFN_vkGetInstanceProcAddr>(get_instance_proc_addr));
+    if (!handle->requirements->unsupported().empty()) throw Error(handle->requirements->unsupported());
+    *out = handle.release();
+  });
+}
+
+armature_status armature_vk_requirements_extensions(armature_vk_requirements req, uint32_t* count,
+                                                    const char* const** names) {
+  return guard("armature_vk_requirements_extensions", [&] {
+    ARM_CHECK(count && names, "count or names is NULL");
+    const auto& list = deref(req, "req").requirements->extensions();
+    *count = uint32_t(list.size());
+    *names = list.data();
+  });
+}
+
+armature_status armature_vk_requirements_add_features(armature_vk_requirements req, void* features2) {
+  return guard("armature_vk_requirements_add_features", [&] {
+    ARM_CHECK(features2, "features2 is NULL");
+    deref(req, "req").requirements->addFeatures(*static_cast<VkPhysicalDeviceFeatures2*>(features2));
+  });
+}
+
+void armature_vk_requirements_destroy(armature_vk_requirements req) {
+  guard("armature_vk_requirements_destroy", [&] { delete req; });
+}
+
+armature_status armature_device_create(armature_context context, armature_device* out) {
+  return guard("armature_device_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    auto handle = std::make_unique<armature_device_t>();
+    handle->device = std::make_unique<Device>(context ? context->context.get() : nullptr);
+    *out = handle.release();
+  });
+}
+
+void armature_device_destroy(armature_device device) {
+  guard("armature_device_destroy", [&] { delete device; });
+}
+
+armature_status armature_device_supports(armature_device device, armature_backend backend) {
+  armature_status status = ARMATURE_OK;
+  const armature_status checked = guard("armature_device_supports", [&] {
+    if (auto why = deref(device, "device").device->unavailable(backendOf(backend))) {
+      t_lastError = std::string("armature_device_supports: ") + backendName(backendOf(backend)) + ": " + *why;
+      status = ARMATURE_ERROR_UNAVAILABLE;
+    }
+  });
+  if (checked != ARMATURE_OK) return checked;
+  return status;
+}
+
+armature_status armature_buffer_create(armature_device device, armature_dtype dtype, uint64_t count,
+                                       armature_buffer* out) {
+  return guard("armature_buffer_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    auto handle = std::make_unique<armature_buffer_t>();
+    handle->buffer = deref(device, "device").device->allocate(elementTypeOf(dtype, "dtype"), size_t(count));
+    *out = handle.release();
+  });
+}
+
+void armature_buffer_destroy(armature_buffer buffer) {
+  guard("armature_buffer_destroy", [&] { delete buffer; });
+}
+
+armature_status armature_buffer_upload(armature_buffer buffer, const void* data, uint64_t bytes, uint64_t offset) {
+  return guard("armature_buffer_upload", [&] {
+    ARM_CHECK(data || bytes == 0, "data is NULL");
+    deref(buffer, "buffer").buffer.upload(data, size_t(bytes), size_t(offset));
+  });
+}
+
+armature_status armature_buffer_download(armature_buffer buffer, void* data, uint64_t bytes, uint64_t offset) {
+  return guard("armature_buffer_download", [&] {
+    ARM_CHECK(data || bytes == 0, "data is NULL");
+    deref(buffer, "buffer").buffer.download(data, size_t(bytes), size_t(offset));
+  });
+}
+
+armature_status armature_buffer_tensor(armature_buffer buffer, uint32_t rank, const int64_t* shape,
+                                       armature_tensor* out) {
+  return guard("armature_buffer_tensor", [&] {
+    ARM_CHECK(out && (shape || rank == 0), "out or shape is NULL");
+    ARM_CHECK(rank <= ARMATURE_MAX_RANK, "rank %u, at most %d", rank, ARMATURE_MAX_RANK);
+    const DeviceView v = deref(buffer, "buffer").buffer.view();
+    armature_tensor t{};
+    t.vk_buffer = reinterpret_cast<uint64_t>(v.vkBuffer);
+    t.offset = v.offset;
+    t.cuda = v.cuda<char>();
+    t.dtype = armature_dtype(int(v.type));
+    t.rank = rank;
+    uint64_t count = 1;
+    for (uint32_t d = 0; d < rank; ++d) {
+      ARM_CHECK(shape[d] >= 0 && !__builtin_mul_overflow(count, uint64_t(shape[d]), &count),
+                "shape[%u] = %lld is negative or overflows", d, (long long)shape[d]);
+      t.shape[d] = shape[d];
+    }
+    ARM_CHECK(count <= v.count, "a shape of %llu elements on a buffer of %zu", (unsigned long long)count, v.count);
+    *out = t;
+  });
+}
+
+armature_status armature_device_run(armature_device device, armature_backend backend, armature_work_fn work,
+                                    void* user) {
+  return guard("armature_device_run", [&] {
+    ARM_CHECK(work, "work is NULL");
+    armature_device_t& d = deref(device, "device");
+    d.device->run(backendOf(backend), [&](const Exec& exec) {
+      armature_exec e{backend, reinterpret_cast<uint64_t>(exec.commandBuffer()), exec.stream()};
+      if (work(user, &e) != ARMATURE_OK) throw Error(std::string("the work failed: ") + t_lastError);
+    });
+  });
+}
+
+armature_status armature_barrier(armature_device device, const armature_exec* exec) {
+  return guard("armature_barrier", [&] { execOf(deref(device, "device"), exec).barrier(); });
+}
+
+armature_status armature_axpy(armature_device device, const armature_exec* exec, float a, const armature_tensor* x,
+                              const armature_tensor* y) {
+  return guard("armature_axpy", [&] {
+    axpy(execOf(deref(device, "device"), exec), {.a = a, .x = viewOf(x, "x"), .y = viewOf(y, "y")});
+  });
+}
+
+armature_status armature_skinning_create(armature_device device, const armature_skinning_info* info,
+                                         armature_skinning* out) {
+  return guard("armature_skinning_create", [&] {
+    checkStruct(info, ARMATURE_STRUCT_SKINNING_INFO, "info");
+    ARM_CHECK(out && info->model_path, "out or info.model_path is NULL");
+    armature_device_t& d = deref(device, "device");
+    const Backend backend = backendOf(info->backend);
+    if (auto why = d.device->unavailable(backend)) throw Unavailable(std::string(backendName(backend)) + ": " + *why);
+    const BodyModel model = loadBodyModel(info->model_path);
+    auto handle = std::make_unique<armature_skinning_t>();
+    handle->device = &d;
+    handle->skinning = std::make_unique<Skinning>(*d.device, backend, model, info->shape_components,
+                                                  info->expression_components, info->max_batch);
+    *out = handle.release();
+  });
+}
+
+void armature_skinning_destroy(armature_skinning skinning) {
+  guard("armature_skinning_destroy", [&] { delete skinning; });
+}
+
+armature_status armature_skinning_sizes(armature_skinning skinning, uint32_t* vertices, uint32_t* joints) {
+  return guard("armature_skinning_sizes", [&] {
+    const SkinningDims& dims = deref(skinning, "skinning").skinning->dims();
+    if (vertices) *vertices = dims.vertexCount;
+    if (joints) *joints = dims.jointCount;
+  });
+}
+
+namespace {
+// The batch of a (B, …) tensor.
+uint32_t batchOf(const armature_tensor* t, const char* name) {
+  ARM_CHECK(t && t->rank >= 1 && t->shape[0] >= 0 && t->shape[0] <= int64_t(UINT32_MAX), "%s: no batch dimension",
+            name);
+  return uint32_t(t->shape[0]);
+}
+}  // namespace
+
+armature_status armature_skinning_forward(armature_skinning skinning, const armature_exec* exec,
+                                          const armature_tensor* pose, const armature_tensor* betas,
+                                          const armature_tensor* expression, const armature_tensor* transl,
+                                          const armature_tensor* vertices, const armature_tensor* joints) {
+  return guard("armature_skinning_forward", [&] {
+    armature_skinning_t& s = deref(skinning, "skinning");
+    s.skinning->forward(execOf(*s.device, exec), {.batch = batchOf(pose, "pose"),
+                                                  .pose = viewOf(pose, "pose"),
+                                                  .betas = viewOf(betas, "betas"),
+                                                  .expression = viewOf(expression, "expression"),
+                                                  .transl = viewOf(transl, "transl"),
+                                                  .vertices = viewOf(vertices, "vertices"),
+                                                  .joints = viewOf(joints, "joints")});
+  });
+}
+
+armature_status armature_skinning_backward(armature_skinning skinning, const armature_exec* exec,
+                                           const armature_tensor* pose, const armature_tensor* grad_vertices,
+                                           const armature_tensor* grad_joints, const armature_tensor* grad_pose,
+                                           const armature_tensor* grad_betas, const armature_tensor* grad_expression,
+                                           const armature_tensor* grad_transl) {
+  return guard("armature_skinning_backward", [&] {
+    armature_skinning_t& s = deref(skinning, "skinning");
+    s.skinning->backward(execOf(*s.device, exec), {.batch = batchOf(pose, "pose"),
+                                                   .pose = viewOf(pose, "pose"),
+                                                   .gradVertices = viewOf(grad_vertices, "grad_vertices"),
+                                                   .gradJoints = viewOf(grad_joints, "grad_joints"),
+                                                   .gradPose = viewOf(grad_pose, "grad_pose"),
+                                                   .gradBetas = viewOf(grad_betas, "grad_betas"),
+                                                   .gradExpression = viewOf(grad_expression, "grad_expression"),
+                                                   .gradTransl = viewOf(grad_transl, "grad_transl")});
+  });
+}
+
+namespace {
+GaussianFieldInputs gaussianInputsOf(const armature_gaussian_field_inputs* in) {
+  ARM_CHECK(in && in->x && in->means && in->cholesky && in->weights, "in, or one of its tensors, is NULL");
+  ARM_CHECK(in->x->rank == 2 && in->means->rank == 2 && in->cholesky->rank == 2 && in->weights->rank == 2,
+            "x, means, cholesky and weights are each of rank 2");
+  ARM_CHECK(in->cholesky->shape[1] == 6 || in->cholesky->shape[1] == 1,
+            "cholesky is (N,%lld): (N,6) anisotropic or (N,1) isotropic", (long long)in->cholesky->shape[1]);
+  ARM_CHECK(in->x->shape[0] <= int64_t(UINT32_MAX) && in->means->shape[0] <= int64_t(UINT32_MAX) &&
+                in->weights->shape[1] <= int64_t(UINT32_MAX),
+            "x, means or weights: past 2^32 rows or channels");
+  return {.shape = in->cholesky->shape[1] == 6 ? GaussianShape::Anisotropic : GaussianShape::Isotropic,
+          .points = uint32_t(in->x->shape[0]),
+          .gaussians = uint32_t(in->means->shape[0]),
+          .channels = uint32_t(in->weights->shape[1]),
+          .x = viewOf(in->x, "x"),
+          .means = viewOf(in->means, "means"),
+          .cholesky = viewOf(in->cholesky, "cholesky"),
+          .weights = viewOf(in->weights, "weights")};
+}
+}  // namespace
+
+armature_status armature_gaussian_field_scratch(uint32_t points, uint32_t gaussians, uint32_t channels, int backward,
+                                                uint64_t* floats) {
+  return guard("armature_gaussian_field_scratch", [&] {
+    ARM_CHECK(floats, "floats is NULL");
+    *floats = gaussianFieldScratchFloats(points, gaussians, channels, backward != 0);
+  });
+}
+
+armature_status armature_gaussian_field(armature_device device, const armature_exec* exec,
+                                        const armature_gaussian_field_inputs* in, const armature_tensor* field,
+                                        const armature_tensor* scratch) {
+  return guard("armature_gaussian_field", [&] {
+    gaussianField(execOf(deref(device, "device"), exec),
+                  {.in = gaussianInputsOf(in), .field = viewOf(field, "field"), .scratch = viewOf(scratch, "scratch")});
+  });
+}
+
+armature_status armature_gaussian_field_backward(armature_device device, const armature_exec* exec,
+                                                 const armature_gaussian_field_inputs* in,
+                                                 const armature_tensor* grad_field, const armature_tensor* grad_points,
+                                                 const armature_tensor* grad_means,
+                                                 const armature_tensor* grad_cholesky,
+                                                 const armature_tensor* grad_weights, const armature_tensor* scratch) {
+  return guard("armature_gaussian_field_backward", [&] {
+    gaussianFieldBackward(execOf(deref(device, "device"), exec),
+                          {.in = gaussianInputsOf(in),
+                           .gradField = viewOf(grad_field, "grad_field"),
+                           .gradPoints = viewOf(grad_points, "grad_points"),
+                           .gradMeans = viewOf(grad_means, "grad_means"),
+                           .gradCholesky = viewOf(grad_cholesky, "grad_cholesky"),
+                           .gradWeights = viewOf(grad_weights, "grad_weights"),
+                           .scratch = viewOf(scratch, "scratch")});
+  });
+}
+
+namespace {
+
+// A tensor's dimension d as a uint32 size, named in the message when it is missing or too large.
+uint32_t dim(const armature_tensor* t, uint32_t rank, uint32_t d, const char* name) {
+  ARM_CHECK(t, "%s is NULL", name);
+  ARM_CHECK(t->rank == rank, "%s has rank %u, expected %u", name, t->rank, rank);
+  ARM_CHECK(t->shape[d] >= 0 && t->shape[d] <= int64_t(UINT32_MAX), "%s: dimension %u is %lld", name, d,
+            (long long)t->shape[d]);
+  return uint32_t(t->shape[d]);
+}
+
+DeformableAggregationInputs aggregationInputsOf(armature_feature_maps maps, const armature_tensor* features,
+                                                const armature_tensor* locations, const armature_tensor* weights) {
+  const DeviceFeatureMaps& m = *deref(maps, "maps").maps;
+  const DeformableAggregationSizes sizes{.batch = dim(features, 3, 0, "features"),
+                                         .features = dim(features, 3, 1, "features"),
+                                         .channels = dim(features, 3, 2, "features"),
+                                         .anchors = dim(locations, 5, 1, "locations"),
+                                         .points = dim(locations, 5, 2, "locations"),
+                                         .groups = dim(weights, 6, 5, "weights")};
+  return {.maps = &m,
+          .sizes = sizes,
+          .features = viewOf(features, "features"),
+          .locations = viewOf(locations, "locations"),
+          .weights = viewOf(weights, "weights")};
+}
+
+RasterDesc rasterDescOf(const armature_raster_desc* d) {
+  ARM_CHECK(d, "desc is NULL");
+  return {.width = d->width,
+          .height = d->height,
+          .useDepthPrior = d->use_depth_prior != 0,
+          .occlusionTruncation = d->occlusion_truncation,
+          .images = d->images,
+          .batch = d->ranges ? RasterBatch::Ranges : RasterBatch::Instanced,
+          .scratchCall = d->scratch_call};
+}
+
+// Vertices per image (instanced, (B,N,4)) or in all (ranges, (N,4)).
+uint32_t vertexCountOf(const RasterDesc& d, const armature_tensor* positions) {
+  return d.batch == RasterBatch::Instanced ? dim(positions, 3, 1, "positions") : dim(positions, 2, 0, "positions");
+}
+
+InterpolateDesc interpolateDescOf(const armature_tensor* attr, const armature_tensor* findices,
+                                  const armature_tensor* faces) {
+  ARM_CHECK(attr && (attr->rank == 2 || attr->rank == 3), "attr: (N,C) or (B,N,C)");
+  const uint64_t B = dim(findices, 3, 0, "findices"), H = dim(findices, 3, 1, "findices"),
+                 W = dim(findices, 3, 2, "findices");
+  ARM_CHECK(B * H * W <= UINT32_MAX, "findices: %llu pixels, past 2^32", (unsigned long long)(B * H * W));
+  const bool perImage = attr->rank == 3;
+  return {.pixels = uint32_t(B * H * W),
+          .channels = dim(attr, attr->rank, attr->rank - 1, "attr"),
+          .vertexCount = dim(attr, attr->rank, attr->rank - 2, "attr"),
+          .faceCount = dim(faces, 2, 0, "faces"),
+          .imagePixels = perImage ? uint32_t(H * W) : 0u};
+}
+
+}  // namespace
+
+armature_status armature_feature_maps_create(armature_device device, uint32_t cameras, uint32_t levels,
+                                             const int32_t* spatial_shape, const int32_t* scale_start_index,
+                                             uint32_t features, armature_feature_maps* out) {
+  return guard("armature_feature_maps_create", [&] {
+    ARM_CHECK(out && spatial_shape && scale_start_index, "out, spatial_shape or scale_start_index is NULL");
+    ARM_CHECK(uint64_t(cameras) * levels <= 4096, "%u cameras × %u levels: at most 4096 maps", cameras, levels);
+    const size_t maps = size_t(cameras) * levels;
+    FeatureMapLayout layout{.cameras = cameras,
+                            .levels = levels,
+                            .spatialShape = std::vector<int32_t>(spatial_shape, spatial_shape + maps * 2),
+                            .scaleStartIndex = std::vector<int32_t>(scale_start_index, scale_start_index + maps)};
+    auto handle = std::make_unique<armature_feature_maps_t>();
+    handle->maps = std::make_unique<DeviceFeatureMaps>(*deref(device, "device").device, layout, features);
+    *out = handle.release();
+  });
+}
+
+void armature_feature_maps_destroy(armature_feature_maps maps) {
+  guard("armature_feature_maps_destroy", [&] { delete maps; });
+}
+
+armature_status armature_deformable_aggregation(armature_device device, const armature_exec* exec,
+                                                armature_feature_maps maps, const armature_tensor* features,
+                                                const armature_tensor* locations, const armature_tensor* weights,
+                                                const armature_tensor* out) {
+  return guard("armature_deformable_aggregation", [&] {
+    deformableAggregation(execOf(deref(device, "device"), exec),
+                          {.in = aggregationInputsOf(maps, features, locations, weights), .out = viewOf(out, "out")});
+  });
+}
+
+armature_status armature_deformable_aggregation_scratch(armature_feature_maps maps, const armature_tensor* features,
+                                                        const armature_tensor* locations,
+                                                        const armature_tensor* weights, uint64_t* words) {
+  return guard("armature_deformable_aggregation_scratch", [&] {
+    ARM_CHECK(words, "words is NULL");
+    const DeformableAggregationInputs in = aggregationInputsOf(maps, features, locations, weights);
+    *words = deformableAggregationScratchWords(in.sizes, in.maps->layout().cameras, in.maps->layout().levels);
+  });
+}
+
+armature_status armature_deformable_aggregation_backward(
+    armature_device device, const armature_exec* exec, armature_feature_maps maps, const armature_tensor* features,
+    const armature_tensor* locations, const armature_tensor* weights, const armature_tensor* grad_out,
+    const armature_tensor* grad_features, const armature_tensor* grad_locations, const armature_tensor* grad_weights,
+    const armature_tensor* scratch) {
+  return guard("armature_deformable_aggregation_backward", [&] {
+    deformableAggregationBackward(execOf(deref(device, "device"), exec),
+                                  {.in = aggregationInputsOf(maps, features, locations, weights),
+                                   .gradOut = viewOf(grad_out, "grad_out"),
+                                   .gradFeatures = viewOf(grad_features, "grad_features"),
+                                   .gradLocations = viewOf(grad_locations, "grad_locations"),
+                                   .gradWeights = viewOf(grad_weights, "grad_weights"),
+                                   .scratch = viewOf(scratch, "scratch")});
+  });
+}
+
+armature_status armature_raster_scratch_bytes(const armature_raster_desc* desc, uint64_t* bytes) {
+  return guard("armature_raster_scratch_bytes", [&] {
+    ARM_CHECK(bytes, "bytes is NULL");
+    const RasterDesc d = rasterDescOf(desc);
+    checkRasterDesc(d);
+    *bytes = rasterScratchBytes(d);
+  });
+}
+
+armature_status armature_rasterize(armature_device device, const armature_exec* exec, const armature_raster_desc* desc,
+                                   const armature_tensor* positions, const armature_tensor* faces,
+                                   const armature_tensor* depth_prior, const armature_tensor* ranges,
+                                   const armature_tensor* scratch, const armature_tensor* findices,
+                                   const armature_tensor* barycentrics) {
+  return guard("armature_rasterize", [&] {
+    const RasterDesc d = rasterDescOf(desc);
+    rasterize(execOf(deref(device, "device"), exec), {.desc = d,
+                                                      .vertexCount = vertexCountOf(d, positions),
+                                                      .faceCount = dim(faces, 2, 0, "faces"),
+                                                      .positions = viewOf(positions, "positions"),
+                                                      .faces = viewOf(faces, "faces"),
+                                                      .depthPrior = viewOf(depth_prior, "depth_prior"),
+                                                      .ranges = viewOf(ranges, "ranges"),
+                                                      .scratch = viewOf(scratch, "scratch"),
+                                                      .findices = viewOf(findices, "findices"),
+                                                      .barycentrics = viewOf(barycentrics, "barycentrics")});
+  });
+}
+
+armature_status armature_rasterize_backward(armature_device device, const armature_exec* exec,
+                                            const armature_raster_desc* desc, const armature_tensor* positions,
+                                            const armature_tensor* faces, const armature_tensor* findices,
+                                            const armature_tensor* grad_barycentrics,
+                                            const armature_tensor* grad_positions) {
+  return guard("armature_rasterize_backward", [&] {
+    const RasterDesc d = rasterDescOf(desc);
+    rasterizeBackward(execOf(deref(device, "device"), exec),
+                      {.desc = d,
+                       .vertexCount = vertexCountOf(d, positions),
+                       .faceCount = dim(faces, 2, 0, "faces"),
+                       .positions = viewOf(positions, "positions"),
+                       .faces = viewOf(faces, "faces"),
+                       .findices = viewOf(findices, "findices"),
+                       .gradBarycentrics = viewOf(grad_barycentrics, "grad_barycentrics"),
+                       .gradPositions = viewOf(grad_positions, "grad_positions")});
+  });
+}
+
+armature_status armature_interpolate(armature_device device, const armature_exec* exec, const armature_tensor* attr,
+                                     const armature_tensor* findices, const armature_tensor* barycentrics,
+                                     const armature_tensor* faces, const armature_tensor* out) {
+  return guard("armature_interpolate", [&] {
+    interpolate(execOf(deref(device, "device"), exec), {.desc = interpolateDescOf(attr, findices, faces),
+                                                        .attr = viewOf(attr, "attr"),
+                                                        .findices = viewOf(findices, "findices"),
+                                                        .barycentrics = viewOf(barycentrics, "barycentrics"),
+                                                        .faces = viewOf(faces, "faces"),
+                                                        .out = viewOf(out, "out")});
+  });
+}
+
+armature_status armature_interpolate_backward(armature_device device, const armature_exec* exec,
+                                              const armature_tensor* attr, const armature_tensor* findices,
+                                              const armature_tensor* barycentrics, const armature_tensor* faces,
+                                              const armature_tensor* grad_out, const armature_tensor* grad_attr,
+                                              const armature_tensor* grad_barycentrics) {
+  return guard("armature_interpolate_backward", [&] {
+    interpolateBackward(execOf(deref(device, "device"), exec),
+                        {.desc = interpolateDescOf(attr, findices, faces),
+                         .attr = viewOf(attr, "attr"),
+                         .findices = viewOf(findices, "findices"),
+                         .barycentrics = viewOf(barycentrics, "barycentrics"),
+                         .faces = viewOf(faces, "faces"),
+                         .gradOut = viewOf(grad_out, "grad_out"),
+                         .gradAttr = viewOf(grad_attr, "grad_attr"),
+                         .gradBarycentrics = viewOf(grad_barycentrics, "grad_barycentrics")});
+  });
+}
+
+}  // extern "C"
