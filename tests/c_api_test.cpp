@@ -155,7 +155,8 @@ TEST_P(CApi, GaussianFieldMatchesReference) {
 // SparseDrive's layout with awkward sizes: 2 cameras, 2 levels of 5×7 and 3×4, 8 channels in 2 groups.
 TEST_P(CApi, DeformableAggregationMatchesReference) {
   DeformableAggregationRef ref;
-  ref.layout = {.cameras = 2, .levels = 2, .spatialShape = {5, 7, 3, 4, 5, 7, 3, 4}, .scaleStartIndex = {0, 35, 47, 82}};
+  ref.layout = {
+      .cameras = 2, .levels = 2, .spatialShape = {5, 7, 3, 4, 5, 7, 3, 4}, .scaleStartIndex = {0, 35, 47, 82}};
   const uint32_t bs = 1, F = 94, C = 8, A = 11, P = 3, G = 2;
   ref.sizes = {.batch = bs, .features = F, .channels = C, .anchors = A, .points = P, .groups = G};
   ref.features = uniform(size_t(bs) * F * C, -1, 1, 8);
@@ -195,8 +196,9 @@ TEST_P(CApi, DeformableAggregationMatchesReference) {
 // Two images of 13×9 of two triangles, then 3 channels interpolated: exact face ids, barycentrics and attributes.
 TEST_P(CApi, RasterizeAndInterpolateMatchReference) {
   const armature_raster_desc desc{13, 9, 2, 0, 0, 1e-6f, 0};
-  const std::vector<float> positions = {-0.9f, -0.8f, 0.1f, 1, 0.7f, -0.6f, 0.3f, 1, -0.2f, 0.9f, 0.5f, 1, 0.8f, 0.8f, 0.2f, 1,
-                                        -0.5f, 0.1f, 0.4f, 1, 0.6f, -0.9f, 0.6f, 1, 0.1f, 0.2f, 0.3f, 1, 0.9f, 0.95f, 0.4f, 1};
+  const std::vector<float> positions = {-0.9f, -0.8f, 0.1f, 1,    0.7f, -0.6f, 0.3f, 1,     -0.2f, 0.9f, 0.5f,
+                                        1,     0.8f,  0.8f, 0.2f, 1,    -0.5f, 0.1f, 0.4f,  1,     0.6f, -0.9f,
+                                        0.6f,  1,     0.1f, 0.2f, 0.3f, 1,     0.9f, 0.95f, 0.4f,  1};
   const std::vector<int32_t> faces = {0, 1, 2, 1, 3, 2};
   uint64_t scratchBytes = 0;
   ASSERT_EQ(armature_raster_scratch_bytes(&desc, &scratchBytes), ARMATURE_OK) << armature_last_error();
@@ -207,8 +209,7 @@ TEST_P(CApi, RasterizeAndInterpolateMatchReference) {
   const auto attr = uniform(4 * 3, -1, 1, 12);
   armature_tensor tattr = floats(attr, {4, 3}), out = poisoned({2, 9, 13, 3});
   run([&](const armature_exec* e) {
-    armature_status s =
-        armature_rasterize(m_device, e, &desc, &pos, &tri, nullptr, nullptr, &scratch, &ids, &bary);
+    armature_status s = armature_rasterize(m_device, e, &desc, &pos, &tri, nullptr, nullptr, &scratch, &ids, &bary);
     if (s == ARMATURE_OK) s = armature_barrier(m_device, e);
     if (s == ARMATURE_OK) s = armature_interpolate(m_device, e, &tattr, &ids, &bary, &tri, &out);
     return s;
@@ -218,8 +219,8 @@ TEST_P(CApi, RasterizeAndInterpolateMatchReference) {
   EXPECT_EQ(gotIds, want.findices);
   const std::vector<float> gotBary = download(bary);
   expectClose(gotBary, std::vector<double>(want.barycentrics.begin(), want.barycentrics.end()), 1e-6, "barycentrics");
-  const std::vector<double> wantOut = interpolateRef(attr, 3, gotIds,
-                                                     std::vector<double>(gotBary.begin(), gotBary.end()), faces);
+  const std::vector<double> wantOut =
+      interpolateRef(attr, 3, gotIds, std::vector<double>(gotBary.begin(), gotBary.end()), faces);
   expectClose(download(out), wantOut, 1e-6, "interpolated");
 }
 
@@ -250,8 +251,8 @@ TEST_P(CApi, MisuseIsAStatusWithAMessage) {
   host.s_type = ARMATURE_STRUCT_HOST_DEVICE, host.size = sizeof host;
   EXPECT_EQ(armature_context_attach(&host, &ctx), ARMATURE_ERROR_INVALID_ARGUMENT);  // no handles
   EXPECT_NE(std::string(armature_last_error()).find("required"), std::string::npos) << armature_last_error();
-  armature_skinning_info skin{ARMATURE_STRUCT_SKINNING_INFO, sizeof skin, nullptr, "/nonexistent.npz", GetParam(),
-                              10, 10, 1};
+  armature_skinning_info skin{
+      ARMATURE_STRUCT_SKINNING_INFO, sizeof skin, nullptr, "/nonexistent.npz", GetParam(), 10, 10, 1};
   armature_skinning s = nullptr;
   EXPECT_EQ(armature_skinning_create(m_device, &skin, &s), ARMATURE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(armature_last_error()).find("/nonexistent.npz"), std::string::npos) << armature_last_error();
