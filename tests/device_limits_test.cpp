@@ -27,7 +27,7 @@ namespace {
 
 // The phrases of the limits an op may name when it refuses.
 bool namesALimit(const std::string& message) {
-  for (const char* phrase : {"maxStorageBufferRange", "per call", "2^32"})
+  for (const char* phrase : {"maxStorageBufferRange", "per call", "2^"})
     if (message.find(phrase) != std::string::npos) return true;
   return false;
 }
@@ -196,6 +196,12 @@ TEST_F(DeviceLimits, Rasterize) {
     }
   ASSERT_GT(desc.width, 0u) << "no image size reaches just past the range";
   const size_t pixels = desc.pixels();
+  try {
+    checkRasterDesc(desc);
+  } catch (const Error&) {  // the rasteriser's pixel cap (2^28) comes before a 4 GiB range: the call refuses it
+    expectRefused({}, [&](const Exec& exec) { rasterize(exec, {.desc = desc}); });
+    return;
+  }
   const size_t scratch = rasterScratchBytes(desc);
   ASSERT_LE(scratch, (floats() + kSpare) * 4);
   expectRefused({}, [&](const Exec& exec) {
