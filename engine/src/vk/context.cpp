@@ -351,6 +351,33 @@ EnabledFeatures readChain(const VkPhysicalDeviceFeatures2& chain) {
 }
 }  // namespace
 
+void Context::followEnabled(const VkPhysicalDeviceFeatures2& chain, const std::vector<std::string>& extensions) {
+  auto enabled = [&](const char* name) {
+    return std::find(extensions.begin(), extensions.end(), name) != extensions.end();
+  };
+  for (const DeviceExtensionNeed& need : deviceExtensionNeeds())
+    ARM_CHECK(!need.required || enabled(need.name),
+              "the device was created without %s, which Armature requires (%s); "
+              "vk::DeviceRequirements lists what to enable",
+              need.name, need.enables);
+  const EnabledFeatures f = readChain(chain);
+  ARM_CHECK(f.timelineSemaphore,
+            "the device was created without the timelineSemaphore feature, which Armature requires "
+            "(vk::DeviceRequirements::addFeatures adds it)");
+  // Ops follow what was enabled: what the device has but was not enabled is absent here.
+  m_info.pushDescriptor = m_info.timelineSemaphore = true;
+  m_info.int64Atomics = m_info.int64Atomics && f.int64Atomics;
+  m_info.float64 = m_info.float64 && f.core.shaderFloat64;
+  m_info.int64 = m_info.int64 && f.core.shaderInt64;
+  m_info.hostQueryReset = m_info.hostQueryReset && f.hostQueryReset;
+  m_info.float32AtomicAdd =
+      m_info.float32AtomicAdd && f.float32AtomicAdd && enabled(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  m_info.memoryBudget = m_info.memoryBudget && enabled(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  m_info.externalMemoryFd = m_info.externalMemoryFd && enabled(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  m_info.externalSemaphoreFd = m_info.externalSemaphoreFd && enabled(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+  m_info.calibratedTimestamps = m_info.calibratedTimestamps && enabled(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+}
+
 void Context::attach(const HostDevice& host) {
   ARM_CHECK(host.instance && host.physicalDevice && host.device && host.queue,
             "attach: the host's instance, physical device, device and queue are all required");
@@ -384,29 +411,7 @@ void Context::attach(const HostDevice& host) {
   ARM_CHECK(host.queueFamily < families && (qs[host.queueFamily].queueFlags & VK_QUEUE_COMPUTE_BIT),
             "attach: queue family %u of '%s' does not do compute", host.queueFamily, m_info.name.c_str());
 
-  auto enabled = [&](const char* name) {
-    return std::find(host.extensions.begin(), host.extensions.end(), name) != host.extensions.end();
-  };
-  for (const DeviceExtensionNeed& need : deviceExtensionNeeds())
-    ARM_CHECK(!need.required || enabled(need.name),
-              "attach: the host's device was created without %s, which Armature requires (%s); "
-              "vk::DeviceRequirements lists what to enable",
-              need.name, need.enables);
-  const EnabledFeatures f = readChain(*host.features);
-  ARM_CHECK(f.timelineSemaphore,
-            "attach: the host's device was created without the timelineSemaphore feature, which Armature requires "
-            "(vk::DeviceRequirements::addFeatures adds it)");
-  // Ops follow what was enabled: what the device has but the host did not enable is absent here.
-  m_info.int64Atomics = m_info.int64Atomics && f.int64Atomics;
-  m_info.float64 = m_info.float64 && f.core.shaderFloat64;
-  m_info.int64 = m_info.int64 && f.core.shaderInt64;
-  m_info.hostQueryReset = m_info.hostQueryReset && f.hostQueryReset;
-  m_info.float32AtomicAdd =
-      m_info.float32AtomicAdd && f.float32AtomicAdd && enabled(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
-  m_info.memoryBudget = m_info.memoryBudget && enabled(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-  m_info.externalMemoryFd = m_info.externalMemoryFd && enabled(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
-  m_info.externalSemaphoreFd = m_info.externalSemaphoreFd && enabled(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
-  m_info.calibratedTimestamps = m_info.calibratedTimestamps && enabled(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+  followEnabled(*host.features, host.extensions);
   vkGetPhysicalDeviceMemoryProperties(m_info.handle, &m_memory);
 }
 
@@ -514,53 +519,35 @@ void Context::createDevice(const ContextOptions& options) {
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
 
-  auto available = deviceExtensions(m_info.handle);
-  std::vector<const char*> exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  // The library creates its device as a host would: what DeviceRequirements asks for, then the same reading of what
+  // was enabled as an attached context makes (followEnabled), so that path runs in every test.
+  DeviceRequirements requirements(m_instance, m_info.handle, vkGetInstanceProcAddr);
+  if (!requirements.unsupported().empty()) throw Error(requirements.unsupported());
+  std::vector<const char*> exts = requirements.extensions();
   if (options.swapchain) exts.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
-  // Interop extensions, enabled whenever the driver has them (interop/ reports what is missing).
-  for (const char* e : {VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME,
-                        VK_EXT_MEMORY_BUDGET_EXTENSION_NAME})
-    if (hasExtension(available, e)) exts.push_back(e);
-  // GPU timer zones placed on the host clock (profiles show device work where it happened).
-  if (m_info.calibratedTimestamps) exts.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
-
-  VkPhysicalDeviceVulkan12Features s12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceVulkan11Features s11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &s12};
-  VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s11};
-  vkGetPhysicalDeviceFeatures2(m_info.handle, &supported);
-
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  f12.timelineSemaphore = VK_TRUE;
-  f12.hostQueryReset = s12.hostQueryReset;
-  f12.shaderBufferInt64Atomics = s12.shaderBufferInt64Atomics && m_info.int64Atomics;
-  f12.storageBuffer8BitAccess = s12.storageBuffer8BitAccess;
-  f12.scalarBlockLayout = s12.scalarBlockLayout;
-  // Float atomics for scatter-adds in backward passes, when the device has them.
-  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
-  if (m_info.float32AtomicAdd) {
-    exts.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
-    atomicFloat.shaderBufferFloat32AtomicAdd = VK_TRUE;
-    f12.pNext = &atomicFloat;
-  }
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
+  requirements.addFeatures(f);
+  // Hidden features (ContextOptions::hide) are not enabled, so the ops take the paths of a device without them.
+  f12.shaderBufferInt64Atomics = f12.shaderBufferInt64Atomics && m_info.int64Atomics;
+  f.features.shaderFloat64 = f.features.shaderFloat64 && m_info.float64;
+  // The viewer's renderer (wireframes, wide lines); cheap where supported.
+  VkPhysicalDeviceFeatures supported{};
+  vkGetPhysicalDeviceFeatures(m_info.handle, &supported);
+  f.features.fillModeNonSolid = supported.fillModeNonSolid;
+  f.features.wideLines = supported.wideLines;
   // ARMATURE_SHADER_STATS=1: the driver's statistics of each compute pipeline (registers, shared memory, spills:
   // what decides occupancy) on stderr, where it reports them.
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   if (envFlag("ARMATURE_SHADER_STATS") &&
-      hasExtension(available, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      hasExtension(deviceExtensions(m_info.handle), VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executableInfo.pipelineExecutableInfo = VK_TRUE;
-    executableInfo.pNext = f12.pNext;
-    f12.pNext = &executableInfo;
+    executableInfo.pNext = f.pNext;
+    f.pNext = &executableInfo;
     m_shaderStatistics = true;
   }
-  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f12};
-  f.features.shaderInt64 = supported.features.shaderInt64;
-  f.features.shaderFloat64 = supported.features.shaderFloat64 && m_info.float64;
-  f.features.fillModeNonSolid = supported.features.fillModeNonSolid;
-  f.features.wideLines = supported.features.wideLines;
-  f.features.geometryShader = supported.features.geometryShader;  // the renderer's gl_PrimitiveID in fragments
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f};
   dci.queueCreateInfoCount = 1;
@@ -569,6 +556,7 @@ void Context::createDevice(const ContextOptions& options) {
   dci.ppEnabledExtensionNames = exts.data();
   VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &m_device));
   vkGetDeviceQueue(m_device, m_queueFamily, 0, &m_queue);
+  followEnabled(f, std::vector<std::string>(exts.begin(), exts.end()));
   createOwnObjects();
 }
 
