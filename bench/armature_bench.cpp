@@ -84,26 +84,26 @@ int main(int argc, char** argv) {
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
-  auto* fkCmd = app.add_subcommand("fk", "joint propagation: set-up, forward, forward + backward");
-  std::string fkWorkloads = "smplx,random100k,random1m,chains";
-  fkCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
-  fkCmd->add_option("--workloads", fkWorkloads,
+  auto* jointPropagationCmd = app.add_subcommand("joint_propagation", "joint propagation: set-up, forward, forward + backward");
+  std::string jointPropagationWorkloads = "smplx,random100k,random1m,chains";
+  jointPropagationCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  jointPropagationCmd->add_option("--workloads", jointPropagationWorkloads,
                     "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
   auto* gaussianCmd =
       app.add_subcommand("gaussian", "Gaussian field: dense and culled, forward, forward + backward, grid build");
   std::string gaussianSizes = "1000x500,10000x100000,100000x1000000";
   gaussianCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   gaussianCmd->add_option("--sizes", gaussianSizes, "comma-separated GAUSSIANSxPOINTS");
-  auto* aggregateCmd = app.add_subcommand(
-      "aggregate", "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
-  aggregateCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  auto* deformableAggregationCmd = app.add_subcommand(
+      "deformable_aggregation", "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
+  deformableAggregationCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   auto* bakeCmd = app.add_subcommand(
       "bake", "texture baking of the default avatar, 1024² from 8 views of 1024²: by stage and whole");
   bakeCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   bakeCmd->add_option("--model", modelPath, "body model (default: the build's generated avatar)")
       ->check(cli::regularFile());
   for (auto* c :
-       {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, fkCmd, gaussianCmd, aggregateCmd, bakeCmd}) {
+       {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd, deformableAggregationCmd, bakeCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -141,9 +141,9 @@ int main(int argc, char** argv) {
     if (*rasterCmd) bench::runRaster(rows, backend, iters, rasterScenes, rasterFloatOnly);
     if (*pipelineCmd) bench::runPipeline(rows, backend, iters, modelPath, parseList(pipelineViews));
     if (*hierarchyCmd) bench::runHierarchy(rows, parseList(hierarchySizes), iters);
-    if (*fkCmd) bench::runJoints(rows, *device, backend, iters, fkWorkloads);
+    if (*jointPropagationCmd) bench::runJointPropagation(rows, *device, backend, iters, jointPropagationWorkloads);
     if (*gaussianCmd) bench::runGaussian(rows, *device, backend, iters, gaussianSizes);
-    if (*aggregateCmd) bench::runAggregate(rows, *device, backend, iters);
+    if (*deformableAggregationCmd) bench::runDeformableAggregation(rows, *device, backend, iters);
     if (*bakeCmd) bench::runBake(rows, *device, backend, iters, modelPath);
 
     if (*axpyCmd) {

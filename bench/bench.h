@@ -76,14 +76,14 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
 // Grid hierarchy rows: reference and fast builder on generated views of each size (wall-clock, CPU).
 void runHierarchy(std::vector<Row>& rows, const std::vector<uint32_t>& sizes, int iters);
 
-// Joint propagation rows (armature-bench fk): set-up, forward, forward + backward on each named workload.
-void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads);
+// Joint propagation rows (armature-bench joint_propagation): set-up, forward, forward + backward on each named workload.
+void runJointPropagation(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads);
 
 // Gaussian field rows (armature-bench gaussian): forward and forward + backward, dense, at each NxB size.
 void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& sizes);
 
 // Deformable aggregation rows (armature-bench aggregate): SparseDrive's detection and map heads.
-void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int iters);
+void runDeformableAggregation(std::vector<Row>& rows, Device& device, Backend backend, int iters);
 // Texture baking rows (armature-bench bake): 1024² from 8 views of 1024², by stage and whole.
 void runBake(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& modelPath);
 

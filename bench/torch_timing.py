@@ -1,4 +1,4 @@
-"""What the PyTorch baselines (fk_torch.py, gaussian_torch.py) share: CUDA-event timing and their rows' output."""
+"""What the PyTorch baselines (joint_propagation_torch.py, gaussian_torch.py) share: CUDA-event timing and their rows' output."""
 import json
 import sys
 

@@ -57,7 +57,7 @@ for op, rows in ops.items():
         for stage, ms in r.get("stages_ms", {}).items():
             lines.append(f"| | | ↳ {stage} | | {number(ms)} | | | | | |")
     lines.append("")
-# PyTorch baselines run beside armature-bench (bench/fk_torch.py): one table per file.
+# PyTorch baselines run beside armature-bench (bench/joint_propagation_torch.py): one table per file.
 for path in sorted(glob.glob(os.path.join(results_dir, "torch_*.json"))):
     with open(path) as f:
         doc = json.load(f)

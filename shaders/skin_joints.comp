@@ -5,7 +5,7 @@
 // cuda/src/skinning_forward.h. The blend product computes its pose features itself (skin_feature.glsl, whose rotation and
 // coefficient helpers this shares), so it runs beside this.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 #include "shared/skinning_io.h"
 
 layout(local_size_x = SKIN_MAX_JOINTS) in;
@@ -57,7 +57,7 @@ void main() {
         for (uint c = 0; c < 3; ++c) sT[j * 3 + c] = sJ[j * 3 + c];
       } else {
         uint q = uint(par);
-        float gp[9], tp[3], r[9], rel[3], g[9], t[3];  // joint propagation's product (shared/joints_io.h)
+        float gp[9], tp[3], r[9], rel[3], g[9], t[3];  // joint propagation's product (shared/joint_propagation_io.h)
         for (uint e = 0; e < 9; ++e) gp[e] = sG[q * 9 + e], r[e] = sR[j * 9 + e];
         for (uint c = 0; c < 3; ++c) tp[c] = sT[q * 3 + c], rel[c] = sJ[j * 3 + c] - sJ[q * 3 + c];
         jointChainStep(gp, tp, r, rel, g, t);

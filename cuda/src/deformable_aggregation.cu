@@ -1,4 +1,4 @@
-// Deformable aggregation on CUDA: the passes of shaders/aggregation_*.comp (shared/aggregation_io.h), a thread per
+// Deformable aggregation on CUDA: the passes of shaders/aggregation_*.comp (shared/deformable_aggregation_io.h), a thread per
 // invocation, the same sums in the same order.
 #include "check.h"
 #include "ops/deformable_aggregation_backend.h"
@@ -26,7 +26,7 @@ __device__ uint32_t blockIndex() { return blockIdx.y * gridDim.x + blockIdx.x; }
 // A thread per anchor and kLanes channels (a slot; the entry point's lanes: 4 reads one float4 per corner, so an
 // anchor's locations, weights and corners are read and worked out once per 4 channels). kSplits > 1: a block takes
 // AGGREGATION_THREADS / kSplits slots, each over kSplits threads; split k sums samples k, k + kSplits, … and the
-// partial sums are added in split order (shaders/aggregation_forward.comp).
+// partial sums are added in split order (shaders/deformable_aggregation_forward.comp).
 template <int kLanes, int kSplits>
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     forwardKernel(Inputs in, float* __restrict__ out, AggregationPush p) {
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(AGGREGATION_THREADS)
   }
 }
 
-// Each sorted entry's tap (shaders/aggregation_taps.comp).
+// Each sorted entry's tap (shaders/deformable_aggregation_taps.comp).
 __global__ void __launch_bounds__(AGGREGATION_THREADS)
     tapsKernel(Inputs in, uint32_t* __restrict__ words, AggregationPush p) {
   const uint32_t e = blockIndex() * AGGREGATION_THREADS + threadIdx.x;

@@ -1,5 +1,5 @@
 // Joint propagation on CUDA: the Vulkan shaders (shaders/joints_*.comp) with the same math
-// (shaders/shared/joints_io.h): a small forest in one launch; any other forward in one single-pass scan of all paths
+// (shaders/shared/joint_propagation_io.h): a small forest in one launch; any other forward in one single-pass scan of all paths
 // then one elementwise launch per later generation, and any other backward in one single-pass scan per generation;
 // launched in order on the exec's stream, each a programmatic dependent of the one before.
 #include <algorithm>
@@ -465,7 +465,7 @@ struct Backward {
   }
 
   // Local i's gradient dl (as a 3×4) stored: as (dq, dt) for rigid locals. The shaders' is storeLocalGradient in
-  // shared/joints_locals.h.
+  // shared/joint_propagation_locals.h.
   __device__ void storeLocalGradient(size_t i, const float dl[12]) const {
     if (locals.affine) {
       store12(dl, &gradA[i * 12]);
@@ -563,7 +563,7 @@ __global__ void __launch_bounds__(JOINTS_THREADS) placeKernel(Forward op) {
   }
 }
 
-// A small forest (DeviceJointForest::small()), forward: shaders/joints_small_forward.comp.
+// A small forest (DeviceJointForest::small()), forward: shaders/joint_propagation_small_forward.comp.
 __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forward op, const uint32_t* levels) {
   __shared__ __align__(16) float sG[JOINTS_SMALL_JOINTS * 12];  // locals, becoming globals level by level
   const JointsPush& p = op.p;
@@ -610,7 +610,7 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS) smallForwardKernel(Forwa
   }
 }
 
-// A small forest, backward: shaders/joints_small_backward.comp, with twice the joints of the forward's block. A level
+// A small forest, backward: shaders/joint_propagation_small_backward.comp, with twice the joints of the forward's block. A level
 // keeps few threads busy, so more skeletons share its barrier; NVIDIA's Vulkan driver ran the shader slower so, as if
 // it gave it less shared memory an SM, and holds six skeletons there (docs/joint_propagation.md).
 constexpr uint32_t kSmallBackwardJoints = 2 * JOINTS_SMALL_JOINTS;
@@ -688,7 +688,7 @@ __global__ void __launch_bounds__(JOINTS_SMALL_THREADS)
   }
 }
 
-// Points attached to joints: shaders/joints_points.comp.
+// Points attached to joints: shaders/joint_propagation_points.comp.
 __global__ void pointsKernel(const int32_t* pointJoints, const uint32_t* pointStart, const uint32_t* pointOrder,
                              const float* points, const float* globals, float* moved, const float* gradGlobals,
                              float* jointGrads, float* gradPoints, JointsPointsPush p) {

@@ -1,4 +1,4 @@
-// A joint forest analysed on CUDA: shaders/joints_setup.comp's passes (shared/joints_setup.h), a thread per
+// A joint forest analysed on CUDA: shaders/joint_propagation_setup.comp's passes (shared/joint_propagation_setup.h), a thread per
 // invocation.
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "async_copy.h"
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 #include "device_flags.h"
 #include "skinning_layout.h"
 

@@ -1,8 +1,8 @@
 #pragma once
-// What both backends of the deformable aggregation share: the passes (shaders/shared/aggregation_io.h) the entry
+// What both backends of the deformable aggregation share: the passes (shaders/shared/deformable_aggregation_io.h) the entry
 // points plan, each run by vk::aggregationPass or cuda::aggregationPass.
 #include "armature/ops/deformable_aggregation.h"
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 namespace armature {
 

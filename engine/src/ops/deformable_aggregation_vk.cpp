@@ -12,14 +12,14 @@ const shaders::SpirvBlob& programOf(const AggregationPass& p) {
   const bool four = p.lanes == 4;
   switch (p.kind) {
     case Kind::Forward:
-      if (p.splits > 1) return four ? aggregation_forward_split_lanes4 : aggregation_forward_split;
-      return four ? aggregation_forward_lanes4 : aggregation_forward;
-    case Kind::SampleGrads: return p.subgroup ? aggregation_sample_subgroup : aggregation_sample_grads;
-    case Kind::Pairs: return aggregation_pairs;
-    case Kind::Taps: return aggregation_taps;
-    case Kind::FeatureGrads: return four ? aggregation_feature_grads_lanes4 : aggregation_feature_grads;
+      if (p.splits > 1) return four ? deformable_aggregation_forward_split_lanes4 : deformable_aggregation_forward_split;
+      return four ? deformable_aggregation_forward_lanes4 : deformable_aggregation_forward;
+    case Kind::SampleGrads: return p.subgroup ? deformable_aggregation_sample_subgroup : deformable_aggregation_sample_grads;
+    case Kind::Pairs: return deformable_aggregation_pairs;
+    case Kind::Taps: return deformable_aggregation_taps;
+    case Kind::FeatureGrads: return four ? deformable_aggregation_feature_grads_lanes4 : deformable_aggregation_feature_grads;
   }
-  return aggregation_forward;
+  return deformable_aggregation_forward;
 }
 
 }  // namespace

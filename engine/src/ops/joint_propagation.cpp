@@ -6,7 +6,7 @@
 
 #include "dispatch.h"
 #include "ops/joint_propagation_backend.h"
-#include "shared/joints_setup.h"
+#include "shared/joint_propagation_setup.h"
 
 namespace armature {
 namespace vk {

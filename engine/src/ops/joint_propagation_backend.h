@@ -5,7 +5,7 @@
 
 #include "armature/error.h"
 #include "armature/ops/joint_propagation.h"
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 namespace armature {
 
@@ -96,7 +96,7 @@ void forEachScanPhase(const DeviceJointForest& forest, uint32_t batch, uint32_t 
   launch(push, groups);
 }
 
-// Calls launch(push, workgroups) for each dispatch of a large forest's propagation (shared/joints_io.h). Forward:
+// Calls launch(push, workgroups) for each dispatch of a large forest's propagation (shared/joint_propagation_io.h). Forward:
 // the scan of every path's locals, then PLACE for each later generation. Backward: each generation's scan, last to
 // first, in the tiles `choice` gives the backward (jointsTileLength). The scratch's status words
 // (DeviceJointForest::scratchStatusWords) must be zero before.

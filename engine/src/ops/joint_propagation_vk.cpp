@@ -68,15 +68,15 @@ void propagateJoints(const Exec& exec, const JointPropagationArgs& a) {
   // A skeleton larger than the forward's workgroup holds (JOINTS_SMALL_FORWARD_JOINTS) takes its variant that holds
   // any small forest.
   const bool whole = a.forest->size() > JOINTS_SMALL_FORWARD_JOINTS;
-  run(exec, "propagateJoints", whole ? shaders::joints_small_forward_whole : shaders::joints_small_forward,
-      whole ? JOINTS_SMALL_JOINTS : JOINTS_SMALL_FORWARD_JOINTS, shaders::joints_forward, a,
+  run(exec, "propagateJoints", whole ? shaders::joint_propagation_small_forward_whole : shaders::joint_propagation_small_forward,
+      whole ? JOINTS_SMALL_JOINTS : JOINTS_SMALL_FORWARD_JOINTS, shaders::joint_propagation_forward, a,
       {a.globals.vulkan(), optional(a.skinning), optional(a.positions), {}, {}, {}, {}, a.scratch.vulkan()}, false);
 }
 
 void propagateJointsBackward(const Exec& exec, const JointPropagationBackwardArgs& a) {
   const bool affine = a.kind == LocalTransform::Affine;
-  run(exec, "propagateJointsBackward", shaders::joints_small_backward, JOINTS_SMALL_BACKWARD_JOINTS,
-      shaders::joints_backward, a,
+  run(exec, "propagateJointsBackward", shaders::joint_propagation_small_backward, JOINTS_SMALL_BACKWARD_JOINTS,
+      shaders::joint_propagation_backward, a,
       {a.globals.vulkan(), optional(a.gradSkinning), optional(a.gradPositions), optional(a.gradGlobals),
        a.adjoint.vulkan(), affine ? a.gradAffine.vulkan() : a.gradRotations.vulkan(),
        affine ? BufferView{} : a.gradTranslations.vulkan(), a.scratch.vulkan()},
@@ -92,7 +92,7 @@ void jointPoints(const Exec& exec, const JointPointsArgs& a) {
                                                                : push.points;
   computeBarrier(exec.commandBuffer());
   dispatch(exec.commandBuffer(),
-           exec.context().program(shaders::joints_points, JOINTS_POINTS_BINDINGS, sizeof(JointsPointsPush)),
+           exec.context().program(shaders::joint_propagation_points, JOINTS_POINTS_BINDINGS, sizeof(JointsPointsPush)),
            groupCount(items, 64),
            {a.forest->pointJoints().vulkan(), a.forest->pointStart().vulkan(), a.forest->pointOrder().vulkan(),
             a.points.vulkan(), a.globals.vulkan(), a.moved.vulkan(), or_(a.gradGlobals), or_(a.jointGrads),

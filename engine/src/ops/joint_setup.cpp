@@ -1,4 +1,4 @@
-// A joint forest analysed on the GPU: the passes of shaders/shared/joints_setup.h (shaders/joints_setup.comp,
+// A joint forest analysed on the GPU: the passes of shaders/shared/joint_propagation_setup.h (shaders/joint_propagation_setup.comp,
 // cuda/src/joint_setup.cu), planned and read back.
 #include "ops/joint_setup.h"
 
@@ -86,7 +86,7 @@ void DeviceJointForest::analyseOnDevice(Device& device, Backend setup, const std
 void vk::jointsSetupPass(const Exec& exec, const JointsSetupPass& p) {
   VkCommandBuffer cmd = exec.commandBuffer();
   computeBarrier(cmd);
-  dispatch(cmd, exec.context().program(shaders::joints_setup, JOINTS_SETUP_BINDINGS, sizeof p.push),
+  dispatch(cmd, exec.context().program(shaders::joint_propagation_setup, JOINTS_SETUP_BINDINGS, sizeof p.push),
            groupCount(p.push.items, JOINTS_SETUP_THREADS), {p.words.vulkan(), p.tables.vulkan()}, p.push);
 }
 

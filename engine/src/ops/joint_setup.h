@@ -1,8 +1,8 @@
 #pragma once
-// One pass of a joint forest's analysis on the GPU (shaders/shared/joints_setup.h): vk::jointsSetupPass,
+// One pass of a joint forest's analysis on the GPU (shaders/shared/joint_propagation_setup.h): vk::jointsSetupPass,
 // cuda::jointsSetupPass; DeviceJointForest plans them.
 #include "armature/device.h"
-#include "shared/joints_setup.h"
+#include "shared/joint_propagation_setup.h"
 
 namespace armature {
 

@@ -14,7 +14,7 @@
 // the attached points' coordinates (summed over the batch).
 //
 // On the GPU (propagateJoints / propagateJointsBackward, CUDA and Vulkan, float), over the forest's heavy-path
-// decomposition (shaders/shared/joints_io.h): forward, one segmented scan of all paths' locals, then an elementwise
+// decomposition (shaders/shared/joint_propagation_io.h): forward, one segmented scan of all paths' locals, then an elementwise
 // pass per later generation; backward, a segmented scan per generation, whatever the paths' lengths. A small forest
 // (a body's skeleton) is one dispatch, skeletons held whole in shared memory. The backward's sums have a fixed order
 // (no atomics: the same bits on every run). Attached points are moved after the propagation, and their gradient
@@ -71,7 +71,7 @@ class DeviceJointForest {
   // From a forest analysed on the host (JointForest).
   DeviceJointForest(Device& device, const JointForest& forest, const std::vector<int32_t>& pointJoints = {});
   // From the parents alone: a forest of more than kSmallJoints joints is analysed on the GPU by `setup`
-  // (shaders/shared/joints_setup.h: the same tables as JointForest's, at a fraction of its cost for large forests),
+  // (shaders/shared/joint_propagation_setup.h: the same tables as JointForest's, at a fraction of its cost for large forests),
   // a smaller one (or any, for Backend::Cpu) on the host. Bad parents get JointForest's errors (the joint, or the
   // cycle).
   DeviceJointForest(Device& device, Backend setup, const std::vector<int32_t>& parents,
@@ -84,7 +84,7 @@ class DeviceJointForest {
   uint32_t generationLength(uint32_t g) const { return m_generationStart[g + 1] - m_generationStart[g]; }
   uint32_t paths() const { return m_paths; }
 
-  // Parts of one buffer, tables(), laid out as shared/joints_setup.h's JointsSetupTables.
+  // Parts of one buffer, tables(), laid out as shared/joint_propagation_setup.h's JointsSetupTables.
   DeviceView parents() const;
   DeviceView order() const;
   DeviceView lightStart() const;

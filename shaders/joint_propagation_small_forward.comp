@@ -1,9 +1,9 @@
 #version 450
-// Joint propagation of a small forest, forward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a time,
+// Joint propagation of a small forest, forward (shared/joint_propagation_io.h): a workgroup takes p.tiles skeletons at a time,
 // their locals read whole into shared memory, walks them level by level (a joint's global is its parent's times its
 // local), and writes them whole.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 layout(local_size_x = JOINTS_SMALL_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
@@ -18,7 +18,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 
 shared vec4 sG[JOINTS_SMALL_FORWARD_JOINTS * 3];  // locals, becoming globals level by level (JOINTS_ROWS_READ)
 
-#include "shared/joints_locals.h"
+#include "shared/joint_propagation_locals.h"
 
 void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;

@@ -1,9 +1,9 @@
 #version 450
-// Points attached to joints, around joint propagation (shared/joints_io.h): moved by their joints' globals, and
+// Points attached to joints, around joint propagation (shared/joint_propagation_io.h): moved by their joints' globals, and
 // backward, their gradient turned into the globals' (each joint summing its points in a fixed order) and into their
 // coordinates' (summed over the batch in order). No atomics: the same bits on every run.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 layout(local_size_x = 64) in;
 layout(std430, binding = JOINTS_POINTS_BINDING_POINT_JOINTS) readonly buffer PointJoints { int pointJoints[]; };

@@ -1,14 +1,14 @@
 #version 450
-// Deformable aggregation forward (shared/aggregation_io.h): each (batch, anchor) and AGGREGATION_LANES channels (a
+// Deformable aggregation forward (shared/deformable_aggregation_io.h): each (batch, anchor) and AGGREGATION_LANES channels (a
 // slot) sums its samples (points × cameras) and their levels in order. AGGREGATION_SPLITS 1: an invocation per slot.
 // Else a workgroup takes AGGREGATION_THREADS / AGGREGATION_SPLITS slots, each over AGGREGATION_SPLITS invocations:
 // split k sums samples k, k + AGGREGATION_SPLITS, … and the partial sums are added in split order (anchors with
 // many samples and few slots, the map head's).
 #extension GL_GOOGLE_include_directive : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_THREADS) in;
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 #if AGGREGATION_SPLITS > 1
 shared AggValue sPartial[AGGREGATION_THREADS];

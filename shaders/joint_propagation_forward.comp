@@ -1,9 +1,9 @@
 #version 450
-// Joint propagation's forward over a large forest (shared/joints_io.h): one dispatch of the segmented scan of every
+// Joint propagation's forward over a large forest (shared/joint_propagation_io.h): one dispatch of the segmented scan of every
 // path's locals (whose products are the globals on a root's path, and the path products S elsewhere), or PLACE: one
 // later generation, each joint's S premultiplied by its path top's parent's global.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 layout(local_size_x = JOINTS_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Order { uint order[]; };
@@ -18,9 +18,9 @@ layout(std430, binding = JOINTS_BINDING_SCRATCH) coherent buffer Scratch { uint 
 layout(push_constant) uniform Push { JointsPush p; };
 
 #define JOINTS_BACKWARD 0
-#include "shared/joints_scan.h"
+#include "shared/joint_propagation_scan.h"
 
-#include "shared/joints_locals.h"
+#include "shared/joint_propagation_locals.h"
 
 // An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
 float itemValue[JOINTS_ITEMS][12];

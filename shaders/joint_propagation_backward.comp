@@ -1,11 +1,11 @@
 #version 450
-// One dispatch of one generation of joint propagation, backward (generations last to first; shared/joints_io.h): a
+// One dispatch of one generation of joint propagation, backward (generations last to first; shared/joint_propagation_io.h): a
 // segmented scan, bottom up along each path, of the maps c -> (a + c)·Lᵀ that carry the adjoint from a joint's heavy
 // child to its parent. A joint's a is the gradient of its own outputs plus its light children's messages: each one's
 // adjoint carried through its local, which a later generation's dispatch left in the adjoint scratch (summed in the
 // children's fixed order).
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 layout(local_size_x = JOINTS_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Order { uint order[]; };
@@ -26,10 +26,10 @@ layout(std430, binding = JOINTS_BINDING_SCRATCH) coherent buffer Scratch { uint 
 layout(push_constant) uniform Push { JointsPush p; };
 
 #define JOINTS_BACKWARD 1
-#include "shared/joints_scan.h"
+#include "shared/joint_propagation_scan.h"
 
 #define JOINTS_LOCAL_GRADIENTS
-#include "shared/joints_locals.h"
+#include "shared/joint_propagation_locals.h"
 
 // An invocation's elements, loaded together (their loads overlap) and kept for the scan's two walks.
 float itemA[JOINTS_ITEMS][12], itemLocal[JOINTS_ITEMS][12];

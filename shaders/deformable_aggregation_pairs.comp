@@ -1,12 +1,12 @@
 #version 450
-// Deformable aggregation backward (shared/aggregation_io.h): an invocation per sample and level puts each of its
+// Deformable aggregation backward (shared/deformable_aggregation_io.h): an invocation per sample and level puts each of its
 // corners on the map into that texel's bucket: counted (AGGREGATION_PAIRS_COUNT), then, after the scan, filled
 // (AGGREGATION_PAIRS_FILL) with the entry (sample·levels + level)·4 + corner.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_THREADS) in;
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 void main() {
   const uint t = workgroupIndex() * AGGREGATION_THREADS + gl_LocalInvocationID.x;

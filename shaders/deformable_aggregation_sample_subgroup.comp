@@ -1,5 +1,5 @@
 #version 450
-// Deformable aggregation backward, a subgroup per sample (batch, anchor, point, camera) (shared/aggregation_io.h):
+// Deformable aggregation backward, a subgroup per sample (batch, anchor, point, camera) (shared/deformable_aggregation_io.h):
 // CUDA's warp per sample for any power-of-two subgroup size S. The entry point takes this shader only where the
 // channels come in rounds of 4·S (a vec4 per lane) and a group spans a power of two of a round's lanes, and
 // dispatches AGGREGATION_THREADS / S samples a workgroup (the workgroup is whole subgroups). Each lane sums its 4
@@ -8,12 +8,12 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_THREADS) in;
 #define AGGREGATION_LANES 4
 #define AGGREGATION_OUT_A float  // the locations' gradient
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 void main() {
   const uint S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;

@@ -1,4 +1,4 @@
-// The buffers and push constants of the deformable aggregation's shaders (shared/aggregation_io.h).
+// The buffers and push constants of the deformable aggregation's shaders (shared/deformable_aggregation_io.h).
 // AGGREGATION_LANES (1 or 4): the channels an invocation takes, which the features, the output's gradient and the
 // output (AGGREGATION_OUT_A, unless the shader sets it) are viewed in: float or vec4 (its 4 channels).
 #ifndef AGGREGATION_LANES

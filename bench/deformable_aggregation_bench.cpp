@@ -1,4 +1,4 @@
-// armature-bench aggregate: deformable aggregation at SparseDrive's sizes (batch 1, 6 cameras, 4 levels 64×176,
+// armature-bench deformable_aggregation: deformable aggregation at SparseDrive's sizes (batch 1, 6 cameras, 4 levels 64×176,
 // 32×88, 16×44, 8×22, C = 256 in 8 groups): the detection head (900 anchors × 13 points) with every location valid
 // (uniform in (0, 1)) and with about a quarter valid (uniform in (−0.5, 1.5)), and the map head (100 × 300, valid);
 // forward and forward + backward (features, locations, weights), GPU-timed.
@@ -9,7 +9,7 @@
 
 namespace armature::bench {
 
-void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int iters) {
+void runDeformableAggregation(std::vector<Row>& rows, Device& device, Backend backend, int iters) {
   const uint32_t cameras = 6, channels = 256, groups = 8;
   std::vector<FeatureLevel> levels;
   for (const auto& [H, W] : {std::pair{64u, 176u}, {32u, 88u}, {16u, 44u}, {8u, 22u}})
@@ -51,7 +51,7 @@ void runAggregate(std::vector<Row>& rows, Device& device, Backend backend, int i
     const double sampleBytes = double(samples) * (8 + levels.size() * groups * 4) + double(c.anchors) * channels * 4;
     const double flops = double(samples) * levels.size() * channels * 10;
     for (bool backward : {false, true}) {
-      Row r{"aggregate",
+      Row r{"deformable_aggregation",
             backendName(backend),
             std::string(backward ? "fwd+bwd," : "forward,") + c.name,
             c.anchors,

@@ -1,4 +1,4 @@
-// armature-bench fk: joint propagation on the workloads (a crowd of SMPL-X skeletons, one random tree of
+// armature-bench joint_propagation: joint propagation on the workloads (a crowd of SMPL-X skeletons, one random tree of
 // 100k and of 1M joints, 1000 chains of 1000): the set-up per topology (the forest's analysis on the host plus the
 // tables' upload, and the analysis on the GPU; wall-clock), the forward and the forward + backward (GPU-timed), rigid
 // locals to globals.
@@ -28,7 +28,7 @@ Workload workload(const std::string& name) {
     return {"1000 chains x 1000", parents, 1};
   }
   const uint32_t n = name == "random100k" ? 100000 : name == "random1m" ? 1000000 : 0;
-  ARM_CHECK(n, "fk: unknown workload '%s' (smplx, random100k, random1m, chains)", name.c_str());
+  ARM_CHECK(n, "joint_propagation: unknown workload '%s' (smplx, random100k, random1m, chains)", name.c_str());
   std::mt19937_64 rng(7);
   std::vector<int32_t> parents(n, -1);
   for (uint32_t i = 1; i < n; ++i) parents[i] = int32_t(i - 1 - rng() % std::min<uint32_t>(i, 64));
@@ -37,7 +37,7 @@ Workload workload(const std::string& name) {
 
 }  // namespace
 
-void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads) {
+void runJointPropagation(std::vector<Row>& rows, Device& device, Backend backend, int iters, const std::string& workloads) {
   std::stringstream list(workloads);
   for (std::string name; std::getline(list, name, ',');) {
     const Workload w = workload(name);
@@ -53,14 +53,14 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       // No floor: the analysis is latency- and pass-bound more than its bytes.
-      rows.push_back({"fk", where, "setup," + name, w.batch, median(ms), minOf(ms), 0, 0, {}});
+      rows.push_back({"joint_propagation", where, "setup," + name, w.batch, median(ms), minOf(ms), 0, 0, {}});
       return forest;
     };
     timeSetup("host+upload", [&] { return std::make_unique<DeviceJointForest>(device, JointForest(w.parents)); });
     std::unique_ptr<DeviceJointForest> forest = timeSetup(backend == Backend::Cuda ? "cuda" : "vulkan", [&] {
       return std::make_unique<DeviceJointForest>(device, backend, w.parents);
     });
-    std::fprintf(stderr, "fk %s: %u paths in %u generations, widest fan-out %u\n", w.name.c_str(), forest->paths(),
+    std::fprintf(stderr, "joint_propagation %s: %u paths in %u generations, widest fan-out %u\n", w.name.c_str(), forest->paths(),
                  forest->generations(), forest->widestFanOut());
 
     std::mt19937_64 rng(3);
@@ -89,7 +89,7 @@ void runJoints(std::vector<Row>& rows, Device& device, Backend backend, int iter
       // locals, the parent's global and the globals' gradient and writes the locals' gradient (38 a joint), and
       // in a large forest each path's top sends its parent a message (12 written, 12 read). Arithmetic: a quaternion's
       // matrix and a 3×4 product forward (~100 flops), three products and the quaternion's backward after it (~300).
-      Row r{"fk",
+      Row r{"joint_propagation",
             backendName(backend),
             std::string(backward ? "forward+backward," : "forward,") + name,
             w.batch,

@@ -1,4 +1,4 @@
-// The segmented scan both joint shaders run (GLSL only; shared/joints_io.h describes it): the workgroup's scan in
+// The segmented scan both joint shaders run (GLSL only; shared/joint_propagation_io.h describes it): the workgroup's scan in
 // shared memory, the tiles' records, CARRY and the single pass's look-back. Before including it, define
 // JOINTS_BACKWARD (0: states are (flag, product); 1: maps (flag, u, product)) and declare the scratch buffer's words
 // as `scratchWords` (coherent: the look-back reads what other workgroups write during the dispatch).

@@ -1,12 +1,12 @@
 #version 450
-// Deformable aggregation backward (shared/aggregation_io.h): an invocation per sorted bucket entry
+// Deformable aggregation backward (shared/deformable_aggregation_io.h): an invocation per sorted bucket entry
 // ((sample·levels + level)·4 + corner) writes its tap: the sample's output row (batch·anchors + anchor), sample·levels
 // + level (the weights' row) and the corner's bilinear coefficient, so the gather decodes no entry per channel.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_THREADS) in;
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 void main() {
   const uint e = workgroupIndex() * AGGREGATION_THREADS + gl_LocalInvocationID.x;

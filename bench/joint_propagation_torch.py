@@ -1,7 +1,7 @@
-"""PyTorch baselines for armature-bench fk, run beside it on the GPU machine: the level-synchronous method (one
+"""PyTorch baselines for armature-bench joint_propagation, run beside it on the GPU machine: the level-synchronous method (one
 batched product per depth level) and pointer jumping (log2(depth) passes composing with the ancestor 2^k up), on
 the same workloads, rigid locals (quaternion + translation) to 4x4 globals, forward and forward + backward
-(autograd of a weighted sum). Medians of CUDA-event-timed calls after warm-up. Usage: python3 fk_torch.py [OUT.json]
+(autograd of a weighted sum). Medians of CUDA-event-timed calls after warm-up. Usage: python3 joint_propagation_torch.py [OUT.json]
 """
 import random
 

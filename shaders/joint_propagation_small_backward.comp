@@ -1,12 +1,12 @@
 #version 450
-// Joint propagation of a small forest, backward (shared/joints_io.h): a workgroup takes p.tiles skeletons at a
+// Joint propagation of a small forest, backward (shared/joint_propagation_io.h): a workgroup takes p.tiles skeletons at a
 // time, their outputs' gradients read whole into shared memory, and walks them level by level from the deepest: a
 // joint's adjoint is its own gradient plus what each child sends (the child's adjoint through its local; children in
 // their fixed order: no atomics, the same bits on every run). Then every joint's local's gradient at once, from its
 // parent's global: the walk's chain of levels carries only the adjoints, and only they take shared memory, so that
 // more skeletons share a level's barrier. The adjoint scratch is not used.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_io.h"
+#include "shared/joint_propagation_io.h"
 
 layout(local_size_x = JOINTS_SMALL_THREADS) in;
 layout(std430, binding = JOINTS_BINDING_ORDER) readonly buffer Levels { uint levels[]; };
@@ -28,7 +28,7 @@ layout(push_constant) uniform Push { JointsPush p; };
 shared vec4 sA[JOINTS_SMALL_BACKWARD_JOINTS * 3];
 
 #define JOINTS_LOCAL_GRADIENTS
-#include "shared/joints_locals.h"
+#include "shared/joint_propagation_locals.h"
 
 void main() {
   const uint N = p.joints, t = gl_LocalInvocationID.x, levelCount = p.genStart;

@@ -1,11 +1,11 @@
 #version 450
-// Deformable aggregation backward (shared/aggregation_io.h): an invocation per (batch, texel) and AGGREGATION_LANES
+// Deformable aggregation backward (shared/deformable_aggregation_io.h): an invocation per (batch, texel) and AGGREGATION_LANES
 // channels gathers the gradient its bucket's taps send it, in the bucket's (sorted) order.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_THREADS) in;
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 void main() {
   const uint t = workgroupIndex() * AGGREGATION_THREADS + gl_LocalInvocationID.x, C = p.channels;

@@ -55,7 +55,7 @@
 #define JOINTS_SMALL_THREADS 128       // a workgroup's invocations: few are busy on a level, so more workgroups fit
 // The joints a shader's workgroup holds (12 floats each), as measured best on NVIDIA's driver (docs/
 // joint_propagation.md): the forward two SMPL-X skeletons (four and more ran slower; a larger skeleton takes the
-// variant joints_small_forward_whole, which holds JOINTS_SMALL_JOINTS), the backward six, so that more share each
+// variant joint_propagation_small_forward_whole, which holds JOINTS_SMALL_JOINTS), the backward six, so that more share each
 // level's barrier (four, five and eight ran slower; CUDA's block holds eight).
 #ifndef JOINTS_SMALL_FORWARD_JOINTS
 #define JOINTS_SMALL_FORWARD_JOINTS 110
@@ -93,7 +93,7 @@
 #define JOINTS_APPLY 3u
 #define JOINTS_PLACE 5u  // forward, a generation after the first: an invocation per element, S to its global
 
-// Points attached to joints (joints_points.comp): three passes around the propagation.
+// Points attached to joints (joint_propagation_points.comp): three passes around the propagation.
 #define JOINTS_POINTS_FORWARD 0u      // an invocation per (skeleton, point): the point by its joint's global
 #define JOINTS_POINTS_JOINT_GRADS 1u  // per (skeleton, joint): the globals' gradient plus its points' (fixed order)
 #define JOINTS_POINTS_GRADS 2u        // per point: its coordinates' gradient, summed over the batch in order

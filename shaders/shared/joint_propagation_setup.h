@@ -1,4 +1,4 @@
-// A joint forest analysed on the GPU (GLSL and CUDA): the tables joint propagation reads (shared/joints_io.h),
+// A joint forest analysed on the GPU (GLSL and CUDA): the tables joint propagation reads (shared/joint_propagation_io.h),
 // built from the parents with the same result as JointForest on the host (armature/ops/joint_forest.h), for the
 // forests too large to analyse on the host every time their topology changes.
 //
@@ -22,7 +22,7 @@
 #ifndef ARMATURE_JOINTS_SETUP_H
 #define ARMATURE_JOINTS_SETUP_H
 #include "buckets_io.h"
-#include "joints_io.h"
+#include "joint_propagation_io.h"
 
 #define JOINTS_SETUP_THREADS 256
 #define JOINTS_SETUP_END 0xFFFFFFFFu  // the end of a jump chain; also the sort's padding

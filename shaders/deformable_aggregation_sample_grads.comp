@@ -1,13 +1,13 @@
 #version 450
-// Deformable aggregation backward, a workgroup per sample (batch, anchor, point, camera) (shared/aggregation_io.h):
+// Deformable aggregation backward, a workgroup per sample (batch, anchor, point, camera) (shared/deformable_aggregation_io.h):
 // its invocations take the channels and leave each channel's gradient·value per level and their part of the
 // location's gradient in shared memory; then fixed-order sums give the weights' gradient (per level and group, in
 // channel order) and the location's (in invocation order).
 #extension GL_GOOGLE_include_directive : require
-#include "shared/aggregation_io.h"
+#include "shared/deformable_aggregation_io.h"
 
 layout(local_size_x = AGGREGATION_SAMPLE_THREADS) in;
-#include "aggregation_buffers.glsl"
+#include "deformable_aggregation_buffers.glsl"
 
 shared float sProduct[AGGREGATION_MAX_LEVEL_CHANNELS];
 shared float sDx[AGGREGATION_SAMPLE_THREADS], sDy[AGGREGATION_SAMPLE_THREADS];

@@ -1,16 +1,16 @@
 // Deformable aggregation on the GPU (GLSL and CUDA), armature/ops/deformable_aggregation.h's semantics:
-//   - aggregation_forward: an invocation per (batch, anchor) and 1 or 4 channels (lanes) sums its points, cameras and
+//   - deformable_aggregation_forward: an invocation per (batch, anchor) and 1 or 4 channels (lanes) sums its points, cameras and
 //     levels in order; or, for anchors of many samples and few channels, AGGREGATION_FORWARD_SPLITS invocations
 //     each sum every AGGREGATION_FORWARD_SPLITS-th sample, then their partial sums are added in order;
-//   - aggregation_sample_grads (backward): a workgroup per (batch, anchor, point, camera): its invocations take the
+//   - deformable_aggregation_sample_grads (backward): a workgroup per (batch, anchor, point, camera): its invocations take the
 //     channels, then fixed-order sums give the weights' gradient (per level and group) and the location's;
-//     aggregation_sample_subgroup does the same with a subgroup per sample, 4 channels a lane, its sums over lanes
+//     deformable_aggregation_sample_subgroup does the same with a subgroup per sample, 4 channels a lane, its sums over lanes
 //     shuffle-xor trees (where the channels come in rounds of 4 × the subgroup size);
-//   - aggregation_pairs (backward): each sample's four corners counted into, then filled into, their texel's bucket
+//   - deformable_aggregation_pairs (backward): each sample's four corners counted into, then filled into, their texel's bucket
 //     (shared/buckets_io.h scans and sorts between);
-//   - aggregation_taps: each sorted bucket entry decoded once into a tap of AGGREGATION_TAP_WORDS words (the output
+//   - deformable_aggregation_taps: each sorted bucket entry decoded once into a tap of AGGREGATION_TAP_WORDS words (the output
 //     row, the weights' row, the bilinear coefficient), so that
-//   - aggregation_feature_grads: an invocation per (batch, texel) and 1 or 4 channels gathers its taps in order.
+//   - deformable_aggregation_feature_grads: an invocation per (batch, texel) and 1 or 4 channels gathers its taps in order.
 // No float atomics anywhere: the same bits on every run, and the same with either lane count.
 #ifndef ARMATURE_AGGREGATION_IO_H
 #define ARMATURE_AGGREGATION_IO_H
@@ -31,7 +31,7 @@
 #define AGGREGATION_BINDING_WORDS 7      // uint: the buckets (shared/buckets_io.h)
 #define AGGREGATION_BINDINGS 8
 
-#define AGGREGATION_PAIRS_COUNT 0u  // aggregation_pairs' modes
+#define AGGREGATION_PAIRS_COUNT 0u  // deformable_aggregation_pairs' modes
 #define AGGREGATION_PAIRS_FILL 1u
 #define AGGREGATION_GRAD_LOCATIONS 1u  // sample grads' flags
 #define AGGREGATION_GRAD_WEIGHTS 2u

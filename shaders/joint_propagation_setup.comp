@@ -1,7 +1,7 @@
 #version 450
-// A joint forest analysed on the GPU: one pass of shared/joints_setup.h per dispatch.
+// A joint forest analysed on the GPU: one pass of shared/joint_propagation_setup.h per dispatch.
 #extension GL_GOOGLE_include_directive : require
-#include "shared/joints_setup.h"
+#include "shared/joint_propagation_setup.h"
 
 layout(local_size_x = JOINTS_SETUP_THREADS) in;
 layout(push_constant) uniform Push { JointsSetupPush p; };
