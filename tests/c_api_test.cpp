@@ -13,6 +13,7 @@
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
 #include "armature/ops/interpolate.h"
+#include "armature/ops/project.h"
 #include "armature/ops/raster.h"
 
 using namespace armature;
@@ -150,6 +151,52 @@ TEST_P(CApi, GaussianFieldMatchesReference) {
   expectClose(download(gMeans), g.means, 1e-4, "grad means");
   expectClose(download(gChol), g.cholesky, 1e-4, "grad cholesky");
   expectClose(download(gWeights), g.weights, 1e-4, "grad weights");
+}
+
+// The culled mode through a grid the C API builds: within the documented bound of the dense field, N·ε.
+TEST_P(CApi, CulledGaussianFieldStaysWithinItsBound) {
+  const uint32_t B = 301, N = 37, C = 2;
+  const float epsilon = 1e-4f;
+  GaussianFieldRef ref;
+  ref.channels = C;
+  ref.points = uniform(B * 3, -1, 1, 14), ref.means = uniform(N * 3, -1, 1, 15);
+  ref.cholesky = uniform(N * 6, -0.2, 0.2, 16), ref.weights = uniform(N * C, -1, 1, 17);
+  for (uint32_t i = 0; i < N; ++i)  // scales about 0.1: local supports, so the grid culls
+    for (int k : {0, 2, 5}) ref.cholesky[i * 6 + k] = double(float(std::log(0.1) + ref.cholesky[i * 6 + k]));
+  armature_tensor x = floats(ref.points, {B, 3}), means = floats(ref.means, {N, 3});
+  armature_tensor chol = floats(ref.cholesky, {N, 6}), weights = floats(ref.weights, {N, C});
+  uint64_t words = 0;
+  ASSERT_EQ(armature_gaussian_grid_words(B, N, &words), ARMATURE_OK);
+  armature_tensor grid = tensor(std::vector<uint32_t>(words), {int64_t(words)}), field = poisoned({B, C});
+  const armature_gaussian_field_inputs in{&x, &means, &chol, &weights, &grid};
+  run([&](const armature_exec* e) {
+    armature_status s = armature_build_gaussian_grid(m_device, e, &in, epsilon, &grid);
+    if (s == ARMATURE_OK) s = armature_barrier(m_device, e);
+    if (s == ARMATURE_OK) s = armature_gaussian_field(m_device, e, &in, &field, nullptr);
+    return s;
+  });
+  const std::vector<double> dense = gaussianFieldRef(ref).field;
+  const std::vector<float> got = download(field);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::abs(got[i] - dense[i]), N * epsilon + 1e-4) << "at " << i;  // + fp32 sums of ≤ 37 terms
+}
+
+// Two views of 29 shared points: clip coordinates and both gradients. Each output is a 4-term dot product.
+TEST_P(CApi, ProjectMatchesReference) {
+  const ProjectDesc desc{.views = 2, .points = 29};
+  const auto points = uniform(29 * 3, -1, 1, 18), gradClip = uniform(2 * 29 * 4, -1, 1, 19);
+  const auto m = uniform(32, -1, 1, 20);
+  const std::vector<float> matrices(m.begin(), m.end());
+  armature_tensor tp = floats(points, {29, 3}), tm = tensor(matrices, {2, 16}), clip = poisoned({2, 29, 4});
+  armature_tensor tg = floats(gradClip, {2, 29, 4}), gPoints = poisoned({29, 3}), gMatrices = poisoned({2, 16});
+  run([&](const armature_exec* e) {
+    armature_status s = armature_project(m_device, e, &tp, &tm, &clip);
+    if (s == ARMATURE_OK) s = armature_project_backward(m_device, e, &tp, &tm, &tg, &gPoints, &gMatrices);
+    return s;
+  });
+  expectClose(download(clip), projectRef(desc, points, matrices), 1e-6, "clip");
+  expectClose(download(gPoints), projectBackwardRef(desc, gradClip, matrices), 1e-5, "grad points");
+  expectClose(download(gMatrices), projectMatrixGradRef(desc, points, gradClip), 1e-5, "grad matrices");
 }
 
 // SparseDrive's layout with awkward sizes: 2 cameras, 2 levels of 5×7 and 3×4, 8 channels in 2 groups.

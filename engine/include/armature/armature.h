@@ -208,7 +208,16 @@ ARMATURE_API armature_status armature_skinning_backward(
  * (log-diagonal and lower entries, gaussian_field.h) or (N,1) isotropic, weights (N,C) → field (B,C). */
 typedef struct armature_gaussian_field_inputs {
   const armature_tensor *x, *means, *cholesky, *weights;
+  /* Culled mode: a grid armature_build_gaussian_grid built over these Gaussians (UInt32 words); NULL: dense. */
+  const armature_tensor* grid;
 } armature_gaussian_field_inputs;
+/* Culled mode (armature/ops/gaussian_field.h): the grid's UInt32 words for `points` and `gaussians`, and its build
+ * over the inputs' Gaussians with cut `epsilon` > 0 (every term left out is below ε). Rebuild when the Gaussians or
+ * ε change; a grid serves one evaluation at a time. */
+ARMATURE_API armature_status armature_gaussian_grid_words(uint32_t points, uint32_t gaussians, uint64_t* words);
+ARMATURE_API armature_status armature_build_gaussian_grid(armature_device device, const armature_exec* exec,
+                                                          const armature_gaussian_field_inputs* in, float epsilon,
+                                                          const armature_tensor* grid);
 /* The scratch (float32 elements) a call needs; 0 when none. */
 ARMATURE_API armature_status armature_gaussian_field_scratch(uint32_t points, uint32_t gaussians, uint32_t channels,
                                                              int backward, uint64_t* floats);
@@ -220,6 +229,18 @@ ARMATURE_API armature_status armature_gaussian_field_backward(
     armature_device device, const armature_exec* exec, const armature_gaussian_field_inputs* in,
     const armature_tensor* grad_field, const armature_tensor* grad_points, const armature_tensor* grad_means,
     const armature_tensor* grad_cholesky, const armature_tensor* grad_weights, const armature_tensor* scratch);
+
+/* Points to clip space for B views: points (N,3) shared or (B,N,3), matrices (B,16) column-major → clip (B,N,4). */
+ARMATURE_API armature_status armature_project(armature_device device, const armature_exec* exec,
+                                              const armature_tensor* points, const armature_tensor* matrices,
+                                              const armature_tensor* clip);
+/* dL/dpoints (the shape of points; shared points sum over the views) from dL/dclip (B,N,4); and, if grad_matrices
+ * is not NULL, dL/dmatrices (B,16). */
+ARMATURE_API armature_status armature_project_backward(armature_device device, const armature_exec* exec,
+                                                       const armature_tensor* points, const armature_tensor* matrices,
+                                                       const armature_tensor* grad_clip,
+                                                       const armature_tensor* grad_points,
+                                                       const armature_tensor* grad_matrices);
 
 /* Deformable aggregation (SparseDrive's deformable_aggregation_function). The feature maps' layout is fixed per
  * model: `cameras` × `levels` maps, spatial_shape (cams, levels, 2) as (H, W), scale_start_index (cams, levels). */

@@ -14,6 +14,7 @@
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
 #include "armature/ops/interpolate.h"
+#include "armature/ops/project.h"
 #include "armature/ops/raster.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/context.h"
@@ -453,12 +454,30 @@ armature_status armature_gaussian_field_scratch(uint32_t points, uint32_t gaussi
   });
 }
 
+armature_status armature_gaussian_grid_words(uint32_t points, uint32_t gaussians, uint64_t* words) {
+  return guard("armature_gaussian_grid_words", [&] {
+    ARM_CHECK(words, "words is NULL");
+    *words = gaussianGridWords(points, gaussians);
+  });
+}
+
+armature_status armature_build_gaussian_grid(armature_device device, const armature_exec* exec,
+                                             const armature_gaussian_field_inputs* in, float epsilon,
+                                             const armature_tensor* grid) {
+  return guard("armature_build_gaussian_grid", [&] {
+    buildGaussianGrid(execOf(deref(device, "device"), exec),
+                      {.in = gaussianInputsOf(in), .epsilon = epsilon, .grid = viewOf(grid, "grid")});
+  });
+}
+
 armature_status armature_gaussian_field(armature_device device, const armature_exec* exec,
                                         const armature_gaussian_field_inputs* in, const armature_tensor* field,
                                         const armature_tensor* scratch) {
   return guard("armature_gaussian_field", [&] {
-    gaussianField(execOf(deref(device, "device"), exec),
-                  {.in = gaussianInputsOf(in), .field = viewOf(field, "field"), .scratch = viewOf(scratch, "scratch")});
+    gaussianField(execOf(deref(device, "device"), exec), {.in = gaussianInputsOf(in),
+                                                          .field = viewOf(field, "field"),
+                                                          .scratch = viewOf(scratch, "scratch"),
+                                                          .grid = viewOf(in->grid, "grid")});
   });
 }
 
@@ -476,7 +495,8 @@ armature_status armature_gaussian_field_backward(armature_device device, const a
                            .gradMeans = viewOf(grad_means, "grad_means"),
                            .gradCholesky = viewOf(grad_cholesky, "grad_cholesky"),
                            .gradWeights = viewOf(grad_weights, "grad_weights"),
-                           .scratch = viewOf(scratch, "scratch")});
+                           .scratch = viewOf(scratch, "scratch"),
+                           .grid = viewOf(in->grid, "grid")});
   });
 }
 
@@ -538,6 +558,45 @@ InterpolateDesc interpolateDescOf(const armature_tensor* attr, const armature_te
 }
 
 }  // namespace
+
+namespace {
+ProjectDesc projectDescOf(const armature_tensor* points, const armature_tensor* matrices) {
+  ARM_CHECK(points && (points->rank == 2 || points->rank == 3), "points: (N,3) or (B,N,3)");
+  const bool perView = points->rank == 3;
+  return {.views = dim(matrices, 2, 0, "matrices"),
+          .points = dim(points, points->rank, perView ? 1 : 0, "points"),
+          .pointsPerView = perView};
+}
+}  // namespace
+
+armature_status armature_project(armature_device device, const armature_exec* exec, const armature_tensor* points,
+                                 const armature_tensor* matrices, const armature_tensor* clip) {
+  return guard("armature_project", [&] {
+    project(execOf(deref(device, "device"), exec), {.desc = projectDescOf(points, matrices),
+                                                    .points = viewOf(points, "points"),
+                                                    .matrices = viewOf(matrices, "matrices"),
+                                                    .clip = viewOf(clip, "clip")});
+  });
+}
+
+armature_status armature_project_backward(armature_device device, const armature_exec* exec,
+                                          const armature_tensor* points, const armature_tensor* matrices,
+                                          const armature_tensor* grad_clip, const armature_tensor* grad_points,
+                                          const armature_tensor* grad_matrices) {
+  return guard("armature_project_backward", [&] {
+    const Exec e = execOf(deref(device, "device"), exec);
+    const ProjectDesc desc = projectDescOf(points, matrices);
+    projectBackward(e, {.desc = desc,
+                        .gradClip = viewOf(grad_clip, "grad_clip"),
+                        .matrices = viewOf(matrices, "matrices"),
+                        .gradPoints = viewOf(grad_points, "grad_points")});
+    if (grad_matrices)
+      projectMatrixGrad(e, {.desc = desc,
+                            .points = viewOf(points, "points"),
+                            .gradClip = viewOf(grad_clip, "grad_clip"),
+                            .gradMatrices = viewOf(grad_matrices, "grad_matrices")});
+  });
+}
 
 armature_status armature_feature_maps_create(armature_device device, uint32_t cameras, uint32_t levels,
                                              const int32_t* spatial_shape, const int32_t* scale_start_index,
