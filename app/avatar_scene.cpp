@@ -558,14 +558,21 @@ void AvatarScene::evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* ti
     a.globals = f.globals, a.skinning = f.skinning, a.scratch = f.scratch;
     propagateJoints(e, a);
     e.barrier();
-    poseGaussians(e, {N, J, f.skinning, f.joints, f.means, f.cholesky, toGrid, f.posedMeans, f.posedCholesky});
+    poseGaussians(e, {.gaussians = N,
+                      .joints = J,
+                      .transforms = f.skinning,
+                      .gaussianJoints = f.joints,
+                      .means = f.means,
+                      .cholesky = f.cholesky,
+                      .post = toGrid,
+                      .posedMeans = f.posedMeans,
+                      .posedCholesky = f.posedCholesky});
   });
   stage("field grid", Lane::Outputs::None, [&](const Exec& e) {
-    buildGaussianGrid(e, {f.posed(N), m_fieldSettings.epsilon, f.grid});
+    buildGaussianGrid(e, {.in = f.posed(N), .epsilon = m_fieldSettings.epsilon, .grid = f.grid});
   });
-  stage("field eval", Lane::Outputs::Field, [&](const Exec& e) {
-    gaussianField(e, {f.posed(N), volume, {}, {}, f.grid});
-  });
+  stage("field eval", Lane::Outputs::Field,
+        [&](const Exec& e) { gaussianField(e, {.in = f.posed(N), .field = volume, .grid = f.grid}); });
 }
 
 VisibilityBuffers AvatarScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,

@@ -42,7 +42,8 @@ struct CharacterScene::Rig {
     propagateJoints(exec, a);
   }
   void skin(const Exec& exec, uint32_t avatars, DeviceView positions) const {
-    linearBlendSkinning(exec, {&weights, avatars, rest, skinning, positions});
+    linearBlendSkinning(
+        exec, {.weights = &weights, .batch = avatars, .rest = rest, .skinning = skinning, .positions = positions});
   }
 
   DeviceJointForest forest;

@@ -26,9 +26,15 @@ int main(int argc, char** argv) try {
                scratch = gpu.allocate(ElementType::Byte, rasterScratchBytes(image)),
                ids = gpu.allocate(ElementType::Int32, image.pixels());
   gpu.run(backend, [&](const Exec& exec) {
-    skin.forward(exec, {1, p, betas, expr, t, vertices, joints});
+    skin.forward(exec, {.batch = 1,
+                        .pose = p,
+                        .betas = betas,
+                        .expression = expr,
+                        .transl = t,
+                        .vertices = vertices,
+                        .joints = joints});
     exec.barrier();
-    project(exec, {{1, V}, vertices, cam, clip});
+    project(exec, {.desc = {1, V}, .points = vertices, .matrices = cam, .clip = clip});
     exec.barrier();
     rasterize(exec, {.desc = image,
                      .vertexCount = V,

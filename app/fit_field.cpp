@@ -179,7 +179,11 @@ int runFitField(const FitFieldOptions& o) {
     DeviceBuffer distances = device.allocate(ElementType::Float32, distance ? std::max(B, E) : 1);
     auto targetAt = [&](const DeviceBuffer& x, uint32_t count) {
       device.run(backend, [&](const Exec& exec) {
-        windingNumbers(exec, {&mesh, count, x, windings, distance ? distances.view() : DeviceView{}});
+        windingNumbers(exec, {.mesh = &mesh,
+                              .points = count,
+                              .x = x,
+                              .windings = windings,
+                              .distances = distance ? distances.view() : DeviceView{}});
       });
       std::vector<float> w = windings.download<float>(count);
       const std::vector<float> d = distance ? distances.download<float>(count) : std::vector<float>{};
@@ -246,19 +250,18 @@ int runFitField(const FitFieldOptions& o) {
     const uint32_t block = std::min(o.logEvery, o.iterations - done);
     device.run(backend, [&](const Exec& exec) {  // a block of iterations in one submission
       for (uint32_t it = done + 1; it <= done + block; ++it) {
-        gaussianField(exec, {in, residual, {}, scratch});
+        gaussianField(exec, {.in = in, .field = residual, .scratch = scratch});
         exec.barrier();
-        axpy(exec, {-1.0f, targetBuffer, residual});
+        axpy(exec, {.a = -1.0f, .x = targetBuffer, .y = residual});
         exec.barrier();
-        gaussianFieldBackward(exec, {in,
-                                     residual,
-                                     {},
-                                     grads.view().slice(layout.means, size_t(N) * 3),
-                                     grads.view().slice(layout.cholesky, size_t(N) * 6),
-                                     grads.view().slice(layout.weights, N),
-                                     scratch});
+        gaussianFieldBackward(exec, {.in = in,
+                                     .gradField = residual,
+                                     .gradMeans = grads.view().slice(layout.means, size_t(N) * 3),
+                                     .gradCholesky = grads.view().slice(layout.cholesky, size_t(N) * 6),
+                                     .gradWeights = grads.view().slice(layout.weights, N),
+                                     .scratch = scratch});
         exec.barrier();
-        adamStep(exec, {theta, grads, m, v, adam, it});
+        adamStep(exec, {.params = theta, .grads = grads, .m = m, .v = v, .settings = adam, .step = it});
         exec.barrier();
       }
     });
@@ -268,7 +271,9 @@ int runFitField(const FitFieldOptions& o) {
     std::fflush(stdout);
   }
   // The fit on held-out samples.
-  device.run(backend, [&](const Exec& exec) { gaussianField(exec, {inputs(held, E), residual, {}, scratch}); });
+  device.run(backend, [&](const Exec& exec) {
+    gaussianField(exec, {.in = inputs(held, E), .field = residual, .scratch = scratch});
+  });
   const std::vector<float> predicted = residual.download<float>(E);
   size_t both = 0, either = 0;
   for (size_t i = 0; i < E; ++i) {

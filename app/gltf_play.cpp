@@ -43,7 +43,8 @@ std::vector<float> skinFramesGpu(Backend backend, const GltfCharacter& c, const 
   const auto start = std::chrono::steady_clock::now();
   device.run(backend, [&](const Exec& exec) {
     propagateJoints(exec, joints);
-    linearBlendSkinning(exec, {&skin, frames, rest, skinning, positions});
+    linearBlendSkinning(
+        exec, {.weights = &skin, .batch = frames, .rest = rest, .skinning = skinning, .positions = positions});
   });
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return positions.download<float>(size_t(frames) * c.vertexCount() * 3);

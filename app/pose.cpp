@@ -67,7 +67,13 @@ class Skinner {
     const DeviceView v = m_vertices.view().slice(0, size_t(p.batch) * m_model.vertexCount * 3),
                      j = m_joints.view().slice(0, size_t(p.batch) * m_model.jointCount * 3);
     m_device->run(m_backend, [&](const Exec& exec) {
-      m_skinning->forward(exec, {p.batch, pose, betas, expression, transl, v, j});
+      m_skinning->forward(exec, {.batch = p.batch,
+                                 .pose = pose,
+                                 .betas = betas,
+                                 .expression = expression,
+                                 .transl = transl,
+                                 .vertices = v,
+                                 .joints = j});
     });
     vertices = m_vertices.download<float>(v.count);
     joints = m_joints.download<float>(j.count);

@@ -84,26 +84,28 @@ int main(int argc, char** argv) {
   std::string hierarchySizes = "128,512";
   hierarchyCmd->add_option("--sizes", hierarchySizes, "view sizes (pixels per side; 4 layers, resolution = size)")
       ->check(cli::uintList(16, 4096));
-  auto* jointPropagationCmd = app.add_subcommand("joint_propagation", "joint propagation: set-up, forward, forward + backward");
+  auto* jointPropagationCmd =
+      app.add_subcommand("joint_propagation", "joint propagation: set-up, forward, forward + backward");
   std::string jointPropagationWorkloads = "smplx,random100k,random1m,chains";
   jointPropagationCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   jointPropagationCmd->add_option("--workloads", jointPropagationWorkloads,
-                    "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
+                                  "comma-separated: smplx (65536 x 55), random100k, random1m, chains (1000 x 1000)");
   auto* gaussianCmd =
       app.add_subcommand("gaussian", "Gaussian field: dense and culled, forward, forward + backward, grid build");
   std::string gaussianSizes = "1000x500,10000x100000,100000x1000000";
   gaussianCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   gaussianCmd->add_option("--sizes", gaussianSizes, "comma-separated GAUSSIANSxPOINTS");
   auto* deformableAggregationCmd = app.add_subcommand(
-      "deformable_aggregation", "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
+      "deformable_aggregation",
+      "deformable aggregation at SparseDrive's detection and map heads: forward, forward + backward");
   deformableAggregationCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   auto* bakeCmd = app.add_subcommand(
       "bake", "texture baking of the default avatar, 1024² from 8 views of 1024²: by stage and whole");
   bakeCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   bakeCmd->add_option("--model", modelPath, "body model (default: the build's generated avatar)")
       ->check(cli::regularFile());
-  for (auto* c :
-       {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd, deformableAggregationCmd, bakeCmd}) {
+  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd,
+                  deformableAggregationCmd, bakeCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -152,11 +154,7 @@ int main(int argc, char** argv) {
       Row r{"axpy", backendName, "fp32", 0, 0, 0, double(n) * 12, double(n) * 2};
       auto x = device->upload(std::vector<float>(n, 1.0f)), y = device->upload(std::vector<float>(n, 2.0f));
       measure(
-          r, *device, backend,
-          [&](const Exec& exec) {
-            axpy(exec, {0.5f, x, y});
-          },
-          iters);
+          r, *device, backend, [&](const Exec& exec) { axpy(exec, {.a = 0.5f, .x = x, .y = y}); }, iters);
       rows.push_back(r);
     }
 
@@ -206,8 +204,21 @@ int main(int argc, char** argv) {
             DeviceBuffer gp = floats(pose.size()), gb = floats(betas.size()), ge = floats(expr.size()),
                          gt = floats(transl.size());
             auto call = [&](const Exec& exec) {
-              gpu.forward(exec, {B, dp, db, de, dt, verts, joints});
-              if (backward) gpu.backward(exec, {B, dp, dgv, {}, gp, gb, ge, gt});
+              gpu.forward(exec, {.batch = B,
+                                 .pose = dp,
+                                 .betas = db,
+                                 .expression = de,
+                                 .transl = dt,
+                                 .vertices = verts,
+                                 .joints = joints});
+              if (backward)
+                gpu.backward(exec, {.batch = B,
+                                    .pose = dp,
+                                    .gradVertices = dgv,
+                                    .gradPose = gp,
+                                    .gradBetas = gb,
+                                    .gradExpression = ge,
+                                    .gradTransl = gt});
             };
             measure(r, *device, backend, call, iters);
             if (objects > 1 && !noResidency) {

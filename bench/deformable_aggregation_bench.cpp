@@ -1,7 +1,7 @@
-// armature-bench deformable_aggregation: deformable aggregation at SparseDrive's sizes (batch 1, 6 cameras, 4 levels 64×176,
-// 32×88, 16×44, 8×22, C = 256 in 8 groups): the detection head (900 anchors × 13 points) with every location valid
-// (uniform in (0, 1)) and with about a quarter valid (uniform in (−0.5, 1.5)), and the map head (100 × 300, valid);
-// forward and forward + backward (features, locations, weights), GPU-timed.
+// armature-bench deformable_aggregation: deformable aggregation at SparseDrive's sizes (batch 1, 6 cameras, 4 levels
+// 64×176, 32×88, 16×44, 8×22, C = 256 in 8 groups): the detection head (900 anchors × 13 points) with every location
+// valid (uniform in (0, 1)) and with about a quarter valid (uniform in (−0.5, 1.5)), and the map head (100 × 300,
+// valid); forward and forward + backward (features, locations, weights), GPU-timed.
 #include <random>
 
 #include "armature/ops/deformable_aggregation.h"
@@ -63,8 +63,14 @@ void runDeformableAggregation(std::vector<Row>& rows, Device& device, Backend ba
       measure(
           r, device, backend,
           [&](const Exec& exec) {
-            deformableAggregation(exec, {in, out});
-            if (backward) deformableAggregationBackward(exec, {in, gradOut, gFeatures, gLocations, gWeights, scratch});
+            deformableAggregation(exec, {.in = in, .out = out});
+            if (backward)
+              deformableAggregationBackward(exec, {.in = in,
+                                                   .gradOut = gradOut,
+                                                   .gradFeatures = gFeatures,
+                                                   .gradLocations = gLocations,
+                                                   .gradWeights = gWeights,
+                                                   .scratch = scratch});
           },
           iters);
       rows.push_back(r);

@@ -78,23 +78,36 @@ void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int it
         // ~80 more (each the forward's distance again, then the chain rule: 3 + 6 + 1 gradient terms).
         time(backward ? "fwd+bwd" : "forward", double(B) * 16 + double(N) * 40, pairs * (backward ? 100 : 20),
              [&](const Exec& exec) {
-               gaussianField(exec, {in, field, {}, scratch});
-               if (backward) gaussianFieldBackward(exec, {in, gradField, gPoints, gMeans, gChol, gWeights, scratch});
+               gaussianField(exec, {.in = in, .field = field, .scratch = scratch});
+               if (backward)
+                 gaussianFieldBackward(exec, {.in = in,
+                                              .gradField = gradField,
+                                              .gradPoints = gPoints,
+                                              .gradMeans = gMeans,
+                                              .gradCholesky = gChol,
+                                              .gradWeights = gWeights,
+                                              .scratch = scratch});
              });
       }
       if (!localised) continue;
       // The culled rows' floors are the bytes: the grid's build moves each Gaussian's inputs and its ≤ 27 entries a
       // few times; the culled passes read each point's list and its Gaussians (48 bytes each, mostly from L2) — the
       // pairs they evaluate depend on the field, so no flop floor is stated.
-      time("culled build", double(N) * (40 + 27 * 4 * 4 + 48), 0, [&](const Exec& exec) {
-        buildGaussianGrid(exec, {in, kCulledEpsilon, grid});
-      });
+      time("culled build", double(N) * (40 + 27 * 4 * 4 + 48), 0,
+           [&](const Exec& exec) { buildGaussianGrid(exec, {.in = in, .epsilon = kCulledEpsilon, .grid = grid}); });
       for (bool backward : {false, true})
         time(backward ? "culled fwd+bwd" : "culled forward", double(B) * (backward ? 32 : 16) + double(N) * 48, 0,
              [&](const Exec& exec) {
-               gaussianField(exec, {in, field, {}, {}, grid});
+               gaussianField(exec, {.in = in, .field = field, .grid = grid});
                if (backward)
-                 gaussianFieldBackward(exec, {in, gradField, gPoints, gMeans, gChol, gWeights, scratch, grid});
+                 gaussianFieldBackward(exec, {.in = in,
+                                              .gradField = gradField,
+                                              .gradPoints = gPoints,
+                                              .gradMeans = gMeans,
+                                              .gradCholesky = gChol,
+                                              .gradWeights = gWeights,
+                                              .scratch = scratch,
+                                              .grid = grid});
              });
     }
   }

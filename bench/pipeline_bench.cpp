@@ -95,9 +95,15 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                    gPose = floats(pose.size()), gBetas = floats(S), gExpr = floats(E), gTransl = floats(3);
       const InterpolateDesc interp{uint32_t(pixels), C, N, M};
       auto placeBody = [&](const Exec& exec) {  // the body's vertices and their clip positions
-        skin.forward(exec, {1, dPose, dBetas, dExpr, dTransl, verts, joints});
+        skin.forward(exec, {.batch = 1,
+                            .pose = dPose,
+                            .betas = dBetas,
+                            .expression = dExpr,
+                            .transl = dTransl,
+                            .vertices = verts,
+                            .joints = joints});
         exec.barrier();
-        armature::project(exec, {project, verts, dCameras, clip});
+        armature::project(exec, {.desc = project, .points = verts, .matrices = dCameras, .clip = clip});
         exec.barrier();
       };
       device.run(backend, placeBody);  // for the rasteriser alone
@@ -115,16 +121,42 @@ void runPipeline(std::vector<Row>& rows, Backend backend, int iters, const std::
                              .barycentrics = bary});
             if (chain) {
               exec.barrier();
-              interpolate(exec, {interp, dColours, ids, bary, dFaces, image});
+              interpolate(exec, {.desc = interp,
+                                 .attr = dColours,
+                                 .findices = ids,
+                                 .barycentrics = bary,
+                                 .faces = dFaces,
+                                 .out = image});
             }
             if (fit) {
               exec.barrier();
-              interpolateBackward(exec, {interp, dColours, ids, bary, dFaces, dGradImage, gradColours, gradBary});
+              interpolateBackward(exec, {.desc = interp,
+                                         .attr = dColours,
+                                         .findices = ids,
+                                         .barycentrics = bary,
+                                         .faces = dFaces,
+                                         .gradOut = dGradImage,
+                                         .gradAttr = gradColours,
+                                         .gradBarycentrics = gradBary});
               exec.barrier();
-              rasterizeBackward(exec, {raster, N, M, clip, dFaces, ids, gradBary, gradClip});
+              rasterizeBackward(exec, {.desc = raster,
+                                       .vertexCount = N,
+                                       .faceCount = M,
+                                       .positions = clip,
+                                       .faces = dFaces,
+                                       .findices = ids,
+                                       .gradBarycentrics = gradBary,
+                                       .gradPositions = gradClip});
               exec.barrier();
-              projectBackward(exec, {project, gradClip, dCameras, gradVerts});
-              skin.backward(exec, {1, dPose, gradVerts, {}, gPose, gBetas, gExpr, gTransl});  // begins with its barrier
+              projectBackward(exec,
+                              {.desc = project, .gradClip = gradClip, .matrices = dCameras, .gradPoints = gradVerts});
+              skin.backward(exec, {.batch = 1,
+                                   .pose = dPose,
+                                   .gradVertices = gradVerts,
+                                   .gradPose = gPose,
+                                   .gradBetas = gBetas,
+                                   .gradExpression = gExpr,
+                                   .gradTransl = gTransl});  // begins with its barrier
             }
           },
           iters, Device::Timing::Submitted);

@@ -91,7 +91,14 @@ Row backwardRow(Device& device, Backend backend, const char* scene, size_t tris,
                       .time(
                           backend,
                           [&](const Exec& exec) {
-                            rasterizeBackward(exec, {d, N, M, dp, df, ids, dg, grad});
+                            rasterizeBackward(exec, {.desc = d,
+                                                     .vertexCount = N,
+                                                     .faceCount = M,
+                                                     .positions = dp,
+                                                     .faces = df,
+                                                     .findices = ids,
+                                                     .gradBarycentrics = dg,
+                                                     .gradPositions = grad});
                           },
                           iters, Device::Timing::Submitted)
                       .ms;
@@ -169,7 +176,12 @@ void runRaster(std::vector<Row>& rows, Backend backend, int iters, const std::st
                                    .barycentrics = bary});
                   if (withInterpolate) {
                     exec.barrier();
-                    interpolate(exec, {{uint32_t(pixels), 3, N, M}, da, ids, bary, df, out});
+                    interpolate(exec, {.desc = {uint32_t(pixels), 3, N, M},
+                                       .attr = da,
+                                       .findices = ids,
+                                       .barycentrics = bary,
+                                       .faces = df,
+                                       .out = out});
                   }
                 },
                 iters, Device::Timing::Submitted)
