@@ -43,7 +43,7 @@ void expectAxpy(Device& device, Backend backend, const Case& c, DeviceBuffer& y)
   auto x = device.upload(cast<float>(c.x));
   y.fill(nanBits());
   y.upload(std::span<const float>(cast<float>(c.y)));
-  device.run(backend, [&](const Exec& exec) { axpy(exec, {float(c.a), x, y}); });
+  device.run(backend, [&](const Exec& exec) { axpy(exec, {.a = float(c.a), .x = x, .y = y}); });
   auto got = y.download<float>();
   EXPECT_TRUE(allClose(std::span<const float>(got.data(), n), std::span<const double>(c.want), kAxpyTol)) << "n=" << n;
   for (size_t i = n; i < got.size(); ++i) EXPECT_TRUE(std::isnan(got[i])) << "wrote past the end at " << i;
@@ -98,7 +98,7 @@ TEST(AxpyCuda, LaunchGateHoldsWorkUntilOpened) {
   cuda::Stream stream;
   const auto held = static_cast<cudaStream_t>(stream.handle());
   // Loads axpy's kernel first: a module's load at a kernel's first launch waits for the gate's kernel.
-  device->run(Backend::Cuda, [&](const Exec& exec) { axpy(exec, {0.0f, x, y}); });
+  device->run(Backend::Cuda, [&](const Exec& exec) { axpy(exec, {.a = 0.0f, .x = x, .y = y}); });
   {
     cuda::LaunchGate gate;
     gate.hold(stream);
@@ -125,7 +125,7 @@ TEST(AxpyCuda, LaunchGateHoldsWorkUntilOpened) {
     const Device::Timings t = device->time(
         Backend::Cuda,
         [&](const Exec& exec) {
-          axpy(exec, {1.0f, x, y});
+          axpy(exec, {.a = 1.0f, .x = x, .y = y});
           if (waits) (void)y.download<float>();
         },
         3);
@@ -138,7 +138,8 @@ TEST(AxpyCuda, LaunchGateHoldsWorkUntilOpened) {
 TEST_P(AxpyOp, RejectsBadArguments) {
   DeviceBuffer x = device().allocate(ElementType::Float32, 5), y = device().allocate(ElementType::Float32, 4);
   DeviceBuffer ints = device().allocate(ElementType::Int32, 8);
-  expectRejected([&](const Exec& e) { axpy(e, {1, x, y}); }, "axpy: y holds 4 elements, its shape needs 5");
-  expectRejected([&](const Exec& e) { axpy(e, {1, y, ints}); }, "axpy: y holds int32, expected float32");
-  expectRejected([&](const Exec& e) { axpy(e, {1, {}, y}); }, "axpy: x is missing");
+  expectRejected([&](const Exec& e) { axpy(e, {.a = 1, .x = x, .y = y}); },
+                 "axpy: y holds 4 elements, its shape needs 5");
+  expectRejected([&](const Exec& e) { axpy(e, {.a = 1, .x = y, .y = ints}); }, "axpy: y holds int32, expected float32");
+  expectRejected([&](const Exec& e) { axpy(e, {.a = 1, .y = y}); }, "axpy: x is missing");
 }

@@ -220,8 +220,13 @@ TEST_P(DeformableAggregationOp, MatchesReference) {
     scratch.fill(nanBits());
     auto runAll = [&] {
       run([&](const Exec& exec) {
-        deformableAggregation(exec, {d.in, out});
-        deformableAggregationBackward(exec, {d.in, gradIn, gFeatures, gLocations, gWeights, scratch});
+        deformableAggregation(exec, {.in = d.in, .out = out});
+        deformableAggregationBackward(exec, {.in = d.in,
+                                             .gradOut = gradIn,
+                                             .gradFeatures = gFeatures,
+                                             .gradLocations = gLocations,
+                                             .gradWeights = gWeights,
+                                             .scratch = scratch});
       });
       return std::vector<std::vector<float>>{
           out.download<float>(want.size()), gFeatures.download<float>(op.features.size()),
@@ -251,7 +256,9 @@ TEST_P(DeformableAggregationOp, BackwardWritesOnlyWhatIsAsked) {
     const DeformableAggregationGradsRef want = deformableAggregationBackwardRef(op, gradOut);
     const DeviceOp d(device(), op);
     DeviceBuffer gradIn = device().upload(cast<float>(gradOut)), gWeights = poisoned(device(), op.weights.size());
-    run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, {}, gWeights, {}}); });
+    run([&](const Exec& exec) {
+      deformableAggregationBackward(exec, {.in = d.in, .gradOut = gradIn, .gradWeights = gWeights});
+    });
     EXPECT_TRUE(allClose(gWeights.download<float>(op.weights.size()), want.weights,
                          Tol{1e-5 * std::sqrt(double(channels)) * largest(want.weights), 0}));
   }
@@ -269,7 +276,9 @@ TEST_P(DeformableAggregationOp, LocationsAloneTakeWideChannels) {
     const DeformableAggregationGradsRef want = deformableAggregationBackwardRef(op, gradOut);
     const DeviceOp d(device(), op);
     DeviceBuffer gradIn = device().upload(cast<float>(gradOut)), gLocations = poisoned(device(), op.locations.size());
-    run([&](const Exec& exec) { deformableAggregationBackward(exec, {d.in, gradIn, {}, gLocations, {}, {}}); });
+    run([&](const Exec& exec) {
+      deformableAggregationBackward(exec, {.in = d.in, .gradOut = gradIn, .gradLocations = gLocations});
+    });
     EXPECT_TRUE(allClose(gLocations.download<float>(op.locations.size()), want.locations,
                          Tol{1e-5 * std::sqrt(double(channels) * levels * 4) * largest(want.locations), 0}));
   }
@@ -279,23 +288,21 @@ TEST_P(DeformableAggregationOp, RejectsBadArguments) {
   const DeformableAggregationRef op = randomOp(1, 2, {{4, 5}}, 8, 2, 10, 3, 0.0, 1.0);
   DeviceOp d(device(), op);
   DeviceBuffer big = device().allocate(ElementType::Float32, 4096), small = device().allocate(ElementType::Float32, 5);
-  expectRejected([&](const Exec& e) { deformableAggregation(e, {d.in, small}); }, "deformableAggregation: out holds 5");
+  expectRejected([&](const Exec& e) { deformableAggregation(e, {.in = d.in, .out = small}); },
+                 "deformableAggregation: out holds 5");
   DeformableAggregationInputs wrong = d.in;
   wrong.sizes.groups = 3;
-  expectRejected([&](const Exec& e) { deformableAggregation(e, {wrong, big}); }, "8 channels do not split into 3");
+  expectRejected([&](const Exec& e) { deformableAggregation(e, {.in = wrong, .out = big}); },
+                 "8 channels do not split into 3");
   wrong = d.in, wrong.sizes.features = 41;
-  expectRejected([&](const Exec& e) { deformableAggregation(e, {wrong, big}); }, "the layout's maps span 40");
+  expectRejected([&](const Exec& e) { deformableAggregation(e, {.in = wrong, .out = big}); },
+                 "the layout's maps span 40");
   wrong = d.in, wrong.locations = small;
-  expectRejected([&](const Exec& e) { deformableAggregation(e, {wrong, big}); }, "locations holds 5");
+  expectRejected([&](const Exec& e) { deformableAggregation(e, {.in = wrong, .out = big}); }, "locations holds 5");
+  expectRejected([&](const Exec& e) { deformableAggregationBackward(e, {.in = d.in, .gradOut = big}); },
+                 "no gradient asked for");
   expectRejected(
-      [&](const Exec& e) {
-        deformableAggregationBackward(e, {d.in, big, {}, {}, {}, {}});
-      },
-      "no gradient asked for");
-  expectRejected(
-      [&](const Exec& e) {
-        deformableAggregationBackward(e, {d.in, big, big, {}, {}, {}});
-      },
+      [&](const Exec& e) { deformableAggregationBackward(e, {.in = d.in, .gradOut = big, .gradFeatures = big}); },
       "deformableAggregationBackward: scratch");
   FeatureMapLayout past = op.layout;
   past.scaleStartIndex[1] = 30;

@@ -98,7 +98,9 @@ TEST_P(FittingOps, WindingNumbersMatchReference) {
   DeviceBuffer distances = device().allocate(ElementType::Float32, 1001);
   out.fill(nanBits());
   distances.fill(nanBits());
-  run([&](const Exec& exec) { windingNumbers(exec, {&mesh, 1001, x, out, distances}); });
+  run([&](const Exec& exec) {
+    windingNumbers(exec, {.mesh = &mesh, .points = 1001, .x = x, .windings = out, .distances = distances});
+  });
   const std::vector<float> got = out.download<float>(1001);
   // Distances at every point, near the surface too: a float nearest point of coordinates ≤ 1.4 is within a few
   // ulps (1e-7 each) of the double one, so 1e-5 leaves a wide margin.
@@ -107,7 +109,7 @@ TEST_P(FittingOps, WindingNumbersMatchReference) {
   for (size_t q = 0; q < wantDistances.size(); ++q)
     EXPECT_NEAR(gotDistances[q], wantDistances[q], 1e-5) << "point " << q;
   out.fill(nanBits());  // without distances: the same winding numbers
-  run([&](const Exec& exec) { windingNumbers(exec, {&mesh, 1001, x, out}); });
+  run([&](const Exec& exec) { windingNumbers(exec, {.mesh = &mesh, .points = 1001, .x = x, .windings = out}); });
   EXPECT_EQ(out.download<float>(1001), got);
   size_t inside = 0, compared = 0;
   for (size_t q = 0; q < want.size(); ++q) {
@@ -123,15 +125,12 @@ TEST_P(FittingOps, WindingNumbersMatchReference) {
                 DeviceTriangleMesh(device(), {0, 0, 0, 1, 0, 0}, {0, 1, 2});
               }),
               testing::HasSubstr("face 0's corner 2 is vertex 2, not in [0, 2)"));
-  expectRejected(
-      [&](const Exec& e) {
-        windingNumbers(e, {&mesh, 1002, x, out});
-      },
-      "windingNumbers: x holds 3003 elements");
+  expectRejected([&](const Exec& e) { windingNumbers(e, {.mesh = &mesh, .points = 1002, .x = x, .windings = out}); },
+                 "windingNumbers: x holds 3003 elements");
   const DeviceBuffer short1000 = device().allocate(ElementType::Float32, 1000);
   expectRejected(
       [&](const Exec& e) {
-        windingNumbers(e, {&mesh, 1001, x, out, short1000});
+        windingNumbers(e, {.mesh = &mesh, .points = 1001, .x = x, .windings = out, .distances = short1000});
       },
       "windingNumbers: distances holds 1000 elements");
 }
@@ -156,9 +155,17 @@ TEST_P(FittingOps, AdamMatchesReference) {
       }
     }
     DeviceBuffer g = device().upload(cast<float>(grads));
-    run([&](const Exec& exec) { adamStep(exec, {p, g, mm, vv, settings, step}); });
+    run([&](const Exec& exec) {
+      adamStep(exec, {.params = p, .grads = g, .m = mm, .v = vv, .settings = settings, .step = step});
+    });
   }
   EXPECT_TRUE(allClose(p.download<float>(n), params, Tol{1e-6, 0}));
-  expectRejected([&](const Exec& e) { adamStep(e, {p, p, mm, vv, {0.01, 1.0, 0.999, 1e-8}, 1}); }, "betas in [0, 1)");
-  expectRejected([&](const Exec& e) { adamStep(e, {p, p, mm, vv, settings, 0}); }, "steps count from 1");
+  expectRejected(
+      [&](const Exec& e) {
+        adamStep(e, {.params = p, .grads = p, .m = mm, .v = vv, .settings = {0.01, 1.0, 0.999, 1e-8}, .step = 1});
+      },
+      "betas in [0, 1)");
+  expectRejected(
+      [&](const Exec& e) { adamStep(e, {.params = p, .grads = p, .m = mm, .v = vv, .settings = settings, .step = 0}); },
+      "steps count from 1");
 }

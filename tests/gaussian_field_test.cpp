@@ -201,8 +201,14 @@ TEST_P(GaussianFieldOp, MatchesReference) {
     DeviceBuffer backScratch = poisoned(device(), gaussianFieldScratchFloats(B, N, C, true));
     auto runBoth = [&] {
       run([&](const Exec& exec) {
-        gaussianField(exec, {d.in, field, distances, scratch});
-        gaussianFieldBackward(exec, {d.in, gradIn, gPoints, gMeans, gChol, gWeights, backScratch});
+        gaussianField(exec, {.in = d.in, .field = field, .mahalanobis = distances, .scratch = scratch});
+        gaussianFieldBackward(exec, {.in = d.in,
+                                     .gradField = gradIn,
+                                     .gradPoints = gPoints,
+                                     .gradMeans = gMeans,
+                                     .gradCholesky = gChol,
+                                     .gradWeights = gWeights,
+                                     .scratch = backScratch});
       });
       return std::vector<std::vector<float>>{
           field.download<float>(size_t(B) * C),   distances.download<float>(size_t(B) * N),
@@ -235,7 +241,9 @@ TEST_P(GaussianFieldOp, BackwardWritesOnlyWhatIsAsked) {
   const DeviceField d(device(), f);
   DeviceBuffer gradIn = device().upload(cast<float>(gradField)), gWeights = poisoned(device(), 200 * 4);
   DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(300, 200, 4, true));
-  run([&](const Exec& exec) { gaussianFieldBackward(exec, {d.in, gradIn, {}, {}, {}, gWeights, scratch}); });
+  run([&](const Exec& exec) {
+    gaussianFieldBackward(exec, {.in = d.in, .gradField = gradIn, .gradWeights = gWeights, .scratch = scratch});
+  });
   EXPECT_TRUE(allClose(gWeights.download<float>(200 * 4), want.weights,
                        Tol{1e-5 * std::sqrt(300.0) * largest(want.weights), 0}));
 }
@@ -244,30 +252,19 @@ TEST_P(GaussianFieldOp, RejectsBadArguments) {
   const GaussianFieldRef f = randomField(10, 4, 2, GaussianShape::Anisotropic);
   DeviceField d(device(), f);
   DeviceBuffer big = device().allocate(ElementType::Float32, 4096), small = device().allocate(ElementType::Float32, 5);
-  expectRejected(
-      [&](const Exec& e) {
-        gaussianField(e, {d.in, small, {}, big});
-      },
-      "gaussianField: field holds 5 elements");
+  expectRejected([&](const Exec& e) { gaussianField(e, {.in = d.in, .field = small, .scratch = big}); },
+                 "gaussianField: field holds 5 elements");
   GaussianFieldInputs wrong = d.in;
   wrong.channels = 33;
-  expectRejected([&](const Exec& e) { gaussianField(e, {wrong, big, {}, big}); }, "33 channels, not 1 to 32");
+  expectRejected([&](const Exec& e) { gaussianField(e, {.in = wrong, .field = big, .scratch = big}); },
+                 "33 channels, not 1 to 32");
   wrong = d.in, wrong.shape = GaussianShape::Anisotropic, wrong.cholesky = small;
-  expectRejected(
-      [&](const Exec& e) {
-        gaussianField(e, {wrong, big, {}, big});
-      },
-      "gaussianField: cholesky holds 5 elements");
-  expectRejected(
-      [&](const Exec& e) {
-        gaussianFieldBackward(e, {d.in, big, {}, {}, {}, {}, big});
-      },
-      "no gradient asked for");
-  expectRejected(
-      [&](const Exec& e) {
-        gaussianFieldBackward(e, {d.in, big, big, {}, {}, {}, {}});
-      },
-      "gaussianFieldBackward: scratch");
+  expectRejected([&](const Exec& e) { gaussianField(e, {.in = wrong, .field = big, .scratch = big}); },
+                 "gaussianField: cholesky holds 5 elements");
+  expectRejected([&](const Exec& e) { gaussianFieldBackward(e, {.in = d.in, .gradField = big, .scratch = big}); },
+                 "no gradient asked for");
+  expectRejected([&](const Exec& e) { gaussianFieldBackward(e, {.in = d.in, .gradField = big, .gradPoints = big}); },
+                 "gaussianFieldBackward: scratch");
 }
 
 namespace {
@@ -414,9 +411,16 @@ TEST_P(GaussianFieldOp, CulledMatchesReference) {
     DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, C, true));
     auto runAll = [&] {
       run([&](const Exec& exec) {
-        buildGaussianGrid(exec, {d.in, float(c.epsilon), grid});
-        gaussianField(exec, {d.in, field, {}, {}, grid});
-        gaussianFieldBackward(exec, {d.in, gradIn, gPoints, gMeans, gChol, gWeights, scratch, grid});
+        buildGaussianGrid(exec, {.in = d.in, .epsilon = float(c.epsilon), .grid = grid});
+        gaussianField(exec, {.in = d.in, .field = field, .grid = grid});
+        gaussianFieldBackward(exec, {.in = d.in,
+                                     .gradField = gradIn,
+                                     .gradPoints = gPoints,
+                                     .gradMeans = gMeans,
+                                     .gradCholesky = gChol,
+                                     .gradWeights = gWeights,
+                                     .scratch = scratch,
+                                     .grid = grid});
       });
       return std::vector<std::vector<float>>{
           field.download<float>(size_t(B) * C), gPoints.download<float>(size_t(B) * 3),
@@ -463,8 +467,8 @@ TEST_P(GaussianFieldOp, CrowdedCellsAreSorted) {
   DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(B, N));
   DeviceBuffer field = poisoned(device(), B);
   run([&](const Exec& exec) {
-    buildGaussianGrid(exec, {d.in, float(f.epsilon), grid});
-    gaussianField(exec, {d.in, field, {}, {}, grid});
+    buildGaussianGrid(exec, {.in = d.in, .epsilon = float(f.epsilon), .grid = grid});
+    gaussianField(exec, {.in = d.in, .field = field, .grid = grid});
   });
   const std::vector<uint32_t> words = grid.download<uint32_t>();
   const uint32_t cells = gaussianGridCells(N);
@@ -507,8 +511,9 @@ TEST_P(GaussianFieldOp, PointListsAreSortedByCell) {
     DeviceBuffer gradIn = device().upload(cast<float>(uniform(B, -1, 1))), gMeans = poisoned(device(), size_t(N) * 3);
     DeviceBuffer scratch = poisoned(device(), gaussianFieldScratchFloats(B, N, 1, true));
     run([&](const Exec& exec) {
-      buildGaussianGrid(exec, {d.in, 1e-3f, grid});
-      gaussianFieldBackward(exec, {d.in, gradIn, {}, gMeans, {}, {}, scratch, grid});
+      buildGaussianGrid(exec, {.in = d.in, .epsilon = 1e-3f, .grid = grid});
+      gaussianFieldBackward(exec,
+                            {.in = d.in, .gradField = gradIn, .gradMeans = gMeans, .scratch = scratch, .grid = grid});
     });
     const std::vector<uint32_t> w = grid.download<uint32_t>(words);
     // The grid's tail (gaussian_grid.cpp's layout): the points' counts, starts (cells + 1) and entries, then the
@@ -582,8 +587,8 @@ TEST_P(GaussianFieldOp, CulledBinsMorePointsThanOneLaunchHolds) {
     DeviceBuffer gMeans = poisoned(device(), N * 3), gChol = poisoned(device(), N * 6);
     DeviceBuffer gWeights = poisoned(device(), N);
     run([&](const Exec& exec) {
-      buildGaussianGrid(exec, {d.in, float(f.epsilon), grid});
-      gaussianField(exec, {in, field, {}, {}, grid});
+      buildGaussianGrid(exec, {.in = d.in, .epsilon = float(f.epsilon), .grid = grid});
+      gaussianField(exec, {.in = in, .field = field, .grid = grid});
       gaussianFieldBackward(exec,
                             {in, gradIn.view().slice(first, count), gPoints, gMeans, gChol, gWeights, scratch, grid});
     });
@@ -634,13 +639,15 @@ TEST_P(GaussianFieldOp, CulledModeRejectsBadArguments) {
   DeviceBuffer grid = device().allocate(ElementType::UInt32, gaussianGridWords(10, 4));
   DeviceBuffer floats = device().allocate(ElementType::Float32, gaussianGridWords(10, 4));
   DeviceBuffer small = device().allocate(ElementType::UInt32, 16);
-  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 0.0f, grid}); }, "epsilon is 0");
-  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, NAN, grid}); }, "epsilon is nan");
-  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 1e-3f, small}); }, "buildGaussianGrid: grid");
-  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {d.in, 1e-3f, floats}); }, "buildGaussianGrid: grid");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {.in = d.in, .epsilon = 0.0f, .grid = grid}); },
+                 "epsilon is 0");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {.in = d.in, .epsilon = NAN, .grid = grid}); },
+                 "epsilon is nan");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {.in = d.in, .epsilon = 1e-3f, .grid = small}); },
+                 "buildGaussianGrid: grid");
+  expectRejected([&](const Exec& e) { buildGaussianGrid(e, {.in = d.in, .epsilon = 1e-3f, .grid = floats}); },
+                 "buildGaussianGrid: grid");
   expectRejected(
-      [&](const Exec& e) {
-        gaussianField(e, {d.in, floats, floats, {}, grid});
-      },
+      [&](const Exec& e) { gaussianField(e, {.in = d.in, .field = floats, .mahalanobis = floats, .grid = grid}); },
       "culled mode (a grid) has none");
 }

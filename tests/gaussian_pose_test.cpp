@@ -136,7 +136,15 @@ TEST_P(GaussianPoseOp, MatchesReference) {
     DeviceBuffer outCholesky = device().allocate(ElementType::Float32, size_t(N) * 6 + 5);
     outMeans.fill(nanBits()), outCholesky.fill(nanBits());
     device().run(backend(), [&](const Exec& e) {
-      poseGaussians(e, {N, J, t, joints, means, cholesky, post, outMeans, outCholesky});
+      poseGaussians(e, {.gaussians = N,
+                        .joints = J,
+                        .transforms = t,
+                        .gaussianJoints = joints,
+                        .means = means,
+                        .cholesky = cholesky,
+                        .post = post,
+                        .posedMeans = outMeans,
+                        .posedCholesky = outCholesky});
     });
     const std::vector<float> gotMeans = outMeans.download<float>(), gotCholesky = outCholesky.download<float>();
     EXPECT_TRUE(
@@ -159,7 +167,15 @@ TEST_P(GaussianPoseOp, BadJointGivesNaNForItsGaussianOnly) {
   DeviceBuffer outMeans = device().allocate(ElementType::Float32, N * 3);
   DeviceBuffer outCholesky = device().allocate(ElementType::Float32, N * 6);
   device().run(backend(), [&](const Exec& e) {
-    poseGaussians(e, {N, J, t, joints, means, cholesky, kIdentityTransform34, outMeans, outCholesky});
+    poseGaussians(e, {.gaussians = N,
+                      .joints = J,
+                      .transforms = t,
+                      .gaussianJoints = joints,
+                      .means = means,
+                      .cholesky = cholesky,
+                      .post = kIdentityTransform34,
+                      .posedMeans = outMeans,
+                      .posedCholesky = outCholesky});
   });
   const std::vector<float> m = outMeans.download<float>(), c = outCholesky.download<float>();
   for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(std::isfinite(m[k]));
@@ -173,19 +189,43 @@ TEST_P(GaussianPoseOp, RejectsBadArguments) {
   DeviceBuffer f = device().allocate(ElementType::Float32, 4 * 6);
   expectRejected(
       [&](const Exec& e) {
-        poseGaussians(e, {4, 3, t, joints, f, f, kIdentityTransform34, f, f});
+        poseGaussians(e, {.gaussians = 4,
+                          .joints = 3,
+                          .transforms = t,
+                          .gaussianJoints = joints,
+                          .means = f,
+                          .cholesky = f,
+                          .post = kIdentityTransform34,
+                          .posedMeans = f,
+                          .posedCholesky = f});
       },
       "poseGaussians: transforms holds 24 elements, its shape needs 36");
   expectRejected(
       [&](const Exec& e) {
-        poseGaussians(e, {4, 2, t, f, f, f, kIdentityTransform34, f, f});
+        poseGaussians(e, {.gaussians = 4,
+                          .joints = 2,
+                          .transforms = t,
+                          .gaussianJoints = f,
+                          .means = f,
+                          .cholesky = f,
+                          .post = kIdentityTransform34,
+                          .posedMeans = f,
+                          .posedCholesky = f});
       },
       "gaussianJoints");
   std::array<float, 12> bad = kIdentityTransform34;
   bad[3] = std::nanf("");
   expectRejected(
       [&](const Exec& e) {
-        poseGaussians(e, {4, 2, t, joints, f, f, bad, f, f});
+        poseGaussians(e, {.gaussians = 4,
+                          .joints = 2,
+                          .transforms = t,
+                          .gaussianJoints = joints,
+                          .means = f,
+                          .cholesky = f,
+                          .post = bad,
+                          .posedMeans = f,
+                          .posedCholesky = f});
       },
       "poseGaussians: post holds a non-finite value");
 }

@@ -128,8 +128,15 @@ TEST_P(InterpolateOp, ForwardAndBackwardMatchReference) {
     gBary.fill(nanBits());
     gAttr.fill(0);
     run([&](const Exec& exec) {
-      interpolate(exec, {d, attr, ids, bary, faces, out});
-      interpolateBackward(exec, {d, attr, ids, bary, faces, gradOut, gAttr, gBary});
+      interpolate(exec, {.desc = d, .attr = attr, .findices = ids, .barycentrics = bary, .faces = faces, .out = out});
+      interpolateBackward(exec, {.desc = d,
+                                 .attr = attr,
+                                 .findices = ids,
+                                 .barycentrics = bary,
+                                 .faces = faces,
+                                 .gradOut = gradOut,
+                                 .gradAttr = gAttr,
+                                 .gradBarycentrics = gBary});
     });
     expectInterpolation(c, out.download<float>(), gAttr.download<float>(), gBary.download<float>());
   }
@@ -169,7 +176,12 @@ TEST_P(InterpolateOp, FollowsRasterizeWithoutWaiting) {
                        .findices = ids[call],
                        .barycentrics = bary[call]});
       exec.barrier();
-      interpolate(exec, {{pixels, C, N, M}, attr, ids[call], bary[call], faces, out[call]});
+      interpolate(exec, {.desc = {pixels, C, N, M},
+                         .attr = attr,
+                         .findices = ids[call],
+                         .barycentrics = bary[call],
+                         .faces = faces,
+                         .out = out[call]});
       exec.barrier();
     }
   });
@@ -190,27 +202,47 @@ TEST_P(InterpolateOp, RejectsBadArguments) {
                out = device().allocate(ElementType::Float32, size_t(c.pixels()) * 2);
   expectRejected(
       [&](const Exec& e) {
-        interpolate(e, {d, attr, ids, bary, faces, out.view().slice(0, 5)});
+        interpolate(e, {.desc = d,
+                        .attr = attr,
+                        .findices = ids,
+                        .barycentrics = bary,
+                        .faces = faces,
+                        .out = out.view().slice(0, 5)});
       },
       "interpolate: out holds 5 elements");
   expectRejected(
       [&](const Exec& e) {
-        interpolate(e, {d, attr, bary, bary, faces, out});
+        interpolate(e, {.desc = d, .attr = attr, .findices = bary, .barycentrics = bary, .faces = faces, .out = out});
       },
       "interpolate: findices holds float32");
   expectRejected(
       [&](const Exec& e) {
-        interpolate(e, {d, attr.view().slice(0, 3), ids, bary, faces, out});
+        interpolate(e, {.desc = d,
+                        .attr = attr.view().slice(0, 3),
+                        .findices = ids,
+                        .barycentrics = bary,
+                        .faces = faces,
+                        .out = out});
       },
       "interpolate: attr holds 3 elements");
   expectRejected(
       [&](const Exec& e) {
-        interpolate(e, {{d.pixels, 0, d.vertexCount, d.faceCount}, attr, ids, bary, faces, out});
+        interpolate(e, {.desc = {d.pixels, 0, d.vertexCount, d.faceCount},
+                        .attr = attr,
+                        .findices = ids,
+                        .barycentrics = bary,
+                        .faces = faces,
+                        .out = out});
       },
       "channels must be >= 1");
   expectRejected(
       [&](const Exec& e) {
-        interpolate(e, {{d.pixels, 2, d.vertexCount, d.faceCount, 8}, attr, ids, bary, faces, out});
+        interpolate(e, {.desc = {d.pixels, 2, d.vertexCount, d.faceCount, 8},
+                        .attr = attr,
+                        .findices = ids,
+                        .barycentrics = bary,
+                        .faces = faces,
+                        .out = out});
       },
       "");  // 8 does not divide 63
 }

@@ -79,7 +79,10 @@ TEST_P(LinearBlendSkinningOp, MatchesReference) {
     DeviceBuffer restBuf = device().upload(cast<float>(rest)), skinningBuf = device().upload(cast<float>(skinning));
     DeviceBuffer positions = device().allocate(ElementType::Float32, size_t(c.batch) * c.vertices * 3);
     positions.fill(nanBits());
-    run([&](const Exec& exec) { linearBlendSkinning(exec, {&skin, c.batch, restBuf, skinningBuf, positions}); });
+    run([&](const Exec& exec) {
+      linearBlendSkinning(
+          exec, {.weights = &skin, .batch = c.batch, .rest = restBuf, .skinning = skinningBuf, .positions = positions});
+    });
     double largest = 1;
     for (double x : want) largest = std::max(largest, std::abs(x));
     EXPECT_TRUE(allClose(positions.download<float>(want.size()), want, Tol{1e-5 * largest, 0}));
@@ -95,17 +98,17 @@ TEST_P(LinearBlendSkinningOp, RejectsBadArguments) {
   DeviceBuffer small = device().allocate(ElementType::Float32, 5), big = device().allocate(ElementType::Float32, 1024);
   expectRejected(
       [&](const Exec& e) {
-        linearBlendSkinning(e, {&skin, 2, small, big, big});
+        linearBlendSkinning(e, {.weights = &skin, .batch = 2, .rest = small, .skinning = big, .positions = big});
       },
       "linearBlendSkinning: rest holds 5 elements");
   expectRejected(
       [&](const Exec& e) {
-        linearBlendSkinning(e, {&skin, 2, big, small, big});
+        linearBlendSkinning(e, {.weights = &skin, .batch = 2, .rest = big, .skinning = small, .positions = big});
       },
       "linearBlendSkinning: skinning holds 5 elements");
   expectRejected(
       [&](const Exec& e) {
-        linearBlendSkinning(e, {nullptr, 2, big, big, big});
+        linearBlendSkinning(e, {.weights = nullptr, .batch = 2, .rest = big, .skinning = big, .positions = big});
       },
       "the skin weights are missing");
 }

@@ -141,8 +141,8 @@ TEST_P(ProjectOp, MatchesReference) {
                  gradMatrices = device().allocate(ElementType::Float32, size_t(d.views) * 16);
     for (DeviceBuffer* b : {&clip, &gradPoints, &gradMatrices}) b->fill(nanBits());
     run([&](const Exec& exec) {
-      project(exec, {d, bp, bm, clip});
-      projectBackward(exec, {d, bg, bm, gradPoints});
+      project(exec, {.desc = d, .points = bp, .matrices = bm, .clip = clip});
+      projectBackward(exec, {.desc = d, .gradClip = bg, .matrices = bm, .gradPoints = gradPoints});
       projectMatrixGrad(exec, {d, bp, bg, gradMatrices});
     });
     expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
@@ -155,13 +155,23 @@ TEST_P(ProjectOp, RejectsBadArguments) {
   ProjectDesc d{2, 10, false};
   DeviceBuffer small = device().allocate(ElementType::Float32, 4), big = device().allocate(ElementType::Float32, 1024);
   DeviceBuffer ints = device().allocate(ElementType::Int32, 1024);
-  expectRejected([&](const Exec& e) { project(e, {d, small, big, big}); }, "project: points holds 4 elements");
-  expectRejected([&](const Exec& e) { project(e, {d, big, small, big}); }, "project: matrices holds 4 elements");
-  expectRejected([&](const Exec& e) { project(e, {d, big, big, ints}); }, "project: clip holds int32");
-  expectRejected([&](const Exec& e) { project(e, {d, big, {}, big}); }, "project: matrices is missing");
-  expectRejected([&](const Exec& e) { projectBackward(e, {d, big, big, small}); }, "gradPoints holds 4 elements");
+  expectRejected([&](const Exec& e) { project(e, {.desc = d, .points = small, .matrices = big, .clip = big}); },
+                 "project: points holds 4 elements");
+  expectRejected([&](const Exec& e) { project(e, {.desc = d, .points = big, .matrices = small, .clip = big}); },
+                 "project: matrices holds 4 elements");
+  expectRejected([&](const Exec& e) { project(e, {.desc = d, .points = big, .matrices = big, .clip = ints}); },
+                 "project: clip holds int32");
+  expectRejected([&](const Exec& e) { project(e, {.desc = d, .points = big, .clip = big}); },
+                 "project: matrices is missing");
+  expectRejected(
+      [&](const Exec& e) { projectBackward(e, {.desc = d, .gradClip = big, .matrices = big, .gradPoints = small}); },
+      "gradPoints holds 4 elements");
   expectRejected([&](const Exec& e) { projectMatrixGrad(e, {d, big, big, small}); }, "gradMatrices holds 4 elements");
-  expectRejected([&](const Exec& e) { project(e, {{0, 4, false}, big, big, big}); }, "views must be >= 1");
+  expectRejected(
+      [&](const Exec& e) {
+        project(e, {.desc = {0, 4, false}, .points = big, .matrices = big, .clip = big});
+      },
+      "views must be >= 1");
 }
 
 // ---- the differentiable pipeline --------------------------------------------------------------------------------
@@ -433,9 +443,15 @@ TEST_P(DifferentiablePipelineOp, MatchesReference) {
   const InterpolateDesc interp{uint32_t(pixels), 3, m.vertexCount, M};
   run([&](const Exec& exec) {
     // Each op reads the one before it.
-    skin.forward(exec, {1, pose, betas, expr, transl, points, joints});
+    skin.forward(exec, {.batch = 1,
+                        .pose = pose,
+                        .betas = betas,
+                        .expression = expr,
+                        .transl = transl,
+                        .vertices = points,
+                        .joints = joints});
     exec.barrier();
-    project(exec, {p.project, points, matrices, clip});
+    project(exec, {.desc = p.project, .points = points, .matrices = matrices, .clip = clip});
     exec.barrier();
     rasterize(exec, {.desc = p.raster,
                      .vertexCount = m.vertexCount,
@@ -446,13 +462,33 @@ TEST_P(DifferentiablePipelineOp, MatchesReference) {
                      .findices = ids,
                      .barycentrics = bary});
     exec.barrier();
-    interpolateBackward(exec, {interp, colours, ids, bary, faces, gradImage, gradColours, gradBary});
+    interpolateBackward(exec, {.desc = interp,
+                               .attr = colours,
+                               .findices = ids,
+                               .barycentrics = bary,
+                               .faces = faces,
+                               .gradOut = gradImage,
+                               .gradAttr = gradColours,
+                               .gradBarycentrics = gradBary});
     exec.barrier();
-    rasterizeBackward(exec, {p.raster, m.vertexCount, M, clip, faces, ids, gradBary, gradClip});
+    rasterizeBackward(exec, {.desc = p.raster,
+                             .vertexCount = m.vertexCount,
+                             .faceCount = M,
+                             .positions = clip,
+                             .faces = faces,
+                             .findices = ids,
+                             .gradBarycentrics = gradBary,
+                             .gradPositions = gradClip});
     exec.barrier();
-    projectBackward(exec, {p.project, gradClip, matrices, gradPoints});
+    projectBackward(exec, {.desc = p.project, .gradClip = gradClip, .matrices = matrices, .gradPoints = gradPoints});
     projectMatrixGrad(exec, {p.project, points, gradClip, gradCameras});
-    skin.backward(exec, {1, pose, gradPoints, {}, gPose, gBetas, gExpr, gTransl});
+    skin.backward(exec, {.batch = 1,
+                         .pose = pose,
+                         .gradVertices = gradPoints,
+                         .gradPose = gPose,
+                         .gradBetas = gBetas,
+                         .gradExpression = gExpr,
+                         .gradTransl = gTransl});
   });
   const auto gpuClip = clip.download<float>();
   // The skinning's own tolerance (5e-5 m) through matrices of norm ≤ 3.
