@@ -143,7 +143,7 @@ TEST_P(ProjectOp, MatchesReference) {
     run([&](const Exec& exec) {
       project(exec, {.desc = d, .points = bp, .matrices = bm, .clip = clip});
       projectBackward(exec, {.desc = d, .gradClip = bg, .matrices = bm, .gradPoints = gradPoints});
-      projectMatrixGrad(exec, {d, bp, bg, gradMatrices});
+      projectMatrixGrad(exec, {.desc = d, .points = bp, .gradClip = bg, .gradMatrices = gradMatrices});
     });
     expectProject(d, points, m, gradClip, clip.download<float>(d.clipFloats()),
                   gradPoints.download<float>(d.pointFloats()), gradMatrices.download<float>(size_t(d.views) * 16));
@@ -166,7 +166,9 @@ TEST_P(ProjectOp, RejectsBadArguments) {
   expectRejected(
       [&](const Exec& e) { projectBackward(e, {.desc = d, .gradClip = big, .matrices = big, .gradPoints = small}); },
       "gradPoints holds 4 elements");
-  expectRejected([&](const Exec& e) { projectMatrixGrad(e, {d, big, big, small}); }, "gradMatrices holds 4 elements");
+  expectRejected(
+      [&](const Exec& e) { projectMatrixGrad(e, {.desc = d, .points = big, .gradClip = big, .gradMatrices = small}); },
+      "gradMatrices holds 4 elements");
   expectRejected(
       [&](const Exec& e) {
         project(e, {.desc = {0, 4, false}, .points = big, .matrices = big, .clip = big});
@@ -481,7 +483,7 @@ TEST_P(DifferentiablePipelineOp, MatchesReference) {
                              .gradPositions = gradClip});
     exec.barrier();
     projectBackward(exec, {.desc = p.project, .gradClip = gradClip, .matrices = matrices, .gradPoints = gradPoints});
-    projectMatrixGrad(exec, {p.project, points, gradClip, gradCameras});
+    projectMatrixGrad(exec, {.desc = p.project, .points = points, .gradClip = gradClip, .gradMatrices = gradCameras});
     skin.backward(exec, {.batch = 1,
                          .pose = pose,
                          .gradVertices = gradPoints,

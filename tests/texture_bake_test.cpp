@@ -268,8 +268,16 @@ TEST_P(TextureBakeGpu, MatchesTheReference) {
                weights = test::poisoned(device(), size_t(d.texels) * d.views);
   DeviceBuffer faces = device().upload(a.faces);
   run([&](const Exec& e) {
-    bakeSamples(e, {d, positions, faces, baker.texelFaces(), baker.texelBary(), baker.viewFaces(), baker.viewBary(),
-                    baker.cameras(), locations, weights});
+    bakeSamples(e, {.desc = d,
+                    .positions = positions,
+                    .faces = faces,
+                    .texelFaces = baker.texelFaces(),
+                    .texelBary = baker.texelBary(),
+                    .viewFaces = baker.viewFaces(),
+                    .viewBary = baker.viewBary(),
+                    .matrices = baker.cameras(),
+                    .locations = locations,
+                    .weights = weights});
   });
   const std::vector<float> gotLocations = locations.download<float>(), gotWeights = weights.download<float>();
   EXPECT_EQ(gotWeights, baker.weights().download<float>());

@@ -111,7 +111,7 @@ void TextureBaker::setCameras(const std::vector<float>& matrices) {
 void TextureBaker::renderViews(const Exec& exec, DeviceView positions, DeviceView attributes) {
   Buffers& b = *m_buffers;
   const uint32_t N = m_desc.vertexCount, F = m_desc.faceCount;
-  project(exec, {{m_desc.views, N, false}, positions, b.cameras, b.clip});
+  project(exec, {.desc = {m_desc.views, N, false}, .points = positions, .matrices = b.cameras, .clip = b.clip});
   exec.barrier();
   rasterize(exec, {.desc = b.scratchState.next(b.raster),
                    .vertexCount = N,
@@ -128,8 +128,16 @@ void TextureBaker::renderViews(const Exec& exec, DeviceView positions, DeviceVie
 
 void TextureBaker::samples(const Exec& exec, DeviceView positions) {
   Buffers& b = *m_buffers;
-  bakeSamples(exec, {m_desc, positions, b.faces, b.texelFaces, b.texelBary, b.viewFaces, b.viewBary, b.cameras,
-                     b.locations, b.weights});
+  bakeSamples(exec, {.desc = m_desc,
+                     .positions = positions,
+                     .faces = b.faces,
+                     .texelFaces = b.texelFaces,
+                     .texelBary = b.texelBary,
+                     .viewFaces = b.viewFaces,
+                     .viewBary = b.viewBary,
+                     .matrices = b.cameras,
+                     .locations = b.locations,
+                     .weights = b.weights});
 }
 
 void TextureBaker::aggregate(const Exec& exec, DeviceView texture) {
