@@ -67,12 +67,13 @@ void runGaussian(std::vector<Row>& rows, Device& device, Backend backend, int it
         rows.push_back(r);
       };
       // A CPU driver (lavapipe) takes minutes for a dense call past ~2^32 pairs, past the submission's time limit.
-      const bool cpuDevice = device.vulkan() && device.vulkan()->info().isCpu() && backend == Backend::Vulkan;
-      if (cpuDevice && pairs > 4294967296.0)
+      const bool skipDense =
+          backend == Backend::Vulkan && device.vulkan() && device.vulkan()->info().isCpu() && pairs > 4294967296.0;
+      if (skipDense)
         std::fprintf(stderr, "armature-bench: gaussian %s%s dense rows skipped: %.2g pairs a call on a CPU device\n",
                      field_.c_str(), size.c_str(), pairs);
       for (bool backward : {false, true}) {
-        if (cpuDevice && pairs > 4294967296.0) break;
+        if (skipDense) break;
         // Floors: arithmetic (the data is a few MB, read from L2 many times). Per pair the forward costs ~20 flops
         // (x − μ, L⁻¹·d, the square, the exponent, the weighted sum, an FMA counted as 2); the backward's two sides
         // ~80 more (each the forward's distance again, then the chain rule: 3 + 6 + 1 gradient terms).

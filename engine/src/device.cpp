@@ -8,7 +8,6 @@
 #include "armature/vk/timer.h"
 
 #include "armature/error.h"
-#include "armature/read_limits.h"
 
 #if ARMATURE_HAS_CUDA
 #include "armature/cuda/runtime.h"
@@ -129,8 +128,6 @@ void OpChecks::view(const char* name, const DeviceView& v, ElementType type, siz
   ARM_CHECK(!v.empty(), "%s: %s is missing", m_op, name);
   ARM_CHECK(v.type == type, "%s: %s holds %s, expected %s", m_op, name, elementName(v.type), elementName(type));
   ARM_CHECK(v.count >= count, "%s: %s holds %zu elements, its shape needs %zu", m_op, name, v.count, count);
-  // Shapes multiply uint32 sizes in size_t; a view is bounded before a kernel indexes it in 32 bits.
-  const uint64_t bytes = checkedProduct({count, elementBytes(type)}, std::string(m_op) + ": " + name);
   switch (m_exec.backend()) {
     case Backend::Vulkan: {
       const auto& info = m_exec.context().info();
@@ -138,12 +135,12 @@ void OpChecks::view(const char* name, const DeviceView& v, ElementType type, siz
       ARM_CHECK(v.offset % info.minStorageBufferOffsetAlignment == 0,
                 "%s: %s starts %zu bytes into its buffer, not a multiple of the device's %llu", m_op, name, v.offset,
                 (unsigned long long)info.minStorageBufferOffsetAlignment);
-      // The whole view is bound (DeviceView::vulkan), so a view longer than what the op reads counts too.
-      ARM_CHECK(std::max<uint64_t>(bytes, v.bytes()) <= info.maxStorageBufferRange,
-                "%s: %s spans %llu bytes, beyond the device's storage buffer range (maxStorageBufferRange %llu)%s",
-                m_op, name, (unsigned long long)std::max<uint64_t>(bytes, v.bytes()),
-                (unsigned long long)info.maxStorageBufferRange,
-                bytes <= info.maxStorageBufferRange ? "; pass a slice of the elements the op reads" : "");
+      // The whole view is bound (DeviceView::vulkan), and it holds at least what the op reads.
+      ARM_CHECK(v.bytes() <= info.maxStorageBufferRange,
+                "%s: %s spans %zu bytes, beyond the device's storage buffer range (maxStorageBufferRange %llu)%s", m_op,
+                name, v.bytes(), (unsigned long long)info.maxStorageBufferRange,
+                count * elementBytes(type) <= info.maxStorageBufferRange ? "; pass a slice of the elements the op reads"
+                                                                         : "");
       break;
     }
     case Backend::Cuda:

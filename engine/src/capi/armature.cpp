@@ -131,11 +131,17 @@ DeviceView viewOf(const armature_tensor* t, const char* name) {
   return v;
 }
 
-Exec execOf(armature_device_t& device, const armature_exec* e) {
-  ARM_CHECK(e, "exec is NULL");
-  const Backend backend = backendOf(e->backend);
+// `b` as a backend, or Unavailable where this device cannot run it.
+Backend requireBackend(armature_device_t& device, armature_backend b) {
+  const Backend backend = backendOf(b);
   if (auto why = device.device->unavailable(backend))
     throw Unavailable(std::string(backendName(backend)) + ": " + *why);
+  return backend;
+}
+
+Exec execOf(armature_device_t& device, const armature_exec* e) {
+  ARM_CHECK(e, "exec is NULL");
+  const Backend backend = requireBackend(device, e->backend);
   if (backend == Backend::Cuda) return Exec::cuda(e->cuda_stream);
   ARM_CHECK(e->command_buffer, "exec.command_buffer is 0 for the Vulkan backend");
   return Exec::vulkan(*device.device->vulkan(), reinterpret_cast<VkCommandBuffer>(e->command_buffer));
@@ -268,15 +274,7 @@ void armature_device_destroy(armature_device device) {
 }
 
 armature_status armature_device_supports(armature_device device, armature_backend backend) {
-  armature_status status = ARMATURE_OK;
-  const armature_status checked = guard("armature_device_supports", [&] {
-    if (auto why = deref(device, "device").device->unavailable(backendOf(backend))) {
-      t_lastError = std::string("armature_device_supports: ") + backendName(backendOf(backend)) + ": " + *why;
-      status = ARMATURE_ERROR_UNAVAILABLE;
-    }
-  });
-  if (checked != ARMATURE_OK) return checked;
-  return status;
+  return guard("armature_device_supports", [&] { requireBackend(deref(device, "device"), backend); });
 }
 
 armature_status armature_buffer_create(armature_device device, armature_dtype dtype, uint64_t count,
@@ -359,8 +357,7 @@ armature_status armature_skinning_create(armature_device device, const armature_
     checkStruct(info, ARMATURE_STRUCT_SKINNING_INFO, "info");
     ARM_CHECK(out && info->model_path, "out or info.model_path is NULL");
     armature_device_t& d = deref(device, "device");
-    const Backend backend = backendOf(info->backend);
-    if (auto why = d.device->unavailable(backend)) throw Unavailable(std::string(backendName(backend)) + ": " + *why);
+    const Backend backend = requireBackend(d, info->backend);
     const BodyModel model = loadBodyModel(info->model_path);
     auto handle = std::make_unique<armature_skinning_t>();
     handle->device = &d;

@@ -286,9 +286,7 @@ Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage)
   try {
     createInstance(options);
     pickDevice();
-    m_info.int64Atomics = m_info.int64Atomics && !options.hide.int64Atomics;
-    m_info.subgroupSums = m_info.subgroupSums && !options.hide.subgroupSums;
-    m_info.float64 = m_info.float64 && !options.hide.float64;
+    hide(options.hide);
     createDevice(options);
 #if defined(__SANITIZE_ADDRESS__)
     keepLibrariesLoaded();
@@ -299,12 +297,16 @@ Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage)
   }
 }
 
+void Context::hide(const ContextOptions::Hidden& hidden) {
+  m_info.int64Atomics = m_info.int64Atomics && !hidden.int64Atomics;
+  m_info.subgroupSums = m_info.subgroupSums && !hidden.subgroupSums;
+  m_info.float64 = m_info.float64 && !hidden.float64;
+}
+
 Context::Context(const HostDevice& host, const ContextOptions& options) : m_onMessage(options.onMessage) {
   try {
     attach(host);
-    m_info.int64Atomics = m_info.int64Atomics && !options.hide.int64Atomics;
-    m_info.subgroupSums = m_info.subgroupSums && !options.hide.subgroupSums;
-    m_info.float64 = m_info.float64 && !options.hide.float64;
+    hide(options.hide);
     createOwnObjects();
   } catch (...) {
     destroy();  // only what this context created

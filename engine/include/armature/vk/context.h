@@ -168,6 +168,8 @@ class Context {
   void pickDevice();
   void createDevice(const ContextOptions& options);
   void attach(const HostDevice& host);
+  // Reports `hidden` absent in info(), before the device is created (so they are not enabled either).
+  void hide(const ContextOptions::Hidden& hidden);
   // Narrows info() to what `chain` and `extensions` enabled (both paths: own device and attached).
   void followEnabled(const VkPhysicalDeviceFeatures2& chain, const std::vector<std::string>& extensions);
   void createOwnObjects();
