@@ -12,6 +12,7 @@ build=${BUILD_DIR:-$root/build-asan}
 BUILD_DIR=$build BUILD_TYPE=RelWithDebInfo \
   CMAKE_ARGS="-DARMATURE_CUDA=OFF -DARMATURE_SANITIZE=ON ${CMAKE_ARGS:-}" "$root/scripts/build.sh"
 export ARMATURE_REQUIRE_VULKAN=${ARMATURE_REQUIRE_VULKAN:-1}
+export ARMATURE_GUARD_BUFFERS=1  # every Device allocation gets a guard band: shaders past their buffers fail
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/armature-xdg}; mkdir -p -m700 "$XDG_RUNTIME_DIR"
 export ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1
 export LSAN_OPTIONS=suppressions=$root/.ci/lsan.supp

@@ -18,4 +18,13 @@ export LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$work/host_renderer/host_renderer" "$model" "$work/host.png" 512 --validation
 "$build_dir/bin/armature" model render "$model" -o "$work/reference.png" --poses t-pose --height 512
 "$build_dir/bin/silhouette_agreement" "$work/host.png" "$work/reference.png" 0.99
+# CUDA skinning into the host's own (exportable) vertex buffer, where CUDA drives the GPU; exit 3 names why not.
+rc=0; "$work/host_renderer/host_renderer" "$model" "$work/host_cuda.png" 512 --validation --cuda || rc=$?
+if [ "$rc" = 3 ]; then
+  echo "installed_examples: the --cuda run skipped (reason above)"
+elif [ "$rc" = 0 ]; then
+  "$build_dir/bin/silhouette_agreement" "$work/host_cuda.png" "$work/reference.png" 0.99
+else
+  exit "$rc"
+fi
 "$work/c_api/skin_c" "$model" vulkan

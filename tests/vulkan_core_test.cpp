@@ -1,4 +1,5 @@
 // The Vulkan core itself: validation hook, device selection, buffers, the GPU timer.
+#include <cmath>
 #include <cstdlib>
 #include <volk.h>  // the library's own Vulkan function table
 
@@ -106,4 +107,42 @@ TEST(VulkanCore, ProgramsMustMatchTheirShadersInterface) {
   expectRefused(2, sizeof(AxpyPush) - 4, "a push struct shorter than the block");
   expectRefused(2, sizeof(AxpyPush) + 16, "a push struct of another layout");
   EXPECT_NO_THROW(ctx.program(shaders::axpy, AXPY_BINDINGS, sizeof(AxpyPush)));  // the cached program is still served
+}
+
+// The sanitizer build's out-of-bounds check for shaders (ContextOptions::guardBuffers): a shader made to run past
+// its buffers, by views that claim 10 more floats than were allocated, reads the guard band's NaNs, and its writes
+// into the band are reported when the buffer is freed. Without the band lavapipe clamps both silently.
+TEST(VulkanCore, GuardBandsCatchShadersPastTheirBuffers) {
+  ARM_REQUIRE_VULKAN(shared);
+  (void)shared;
+  std::vector<std::string> messages;
+  vk::ContextOptions o;
+  o.guardBuffers = true;
+  o.onMessage = [&](vk::MessageSeverity, const char* m) { messages.emplace_back(m); };
+  vk::Context ctx(o);
+  Device device(&ctx, Sharing::VulkanOnly);
+  const auto overlong = [](const DeviceBuffer& b) {  // 10 floats past the allocation, into its band
+    DeviceView v = b.view();
+    v.count += 10, v.guardBytes -= 40;
+    return v;
+  };
+  {  // a read past the end reads NaN
+    DeviceBuffer x = device.upload(std::vector<float>(90, 1.0f));
+    DeviceBuffer y = device.upload(std::vector<float>(100, 0.0f));
+    device.run(Backend::Vulkan, [&](const Exec& e) { axpy(e, {.a = 2, .x = overlong(x), .y = y}); });
+    const std::vector<float> out = y.download<float>();
+    EXPECT_EQ(out[89], 2.0f);
+    for (size_t i = 90; i < 100; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+  }
+  EXPECT_TRUE(messages.empty());  // reads leave the band as it was
+  {                               // a write past the end is reported when the buffer is freed
+    DeviceBuffer x = device.upload(std::vector<float>(100, 1.0f));
+    DeviceBuffer y = device.upload(std::vector<float>(90, 0.0f));
+    device.run(Backend::Vulkan, [&](const Exec& e) { axpy(e, {.a = 2, .x = x, .y = overlong(y)}); });
+    EXPECT_EQ(y.download<float>()[89], 2.0f);
+  }
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages[0].find("10 words past the end of a 360-byte buffer were written, the first 0 bytes past it"),
+            std::string::npos)
+      << messages[0];
 }

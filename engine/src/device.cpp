@@ -43,6 +43,7 @@ DeviceView DeviceView::slice(size_t first, size_t n) const {
   DeviceView v = *this;
   v.offset += first * elementBytes(type);
   v.count = n;
+  if (guardBytes) v.guardBytes += (count - first - n) * elementBytes(type);  // a guarded slice binds to the band
   return v;
 }
 
@@ -55,7 +56,7 @@ DeviceView DeviceView::as(ElementType other) const {
   return v;
 }
 
-vk::BufferView DeviceView::vulkan() const { return {vkBuffer, offset, std::max<size_t>(bytes(), 4)}; }
+vk::BufferView DeviceView::vulkan() const { return {vkBuffer, offset, std::max<size_t>(bytes() + guardBytes, 4)}; }
 
 DeviceView DeviceView::of(const vk::Buffer& buffer, ElementType type, size_t count) {
   const size_t whole = buffer.size() / elementBytes(type);
@@ -162,12 +163,46 @@ void OpChecks::optionalView(const char* name, const DeviceView& v, ElementType t
 
 // ---- memory -------------------------------------------------------------------------------------------------------
 
+namespace {
+constexpr uint32_t kGuardWord = 0x7fbadbadu;  // a NaN as a float, an index past any buffer as an integer
+constexpr size_t kGuardBytes = 4096;
+}  // namespace
+
 struct DeviceBuffer::Memory {
   vk::Buffer vulkan;  // Vulkan only
 #if ARMATURE_HAS_CUDA
   std::optional<interop::SharedBuffer> shared;
-  cuda::DeviceMemory cuda;  // CUDA only
+  cuda::DeviceMemory cuda;                          // CUDA only
+  std::optional<interop::ImportedMemory> imported;  // a host's memory (Device::adopt)
 #endif
+  bool adopted = false;            // the memory is the host's (Device::adopt)
+  vk::Context* guarded = nullptr;  // with a guard band (ContextOptions::guardBuffers): vulkan's context
+  size_t guardOffset = 0, guardBytes = 0;
+
+  Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() {
+    if (guardBytes) checkGuard();
+  }
+  // Reports a guard band that is no longer all canaries: a shader wrote past the buffer's end.
+  void checkGuard() const noexcept {
+    vk::Context& ctx = *guarded;
+    try {
+      std::vector<uint32_t> words(guardBytes / 4);
+      vulkan.download(words.data(), guardBytes, guardOffset);
+      size_t changed = 0, first = words.size();
+      for (size_t i = 0; i < words.size(); ++i)
+        if (words[i] != kGuardWord) changed++, first = std::min(first, i);
+      if (changed)
+        ctx.report(vk::MessageSeverity::Error,
+                   detail::format("guard band: %zu words past the end of a %zu-byte buffer were written, the first "
+                                  "%zu bytes past it (0x%08x): a shader wrote out of bounds",
+                                  changed, guardOffset, first * 4, words[first]));
+    } catch (const std::exception& e) {
+      ctx.report(vk::MessageSeverity::Error, std::string("guard band: could not be read back: ") + e.what());
+    }
+  }
 };
 
 DeviceBuffer::DeviceBuffer() = default;
@@ -184,8 +219,10 @@ bool DeviceBuffer::compressed() const {
 }
 
 void DeviceBuffer::upload(const void* data, size_t bytes, size_t offset) {
-  ARM_CHECK(m_memory && offset + bytes <= m_view.bytes(), "upload of %zu bytes at %zu into a %zu-byte buffer", bytes,
-            offset, m_view.bytes());
+  ARM_CHECK(m_memory && !m_memory->adopted,
+            "upload into an empty buffer or one the host owns (Device::adopt: fill it there)");
+  ARM_CHECK(offset + bytes <= m_view.bytes(), "upload of %zu bytes at %zu into a %zu-byte buffer", bytes, offset,
+            m_view.bytes());
   if (!bytes) return;
   if (m_memory->vulkan) return m_memory->vulkan.upload(data, bytes, offset);
 #if ARMATURE_HAS_CUDA
@@ -194,8 +231,10 @@ void DeviceBuffer::upload(const void* data, size_t bytes, size_t offset) {
 }
 
 void DeviceBuffer::download(void* data, size_t bytes, size_t offset) const {
-  ARM_CHECK(m_memory && offset + bytes <= m_view.bytes(), "download of %zu bytes at %zu from a %zu-byte buffer", bytes,
-            offset, m_view.bytes());
+  ARM_CHECK(m_memory && !m_memory->adopted,
+            "download from an empty buffer or one the host owns (Device::adopt: read it there)");
+  ARM_CHECK(offset + bytes <= m_view.bytes(), "download of %zu bytes at %zu from a %zu-byte buffer", bytes, offset,
+            m_view.bytes());
   if (!bytes) return;
   if (m_memory->vulkan) return m_memory->vulkan.download(data, bytes, offset);
 #if ARMATURE_HAS_CUDA
@@ -204,8 +243,9 @@ void DeviceBuffer::download(void* data, size_t bytes, size_t offset) const {
 }
 
 void DeviceBuffer::fill(uint32_t pattern) {
-  ARM_CHECK(m_memory, "fill of an empty buffer");
-  if (m_memory->vulkan) return m_memory->vulkan.fill(pattern);
+  ARM_CHECK(m_memory && !m_memory->adopted, "fill of an empty buffer or one the host owns (Device::adopt)");
+  if (m_memory->vulkan)  // not the guard band
+    return m_memory->vulkan.fill(pattern, 0, m_memory->guardBytes ? m_memory->guardOffset : VK_WHOLE_SIZE);
 #if ARMATURE_HAS_CUDA
   cuda::fill32(m_view.cudaBase, (m_view.bytes() + 3) / 4, pattern);
 #endif
@@ -288,9 +328,40 @@ DeviceBuffer Device::allocate(ElementType type, size_t count, bool compressible)
     return b;
   }
 #endif
-  b.m_memory->vulkan = vk::Buffer(
-      *m_vulkan, bytes, vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
+  // A guard band fits within the storage buffer range, so that every view of the buffer binds through it.
+  const size_t padded = (bytes + 3) / 4 * 4, range = m_vulkan->info().maxStorageBufferRange;
+  const size_t guard =
+      m_vulkan->guardsBuffers() && padded < range ? std::min(kGuardBytes, (range - padded) / 4 * 4) : 0;
+  b.m_memory->vulkan =
+      vk::Buffer(*m_vulkan, padded + guard,
+                 vk::kStorageUsage | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
   b.m_view.vkBuffer = b.m_memory->vulkan.handle();
+  if (guard) {
+    b.m_memory->vulkan.fill(kGuardWord, padded, guard);
+    b.m_memory->guarded = m_vulkan, b.m_memory->guardOffset = padded, b.m_memory->guardBytes = guard;
+    b.m_view.guardBytes = padded + guard - count * elementBytes(type);
+  }
+  return b;
+}
+
+DeviceBuffer Device::adopt(const HostAllocation& host, ElementType type, size_t count) {
+  ARM_CHECK(m_vulkan, "adopt: the device has no Vulkan context");
+  ARM_CHECK(host.buffer && host.memory, "adopt: the host's buffer and memory are both required");
+  size_t bytes = 0;
+  ARM_CHECK(!__builtin_mul_overflow(count, elementBytes(type), &bytes) && host.offset <= host.allocationSize &&
+                bytes <= host.allocationSize - host.offset,
+            "adopt: %zu %s at byte %llu do not fit the host's %llu-byte allocation", count, elementName(type),
+            (unsigned long long)host.offset, (unsigned long long)host.allocationSize);
+  DeviceBuffer b;
+  b.m_memory = std::make_unique<DeviceBuffer::Memory>();
+  b.m_memory->adopted = true;
+  b.m_view = {host.buffer, nullptr, 0, count, type};
+#if ARMATURE_HAS_CUDA
+  if (m_cuda) {
+    b.m_memory->imported.emplace(*m_vulkan, host.memory, host.allocationSize, host.dedicated);
+    b.m_view.cudaBase = static_cast<char*>(b.m_memory->imported->cudaPointer()) + host.offset;
+  }
+#endif
   return b;
 }
 

@@ -2,7 +2,10 @@
 // enable first), attaches Armature to them, skins a body model into a vertex buffer it allocated itself, draws it
 // with its own graphics pipeline into its own image, and writes a PNG.
 //
-//   host_renderer MODEL.npz OUT.png [HEIGHT] [--validation]
+//   host_renderer MODEL.npz OUT.png [HEIGHT] [--validation] [--cuda]
+//
+// With --cuda, Armature's CUDA backend skins into the host's vertex buffer: the host allocates it exportable, and
+// Device::adopt imports that memory into CUDA (zero-copy), where CUDA and Vulkan drive the same GPU.
 //
 // The picture is the front view `armature model render MODEL -o X.png --poses t-pose --height HEIGHT` draws with the
 // CPU reference (same projection and lighting), so the two can be compared pixel by pixel.
@@ -71,8 +74,46 @@ struct HostBuffer {
   }
 };
 
+// A device-local buffer whose memory CUDA can import (dedicated, exportable as an opaque fd).
+struct ExportableBuffer {
+  VkDevice device = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;
+  ExportableBuffer(VkPhysicalDevice pd, VkDevice d, VkDeviceSize bytes, VkBufferUsageFlags usage) : device(d) {
+    VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+    external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, &external};
+    bi.size = bytes, bi.usage = usage;
+    CHECK(vkCreateBuffer(d, &bi, nullptr, &buffer));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(d, buffer, &req);
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(pd, &props);
+    VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+    dedicated.buffer = buffer;
+    VkExportMemoryAllocateInfo exportInfo{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated};
+    exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo};
+    ai.allocationSize = size = req.size;
+    ai.memoryTypeIndex = UINT32_MAX;
+    for (uint32_t i = 0; i < props.memoryTypeCount && ai.memoryTypeIndex == UINT32_MAX; ++i)
+      if ((req.memoryTypeBits & (1u << i)) &&
+          (props.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+        ai.memoryTypeIndex = i;
+    if (ai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("no device-local memory");
+    CHECK(vkAllocateMemory(d, &ai, nullptr, &memory));
+    CHECK(vkBindBufferMemory(d, buffer, memory, 0));
+  }
+  ~ExportableBuffer() {
+    vkDestroyBuffer(device, buffer, nullptr);
+    vkFreeMemory(device, memory, nullptr);
+  }
+};
+
 struct Options {
   std::string model, output;
+  bool cuda = false;
   int height = 512;
   bool validation = false;
 };
@@ -149,12 +190,18 @@ int run(const Options& o) {
     host.extensions.assign(requirements.extensions().begin(), requirements.extensions().end());
     host.features = &features;
     armature::vk::Context armature(host);
-    armature::Device gpu(&armature, armature::Sharing::VulkanOnly);
+    // With --cuda, CUDA joins where it drives the same GPU (and the device's allocations are shared).
+    armature::Device gpu(&armature, o.cuda ? armature::Sharing::Auto : armature::Sharing::VulkanOnly);
+    const armature::Backend backend = o.cuda ? armature::Backend::Cuda : armature::Backend::Vulkan;
+    if (auto why = gpu.unavailable(backend)) {
+      std::fprintf(stderr, "host_renderer: %s cannot run here: %s\n", armature::backendName(backend), why->c_str());
+      return 3;
+    }
     std::printf("%s", armature::vk::describeContext(armature).c_str());
 
     const armature::BodyModel model = armature::loadBodyModel(o.model);
     const uint32_t V = model.vertexCount, J = model.jointCount, S = 10, E = 10;
-    armature::Skinning skinning(gpu, armature::Backend::Vulkan, model, S, E, /*maxBatch=*/1);
+    armature::Skinning skinning(gpu, backend, model, S, E, /*maxBatch=*/1);
     armature::DeviceBuffer pose = gpu.upload(std::vector<float>(J * 3, 0.0f));  // the T-pose
     armature::DeviceBuffer betas = gpu.upload(std::vector<float>(S, 0.0f));
     armature::DeviceBuffer expression = gpu.upload(std::vector<float>(E, 0.0f));
@@ -162,8 +209,9 @@ int run(const Options& o) {
     armature::DeviceBuffer joints = gpu.allocate(armature::ElementType::Float32, size_t(J) * 3);
 
     // The host's own buffers: Armature writes the vertex buffer (storage usage), the draw reads it.
-    HostBuffer vertices(pd, device, VkDeviceSize(V) * 12,
-                        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
+    HostBuffer vertices(
+        pd, device, VkDeviceSize(V) * 12,
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_VERTEX_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
     HostBuffer indices(pd, device, model.faces.size() * 4, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
     std::memcpy(indices.mapped, model.faces.data(), model.faces.size() * 4);
     HostBuffer readback(pd, device, VkDeviceSize(W) * H * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
@@ -188,18 +236,39 @@ int run(const Options& o) {
       vkFreeCommandBuffers(device, pool, 1, &cmd);
     };
 
-    // ---- skinning, recorded into the host's command buffer ----
-    const armature::DeviceView vertexView{vertices.buffer, nullptr, 0, size_t(V) * 3, armature::ElementType::Float32};
-    submitAndWait([&](VkCommandBuffer cmd) {
-      skinning.forward(armature::Exec::vulkan(armature, cmd), {.batch = 1,
-                                                               .pose = pose,
-                                                               .betas = betas,
-                                                               .expression = expression,
-                                                               .transl = transl,
-                                                               .vertices = vertexView,
-                                                               .joints = joints});
-      armature::vk::orderOutputsFor(cmd, armature::vk::Consumer::Host);  // the box below reads them
-    });
+    // ---- skinning: recorded into the host's command buffer, or with --cuda enqueued on CUDA, into the host's
+    // exportable buffer (imported once), then copied where the box below reads it ----
+    const armature::SkinningForwardArgs args{
+        .batch = 1,
+        .pose = pose,
+        .betas = betas,
+        .expression = expression,
+        .transl = transl,
+        .vertices = {vertices.buffer, nullptr, 0, size_t(V) * 3, armature::ElementType::Float32},
+        .joints = joints};
+    if (!o.cuda) {
+      submitAndWait([&](VkCommandBuffer cmd) {
+        skinning.forward(armature::Exec::vulkan(armature, cmd), args);
+        armature::vk::orderOutputsFor(cmd, armature::vk::Consumer::Host);  // the box below reads them
+      });
+    } else {
+      ExportableBuffer shared(pd, device, VkDeviceSize(V) * 12,
+                              VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+      const armature::DeviceBuffer imported = gpu.adopt(
+          {.buffer = shared.buffer, .memory = shared.memory, .allocationSize = shared.size, .dedicated = true},
+          armature::ElementType::Float32, size_t(V) * 3);
+      armature::SkinningForwardArgs cudaArgs = args;
+      cudaArgs.vertices = imported;
+      gpu.run(armature::Backend::Cuda, [&](const armature::Exec& e) { skinning.forward(e, cudaArgs); });  // waits
+      submitAndWait([&](VkCommandBuffer cmd) {  // a renderer would draw from `shared` itself
+        const VkBufferCopy region{0, 0, VkDeviceSize(V) * 12};
+        vkCmdCopyBuffer(cmd, shared.buffer, vertices.buffer, 1, &region);
+        VkMemoryBarrier toHost{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        toHost.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &toHost, 0, nullptr,
+                             0, nullptr);
+      });
+    }
     const float* p = static_cast<const float*>(vertices.mapped);
     float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
     for (uint32_t v = 0; v < V; ++v)
@@ -382,11 +451,13 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--validation") == 0)
       o.validation = true;
+    else if (std::strcmp(argv[i], "--cuda") == 0)
+      o.cuda = true;
     else
       positional.emplace_back(argv[i]);
   }
   if (positional.size() < 2 || positional.size() > 3) {
-    std::fprintf(stderr, "usage: host_renderer MODEL.npz OUT.png [HEIGHT] [--validation]\n");
+    std::fprintf(stderr, "usage: host_renderer MODEL.npz OUT.png [HEIGHT] [--validation] [--cuda]\n");
     return 2;
   }
   o.model = positional[0], o.output = positional[1];

@@ -193,6 +193,43 @@ void SharedBuffer::release() noexcept {
   m_memory = VK_NULL_HANDLE;
 }
 
+ImportedMemory::ImportedMemory(vk::Context& ctx, VkDeviceMemory memory, VkDeviceSize allocationSize, bool dedicated) {
+  const Support support = probe(ctx);
+  if (!support.zeroCopy) throw Error("CUDA cannot import the host's memory: " + support.reason);
+  ARM_CHECK(memory && allocationSize > 0, "import: the host's memory is missing or empty");
+  cuda::setDevice(support.cudaDevice);
+  VkMemoryGetFdInfoKHR fi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
+  fi.memory = memory;
+  fi.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  int fd = -1;
+  const VkResult got = vkGetMemoryFdKHR(ctx.device(), &fi, &fd);
+  if (got != VK_SUCCESS)
+    throw Error(
+        "import: vkGetMemoryFdKHR failed (" + vk::resultName(got) +
+        "): allocate the memory with VkExportMemoryAllocateInfo for VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT");
+  cudaExternalMemoryHandleDesc desc{};
+  desc.type = cudaExternalMemoryHandleTypeOpaqueFd;
+  desc.handle.fd = fd;
+  desc.size = allocationSize;
+  desc.flags = dedicated ? cudaExternalMemoryDedicated : 0;
+  cudaExternalMemory_t extMem = nullptr;
+  const cudaError_t e = cudaImportExternalMemory(&extMem, &desc);
+  if (e != cudaSuccess) close(fd);  // on success the fd belongs to CUDA
+  check(e, "cudaImportExternalMemory");
+  m_extMemory = extMem;
+  cudaExternalMemoryBufferDesc bd{};
+  bd.size = allocationSize;
+  const cudaError_t mapped = cudaExternalMemoryGetMappedBuffer(&m_cudaPtr, extMem, &bd);
+  if (mapped != cudaSuccess) cudaDestroyExternalMemory(extMem);
+  check(mapped, "cudaExternalMemoryGetMappedBuffer");
+}
+
+ImportedMemory::~ImportedMemory() {
+  report(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // no kernel may still use it
+  report(cudaFree(m_cudaPtr), "cudaFree");
+  report(cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(m_extMemory)), "cudaDestroyExternalMemory");
+}
+
 void SharedBuffer::toVulkan(const cuda::Stream& stream) {
   if (m_zeroCopy) return;
   auto s = static_cast<cudaStream_t>(stream.handle());

@@ -55,6 +55,7 @@ struct DeviceView {
   size_t offset = 0;
   size_t count = 0;
   ElementType type = ElementType::Float32;
+  size_t guardBytes = 0;  // bytes past the view bound with it: the buffer's rest and guard band (guardBuffers)
 
   size_t bytes() const { return count * elementBytes(type); }
   bool empty() const { return !vkBuffer && !cudaBase; }
@@ -62,7 +63,8 @@ struct DeviceView {
   DeviceView slice(size_t first, size_t n) const;
   // The same bytes seen as another element type (a byte count that divides evenly).
   DeviceView as(ElementType other) const;
-  // What each backend binds: the Vulkan range (at least 4 bytes, so an empty view still binds), the CUDA pointer.
+  // What each backend binds: the Vulkan range (at least 4 bytes, so an empty view still binds; with a guard band,
+  // through it), the CUDA pointer.
   vk::BufferView vulkan() const;
   template <typename T>
   T* cuda() const {
@@ -113,7 +115,7 @@ class DeviceBuffer {
   VkBuffer vulkanBuffer() const { return m_view.vkBuffer; }
 
   // Synchronous copies and fills (set-up, tests, read-back): they return when done and order against all work
-  // already submitted or enqueued on this device.
+  // already submitted or enqueued on this device. (Not of an adopted buffer: that memory is the host's to fill.)
   void upload(const void* data, size_t bytes, size_t offset = 0);
   void download(void* data, size_t bytes, size_t offset = 0) const;
   void fill(uint32_t pattern);  // every 32-bit word (NaN poisoning)
@@ -164,6 +166,18 @@ class Device {
   // the GPU's compute data compression where it grants it, else plain. Where the device has CUDA the memory is
   // CUDA's alone (Vulkan cannot bind it); without CUDA this is allocate().
   DeviceBuffer allocateCompressible(ElementType type, size_t count);
+  // A host's Vulkan buffer as `count` elements of `type` for this device's ops: Vulkan binds the host's buffer and,
+  // where CUDA shares this device's GPU, CUDA writes the same memory, imported zero-copy (the host's memory must
+  // then be exportable: VkExportMemoryAllocateInfo for VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT). The result owns
+  // only the import; the host's buffer and memory must outlive it. Without CUDA it is a Vulkan view.
+  struct HostAllocation {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceSize allocationSize = 0;  // the whole VkDeviceMemory's
+    VkDeviceSize offset = 0;          // where the buffer is bound in it
+    bool dedicated = false;           // allocated with VkMemoryDedicatedAllocateInfo for `buffer`
+  };
+  DeviceBuffer adopt(const HostAllocation& host, ElementType type, size_t count);
   template <typename T>
   DeviceBuffer upload(std::span<const T> data) {
     DeviceBuffer b = allocate(elementTypeOf<T>(), data.size());

@@ -84,9 +84,9 @@ void Buffer::download(void* data, VkDeviceSize bytes, VkDeviceSize offset) const
   std::memcpy(data, staging.mapped(), bytes);
 }
 
-void Buffer::fill(uint32_t pattern) {
+void Buffer::fill(uint32_t pattern, VkDeviceSize offset, VkDeviceSize size) {
   m_ctx->submitAndWait([&](VkCommandBuffer cmd) {
-    vkCmdFillBuffer(cmd, m_buffer, 0, VK_WHOLE_SIZE, pattern);
+    vkCmdFillBuffer(cmd, m_buffer, offset, size, pattern);
     computeBarrier(cmd);
   });
 }

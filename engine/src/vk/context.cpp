@@ -212,15 +212,18 @@ bool envFlag(const char* name) {
 
 VkBool32 VKAPI_CALL debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
                                   const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  auto* ctx = static_cast<Context*>(user);
-  ctx->m_messageCount++;
-  auto sev =
-      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error : MessageSeverity::Warning;
-  if (ctx->m_onMessage)
-    ctx->m_onMessage(sev, data->pMessage);
-  else
-    std::cerr << "[vulkan validation] " << data->pMessage << "\n";
+  static_cast<Context*>(user)->report(
+      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error : MessageSeverity::Warning,
+      data->pMessage);
   return VK_FALSE;
+}
+
+void Context::report(MessageSeverity severity, const std::string& message) {
+  m_messageCount++;
+  if (m_onMessage)
+    m_onMessage(severity, message.c_str());
+  else
+    std::cerr << "[vulkan validation] " << message << "\n";
 }
 
 std::string describeContext(const Context& ctx) {
@@ -281,13 +284,16 @@ void keepLibrariesLoaded() {
 }
 #endif
 
-Context::Context(const ContextOptions& options) : m_onMessage(options.onMessage) {
+Context::Context(const ContextOptions& options)
+    : m_onMessage(options.onMessage), m_guardBuffers(options.guardBuffers || envFlag("ARMATURE_GUARD_BUFFERS")) {
   loadVulkan();
   try {
     createInstance(options);
     pickDevice();
     hide(options.hide);
     createDevice(options);
+    hide(options.hide);  // attach() read the device afresh
+    createOwnObjects();
 #if defined(__SANITIZE_ADDRESS__)
     keepLibrariesLoaded();
 #endif
@@ -303,7 +309,8 @@ void Context::hide(const ContextOptions::Hidden& hidden) {
   m_info.float64 = m_info.float64 && !hidden.float64;
 }
 
-Context::Context(const HostDevice& host, const ContextOptions& options) : m_onMessage(options.onMessage) {
+Context::Context(const HostDevice& host, const ContextOptions& options)
+    : m_onMessage(options.onMessage), m_guardBuffers(options.guardBuffers || envFlag("ARMATURE_GUARD_BUFFERS")) {
   try {
     attach(host);
     hide(options.hide);
@@ -556,10 +563,28 @@ void Context::createDevice(const ContextOptions& options) {
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = uint32_t(exts.size());
   dci.ppEnabledExtensionNames = exts.data();
-  VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &m_device));
-  vkGetDeviceQueue(m_device, m_queueFamily, 0, &m_queue);
-  followEnabled(f, std::vector<std::string>(exts.begin(), exts.end()));
-  createOwnObjects();
+  VkDevice device = VK_NULL_HANDLE;
+  VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &device));
+  m_device = device;  // destroyed with the context, even if attaching to it fails
+  // Then the context attaches to its own device exactly as to a host's, so that every context made this way (the
+  // viewer's, the tools', the tests') runs the embedding contract's path.
+  HostDevice host;
+  host.instance = m_instance, host.physicalDevice = m_info.handle, host.device = device;
+  host.queueFamily = m_queueFamily;
+  vkGetDeviceQueue(device, m_queueFamily, 0, &host.queue);
+  host.getInstanceProcAddr = vkGetInstanceProcAddr;
+  host.apiVersion = m_info.apiVersion;
+  host.extensions.assign(exts.begin(), exts.end());
+  host.features = &f;
+  const uint32_t instanceVersion = m_instanceVersion;
+  try {
+    attach(host);
+  } catch (...) {
+    m_attached = false;  // destroy() frees the device and instance
+    throw;
+  }
+  m_attached = false;  // but owns what it created
+  m_instanceVersion = instanceVersion;
 }
 
 void Context::createOwnObjects() {

@@ -34,8 +34,9 @@ class Buffer {
   // Copies bytes in/out, through the mapping when there is one, else through a staging buffer (waits).
   void upload(const void* data, VkDeviceSize bytes, VkDeviceSize offset = 0);
   void download(void* data, VkDeviceSize bytes, VkDeviceSize offset = 0) const;
-  // Fills with a 32-bit pattern (e.g. the bits of NaN to poison outputs before a test run).
-  void fill(uint32_t pattern);
+  // Fills bytes [offset, offset + size) (a multiple of 4, or to the end) with a 32-bit pattern (e.g. the bits of NaN
+  // to poison outputs before a test run).
+  void fill(uint32_t pattern, VkDeviceSize offset = 0, VkDeviceSize size = VK_WHOLE_SIZE);
 
   template <typename T>
   void upload(std::span<const T> data) {

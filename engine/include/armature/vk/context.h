@@ -94,6 +94,11 @@ struct ContextOptions {
     bool subgroupSums = false;  // the rasteriser backward's atomic per pixel
     bool float64 = false;       // the rasteriser's integer setup and resolve
   } hide;
+  // Guard bands (the sanitizer build's tests; also ARMATURE_GUARD_BUFFERS=1): every Device allocation gets canary
+  // words (NaN as floats) past its end that its views bind with it, checked when it is freed. A shader that reads
+  // past its buffer then reads NaN, which the tests' comparisons catch, and one that writes past it is reported
+  // through onMessage. Without them a driver that clamps accesses to the bound range, as lavapipe does, hides both.
+  bool guardBuffers = false;
 };
 
 class Context;
@@ -149,6 +154,9 @@ class Context {
   std::pair<uint64_t, uint64_t> deviceLocalUsage() const;
   // Number of validation messages seen so far (warnings and errors).
   uint32_t validationMessageCount() const { return m_messageCount; }
+  // Reports a problem found outside the validation layer (a guard band overwritten) as a validation message would be.
+  void report(MessageSeverity severity, const std::string& message);
+  bool guardsBuffers() const { return m_guardBuffers; }
 
   // The compute program for `spirv`, created on first use and owned by the context.
   const ComputeProgram& program(const shaders::SpirvBlob& spirv, uint32_t bindingCount, uint32_t pushSize);
@@ -180,6 +188,7 @@ class Context {
   PFN_vkDestroyDebugUtilsMessengerEXT m_destroyMessenger = nullptr;
   MessageHandler m_onMessage;
   uint32_t m_messageCount = 0;
+  bool m_guardBuffers = false;
   bool m_shaderStatistics = false;  // ARMATURE_SHADER_STATS: print each compute pipeline's statistics
   uint32_t m_instanceVersion = 0;
   std::vector<PhysicalDeviceInfo> m_allDevices;

@@ -70,6 +70,21 @@ class SharedBuffer {
   void* m_pinned = nullptr;     // staging: pinned host memory
 };
 
+// Memory a host allocated exportable (VkExportMemoryAllocateInfo, opaque fd), imported into CUDA once: the host
+// keeps owning the VkDeviceMemory, which must outlive this. Zero-copy only (it throws where probe() says no).
+class ImportedMemory {
+ public:
+  ImportedMemory(vk::Context& ctx, VkDeviceMemory memory, VkDeviceSize allocationSize, bool dedicated);
+  ~ImportedMemory();
+  ImportedMemory(const ImportedMemory&) = delete;
+  ImportedMemory& operator=(const ImportedMemory&) = delete;
+  void* cudaPointer() const { return m_cudaPtr; }  // the allocation's first byte
+
+ private:
+  void* m_cudaPtr = nullptr;
+  void* m_extMemory = nullptr;  // cudaExternalMemory_t
+};
+
 // A timeline semaphore shared by a VkQueue and CUDA streams. Zero-copy: exported and imported, waits and
 // signals happen on the GPU. Staging: CUDA-side waits become host waits and signals become host signals after
 // the stream drains (correct, but the host blocks).
