@@ -10,11 +10,17 @@
 #include <vector>
 
 #include "armature/armature.h"
+#include "armature/ops/adam.h"
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
+#include "armature/ops/gaussian_pose.h"
 #include "armature/ops/interpolate.h"
+#include "armature/ops/joint_propagation.h"
+#include "armature/ops/linear_blend_skinning.h"
 #include "armature/ops/project.h"
 #include "armature/ops/raster.h"
+#include "armature/ops/texture_bake.h"
+#include "armature/ops/winding_numbers.h"
 
 using namespace armature;
 
@@ -81,7 +87,7 @@ class CApi : public ::testing::TestWithParam<armature_backend> {
       armature_tensor whole;
       const int64_t one = 1;
       armature_buffer_tensor(b, 1, &one, &whole);
-      if (whole.vk_buffer == t.vk_buffer && whole.cuda == t.cuda) {
+      if (whole.vk_buffer == t.vk_buffer && whole.data == t.data) {
         std::vector<T> out(n);
         EXPECT_EQ(armature_buffer_download(b, out.data(), n * sizeof(T), 0), ARMATURE_OK) << armature_last_error();
         return out;
@@ -271,6 +277,183 @@ TEST_P(CApi, RasterizeAndInterpolateMatchReference) {
   expectClose(download(out), wantOut, 1e-6, "interpolated");
 }
 
+// A forest of 41 joints (two roots, each parent numbered after its children), 2 bodies, rigid locals with inverse
+// binds and 13 attached points: every output and gradient. Chains of up to ~10 fp32 rigid products of O(1) values
+// against double: 1e-4 relative.
+TEST_P(CApi, JointPropagationMatchesReference) {
+  const uint32_t N = 41, B = 2, P = 13;
+  std::mt19937_64 rng(11);
+  std::vector<int32_t> parents(N);  // numbered backwards: every parent after its children
+  for (uint32_t i = 0; i < N; ++i) parents[N - 1 - i] = i == 0 || i == 23 ? -1 : int32_t(N - 1 - uint32_t(rng() % i));
+  JointLocalsRef locals;
+  locals.batch = B;
+  locals.rotations = uniform(size_t(B) * N * 4, -1, 1, 12), locals.translations = uniform(size_t(B) * N * 3, -1, 1, 13);
+  for (size_t j = 0; j < size_t(B) * N; ++j) {  // unit quaternions, as fp32 sees them
+    double* q = &locals.rotations[j * 4];
+    const double n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int k = 0; k < 4; ++k) q[k] = double(float(q[k] / n));
+  }
+  locals.inverseBind = uniform(size_t(N) * 12, -1, 1, 14);
+  for (uint32_t i = 0; i < P; ++i) locals.pointJoints.push_back(int32_t(rng() % N));
+  locals.points = uniform(size_t(P) * 3, -1, 1, 15);
+  const JointForest forest(parents);
+  const JointGlobalsRef want = propagateJointsRef(forest, locals);
+  JointGlobalsRef grads{uniform(want.globals.size(), -1, 1, 16), uniform(want.skinning.size(), -1, 1, 17),
+                        uniform(want.positions.size(), -1, 1, 18), uniform(want.points.size(), -1, 1, 19)};
+  const JointLocalGradsRef wantGrads = propagateJointsBackwardRef(forest, locals, grads);
+
+  armature_joint_forest f = nullptr;
+  ASSERT_EQ(armature_joint_forest_create(m_device, N, parents.data(), P, locals.pointJoints.data(), &f), ARMATURE_OK)
+      << armature_last_error();
+  uint64_t scratchFloats = 0;
+  ASSERT_EQ(armature_joint_forest_scratch(f, B, &scratchFloats), ARMATURE_OK);
+  armature_tensor rotations = floats(locals.rotations, {B, N, 4}),
+                  translations = floats(locals.translations, {B, N, 3});
+  armature_tensor inverseBind = floats(locals.inverseBind, {N, 12}), points = floats(locals.points, {P, 3});
+  const armature_joint_locals l{ARMATURE_LOCAL_RIGID, &rotations, &translations, nullptr, &inverseBind};
+  armature_tensor globals = poisoned({B, N, 12}), skinning = poisoned({B, N, 12}), positions = poisoned({B, N, 3});
+  armature_tensor pointsOut = poisoned({B, P, 3}), scratch = poisoned({int64_t(std::max<uint64_t>(scratchFloats, 1))});
+  armature_tensor gGlobals = floats(grads.globals, {B, N, 12}), gSkinning = floats(grads.skinning, {B, N, 12});
+  armature_tensor gPositions = floats(grads.positions, {B, N, 3}), gPointsOut = floats(grads.points, {B, P, 3});
+  armature_tensor adjoint = poisoned({B, N, 12}), gRotations = poisoned({B, N, 4}), gTranslations = poisoned({B, N, 3});
+  armature_tensor gPoints = poisoned({P, 3});
+  run([&](const armature_exec* e) {
+    armature_status s =
+        armature_joint_propagation(m_device, e, f, &l, &points, &globals, &skinning, &positions, &pointsOut, &scratch);
+    if (s == ARMATURE_OK) s = armature_barrier(m_device, e);
+    if (s == ARMATURE_OK)
+      s = armature_joint_propagation_backward(m_device, e, f, &l, &points, &globals, &gGlobals, &gSkinning, &gPositions,
+                                              &gPointsOut, &adjoint, &scratch, &gRotations, &gTranslations, nullptr,
+                                              &gPoints);
+    return s;
+  });
+  expectClose(download(globals), want.globals, 1e-4, "globals");
+  expectClose(download(skinning), want.skinning, 1e-4, "skinning");
+  expectClose(download(positions), want.positions, 1e-4, "positions");
+  expectClose(download(pointsOut), want.points, 1e-4, "points_out");
+  expectClose(download(gRotations), wantGrads.rotations, 1e-4, "grad_rotations");
+  expectClose(download(gTranslations), wantGrads.translations, 1e-4, "grad_translations");
+  expectClose(download(gPoints), wantGrads.points, 1e-4, "grad_points");
+  armature_joint_forest_destroy(f);
+}
+
+// 101 vertices of 3 influences over 7 joints, 2 bodies: sums of 3 fp32 products of O(1) values, 1e-5 relative.
+TEST_P(CApi, LinearBlendSkinningMatchesReference) {
+  const uint32_t V = 101, K = 3, J = 7, B = 2;
+  std::mt19937_64 rng(21);
+  std::vector<uint32_t> joints(size_t(V) * K);
+  for (uint32_t& j : joints) j = uint32_t(rng() % J);
+  const auto weights = uniform(size_t(V) * K, 0, 1, 22), rest = uniform(size_t(V) * 3, -1, 1, 23);
+  const auto skinning = uniform(size_t(B) * J * 12, -1, 1, 24);
+  armature_skin_weights w = nullptr;
+  const std::vector<float> weights32(weights.begin(), weights.end());
+  ASSERT_EQ(armature_skin_weights_create(m_device, J, K, V, joints.data(), weights32.data(), &w), ARMATURE_OK)
+      << armature_last_error();
+  armature_tensor tRest = floats(rest, {V, 3}), tSkinning = floats(skinning, {B, J, 12}), out = poisoned({B, V, 3});
+  run([&](const armature_exec* e) { return armature_linear_blend_skinning(m_device, e, w, &tRest, &tSkinning, &out); });
+  expectClose(download(out), linearBlendSkinningRef(rest, joints, weights, K, skinning, J, B), 1e-5, "positions");
+  armature_skin_weights_destroy(w);
+}
+
+// 29 Gaussians on 5 joints whose transforms are near the identity (well conditioned), with a post transform.
+TEST_P(CApi, PoseGaussiansMatchesReference) {
+  const uint32_t N = 29, J = 5;
+  std::mt19937_64 rng(31);
+  auto transforms = uniform(size_t(J) * 12, -0.3, 0.3, 32);
+  for (uint32_t j = 0; j < J; ++j)
+    for (int d = 0; d < 3; ++d) transforms[j * 12 + d * 5] += 1;
+  std::vector<int32_t> joints(N);
+  for (int32_t& j : joints) j = int32_t(rng() % J);
+  const auto means = uniform(size_t(N) * 3, -1, 1, 33), cholesky = uniform(size_t(N) * 6, -0.3, 0.3, 34);
+  const std::array<float, 12> post{1, 0, 0, 0.5f, 0, 0, -1, 0.25f, 0, 1, 0, 0};  // a turn about x, and a move
+  std::vector<double> wantMeans, wantCholesky;
+  std::array<double, 12> post64;
+  std::copy(post.begin(), post.end(), post64.begin());
+  poseGaussiansRef(transforms, joints, means, cholesky, wantMeans, wantCholesky, post64);
+  armature_tensor tTransforms = floats(transforms, {J, 12}), tJoints = tensor(joints, {N});
+  armature_tensor tMeans = floats(means, {N, 3}), tCholesky = floats(cholesky, {N, 6});
+  armature_tensor posedMeans = poisoned({N, 3}), posedCholesky = poisoned({N, 6});
+  run([&](const armature_exec* e) {
+    return armature_pose_gaussians(m_device, e, &tTransforms, &tJoints, &tMeans, &tCholesky, post.data(), &posedMeans,
+                                   &posedCholesky);
+  });
+  expectClose(download(posedMeans), wantMeans, 1e-5, "posed_means");
+  expectClose(download(posedCholesky), wantCholesky, 1e-4, "posed_cholesky");  // through a 3×3 LQ factorisation
+}
+
+// A closed tetrahedron and 97 points around it: winding numbers (sums of 4 solid angles) and distances, 1e-4.
+TEST_P(CApi, WindingNumbersMatchReference) {
+  const std::vector<float> vertices{0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  const std::vector<int32_t> faces{0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};  // outward
+  const uint32_t P = 97;
+  const auto x = uniform(size_t(P) * 3, -0.5, 1, 41);
+  armature_triangle_mesh mesh = nullptr;
+  ASSERT_EQ(armature_triangle_mesh_create(m_device, 4, vertices.data(), 4, faces.data(), &mesh), ARMATURE_OK)
+      << armature_last_error();
+  armature_tensor tx = floats(x, {P, 3}), windings = poisoned({P}), distances = poisoned({P});
+  run([&](const armature_exec* e) { return armature_winding_numbers(m_device, e, mesh, &tx, &windings, &distances); });
+  const std::vector<double> v64(vertices.begin(), vertices.end());
+  expectClose(download(windings), windingNumbersRef(x, v64, faces), 1e-4, "windings");
+  expectClose(download(distances), meshDistancesRef(x, v64, faces), 1e-5, "distances");
+  armature_triangle_mesh_destroy(mesh);
+}
+
+// Texture baking's sampling over random texels and views of a random mesh, with a tolerance that sees through
+// nothing and every facing view counted: locations are fp32 divisions (1e-5), weights normalised cos² (1e-4).
+TEST_P(CApi, BakeSamplesMatchReference) {
+  const uint32_t V = 30, F = 20, T = 53, K = 3, H = 9, W = 11;
+  std::mt19937_64 rng(51);
+  const auto positions = uniform(size_t(V) * 3, -1, 1, 52);
+  std::vector<int32_t> faces(size_t(F) * 3), texelFaces(T), viewFaces(size_t(K) * H * W);
+  for (int32_t& v : faces) v = int32_t(rng() % V);
+  for (int32_t& f : texelFaces) f = int32_t(rng() % (F + 1));  // 0: no face
+  for (int32_t& f : viewFaces) f = 1 + int32_t(rng() % F);
+  const auto texelBary = uniform(size_t(T) * 3, 0, 0.5, 53), viewBary = uniform(size_t(K) * H * W * 3, 0, 0.5, 54);
+  std::vector<float> matrices;  // orthographic views turned about y by 0, 0.7 and 1.4 rad, scaled into the image
+  for (uint32_t k = 0; k < K; ++k) {
+    const float c = std::cos(0.7f * float(k)), s = std::sin(0.7f * float(k));
+    matrices.insert(matrices.end(), {0.4f * c, 0, 0, 0, 0, 0.4f, 0, 0, 0.4f * s, 0, 0, 0, 0, 0, 0, 1});
+  }
+  const BakeDesc desc{.texels = T,
+                      .views = K,
+                      .width = W,
+                      .height = H,
+                      .vertexCount = V,
+                      .faceCount = F,
+                      .tolerance = 1e6f,
+                      .minCosine = 0,
+                      .sharpness = 2};
+  const BakeSamplesRef want =
+      bakeSamplesRef(desc, positions, faces, texelFaces, texelBary, viewFaces, viewBary, matrices);
+  const armature_bake_desc d{T, K, W, H, V, F, desc.tolerance, desc.minCosine, desc.sharpness};
+  armature_tensor tPositions = floats(positions, {V, 3}), tFaces = tensor(faces, {F, 3});
+  armature_tensor tTexelFaces = tensor(texelFaces, {T}), tTexelBary = floats(texelBary, {T, 3});
+  armature_tensor tViewFaces = tensor(viewFaces, {K, H, W}), tViewBary = floats(viewBary, {K, H, W, 3});
+  armature_tensor tMatrices = tensor(matrices, {K, 16}), locations = poisoned({T, K, 2}), weights = poisoned({T, K});
+  run([&](const armature_exec* e) {
+    return armature_bake_samples(m_device, e, &d, &tPositions, &tFaces, &tTexelFaces, &tTexelBary, &tViewFaces,
+                                 &tViewBary, &tMatrices, &locations, &weights);
+  });
+  expectClose(download(locations), want.locations, 1e-5, "locations");
+  expectClose(download(weights), want.weights, 1e-4, "weights");
+}
+
+// Three Adam steps' third from given moments: one fp32 update of each value, 1e-5 relative.
+TEST_P(CApi, AdamStepMatchesReference) {
+  const uint32_t n = 1003;
+  auto params = uniform(n, -1, 1, 61), m = uniform(n, -0.1, 0.1, 63), v = uniform(n, 0, 0.01, 64);
+  const auto grads = uniform(n, -1, 1, 62);
+  armature_tensor tParams = floats(params, {n}), tGrads = floats(grads, {n}), tm = floats(m, {n}), tv = floats(v, {n});
+  const armature_adam_settings settings{1e-2, 0.9, 0.999, 1e-8};
+  run([&](const armature_exec* e) {
+    return armature_adam_step(m_device, e, &settings, 3, &tParams, &tGrads, &tm, &tv);
+  });
+  adamStepRef(params, grads, m, v, {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}, 3);
+  expectClose(download(tParams), params, 1e-5, "params");
+  expectClose(download(tm), m, 1e-5, "m");
+  expectClose(download(tv), v, 1e-5, "v");
+}
+
 TEST_P(CApi, MisuseIsAStatusWithAMessage) {
   const auto x = uniform(10, -1, 1, 13);
   armature_tensor tx = floats(x, {10}), ty = floats(x, {10});
@@ -305,6 +488,22 @@ TEST_P(CApi, MisuseIsAStatusWithAMessage) {
   EXPECT_NE(std::string(armature_last_error()).find("/nonexistent.npz"), std::string::npos) << armature_last_error();
   EXPECT_EQ(std::string(armature_last_error()).empty(), false);
   EXPECT_EQ(armature_api_version(), uint32_t(ARMATURE_C_API_VERSION));
+  // The handles' inputs are checked as the ops' are, naming what is wrong.
+  const int32_t cycle[3] = {2, 0, 1};
+  armature_joint_forest forest = nullptr;
+  EXPECT_EQ(armature_joint_forest_create(m_device, 3, cycle, 0, nullptr, &forest), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("cycle"), std::string::npos) << armature_last_error();
+  EXPECT_EQ(armature_joint_forest_create(m_device, 3, nullptr, 0, nullptr, &forest), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("parents is NULL"), std::string::npos) << armature_last_error();
+  const uint32_t badJoint[2] = {0, 9};
+  const float weights[2] = {0.5f, 0.5f};
+  armature_skin_weights w = nullptr;
+  EXPECT_EQ(armature_skin_weights_create(m_device, 4, 1, 2, badJoint, weights, &w), ARMATURE_ERROR_INVALID_ARGUMENT);
+  const float vertices[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  const int32_t badFace[3] = {0, 1, 3};
+  armature_triangle_mesh mesh = nullptr;
+  EXPECT_EQ(armature_triangle_mesh_create(m_device, 3, vertices, 1, badFace, &mesh), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("face"), std::string::npos) << armature_last_error();
 }
 
 std::string backendName(const ::testing::TestParamInfo<armature_backend>& info) {
@@ -313,4 +512,104 @@ std::string backendName(const ::testing::TestParamInfo<armature_backend>& info) 
 INSTANTIATE_TEST_SUITE_P(Backends, CApi, ::testing::Values(ARMATURE_BACKEND_VULKAN, ARMATURE_BACKEND_CUDA),
                          backendName);
 
+}  // namespace
+
+namespace {
+// A float64 host tensor over `values` (the CPU backend's).
+armature_tensor host(std::vector<double>& values, std::vector<int64_t> shape) {
+  armature_tensor t{};
+  t.data = values.data(), t.dtype = ARMATURE_FLOAT64, t.rank = uint32_t(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) t.shape[d] = shape[d];
+  return t;
+}
+
+// The CPU backend is the double reference itself, through the C API, with no device: the same values bit for bit.
+TEST(CApiCpu, RunsTheReferencesOnHostMemory) {
+  const armature_exec cpu{ARMATURE_BACKEND_CPU, 0, nullptr};
+  // Joint propagation: a chain of 3 joints, one point, rigid locals; forward and backward.
+  const std::vector<int32_t> parents{-1, 0, 1}, pointJoints{2};
+  armature_joint_forest forest = nullptr;
+  ASSERT_EQ(armature_joint_forest_create(nullptr, 3, parents.data(), 1, pointJoints.data(), &forest), ARMATURE_OK)
+      << armature_last_error();
+  JointLocalsRef in{.batch = 2, .pointJoints = pointJoints};
+  in.rotations = uniform(2 * 3 * 4, -1, 1, 71), in.translations = uniform(2 * 3 * 3, -1, 1, 72);
+  in.points = uniform(3, -1, 1, 73);
+  const JointGlobalsRef want = propagateJointsRef(JointForest(parents), in);
+  std::vector<double> globals(2 * 3 * 12, NAN), positions(2 * 3 * 3, NAN), pointsOut(2 * 3, NAN);
+  armature_tensor rot = host(in.rotations, {2, 3, 4}), trans = host(in.translations, {2, 3, 3});
+  armature_tensor pts = host(in.points, {1, 3}), tg = host(globals, {2, 3, 12}), tp = host(positions, {2, 3, 3});
+  armature_tensor tpo = host(pointsOut, {2, 1, 3});
+  const armature_joint_locals locals{ARMATURE_LOCAL_RIGID, &rot, &trans, nullptr, nullptr};
+  ASSERT_EQ(armature_joint_propagation(nullptr, &cpu, forest, &locals, &pts, &tg, nullptr, &tp, &tpo, nullptr),
+            ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(globals, want.globals);
+  EXPECT_EQ(positions, want.positions);
+  EXPECT_EQ(pointsOut, want.points);
+  JointGlobalsRef grads{.positions = uniform(2 * 3 * 3, -1, 1, 74)};
+  const JointLocalGradsRef wantGrads = propagateJointsBackwardRef(JointForest(parents), in, grads);
+  std::vector<double> gRot(2 * 3 * 4, NAN), gTrans(2 * 3 * 3, NAN), gPts(3, NAN);
+  armature_tensor tgPos = host(grads.positions, {2, 3, 3}), tgRot = host(gRot, {2, 3, 4});
+  armature_tensor tgTrans = host(gTrans, {2, 3, 3}), tgPts = host(gPts, {1, 3});
+  ASSERT_EQ(armature_joint_propagation_backward(nullptr, &cpu, forest, &locals, &pts, &tg, nullptr, nullptr, &tgPos,
+                                                nullptr, nullptr, nullptr, &tgRot, &tgTrans, nullptr, &tgPts),
+            ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(gRot, wantGrads.rotations);
+  EXPECT_EQ(gTrans, wantGrads.translations);
+  EXPECT_EQ(gPts, wantGrads.points);
+
+  // A forest without a device serves only the CPU; a float32 tensor is not the CPU backend's.
+  armature_exec gpu{ARMATURE_BACKEND_VULKAN, 1, nullptr};
+  EXPECT_NE(armature_joint_propagation(nullptr, &gpu, forest, &locals, &pts, &tg, nullptr, &tp, &tpo, nullptr),
+            ARMATURE_OK);
+  armature_tensor wrong = rot;
+  wrong.dtype = ARMATURE_FLOAT32;
+  const armature_joint_locals wrongLocals{ARMATURE_LOCAL_RIGID, &wrong, &trans, nullptr, nullptr};
+  EXPECT_EQ(armature_joint_propagation(nullptr, &cpu, forest, &wrongLocals, &pts, &tg, nullptr, &tp, &tpo, nullptr),
+            ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("locals.rotations: the CPU backend takes float64"),
+            std::string::npos)
+      << armature_last_error();
+  std::vector<double> small(5);
+  armature_tensor tooSmall = host(small, {5});
+  EXPECT_EQ(armature_joint_propagation(nullptr, &cpu, forest, &locals, &pts, &tooSmall, nullptr, &tp, &tpo, nullptr),
+            ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("globals holds 5 values; the output has 72"), std::string::npos)
+      << armature_last_error();
+  armature_joint_forest_destroy(forest);
+
+  // The dense Gaussian field and its gradients.
+  GaussianFieldRef field{.channels = 2};
+  field.points = uniform(7 * 3, -1, 1, 75), field.means = uniform(4 * 3, -1, 1, 76);
+  field.cholesky = uniform(4 * 6, -0.3, 0.3, 77), field.weights = uniform(4 * 2, -1, 1, 78);
+  std::vector<double> values(7 * 2, NAN), gradField = uniform(7 * 2, -1, 1, 79), gMeans(4 * 3, NAN);
+  armature_tensor x = host(field.points, {7, 3}), means = host(field.means, {4, 3});
+  armature_tensor chol = host(field.cholesky, {4, 6}), weights = host(field.weights, {4, 2});
+  armature_tensor tv = host(values, {7, 2}), tgf = host(gradField, {7, 2}), tgm = host(gMeans, {4, 3});
+  const armature_gaussian_field_inputs fin{&x, &means, &chol, &weights, nullptr};
+  ASSERT_EQ(armature_gaussian_field(nullptr, &cpu, &fin, &tv, nullptr), ARMATURE_OK) << armature_last_error();
+  EXPECT_EQ(values, gaussianFieldRef(field).field);
+  ASSERT_EQ(armature_gaussian_field_backward(nullptr, &cpu, &fin, &tgf, nullptr, &tgm, nullptr, nullptr, nullptr),
+            ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(gMeans, gaussianFieldBackwardRef(field, gradField).means);
+
+  // Deformable aggregation over one camera's two levels.
+  const int32_t shape[4] = {3, 4, 2, 2}, start[2] = {0, 12};
+  armature_feature_maps maps = nullptr;
+  ASSERT_EQ(armature_feature_maps_create(nullptr, 1, 2, shape, start, 16, &maps), ARMATURE_OK) << armature_last_error();
+  DeformableAggregationRef op{
+      .sizes = {.batch = 1, .features = 16, .channels = 2, .anchors = 3, .points = 2},
+      .layout = {.cameras = 1, .levels = 2, .spatialShape = {3, 4, 2, 2}, .scaleStartIndex = {0, 12}}};
+  op.features = uniform(16 * 2, -1, 1, 80), op.locations = uniform(3 * 2 * 2, 0, 1, 81);
+  op.weights = uniform(3 * 2 * 2, -1, 1, 82);
+  std::vector<double> out(3 * 2, NAN);
+  armature_tensor tf = host(op.features, {1, 16, 2}), tl = host(op.locations, {1, 3, 2, 1, 2});
+  armature_tensor tw = host(op.weights, {1, 3, 2, 1, 2, 1}), to = host(out, {1, 3, 2});
+  ASSERT_EQ(armature_deformable_aggregation(nullptr, &cpu, maps, &tf, &tl, &tw, &to), ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(out, deformableAggregationRef(op));
+  armature_feature_maps_destroy(maps);
+}
 }  // namespace

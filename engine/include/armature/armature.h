@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* The C API's version: bumped when a function or struct member is added (never changed or removed). */
-#define ARMATURE_C_API_VERSION 1
+#define ARMATURE_C_API_VERSION 2
 
 typedef enum armature_status {
   ARMATURE_OK = 0,
@@ -45,13 +45,22 @@ typedef enum armature_struct_type {
   ARMATURE_STRUCT_SKINNING_INFO = 3
 } armature_struct_type;
 
-typedef enum armature_backend { ARMATURE_BACKEND_VULKAN = 1, ARMATURE_BACKEND_CUDA = 2 } armature_backend;
+/* CPU (since version 2): the double-precision references on host memory: float64 tensors (int32 for indices) whose
+ * `data` is a host pointer, no device needed (pass NULL), run to completion in the call. The exact results and
+ * gradients that the GPU backends are checked against; for tests, gradient checks and machines without a GPU. Ops
+ * that have it say so. */
+typedef enum armature_backend {
+  ARMATURE_BACKEND_VULKAN = 1,
+  ARMATURE_BACKEND_CUDA = 2,
+  ARMATURE_BACKEND_CPU = 3
+} armature_backend;
 
 typedef enum armature_dtype {
   ARMATURE_FLOAT32 = 0,
   ARMATURE_INT32 = 1,
   ARMATURE_UINT32 = 2,
-  ARMATURE_BYTE = 3
+  ARMATURE_BYTE = 3,
+  ARMATURE_FLOAT64 = 4 /* the CPU backend's */
 } armature_dtype;
 
 /* This thread's message of the last failed call ("" when there was none). Valid until this thread's next call. */
@@ -131,12 +140,13 @@ ARMATURE_API void armature_device_destroy(armature_device device);
 /* ARMATURE_OK where `backend` can run ops on this device's memory; else ARMATURE_ERROR_UNAVAILABLE and the reason. */
 ARMATURE_API armature_status armature_device_supports(armature_device device, armature_backend backend);
 
-/* Memory described for an op: a VkBuffer (with a byte offset) or a CUDA device pointer (or both, when shared). */
+/* Memory described for an op: a VkBuffer (with a byte offset) or a CUDA device pointer (or both, when shared); for
+ * the CPU backend, host memory. */
 #define ARMATURE_MAX_RANK 6
 typedef struct armature_tensor {
   uint64_t vk_buffer;
   uint64_t offset; /* bytes into vk_buffer */
-  void* cuda;
+  void* data;      /* a CUDA device pointer, or host memory (ARMATURE_BACKEND_CPU) */
   armature_dtype dtype;
   uint32_t rank;
   int64_t shape[ARMATURE_MAX_RANK];
@@ -155,6 +165,20 @@ ARMATURE_API armature_status armature_buffer_download(armature_buffer buffer, vo
 /* The buffer as a dense tensor of `shape` (its element count at most the buffer's). */
 ARMATURE_API armature_status armature_buffer_tensor(armature_buffer buffer, uint32_t rank, const int64_t* shape,
                                                     armature_tensor* out);
+
+/* A host's VkBuffer as a library buffer (since version 2): Vulkan ops bind it and, where CUDA drives the same GPU,
+ * CUDA ops write the same memory, imported zero-copy. `memory` (a VkDeviceMemory of `allocation_size` bytes, the
+ * buffer bound at `offset`) must have been allocated with VkExportMemoryAllocateInfo for
+ * VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT for CUDA to import it (`dedicated`: with
+ * VkMemoryDedicatedAllocateInfo for this buffer). The result owns only the import: destroy it before the host frees
+ * its buffer; it cannot be uploaded to or downloaded from (the memory is the host's). */
+typedef struct armature_host_allocation {
+  uint64_t buffer, memory; /* VkBuffer, VkDeviceMemory */
+  uint64_t allocation_size, offset;
+  uint32_t dedicated;
+} armature_host_allocation;
+ARMATURE_API armature_status armature_buffer_adopt(armature_device device, const armature_host_allocation* host,
+                                                   armature_dtype dtype, uint64_t count, armature_buffer* out);
 
 /* Where an op's work goes: recorded into `command_buffer` (a VkCommandBuffer in the recording state, on the device's
  * queue family), or enqueued on `cuda_stream` (a cudaStream_t; 0 is the legacy default stream). */
@@ -204,8 +228,9 @@ ARMATURE_API armature_status armature_skinning_backward(
     const armature_tensor* grad_vertices, const armature_tensor* grad_joints, const armature_tensor* grad_pose,
     const armature_tensor* grad_betas, const armature_tensor* grad_expression, const armature_tensor* grad_transl);
 
-/* The Gaussian field f(x) = Σ wᵢ·exp(−½‖Lᵢ⁻¹(x−μᵢ)‖²), dense: x (B,3), means (N,3), cholesky (N,6) anisotropic
- * (log-diagonal and lower entries, gaussian_field.h) or (N,1) isotropic, weights (N,C) → field (B,C). */
+/* The Gaussian field f(x) = Σ wᵢ·exp(−½‖Lᵢ⁻¹(x−μᵢ)‖²) (CPU backend: dense, without scratch), dense: x (B,3), means
+ * (N,3), cholesky (N,6) anisotropic (log-diagonal and lower entries, gaussian_field.h) or (N,1) isotropic, weights
+ * (N,C) → field (B,C). */
 typedef struct armature_gaussian_field_inputs {
   const armature_tensor *x, *means, *cholesky, *weights;
   /* Culled mode: a grid armature_build_gaussian_grid built over these Gaussians (UInt32 words); NULL: dense. */
@@ -243,7 +268,8 @@ ARMATURE_API armature_status armature_project_backward(armature_device device, c
                                                        const armature_tensor* grad_matrices);
 
 /* Deformable aggregation (SparseDrive's deformable_aggregation_function). The feature maps' layout is fixed per
- * model: `cameras` × `levels` maps, spatial_shape (cams, levels, 2) as (H, W), scale_start_index (cams, levels). */
+ * model: `cameras` × `levels` maps, spatial_shape (cams, levels, 2) as (H, W), scale_start_index (cams, levels).
+ * CPU backend: yes (feature maps made with a NULL device serve it alone; scratch unused). */
 typedef struct armature_feature_maps_t* armature_feature_maps;
 ARMATURE_API armature_status armature_feature_maps_create(armature_device device, uint32_t cameras, uint32_t levels,
                                                           const int32_t* spatial_shape,
@@ -252,18 +278,14 @@ ARMATURE_API armature_status armature_feature_maps_create(armature_device device
 ARMATURE_API void armature_feature_maps_destroy(armature_feature_maps maps);
 /* features (bs, F, C), locations (bs, anchors, points, cams, 2), weights (bs, anchors, points, cams, levels,
  * groups) → out (bs, anchors, C). */
-ARMATURE_API armature_status armature_deformable_aggregation(armature_device device, const armature_exec* exec,
-                                                             armature_feature_maps maps,
-                                                             const armature_tensor* features,
-                                                             const armature_tensor* locations,
-                                                             const armature_tensor* weights,
-                                                             const armature_tensor* out);
+ARMATURE_API armature_status armature_deformable_aggregation(
+    armature_device device, const armature_exec* exec, armature_feature_maps maps, const armature_tensor* features,
+    const armature_tensor* locations, const armature_tensor* weights, const armature_tensor* out);
 /* The scratch (uint32 words) a backward needs, for the shapes of `features`, `locations` and `weights`. */
 ARMATURE_API armature_status armature_deformable_aggregation_scratch(armature_feature_maps maps,
                                                                      const armature_tensor* features,
                                                                      const armature_tensor* locations,
-                                                                     const armature_tensor* weights,
-                                                                     uint64_t* words);
+                                                                     const armature_tensor* weights, uint64_t* words);
 /* Gradients (each optional, at least one) from grad_out (bs, anchors, C). */
 ARMATURE_API armature_status armature_deformable_aggregation_backward(
     armature_device device, const armature_exec* exec, armature_feature_maps maps, const armature_tensor* features,
@@ -291,8 +313,7 @@ ARMATURE_API armature_status armature_rasterize(armature_device device, const ar
 /* dL/dpositions from dL/dbarycentrics at the faces a rasterize of the same inputs found. */
 ARMATURE_API armature_status armature_rasterize_backward(armature_device device, const armature_exec* exec,
                                                          const armature_raster_desc* desc,
-                                                         const armature_tensor* positions,
-                                                         const armature_tensor* faces,
+                                                         const armature_tensor* positions, const armature_tensor* faces,
                                                          const armature_tensor* findices,
                                                          const armature_tensor* grad_barycentrics,
                                                          const armature_tensor* grad_positions);
@@ -307,6 +328,117 @@ ARMATURE_API armature_status armature_interpolate_backward(
     armature_device device, const armature_exec* exec, const armature_tensor* attr, const armature_tensor* findices,
     const armature_tensor* barycentrics, const armature_tensor* faces, const armature_tensor* grad_out,
     const armature_tensor* grad_attr, const armature_tensor* grad_barycentrics);
+
+/* ---- joint propagation, linear blend skinning, posed Gaussians (since version 2) ------------------------- */
+
+/* A joint forest, analysed once (for the CPU backend alone when `device` is NULL): parents (joints) int32, -1 for a
+ * root, in any order (a parent out of range, a joint its own parent and a cycle are refused, naming the joints);
+ * point_joints (points) int32: the joint each attached point follows (NULL when points is 0). */
+typedef struct armature_joint_forest_t* armature_joint_forest;
+ARMATURE_API armature_status armature_joint_forest_create(armature_device device, uint32_t joints,
+                                                          const int32_t* parents, uint32_t points,
+                                                          const int32_t* point_joints, armature_joint_forest* out);
+ARMATURE_API void armature_joint_forest_destroy(armature_joint_forest forest);
+/* The float32 scratch a propagation (forward or backward) of `batch` needs. */
+ARMATURE_API armature_status armature_joint_forest_scratch(armature_joint_forest forest, uint32_t batch,
+                                                           uint64_t* floats);
+
+typedef enum armature_local_transform {
+  ARMATURE_LOCAL_RIGID = 0, /* rotations (B,N,4) unit quaternions (x, y, z, w), translations (B,N,3) */
+  ARMATURE_LOCAL_AFFINE = 1 /* affine (B,N,12), 3×4 row-major */
+} armature_local_transform;
+/* Each joint's transform relative to its parent (the batch B is their first dimension), and the inverse bind
+ * matrices (N,12) the skinning matrices need (NULL: none). */
+typedef struct armature_joint_locals {
+  armature_local_transform kind;
+  const armature_tensor *rotations, *translations, *affine, *inverse_bind;
+} armature_joint_locals;
+/* CPU backend: yes. globals (B,N,12) = parent's globals · local; skinning (B,N,12) = globals · inverse_bind, positions
+ * (B,N,3) and points_out (B,P,3) (points (P,3) in their joints' frames) when not NULL. scratch:
+ * armature_joint_forest_scratch. */
+ARMATURE_API armature_status armature_joint_propagation(
+    armature_device device, const armature_exec* exec, armature_joint_forest forest,
+    const armature_joint_locals* locals, const armature_tensor* points, const armature_tensor* globals,
+    const armature_tensor* skinning, const armature_tensor* positions, const armature_tensor* points_out,
+    const armature_tensor* scratch);
+/* The exact backward (CPU backend: yes; adjoint and scratch unused there), from the forward's inputs and globals:
+ * gradients of the outputs (each optional, at least one) → gradients of the locals (grad_rotations and
+ * grad_translations, or grad_affine, overwritten) and of points (P,3, summed over the batch, with grad_points_out).
+ * adjoint: scratch (B,N,12) float32. */
+ARMATURE_API armature_status armature_joint_propagation_backward(
+    armature_device device, const armature_exec* exec, armature_joint_forest forest,
+    const armature_joint_locals* locals, const armature_tensor* points, const armature_tensor* globals,
+    const armature_tensor* grad_globals, const armature_tensor* grad_skinning, const armature_tensor* grad_positions,
+    const armature_tensor* grad_points_out, const armature_tensor* adjoint, const armature_tensor* scratch,
+    const armature_tensor* grad_rotations, const armature_tensor* grad_translations, const armature_tensor* grad_affine,
+    const armature_tensor* grad_points);
+
+/* Skin weights of V vertices: `influences` (joint, weight) pairs each, joints (V,K) uint32 below `joint_count`,
+ * weights (V,K) float32 (finite, non-negative). */
+typedef struct armature_skin_weights_t* armature_skin_weights;
+ARMATURE_API armature_status armature_skin_weights_create(armature_device device, uint32_t joint_count,
+                                                          uint32_t influences, uint32_t vertices,
+                                                          const uint32_t* joints, const float* weights,
+                                                          armature_skin_weights* out);
+ARMATURE_API void armature_skin_weights_destroy(armature_skin_weights weights);
+/* rest (V,3), skinning matrices (B,J,12) (armature_joint_propagation's) → positions (B,V,3). */
+ARMATURE_API armature_status armature_linear_blend_skinning(armature_device device, const armature_exec* exec,
+                                                            armature_skin_weights weights, const armature_tensor* rest,
+                                                            const armature_tensor* skinning,
+                                                            const armature_tensor* positions);
+
+/* Gaussians carried by joints: transforms (J,12) 3×4 row-major, gaussian_joints (N) int32 (one out of [0, J) is
+ * posed to NaN), means (N,3), cholesky (N,6) → posed_means (N,3), posed_cholesky (N,6); `post` (12 floats, or NULL
+ * for the identity) is applied after the joint's transform. */
+ARMATURE_API armature_status armature_pose_gaussians(armature_device device, const armature_exec* exec,
+                                                     const armature_tensor* transforms,
+                                                     const armature_tensor* gaussian_joints,
+                                                     const armature_tensor* means, const armature_tensor* cholesky,
+                                                     const float* post, const armature_tensor* posed_means,
+                                                     const armature_tensor* posed_cholesky);
+
+/* ---- meshes, texture baking, optimisation (since version 2) ---------------------------------------------- */
+
+/* A triangle mesh: vertices (V,3) float32, faces (F,3) int32 (each index in [0, V)). */
+typedef struct armature_triangle_mesh_t* armature_triangle_mesh;
+ARMATURE_API armature_status armature_triangle_mesh_create(armature_device device, uint32_t vertices,
+                                                           const float* positions, uint32_t faces,
+                                                           const int32_t* indices, armature_triangle_mesh* out);
+ARMATURE_API void armature_triangle_mesh_destroy(armature_triangle_mesh mesh);
+/* The generalised winding number of the mesh at each point x (P,3) → windings (P) (1 inside a closed mesh, 0
+ * outside), and the unsigned distance to it → distances (P) when not NULL. */
+ARMATURE_API armature_status armature_winding_numbers(armature_device device, const armature_exec* exec,
+                                                      armature_triangle_mesh mesh, const armature_tensor* x,
+                                                      const armature_tensor* windings,
+                                                      const armature_tensor* distances);
+
+/* Texture baking's sampling step (armature/ops/texture_bake.h): for each of T texels, where each of K views of
+ * H × W sees it and how much that view counts. */
+typedef struct armature_bake_desc {
+  uint32_t texels, views, width, height, vertices, faces;
+  float tolerance;  /* along the view ray, in the mesh's units (0.01) */
+  float min_cosine; /* views more oblique count for nothing (0.1) */
+  float sharpness;  /* weight cos^sharpness (2) */
+} armature_bake_desc;
+/* positions (V,3), faces (F,3) int32, texel_faces (T) int32 (face + 1) and texel_bary (T,3) (the atlas's raster),
+ * view_faces (K,H,W) int32 and view_bary (K,H,W,3) (the views' raster), matrices (K,16) → locations (T,K,2),
+ * weights (T,K). */
+ARMATURE_API armature_status armature_bake_samples(armature_device device, const armature_exec* exec,
+                                                   const armature_bake_desc* desc, const armature_tensor* positions,
+                                                   const armature_tensor* faces, const armature_tensor* texel_faces,
+                                                   const armature_tensor* texel_bary, const armature_tensor* view_faces,
+                                                   const armature_tensor* view_bary, const armature_tensor* matrices,
+                                                   const armature_tensor* locations, const armature_tensor* weights);
+
+/* One Adam step (torch.optim.Adam's, without weight decay) over n floats: params, m and v updated in place from
+ * grads; `step` counts from 1 (the bias correction's). */
+typedef struct armature_adam_settings {
+  double lr, beta1, beta2, eps;
+} armature_adam_settings;
+ARMATURE_API armature_status armature_adam_step(armature_device device, const armature_exec* exec,
+                                                const armature_adam_settings* settings, uint32_t step,
+                                                const armature_tensor* params, const armature_tensor* grads,
+                                                const armature_tensor* m, const armature_tensor* v);
 
 #ifdef __cplusplus
 }

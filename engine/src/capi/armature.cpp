@@ -4,19 +4,26 @@
 #include "armature/armature.h"
 
 #include <cstring>
+#include <span>
 #include <new>
 #include <string>
 
 #include "armature/body/body_model.h"
 #include "armature/device.h"
 #include "armature/error.h"
+#include "armature/ops/adam.h"
 #include "armature/ops/axpy.h"
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
+#include "armature/ops/gaussian_pose.h"
 #include "armature/ops/interpolate.h"
+#include "armature/ops/joint_propagation.h"
+#include "armature/ops/linear_blend_skinning.h"
 #include "armature/ops/project.h"
 #include "armature/ops/raster.h"
 #include "armature/ops/skinning.h"
+#include "armature/ops/texture_bake.h"
+#include "armature/ops/winding_numbers.h"
 #include "armature/vk/context.h"
 #include "armature/vk/host.h"
 
@@ -35,11 +42,24 @@ struct armature_vk_requirements_t {
   std::unique_ptr<vk::DeviceRequirements> requirements;
 };
 struct armature_feature_maps_t {
-  std::unique_ptr<DeviceFeatureMaps> maps;
+  FeatureMapLayout layout;
+  uint32_t features = 0;
+  std::unique_ptr<DeviceFeatureMaps> maps;  // null: the CPU backend's alone
 };
 struct armature_skinning_t {
   armature_device_t* device;
   std::unique_ptr<Skinning> skinning;
+};
+struct armature_joint_forest_t {
+  std::unique_ptr<JointForest> forest;
+  std::vector<int32_t> pointJoints;
+  std::unique_ptr<DeviceJointForest> device;  // null: the CPU backend's alone
+};
+struct armature_skin_weights_t {
+  std::unique_ptr<DeviceSkinWeights> weights;
+};
+struct armature_triangle_mesh_t {
+  std::unique_ptr<DeviceTriangleMesh> mesh;
 };
 
 namespace {
@@ -99,6 +119,8 @@ ElementType elementTypeOf(armature_dtype d, const char* name) {
       return ElementType::UInt32;
     case ARMATURE_BYTE:
       return ElementType::Byte;
+    case ARMATURE_FLOAT64:
+      break;  // the CPU backend's: never a device view (viewOf refuses it first)
   }
   throw Error(std::string(name) + ": unknown dtype " + std::to_string(int(d)));
 }
@@ -108,11 +130,9 @@ Backend backendOf(armature_backend b) {
   return b == ARMATURE_BACKEND_VULKAN ? Backend::Vulkan : Backend::Cuda;
 }
 
-// A tensor as the view an op takes: dense row-major, its element count checked (and empty for NULL).
-DeviceView viewOf(const armature_tensor* t, const char* name) {
-  if (!t) return {};
+// A tensor's element count, checked dense row-major.
+uint64_t denseCount(const armature_tensor* t, const char* name) {
   ARM_CHECK(t->rank <= ARMATURE_MAX_RANK, "%s: rank %u, at most %d", name, t->rank, ARMATURE_MAX_RANK);
-  ARM_CHECK(t->vk_buffer || t->cuda, "%s: neither a VkBuffer nor a CUDA pointer", name);
   uint64_t count = 1, expected = 1;
   for (int d = int(t->rank) - 1; d >= 0; --d) {
     ARM_CHECK(t->shape[d] >= 0, "%s: dimension %d is %lld", name, d, (long long)t->shape[d]);
@@ -122,13 +142,59 @@ DeviceView viewOf(const armature_tensor* t, const char* name) {
     ARM_CHECK(!__builtin_mul_overflow(count, uint64_t(t->shape[d]), &count), "%s: its shape overflows 64 bits", name);
     expected = count;
   }
+  return count;
+}
+
+// A tensor as the view an op takes: dense row-major, its element count checked (and empty for NULL).
+DeviceView viewOf(const armature_tensor* t, const char* name) {
+  if (!t) return {};
+  const uint64_t count = denseCount(t, name);
+  ARM_CHECK(t->vk_buffer || t->data, "%s: neither a VkBuffer nor a CUDA pointer", name);
+  ARM_CHECK(t->dtype != ARMATURE_FLOAT64, "%s: float64 is the CPU backend's (the GPU backends compute in float32)",
+            name);
   DeviceView v;
   v.vkBuffer = reinterpret_cast<VkBuffer>(t->vk_buffer);
-  v.cudaBase = t->cuda;
-  v.offset = t->cuda ? 0 : size_t(t->offset);
+  v.cudaBase = t->data;
+  v.offset = t->data ? 0 : size_t(t->offset);
   v.count = size_t(count);
   v.type = elementTypeOf(t->dtype, name);
   return v;
+}
+
+// A tensor's dimension d as a uint32 size, named in the message when it is missing or too large.
+uint32_t dim(const armature_tensor* t, uint32_t rank, uint32_t d, const char* name) {
+  ARM_CHECK(t, "%s is NULL", name);
+  ARM_CHECK(t->rank == rank, "%s has rank %u, expected %u", name, t->rank, rank);
+  ARM_CHECK(t->shape[d] >= 0 && t->shape[d] <= int64_t(UINT32_MAX), "%s: dimension %u is %lld", name, d,
+            (long long)t->shape[d]);
+  return uint32_t(t->shape[d]);
+}
+
+// ---- the CPU backend: the double references on host memory ----
+
+bool onCpu(const armature_exec* e) { return e && e->backend == ARMATURE_BACKEND_CPU; }
+
+// A CPU tensor's host memory: `count` elements of `dtype` (NULL → none).
+template <typename T>
+std::span<T> hostSpan(const armature_tensor* t, const char* name, armature_dtype dtype) {
+  if (!t) return {};
+  const uint64_t count = denseCount(t, name);
+  ARM_CHECK(t->dtype == dtype, "%s: the CPU backend takes %s here, got dtype %d", name,
+            dtype == ARMATURE_FLOAT64 ? "float64" : "int32", int(t->dtype));
+  ARM_CHECK(t->data || count == 0, "%s: no host memory (data is NULL)", name);
+  ARM_CHECK(!t->vk_buffer, "%s: a VkBuffer, but the CPU backend reads host memory", name);
+  return {static_cast<T*>(t->data), size_t(count)};
+}
+std::vector<double> hostIn(const armature_tensor* t, const char* name) {
+  const std::span<double> s = hostSpan<double>(t, name, ARMATURE_FLOAT64);
+  return {s.begin(), s.end()};
+}
+// Writes `values` into an output tensor (NULL: not wanted) that holds exactly as many.
+void hostOut(const armature_tensor* t, const char* name, const std::vector<double>& values) {
+  const std::span<double> s = hostSpan<double>(t, name, ARMATURE_FLOAT64);
+  if (!t) return;
+  ARM_CHECK(s.size() == values.size(), "%s holds %zu values; the output has %zu", name, s.size(), values.size());
+  std::copy(values.begin(), values.end(), s.begin());
 }
 
 // `b` as a backend, or Unavailable where this device cannot run it.
@@ -141,6 +207,8 @@ Backend requireBackend(armature_device_t& device, armature_backend b) {
 
 Exec execOf(armature_device_t& device, const armature_exec* e) {
   ARM_CHECK(e, "exec is NULL");
+  ARM_CHECK(e->backend != ARMATURE_BACKEND_CPU,
+            "this op has no CPU backend (its reference is C++: the ...Ref function)");
   const Backend backend = requireBackend(device, e->backend);
   if (backend == Backend::Cuda) return Exec::cuda(e->cuda_stream);
   ARM_CHECK(e->command_buffer, "exec.command_buffer is 0 for the Vulkan backend");
@@ -287,6 +355,23 @@ armature_status armature_buffer_create(armature_device device, armature_dtype dt
   });
 }
 
+armature_status armature_buffer_adopt(armature_device device, const armature_host_allocation* host,
+                                      armature_dtype dtype, uint64_t count, armature_buffer* out) {
+  return guard("armature_buffer_adopt", [&] {
+    ARM_CHECK(out, "out is NULL");
+    const armature_host_allocation& h = deref(host, "host");
+    auto handle = std::make_unique<armature_buffer_t>();
+    handle->buffer = deref(device, "device")
+                         .device->adopt({.buffer = reinterpret_cast<VkBuffer>(h.buffer),
+                                         .memory = reinterpret_cast<VkDeviceMemory>(h.memory),
+                                         .allocationSize = h.allocation_size,
+                                         .offset = h.offset,
+                                         .dedicated = h.dedicated != 0},
+                                        elementTypeOf(dtype, "dtype"), size_t(count));
+    *out = handle.release();
+  });
+}
+
 void armature_buffer_destroy(armature_buffer buffer) {
   guard("armature_buffer_destroy", [&] { delete buffer; });
 }
@@ -314,7 +399,7 @@ armature_status armature_buffer_tensor(armature_buffer buffer, uint32_t rank, co
     armature_tensor t{};
     t.vk_buffer = reinterpret_cast<uint64_t>(v.vkBuffer);
     t.offset = v.offset;
-    t.cuda = v.cuda<char>();
+    t.data = v.cuda<char>();
     t.dtype = armature_dtype(int(v.type));
     t.rank = rank;
     uint64_t count = 1;
@@ -441,6 +526,19 @@ GaussianFieldInputs gaussianInputsOf(const armature_gaussian_field_inputs* in) {
           .cholesky = viewOf(in->cholesky, "cholesky"),
           .weights = viewOf(in->weights, "weights")};
 }
+
+GaussianFieldRef hostField(const armature_gaussian_field_inputs* in) {
+  ARM_CHECK(in && in->x && in->means && in->cholesky && in->weights, "in, or one of its tensors, is NULL");
+  ARM_CHECK(!in->grid, "the CPU backend evaluates the field dense: grid must be NULL");
+  ARM_CHECK(in->cholesky->rank == 2 && (in->cholesky->shape[1] == 6 || in->cholesky->shape[1] == 1),
+            "cholesky: (N,6) anisotropic or (N,1) isotropic");
+  return {.shape = in->cholesky->shape[1] == 6 ? GaussianShape::Anisotropic : GaussianShape::Isotropic,
+          .channels = dim(in->weights, 2, 1, "weights"),
+          .points = hostIn(in->x, "x"),
+          .means = hostIn(in->means, "means"),
+          .cholesky = hostIn(in->cholesky, "cholesky"),
+          .weights = hostIn(in->weights, "weights")};
+}
 }  // namespace
 
 armature_status armature_gaussian_field_scratch(uint32_t points, uint32_t gaussians, uint32_t channels, int backward,
@@ -471,6 +569,7 @@ armature_status armature_gaussian_field(armature_device device, const armature_e
                                         const armature_gaussian_field_inputs* in, const armature_tensor* field,
                                         const armature_tensor* scratch) {
   return guard("armature_gaussian_field", [&] {
+    if (onCpu(exec)) return hostOut(field, "field", gaussianFieldRef(hostField(in)).field);
     gaussianField(execOf(deref(device, "device"), exec), {.in = gaussianInputsOf(in),
                                                           .field = viewOf(field, "field"),
                                                           .scratch = viewOf(scratch, "scratch"),
@@ -485,6 +584,14 @@ armature_status armature_gaussian_field_backward(armature_device device, const a
                                                  const armature_tensor* grad_cholesky,
                                                  const armature_tensor* grad_weights, const armature_tensor* scratch) {
   return guard("armature_gaussian_field_backward", [&] {
+    if (onCpu(exec)) {
+      const GaussianFieldGradsRef g = gaussianFieldBackwardRef(hostField(in), hostIn(grad_field, "grad_field"));
+      hostOut(grad_points, "grad_points", g.points);
+      hostOut(grad_means, "grad_means", g.means);
+      hostOut(grad_cholesky, "grad_cholesky", g.cholesky);
+      hostOut(grad_weights, "grad_weights", g.weights);
+      return;
+    }
     gaussianFieldBackward(execOf(deref(device, "device"), exec),
                           {.in = gaussianInputsOf(in),
                            .gradField = viewOf(grad_field, "grad_field"),
@@ -499,29 +606,35 @@ armature_status armature_gaussian_field_backward(armature_device device, const a
 
 namespace {
 
-// A tensor's dimension d as a uint32 size, named in the message when it is missing or too large.
-uint32_t dim(const armature_tensor* t, uint32_t rank, uint32_t d, const char* name) {
-  ARM_CHECK(t, "%s is NULL", name);
-  ARM_CHECK(t->rank == rank, "%s has rank %u, expected %u", name, t->rank, rank);
-  ARM_CHECK(t->shape[d] >= 0 && t->shape[d] <= int64_t(UINT32_MAX), "%s: dimension %u is %lld", name, d,
-            (long long)t->shape[d]);
-  return uint32_t(t->shape[d]);
+DeformableAggregationSizes aggregationSizesOf(const armature_tensor* features, const armature_tensor* locations,
+                                              const armature_tensor* weights) {
+  return {.batch = dim(features, 3, 0, "features"),
+          .features = dim(features, 3, 1, "features"),
+          .channels = dim(features, 3, 2, "features"),
+          .anchors = dim(locations, 5, 1, "locations"),
+          .points = dim(locations, 5, 2, "locations"),
+          .groups = dim(weights, 6, 5, "weights")};
 }
 
 DeformableAggregationInputs aggregationInputsOf(armature_feature_maps maps, const armature_tensor* features,
                                                 const armature_tensor* locations, const armature_tensor* weights) {
-  const DeviceFeatureMaps& m = *deref(maps, "maps").maps;
-  const DeformableAggregationSizes sizes{.batch = dim(features, 3, 0, "features"),
-                                         .features = dim(features, 3, 1, "features"),
-                                         .channels = dim(features, 3, 2, "features"),
-                                         .anchors = dim(locations, 5, 1, "locations"),
-                                         .points = dim(locations, 5, 2, "locations"),
-                                         .groups = dim(weights, 6, 5, "weights")};
-  return {.maps = &m,
+  const armature_feature_maps_t& handle = deref(maps, "maps");
+  ARM_CHECK(handle.maps, "the feature maps were made without a device: they serve the CPU backend alone");
+  const DeformableAggregationSizes sizes = aggregationSizesOf(features, locations, weights);
+  return {.maps = handle.maps.get(),
           .sizes = sizes,
           .features = viewOf(features, "features"),
           .locations = viewOf(locations, "locations"),
           .weights = viewOf(weights, "weights")};
+}
+
+DeformableAggregationRef hostAggregation(armature_feature_maps maps, const armature_tensor* features,
+                                         const armature_tensor* locations, const armature_tensor* weights) {
+  return {.sizes = aggregationSizesOf(features, locations, weights),
+          .layout = deref(maps, "maps").layout,
+          .features = hostIn(features, "features"),
+          .locations = hostIn(locations, "locations"),
+          .weights = hostIn(weights, "weights")};
 }
 
 RasterDesc rasterDescOf(const armature_raster_desc* d) {
@@ -607,7 +720,9 @@ armature_status armature_feature_maps_create(armature_device device, uint32_t ca
                             .spatialShape = std::vector<int32_t>(spatial_shape, spatial_shape + maps * 2),
                             .scaleStartIndex = std::vector<int32_t>(scale_start_index, scale_start_index + maps)};
     auto handle = std::make_unique<armature_feature_maps_t>();
-    handle->maps = std::make_unique<DeviceFeatureMaps>(*deref(device, "device").device, layout, features);
+    validateFeatureMapLayout(layout, features);
+    if (device) handle->maps = std::make_unique<DeviceFeatureMaps>(*device->device, layout, features);
+    handle->layout = std::move(layout), handle->features = features;
     *out = handle.release();
   });
 }
@@ -621,6 +736,8 @@ armature_status armature_deformable_aggregation(armature_device device, const ar
                                                 const armature_tensor* locations, const armature_tensor* weights,
                                                 const armature_tensor* out) {
   return guard("armature_deformable_aggregation", [&] {
+    if (onCpu(exec))
+      return hostOut(out, "out", deformableAggregationRef(hostAggregation(maps, features, locations, weights)));
     deformableAggregation(execOf(deref(device, "device"), exec),
                           {.in = aggregationInputsOf(maps, features, locations, weights), .out = viewOf(out, "out")});
   });
@@ -642,6 +759,14 @@ armature_status armature_deformable_aggregation_backward(
     const armature_tensor* grad_features, const armature_tensor* grad_locations, const armature_tensor* grad_weights,
     const armature_tensor* scratch) {
   return guard("armature_deformable_aggregation_backward", [&] {
+    if (onCpu(exec)) {
+      const DeformableAggregationGradsRef g = deformableAggregationBackwardRef(
+          hostAggregation(maps, features, locations, weights), hostIn(grad_out, "grad_out"));
+      hostOut(grad_features, "grad_features", g.features);
+      hostOut(grad_locations, "grad_locations", g.locations);
+      hostOut(grad_weights, "grad_weights", g.weights);
+      return;
+    }
     deformableAggregationBackward(execOf(deref(device, "device"), exec),
                                   {.in = aggregationInputsOf(maps, features, locations, weights),
                                    .gradOut = viewOf(grad_out, "grad_out"),
@@ -728,6 +853,286 @@ armature_status armature_interpolate_backward(armature_device device, const arma
                          .gradOut = viewOf(grad_out, "grad_out"),
                          .gradAttr = viewOf(grad_attr, "grad_attr"),
                          .gradBarycentrics = viewOf(grad_barycentrics, "grad_barycentrics")});
+  });
+}
+
+// ---- joint propagation, linear blend skinning, posed Gaussians --------------------------------------------------
+
+}  // extern "C"
+
+namespace {
+// `count` values at `p` (NULL only when count is 0).
+template <typename T>
+std::vector<T> arrayOf(const T* p, uint64_t count, const char* name) {
+  ARM_CHECK(p || count == 0, "%s is NULL with %llu values", name, (unsigned long long)count);
+  return count ? std::vector<T>(p, p + count) : std::vector<T>{};
+}
+
+uint64_t product(uint64_t a, uint64_t b, const char* name) {
+  uint64_t n = 0;
+  ARM_CHECK(!__builtin_mul_overflow(a, b, &n), "%s: its size overflows 64 bits", name);
+  return n;
+}
+
+LocalTransform kindOf(const armature_joint_locals& l) {
+  ARM_CHECK(l.kind == ARMATURE_LOCAL_RIGID || l.kind == ARMATURE_LOCAL_AFFINE,
+            "locals.kind %d is neither rigid nor affine", int(l.kind));
+  return l.kind == ARMATURE_LOCAL_RIGID ? LocalTransform::Rigid : LocalTransform::Affine;
+}
+// The batch: the first dimension of the rotations (rigid) or the affine transforms.
+// The forest's device side, for the GPU backends.
+const DeviceJointForest* gpuForest(armature_joint_forest forest) {
+  const armature_joint_forest_t& f = deref(forest, "forest");
+  ARM_CHECK(f.device, "the forest was made without a device: it serves the CPU backend alone");
+  return f.device.get();
+}
+JointLocalsRef hostLocals(const armature_joint_forest_t& f, const armature_joint_locals& l, uint32_t batch,
+                          const armature_tensor* points) {
+  return {.batch = batch,
+          .kind = kindOf(l),
+          .rotations = hostIn(l.rotations, "locals.rotations"),
+          .translations = hostIn(l.translations, "locals.translations"),
+          .affine = hostIn(l.affine, "locals.affine"),
+          .inverseBind = hostIn(l.inverse_bind, "locals.inverse_bind"),
+          .pointJoints = f.pointJoints,
+          .points = hostIn(points, "points")};
+}
+uint32_t localsBatch(const armature_joint_locals& l) {
+  return kindOf(l) == LocalTransform::Rigid ? batchOf(l.rotations, "locals.rotations")
+                                            : batchOf(l.affine, "locals.affine");
+}
+}  // namespace
+
+extern "C" {
+
+armature_status armature_joint_forest_create(armature_device device, uint32_t joints, const int32_t* parents,
+                                             uint32_t points, const int32_t* point_joints, armature_joint_forest* out) {
+  return guard("armature_joint_forest_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    auto handle = std::make_unique<armature_joint_forest_t>();
+    handle->forest = std::make_unique<JointForest>(arrayOf(parents, joints, "parents"));
+    handle->pointJoints = arrayOf(point_joints, points, "point_joints");
+    for (size_t i = 0; i < handle->pointJoints.size(); ++i)
+      ARM_CHECK(handle->pointJoints[i] >= 0 && uint32_t(handle->pointJoints[i]) < joints,
+                "point_joints[%zu] is %d, not a joint of the %u", i, handle->pointJoints[i], joints);
+    if (device)
+      handle->device = std::make_unique<DeviceJointForest>(*device->device, *handle->forest, handle->pointJoints);
+    *out = handle.release();
+  });
+}
+
+void armature_joint_forest_destroy(armature_joint_forest forest) {
+  guard("armature_joint_forest_destroy", [&] { delete forest; });
+}
+
+armature_status armature_joint_forest_scratch(armature_joint_forest forest, uint32_t batch, uint64_t* floats) {
+  return guard("armature_joint_forest_scratch", [&] {
+    ARM_CHECK(floats, "floats is NULL");
+    const armature_joint_forest_t& f = deref(forest, "forest");
+    *floats = f.device ? f.device->scratchFloats(batch) : 0;
+  });
+}
+
+armature_status armature_joint_propagation(armature_device device, const armature_exec* exec,
+                                           armature_joint_forest forest, const armature_joint_locals* locals,
+                                           const armature_tensor* points, const armature_tensor* globals,
+                                           const armature_tensor* skinning, const armature_tensor* positions,
+                                           const armature_tensor* points_out, const armature_tensor* scratch) {
+  return guard("armature_joint_propagation", [&] {
+    const armature_joint_locals& l = deref(locals, "locals");
+    if (onCpu(exec)) {
+      const armature_joint_forest_t& f = deref(forest, "forest");
+      const JointGlobalsRef g = propagateJointsRef(*f.forest, hostLocals(f, l, localsBatch(l), points));
+      hostOut(globals, "globals", g.globals);
+      hostOut(skinning, "skinning", g.skinning);
+      hostOut(positions, "positions", g.positions);
+      hostOut(points_out, "points_out", g.points);
+      return;
+    }
+    propagateJoints(execOf(deref(device, "device"), exec),
+                    {.forest = gpuForest(forest),
+                     .batch = localsBatch(l),
+                     .kind = kindOf(l),
+                     .rotations = viewOf(l.rotations, "locals.rotations"),
+                     .translations = viewOf(l.translations, "locals.translations"),
+                     .affine = viewOf(l.affine, "locals.affine"),
+                     .inverseBind = viewOf(l.inverse_bind, "locals.inverse_bind"),
+                     .globals = viewOf(globals, "globals"),
+                     .skinning = viewOf(skinning, "skinning"),
+                     .positions = viewOf(positions, "positions"),
+                     .points = viewOf(points, "points"),
+                     .pointsOut = viewOf(points_out, "points_out"),
+                     .scratch = viewOf(scratch, "scratch")});
+  });
+}
+
+armature_status armature_joint_propagation_backward(
+    armature_device device, const armature_exec* exec, armature_joint_forest forest,
+    const armature_joint_locals* locals, const armature_tensor* points, const armature_tensor* globals,
+    const armature_tensor* grad_globals, const armature_tensor* grad_skinning, const armature_tensor* grad_positions,
+    const armature_tensor* grad_points_out, const armature_tensor* adjoint, const armature_tensor* scratch,
+    const armature_tensor* grad_rotations, const armature_tensor* grad_translations, const armature_tensor* grad_affine,
+    const armature_tensor* grad_points) {
+  return guard("armature_joint_propagation_backward", [&] {
+    const armature_joint_locals& l = deref(locals, "locals");
+    if (onCpu(exec)) {
+      const armature_joint_forest_t& f = deref(forest, "forest");
+      const JointLocalsRef in = hostLocals(f, l, localsBatch(l), points);
+      const JointLocalGradsRef g = propagateJointsBackwardRef(*f.forest, in,
+                                                              {.globals = hostIn(grad_globals, "grad_globals"),
+                                                               .skinning = hostIn(grad_skinning, "grad_skinning"),
+                                                               .positions = hostIn(grad_positions, "grad_positions"),
+                                                               .points = hostIn(grad_points_out, "grad_points_out")});
+      hostOut(grad_rotations, "grad_rotations", g.rotations);
+      hostOut(grad_translations, "grad_translations", g.translations);
+      hostOut(grad_affine, "grad_affine", g.affine);
+      hostOut(grad_points, "grad_points", g.points);
+      return;
+    }
+    propagateJointsBackward(execOf(deref(device, "device"), exec),
+                            {.forest = gpuForest(forest),
+                             .batch = localsBatch(l),
+                             .kind = kindOf(l),
+                             .rotations = viewOf(l.rotations, "locals.rotations"),
+                             .translations = viewOf(l.translations, "locals.translations"),
+                             .affine = viewOf(l.affine, "locals.affine"),
+                             .inverseBind = viewOf(l.inverse_bind, "locals.inverse_bind"),
+                             .globals = viewOf(globals, "globals"),
+                             .points = viewOf(points, "points"),
+                             .gradGlobals = viewOf(grad_globals, "grad_globals"),
+                             .gradSkinning = viewOf(grad_skinning, "grad_skinning"),
+                             .gradPositions = viewOf(grad_positions, "grad_positions"),
+                             .gradPointsOut = viewOf(grad_points_out, "grad_points_out"),
+                             .adjoint = viewOf(adjoint, "adjoint"),
+                             .scratch = viewOf(scratch, "scratch"),
+                             .gradRotations = viewOf(grad_rotations, "grad_rotations"),
+                             .gradTranslations = viewOf(grad_translations, "grad_translations"),
+                             .gradAffine = viewOf(grad_affine, "grad_affine"),
+                             .gradPoints = viewOf(grad_points, "grad_points")});
+  });
+}
+
+armature_status armature_skin_weights_create(armature_device device, uint32_t joint_count, uint32_t influences,
+                                             uint32_t vertices, const uint32_t* joints, const float* weights,
+                                             armature_skin_weights* out) {
+  return guard("armature_skin_weights_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    armature_device_t& d = deref(device, "device");
+    const uint64_t n = product(vertices, influences, "joints");
+    auto handle = std::make_unique<armature_skin_weights_t>();
+    handle->weights = std::make_unique<DeviceSkinWeights>(*d.device, joint_count, influences,
+                                                          arrayOf(joints, n, "joints"), arrayOf(weights, n, "weights"));
+    *out = handle.release();
+  });
+}
+
+void armature_skin_weights_destroy(armature_skin_weights weights) {
+  guard("armature_skin_weights_destroy", [&] { delete weights; });
+}
+
+armature_status armature_linear_blend_skinning(armature_device device, const armature_exec* exec,
+                                               armature_skin_weights weights, const armature_tensor* rest,
+                                               const armature_tensor* skinning, const armature_tensor* positions) {
+  return guard("armature_linear_blend_skinning", [&] {
+    linearBlendSkinning(execOf(deref(device, "device"), exec), {.weights = deref(weights, "weights").weights.get(),
+                                                                .batch = batchOf(skinning, "skinning"),
+                                                                .rest = viewOf(rest, "rest"),
+                                                                .skinning = viewOf(skinning, "skinning"),
+                                                                .positions = viewOf(positions, "positions")});
+  });
+}
+
+armature_status armature_pose_gaussians(armature_device device, const armature_exec* exec,
+                                        const armature_tensor* transforms, const armature_tensor* gaussian_joints,
+                                        const armature_tensor* means, const armature_tensor* cholesky,
+                                        const float* post, const armature_tensor* posed_means,
+                                        const armature_tensor* posed_cholesky) {
+  return guard("armature_pose_gaussians", [&] {
+    GaussianPoseArgs args{.gaussians = dim(gaussian_joints, 1, 0, "gaussian_joints"),
+                          .joints = dim(transforms, 2, 0, "transforms"),
+                          .transforms = viewOf(transforms, "transforms"),
+                          .gaussianJoints = viewOf(gaussian_joints, "gaussian_joints"),
+                          .means = viewOf(means, "means"),
+                          .cholesky = viewOf(cholesky, "cholesky"),
+                          .posedMeans = viewOf(posed_means, "posed_means"),
+                          .posedCholesky = viewOf(posed_cholesky, "posed_cholesky")};
+    if (post) std::copy(post, post + 12, args.post.begin());
+    poseGaussians(execOf(deref(device, "device"), exec), args);
+  });
+}
+
+// ---- meshes, texture baking, optimisation ---------------------------------------------------------------------
+
+armature_status armature_triangle_mesh_create(armature_device device, uint32_t vertices, const float* positions,
+                                              uint32_t faces, const int32_t* indices, armature_triangle_mesh* out) {
+  return guard("armature_triangle_mesh_create", [&] {
+    ARM_CHECK(out, "out is NULL");
+    armature_device_t& d = deref(device, "device");
+    auto handle = std::make_unique<armature_triangle_mesh_t>();
+    handle->mesh =
+        std::make_unique<DeviceTriangleMesh>(*d.device, arrayOf(positions, uint64_t(vertices) * 3, "positions"),
+                                             arrayOf(indices, uint64_t(faces) * 3, "indices"));
+    *out = handle.release();
+  });
+}
+
+void armature_triangle_mesh_destroy(armature_triangle_mesh mesh) {
+  guard("armature_triangle_mesh_destroy", [&] { delete mesh; });
+}
+
+armature_status armature_winding_numbers(armature_device device, const armature_exec* exec, armature_triangle_mesh mesh,
+                                         const armature_tensor* x, const armature_tensor* windings,
+                                         const armature_tensor* distances) {
+  return guard("armature_winding_numbers", [&] {
+    windingNumbers(execOf(deref(device, "device"), exec), {.mesh = deref(mesh, "mesh").mesh.get(),
+                                                           .points = dim(x, 2, 0, "x"),
+                                                           .x = viewOf(x, "x"),
+                                                           .windings = viewOf(windings, "windings"),
+                                                           .distances = viewOf(distances, "distances")});
+  });
+}
+
+armature_status armature_bake_samples(armature_device device, const armature_exec* exec, const armature_bake_desc* desc,
+                                      const armature_tensor* positions, const armature_tensor* faces,
+                                      const armature_tensor* texel_faces, const armature_tensor* texel_bary,
+                                      const armature_tensor* view_faces, const armature_tensor* view_bary,
+                                      const armature_tensor* matrices, const armature_tensor* locations,
+                                      const armature_tensor* weights) {
+  return guard("armature_bake_samples", [&] {
+    const armature_bake_desc& d = deref(desc, "desc");
+    bakeSamples(execOf(deref(device, "device"), exec), {.desc = {.texels = d.texels,
+                                                                 .views = d.views,
+                                                                 .width = d.width,
+                                                                 .height = d.height,
+                                                                 .vertexCount = d.vertices,
+                                                                 .faceCount = d.faces,
+                                                                 .tolerance = d.tolerance,
+                                                                 .minCosine = d.min_cosine,
+                                                                 .sharpness = d.sharpness},
+                                                        .positions = viewOf(positions, "positions"),
+                                                        .faces = viewOf(faces, "faces"),
+                                                        .texelFaces = viewOf(texel_faces, "texel_faces"),
+                                                        .texelBary = viewOf(texel_bary, "texel_bary"),
+                                                        .viewFaces = viewOf(view_faces, "view_faces"),
+                                                        .viewBary = viewOf(view_bary, "view_bary"),
+                                                        .matrices = viewOf(matrices, "matrices"),
+                                                        .locations = viewOf(locations, "locations"),
+                                                        .weights = viewOf(weights, "weights")});
+  });
+}
+
+armature_status armature_adam_step(armature_device device, const armature_exec* exec,
+                                   const armature_adam_settings* settings, uint32_t step, const armature_tensor* params,
+                                   const armature_tensor* grads, const armature_tensor* m, const armature_tensor* v) {
+  return guard("armature_adam_step", [&] {
+    const armature_adam_settings& s = deref(settings, "settings");
+    adamStep(execOf(deref(device, "device"), exec),
+             {.params = viewOf(params, "params"),
+              .grads = viewOf(grads, "grads"),
+              .m = viewOf(m, "m"),
+              .v = viewOf(v, "v"),
+              .settings = {.lr = s.lr, .beta1 = s.beta1, .beta2 = s.beta2, .eps = s.eps},
+              .step = step});
   });
 }
 
