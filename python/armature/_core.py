@@ -1,0 +1,214 @@
+"""Running a C API op on torch tensors: which backend, the library's devices, and memory in and out.
+
+- CUDA tensors run on the CUDA backend on the tensor's own device, on torch's current stream, zero-copy: torch
+  allocates every output (its caching allocator owns the memory), and the work is ordered on that stream.
+- CPU tensors run on the double CPU reference (float64 in and out; float32 inputs are widened, which is exact), or,
+  with backend="vulkan", on the Vulkan backend: staged through library buffers, for machines without CUDA.
+"""
+import ctypes
+import threading
+
+import torch
+
+from . import _lib
+from ._lib import Exec, Tensor, check, lib
+
+_BACKENDS = ("auto", "cpu", "vulkan")
+_DTYPES = {torch.float32: _lib.FLOAT32, torch.int32: _lib.INT32, torch.float64: _lib.FLOAT64}
+_lock = threading.Lock()
+_devices = {}  # (backend, index) → device handle
+_contexts = {}  # "vulkan" → context handle
+# Contexts and devices live as long as the process: the objects made on them (forests, feature maps) may outlive any
+# order of teardown Python would choose at exit.
+
+
+def _handle(kind, index=0):
+    """The library's context and device for `kind` ("vulkan" or "cuda"), made on first use."""
+    key = (kind, index)
+    with _lock:
+        if key in _devices:
+            return _devices[key]
+        context = ctypes.c_void_p()
+        if kind == "vulkan":
+            info = _lib.ContextInfo(1, ctypes.sizeof(_lib.ContextInfo), None, 0)
+            check(lib.armature_context_create(ctypes.byref(info), ctypes.byref(context)))
+            _contexts[kind] = context
+        device = ctypes.c_void_p()
+        check(lib.armature_device_create(context, ctypes.byref(device)))
+        _devices[key] = device
+        return device
+
+
+def vulkan_device():
+    return _handle("vulkan")
+
+
+def vulkan_description():
+    """`armature info`'s lines for the Vulkan device, joined."""
+    vulkan_device()
+    text = ctypes.create_string_buffer(8192)
+    check(lib.armature_context_describe(_contexts["vulkan"], text, len(text)))
+    return text.value.decode().strip().replace("\n", "; ")
+
+
+def cuda_device(index):
+    """CUDA's device for torch's cuda:index (the library launches on the current device: see run())."""
+    device = _handle("cuda", index)
+    check(lib.armature_device_supports(device, _lib.CUDA))
+    return device
+
+
+def backend_of(tensors, backend):
+    """"cuda", "cpu" or "vulkan" for these tensors, checking they share one device."""
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    devices = {t.device for t in tensors if t is not None}
+    if len(devices) > 1:
+        raise ValueError(f"tensors on several devices: {sorted(str(d) for d in devices)}")
+    device = devices.pop() if devices else torch.device("cpu")
+    if device.type == "cuda":
+        if backend not in ("auto",):
+            raise ValueError(f"backend={backend!r} is for CPU tensors; CUDA tensors run on CUDA")
+        return "cuda", device
+    if device.type != "cpu":
+        raise ValueError(f"tensors on {device}: Armature runs CUDA and CPU tensors")
+    return ("vulkan" if backend == "vulkan" else "cpu"), device
+
+
+def check_tensor(name, t, shape, floating=True):
+    """Checks a tensor's shape (None: any size there) and kind, naming the argument."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if len(t.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {want}")
+    if floating and not t.is_floating_point():
+        raise TypeError(f"{name} must be floating point, got {t.dtype}")
+    if not floating and t.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{name} must hold integers, got {t.dtype}")
+    if floating and t.dtype == torch.float64 and t.is_cuda:
+        raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it explicitly, "
+                        "or use CPU tensors for the float64 reference)")
+
+
+def describe(t):
+    """The armature_tensor of a contiguous tensor on the host or a CUDA device."""
+    s = Tensor()
+    s.data = t.data_ptr() if t.numel() else None
+    s.dtype = _DTYPES[t.dtype]
+    s.rank = t.dim()
+    for d, n in enumerate(t.shape):
+        s.shape[d] = n
+    return s
+
+
+class Call:
+    """One op call: inputs converted for the backend, outputs allocated, memory kept alive until the call returns.
+
+    `arg(t)` / `out(shape)` return a pointer to the tensor's description (None for None); run(fn) calls
+    fn(device, exec) and returns the outputs as torch tensors of `dtype` on the inputs' device.
+    """
+
+    def __init__(self, backend, device, dtype):
+        self.backend, self.device, self.dtype = backend, device, dtype
+        self._keep = []
+        self._outputs = []
+        self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
+        self.handle = None
+        if backend == "cuda":
+            self.handle = cuda_device(device.index if device.index is not None else torch.cuda.current_device())
+        elif backend == "vulkan":
+            self.handle = vulkan_device()
+        self.compute = {"cuda": torch.float32, "vulkan": torch.float32, "cpu": torch.float64}[backend]
+
+    def _pointer(self, t):
+        s = describe(t)
+        self._keep.append((t, s))
+        return ctypes.pointer(s)
+
+    def _stage(self, t, upload, dtype=None):
+        """Vulkan: a library buffer holding t (uploaded now when `upload`), of the library's `dtype` if given."""
+        buffer = ctypes.c_void_p()
+        kind = _DTYPES[t.dtype] if dtype is None else dtype
+        check(lib.armature_buffer_create(self.handle, kind, max(t.numel(), 1), ctypes.byref(buffer)))
+        self._keep.append(("armature_buffer_destroy", buffer))
+        if upload and t.numel():
+            check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
+        s = Tensor()
+        shape = (ctypes.c_int64 * max(t.dim(), 1))(*(t.shape or (1,)))
+        check(lib.armature_buffer_tensor(buffer, t.dim(), shape, ctypes.byref(s)))
+        self._keep.append(s)
+        return buffer, ctypes.pointer(s)
+
+    def arg(self, t, integer=False):
+        if t is None:
+            return None
+        t = t.detach().to(torch.int32 if integer else self.compute).contiguous()
+        if self.backend == "vulkan":
+            return self._stage(t, upload=True)[1]
+        return self._pointer(t)
+
+    def out(self, shape, integer=False, zero=False, words=False):
+        """An output (or scratch) of `shape`; `words`: uint32 words the library fills (held as int32)."""
+        integer = integer or words
+        kind = torch.int32 if integer else self.compute
+        on = self.device if self.backend == "cuda" else torch.device("cpu")
+        t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=on)
+        self._outputs.append(t)
+        if self.backend == "vulkan":
+            buffer, pointer = self._stage(t, upload=zero, dtype=_lib.UINT32 if words else None)
+            self._staged.append((buffer, t))
+            return pointer
+        pointer = self._pointer(t)
+        if words:
+            pointer.contents.dtype = _lib.UINT32
+        return pointer
+
+    def exec(self):
+        if self.backend == "cuda":
+            return Exec(_lib.CUDA, 0, torch.cuda.current_stream(self.device).cuda_stream)
+        return Exec(_lib.CPU, 0, None)
+
+    def run(self, fn):
+        if self.backend == "vulkan":
+            failure = []
+
+            def work(_, exec_pointer):
+                try:
+                    return fn(self.handle, exec_pointer)
+                except BaseException as e:  # an exception must not unwind through C
+                    failure.append(e)
+                    return _lib.INTERNAL
+
+            callback = _lib.WORK_FN(work)
+            status = lib.armature_device_run(self.handle, _lib.VULKAN, callback, None)
+            if failure:
+                raise failure[0]
+            check(status)
+            for buffer, t in self._staged:
+                if t.numel():
+                    check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
+        elif self.backend == "cuda":
+            e = self.exec()
+            with torch.cuda.device(self.device):
+                check(fn(self.handle, ctypes.byref(e)))
+        else:
+            e = self.exec()
+            check(fn(None, ctypes.byref(e)))
+        self._release()
+        return [t if t.dtype == torch.int32 else t.to(self.dtype) for t in self._outputs]
+
+    def _release(self):
+        for item in self._keep:
+            if isinstance(item, tuple) and item[0] == "armature_buffer_destroy":
+                lib.armature_buffer_destroy(item[1])
+        self._keep.clear()
+
+    def __del__(self):
+        self._release()
+
+
+def result_dtype(*tensors):
+    """The dtype outputs come back in: the inputs' widest floating type."""
+    kinds = [t.dtype for t in tensors if t is not None and t.is_floating_point()]
+    return torch.float64 if torch.float64 in kinds else torch.float32

@@ -1,0 +1,151 @@
+"""Joint propagation: local transforms to global ones over any forest of joints, with autograd.
+
+    forest = armature.joints.JointForest(parents)          # analysed once: set-up costs more than a call
+    out = forest(rotations=q, translations=t, inverse_bind=ib, points=p, point_joints=...)
+    out.globals, out.skinning, out.positions, out.points   # (B,N,3,4), (B,N,3,4), (B,N,3), (B,P,3)
+
+Rigid locals are unit quaternions (x, y, z, w) (B,N,4) and translations (B,N,3); affine locals are 3×4 row-major
+matrices (B,N,3,4). Gradients flow to the locals and the attached points (exact backward kernels).
+"""
+import collections
+import ctypes
+
+import torch
+
+from . import _core, _lib
+from ._lib import check, lib
+
+Propagated = collections.namedtuple("Propagated", "globals skinning positions points")
+
+
+class JointForest:
+    """A forest of joints: parents[i] is joint i's parent, -1 for a root, in any order; point_joints (optional) the
+    joint each attached point follows. Cycles and out-of-range parents are refused, naming the joints."""
+
+    def __init__(self, parents, point_joints=None):
+        self.parents = [int(p) for p in (parents.tolist() if torch.is_tensor(parents) else parents)]
+        pj = point_joints.tolist() if torch.is_tensor(point_joints) else (point_joints or [])
+        self.point_joints = [int(j) for j in pj]
+        self._handles = {}
+        self._handle("cpu", None)  # checks the forest now
+
+    @property
+    def joints(self):
+        return len(self.parents)
+
+    def _handle(self, backend, device):
+        """The library's forest for a backend (the CPU reference's needs no device)."""
+        key = (backend, None if device is None else str(device))
+        if key not in self._handles:
+            handle = ctypes.c_void_p()
+            parents = (ctypes.c_int32 * max(len(self.parents), 1))(*self.parents)
+            points = (ctypes.c_int32 * max(len(self.point_joints), 1))(*self.point_joints)
+            library_device = None
+            if backend == "cuda":
+                library_device = _core.cuda_device(device.index or 0)
+            elif backend == "vulkan":
+                library_device = _core.vulkan_device()
+            check(lib.armature_joint_forest_create(library_device, len(self.parents), parents,
+                                                   len(self.point_joints), points, ctypes.byref(handle)))
+            self._handles[key] = handle
+        return self._handles[key]
+
+    def __del__(self):
+        for handle in getattr(self, "_handles", {}).values():
+            lib.armature_joint_forest_destroy(handle)
+
+    def __call__(self, rotations=None, translations=None, affine=None, inverse_bind=None, points=None,
+                 backend="auto"):
+        """Globals, skinning matrices (with inverse_bind), joint positions and attached points (with points)."""
+        N, P = self.joints, len(self.point_joints)
+        rigid = affine is None
+        if rigid:
+            if rotations is None or translations is None:
+                raise ValueError("give rotations and translations (rigid locals), or affine")
+            _core.check_tensor("rotations", rotations, (None, N, 4))
+            _core.check_tensor("translations", translations, (rotations.shape[0], N, 3))
+        else:
+            if rotations is not None or translations is not None:
+                raise ValueError("give affine, or rotations and translations, not both")
+            _core.check_tensor("affine", affine, (None, N, 3, 4))
+        if inverse_bind is not None:
+            _core.check_tensor("inverse_bind", inverse_bind, (N, 3, 4))
+            if inverse_bind.requires_grad:
+                raise ValueError("inverse_bind requires grad: the backward gives gradients to the locals and points only")
+        if points is not None:
+            _core.check_tensor("points", points, (P, 3))
+        elif P:
+            raise ValueError(f"the forest has {P} attached points: give their positions (points)")
+        outputs = _Propagate.apply(self, backend, rigid, inverse_bind is not None, points is not None,
+                                   rotations, translations, affine, inverse_bind, points)
+        globals_, skinning, positions, points_out = outputs
+        B = globals_.shape[0]
+        return Propagated(globals_.view(B, N, 3, 4), skinning.view(B, N, 3, 4) if inverse_bind is not None else None,
+                          positions, points_out if points is not None else None)
+
+
+def _run(forest, backend, device, dtype, rigid, locals_, points, forward, grads=None, saved_globals=None):
+    call = _core.Call(backend, device, dtype)
+    rotations, translations, affine, inverse_bind = locals_
+    B = (rotations if rigid else affine).shape[0]
+    N, P = forest.joints, len(forest.point_joints)
+    flat = lambda t, *shape: None if t is None else t.reshape(*shape)
+    args = _lib.JointLocals(0 if rigid else 1, call.arg(rotations), call.arg(translations),
+                            call.arg(flat(affine, B, N, 12)), call.arg(flat(inverse_bind, N, 12)))
+    handle = forest._handle(backend, device)
+    scratch_floats = ctypes.c_uint64()
+    check(lib.armature_joint_forest_scratch(handle, B, ctypes.byref(scratch_floats)))
+    pts = call.arg(points)
+    if forward:
+        outs = [call.out((B, N, 12)), call.out((B, N, 12)) if inverse_bind is not None else None,
+                call.out((B, N, 3)), call.out((B, P, 3)) if points is not None else None]
+        scratch = call.out((max(scratch_floats.value, 1),))
+        results = call.run(lambda dev, e: lib.armature_joint_propagation(dev, e, handle, ctypes.byref(args), pts, *outs,
+                                                                         scratch))
+        it = iter(results)  # the outputs asked for, in order, then the scratch
+        return [next(it) if o is not None else None for o in outs]
+    g_globals, g_skinning, g_positions, g_points = grads
+    gin = [call.arg(flat(g_globals, B, N, 12)), call.arg(flat(g_skinning, B, N, 12)), call.arg(g_positions),
+           call.arg(g_points)]
+    globals_ = call.arg(saved_globals)
+    adjoint = call.out((B, N, 12))
+    scratch = call.out((max(scratch_floats.value, 1),))
+    outs = [call.out((B, N, 4)) if rigid else None, call.out((B, N, 3)) if rigid else None,
+            None if rigid else call.out((B, N, 12)), call.out((P, 3)) if points is not None else None]
+    results = call.run(lambda dev, e: lib.armature_joint_propagation_backward(
+        dev, e, handle, ctypes.byref(args), pts, globals_, *gin, adjoint, scratch, *outs))
+    it = iter(results[2:])
+    return [next(it) if o is not None else None for o in outs]
+
+
+class _Propagate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, forest, backend, rigid, has_bind, has_points, rotations, translations, affine, inverse_bind,
+                points):
+        inputs = [rotations, translations, affine, inverse_bind, points]
+        kind, device = _core.backend_of(inputs, backend)
+        dtype = _core.result_dtype(*inputs)
+        locals_ = (rotations, translations, affine, inverse_bind)
+        globals_, skinning, positions, points_out = _run(forest, kind, device, dtype, rigid, locals_, points, True)
+        ctx.forest, ctx.kind, ctx.device, ctx.dtype, ctx.rigid = forest, kind, device, dtype, rigid
+        ctx.save_for_backward(rotations, translations, affine, inverse_bind, points, globals_)
+        empty = lambda: torch.zeros(0, dtype=dtype, device=device)
+        return (globals_, skinning if skinning is not None else empty(), positions,
+                points_out if points_out is not None else empty())
+
+    @staticmethod
+    def backward(ctx, g_globals, g_skinning, g_positions, g_points):
+        rotations, translations, affine, inverse_bind, points, globals_ = ctx.saved_tensors
+        B = globals_.shape[0]
+        zero_if_none = lambda g, shape: g if g is not None else torch.zeros(shape, dtype=ctx.dtype, device=ctx.device)
+        N, P = ctx.forest.joints, len(ctx.forest.point_joints)
+        grads = (zero_if_none(g_globals, (B, N, 12)),
+                 zero_if_none(g_skinning, (B, N, 12)) if inverse_bind is not None else None,
+                 zero_if_none(g_positions, (B, N, 3)),
+                 zero_if_none(g_points, (B, P, 3)) if points is not None else None)
+        g_rot, g_trans, g_affine, g_pts = _run(ctx.forest, ctx.kind, ctx.device, ctx.dtype, ctx.rigid,
+                                               (rotations, translations, affine, inverse_bind), points, False,
+                                               grads, globals_)
+        if g_affine is not None:
+            g_affine = g_affine.view(affine.shape)
+        return None, None, None, None, None, g_rot, g_trans, g_affine, None, g_pts

@@ -1,0 +1,113 @@
+"""SparseDrive's deformable aggregation, as `projects/mmdet3d_plugin/ops` exposes it: change only the import.
+
+    from armature.sparsedrive import deformable_aggregation_function, feature_maps_format
+
+Shapes as the original's: mc_ms_feat (bs, F, C) (every camera's levels flattened, channels last), spatial_shape
+(cams, levels, 2) as (H, W), scale_start_index (cams, levels), sampling_location (bs, anchors, pts, cams, 2)
+normalised (x, y) and counted only strictly inside (0, 1), weights (bs, anchors, pts, cams, levels, groups) → (bs,
+anchors, C). Gradients to the features, locations and weights (None for the two index tensors). Unlike the original
+(the legacy default stream, float atomics), the work runs on torch's current stream and is deterministic.
+"""
+import ctypes
+
+import torch
+
+from . import _core
+from ._lib import check, lib
+
+_maps = {}  # (backend, device, layout) → feature maps handle
+
+
+def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
+    cams, levels = spatial_shape.shape[0], spatial_shape.shape[1]
+    shape = [int(v) for v in spatial_shape.reshape(-1).tolist()]
+    starts = [int(v) for v in scale_start_index.reshape(-1).tolist()]
+    key = (backend, str(device) if backend == "cuda" else None, cams, levels, tuple(shape), tuple(starts), features)
+    if key not in _maps:
+        handle = ctypes.c_void_p()
+        library_device = None
+        if backend == "cuda":
+            library_device = _core.cuda_device(device.index or 0)
+        elif backend == "vulkan":
+            library_device = _core.vulkan_device()
+        check(lib.armature_feature_maps_create(library_device, cams, levels, (ctypes.c_int32 * len(shape))(*shape),
+                                               (ctypes.c_int32 * len(starts))(*starts), features,
+                                               ctypes.byref(handle)))
+        _maps[key] = handle
+    return _maps[key]
+
+
+def _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights):
+    _core.check_tensor("mc_ms_feat", mc_ms_feat, (None, None, None))
+    _core.check_tensor("spatial_shape", spatial_shape, (None, None, 2), floating=False)
+    cams, levels = spatial_shape.shape[:2]
+    _core.check_tensor("scale_start_index", scale_start_index, (cams, levels), floating=False)
+    bs = mc_ms_feat.shape[0]
+    _core.check_tensor("sampling_location", sampling_location, (bs, None, None, cams, 2))
+    anchors, pts = sampling_location.shape[1:3]
+    _core.check_tensor("weights", weights, (bs, anchors, pts, cams, levels, None))
+
+
+def deformable_aggregation_function(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
+                                    backend="auto"):
+    _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights)
+    return _DeformableAggregation.apply(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
+                                        backend)
+
+
+class _DeformableAggregation(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights, backend):
+        kind, device = _core.backend_of([mc_ms_feat, sampling_location, weights], backend)
+        dtype = _core.result_dtype(mc_ms_feat, sampling_location, weights)
+        maps = _feature_maps(kind, device, spatial_shape, scale_start_index, mc_ms_feat.shape[1])
+        bs, anchors, C = mc_ms_feat.shape[0], sampling_location.shape[1], mc_ms_feat.shape[2]
+        call = _core.Call(kind, device, dtype)
+        f, l, w = call.arg(mc_ms_feat), call.arg(sampling_location), call.arg(weights)
+        out = call.out((bs, anchors, C))
+        (result,) = call.run(lambda dev, e: lib.armature_deformable_aggregation(dev, e, maps, f, l, w, out))
+        ctx.save_for_backward(mc_ms_feat, sampling_location, weights)
+        ctx.maps, ctx.kind, ctx.device, ctx.dtype = maps, kind, device, dtype
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        mc_ms_feat, sampling_location, weights = ctx.saved_tensors
+        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
+        f, l, w = call.arg(mc_ms_feat), call.arg(sampling_location), call.arg(weights)
+        g = call.arg(grad_out)
+        g_f, g_l, g_w = call.out(mc_ms_feat.shape), call.out(sampling_location.shape), call.out(weights.shape)
+        words = ctypes.c_uint64(0)
+        if ctx.kind != "cpu":
+            check(lib.armature_deformable_aggregation_scratch(ctx.maps, f, l, w, ctypes.byref(words)))
+        scratch = call.out((max(words.value, 1),), words=True) if ctx.kind != "cpu" else None
+        results = call.run(lambda dev, e: lib.armature_deformable_aggregation_backward(
+            dev, e, ctx.maps, f, l, w, g, g_f, g_l, g_w, scratch))
+        return results[0], None, None, results[1], results[2], None
+
+
+def feature_maps_format(feature_maps, inverse=False):
+    """Per-level maps (bs, cams, C, H_l, W_l) ↔ [col_feats (bs, cams·ΣHW, C), spatial_shape (cams, levels, 2),
+    scale_start_index (cams, levels)], as SparseDrive's: the inverse splits col_feats back into the levels."""
+    if inverse:
+        col_feats, spatial_shape, scale_start_index = feature_maps
+        cams = spatial_shape.shape[0]
+        bs, _, C = col_feats.shape
+        per_camera = col_feats.reshape(bs, cams, -1, C)
+        levels, start = [], 0
+        for h, w in spatial_shape[0].tolist():
+            level = per_camera[:, :, start:start + h * w, :]
+            levels.append(level.permute(0, 1, 3, 2).reshape(bs, cams, C, h, w))
+            start += h * w
+        return levels
+    bs, cams = feature_maps[0].shape[:2]
+    shapes = [tuple(f.shape[-2:]) for f in feature_maps]
+    cols = [f.reshape(bs, cams, f.shape[2], -1) for f in feature_maps]
+    col_feats = torch.cat(cols, dim=-1).permute(0, 1, 3, 2).reshape(bs, -1, feature_maps[0].shape[2])
+    per_camera = sum(h * w for h, w in shapes)
+    level_starts = [sum(h * w for h, w in shapes[:i]) for i in range(len(shapes))]
+    device = col_feats.device
+    spatial_shape = torch.tensor([shapes] * cams, dtype=torch.int64, device=device)
+    scale_start_index = torch.tensor([[c * per_camera + s for s in level_starts] for c in range(cams)],
+                                     dtype=torch.int64, device=device)
+    return [col_feats, spatial_shape, scale_start_index]
