@@ -164,6 +164,21 @@ class Call:
             pointer.contents.dtype = _lib.UINT32
         return pointer
 
+    def scratch_bytes(self, n):
+        """Scratch of n bytes (the rasteriser's), as the library's byte tensor."""
+        if self.backend == "vulkan":
+            buffer = ctypes.c_void_p()
+            check(lib.armature_buffer_create(self.handle, _lib.BYTE, max(n, 1), ctypes.byref(buffer)))
+            self._keep.append(("armature_buffer_destroy", buffer))
+            s = Tensor()
+            check(lib.armature_buffer_tensor(buffer, 1, (ctypes.c_int64 * 1)(max(n, 1)), ctypes.byref(s)))
+            self._keep.append(s)
+            return ctypes.pointer(s)
+        t = torch.empty(((max(n, 1) + 3) // 4,), dtype=torch.int32, device=self.device)
+        pointer = self._pointer(t)
+        pointer.contents.dtype, pointer.contents.shape[0] = _lib.BYTE, max(n, 1)
+        return pointer
+
     def exec(self):
         if self.backend == "cuda":
             return Exec(_lib.CUDA, 0, torch.cuda.current_stream(self.device).cuda_stream)

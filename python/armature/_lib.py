@@ -61,6 +61,12 @@ class GaussianFieldInputs(ctypes.Structure):
                 ("weights", ctypes.POINTER(Tensor)), ("grid", ctypes.POINTER(Tensor))]
 
 
+class RasterDesc(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("images", ctypes.c_uint32),
+                ("ranges", ctypes.c_uint32), ("use_depth_prior", ctypes.c_uint32),
+                ("occlusion_truncation", ctypes.c_float), ("scratch_call", ctypes.c_uint32)]
+
+
 WORK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Exec))
 
 _T = ctypes.POINTER(Tensor)
@@ -102,6 +108,11 @@ _SIGNATURES = {
     "armature_build_gaussian_grid": (_h, _E, ctypes.POINTER(GaussianFieldInputs), _f32, _T),
     "armature_gaussian_field": (_h, _E, ctypes.POINTER(GaussianFieldInputs), _T, _T),
     "armature_gaussian_field_backward": (_h, _E, ctypes.POINTER(GaussianFieldInputs), _T, _T, _T, _T, _T, _T),
+    "armature_raster_scratch_bytes": (ctypes.POINTER(RasterDesc), ctypes.POINTER(_u64)),
+    "armature_rasterize": (_h, _E, ctypes.POINTER(RasterDesc), _T, _T, _T, _T, _T, _T, _T),
+    "armature_rasterize_backward": (_h, _E, ctypes.POINTER(RasterDesc), _T, _T, _T, _T, _T),
+    "armature_interpolate": (_h, _E, _T, _T, _T, _T, _T),
+    "armature_interpolate_backward": (_h, _E, _T, _T, _T, _T, _T, _T, _T),
 }
 _RETURNS = {
     "armature_last_error": ctypes.c_char_p,

@@ -293,7 +293,9 @@ ARMATURE_API armature_status armature_deformable_aggregation_backward(
     const armature_tensor* grad_features, const armature_tensor* grad_locations, const armature_tensor* grad_weights,
     const armature_tensor* scratch);
 
-/* The triangle rasteriser (nvdiffrast / Hunyuan3D custom_rasterizer semantics, docs/raster.md). */
+/* The triangle rasteriser (nvdiffrast / Hunyuan3D custom_rasterizer semantics, docs/raster.md). CPU backend: yes
+ * for rasterize, interpolate and their backwards (the reference rasterises float32 positions, as the GPUs do:
+ * float64 ones are rounded; findices and faces int32; no scratch). */
 typedef struct armature_raster_desc {
   uint32_t width, height;
   uint32_t images;          /* B */

@@ -196,6 +196,15 @@ void hostOut(const armature_tensor* t, const char* name, const std::vector<doubl
   ARM_CHECK(s.size() == values.size(), "%s holds %zu values; the output has %zu", name, s.size(), values.size());
   std::copy(values.begin(), values.end(), s.begin());
 }
+std::vector<int32_t> hostInts(const armature_tensor* t, const char* name) {
+  const std::span<int32_t> s = hostSpan<int32_t>(t, name, ARMATURE_INT32);
+  return {s.begin(), s.end()};
+}
+// The rasteriser's reference rasterises float32 positions, as every backend does: float64 ones are rounded.
+std::vector<float> hostFloats(const armature_tensor* t, const char* name) {
+  const std::vector<double> d = hostIn(t, name);
+  return {d.begin(), d.end()};
+}
 
 // `b` as a backend, or Unavailable where this device cannot run it.
 Backend requireBackend(armature_device_t& device, armature_backend b) {
@@ -793,6 +802,15 @@ armature_status armature_rasterize(armature_device device, const armature_exec* 
                                    const armature_tensor* barycentrics) {
   return guard("armature_rasterize", [&] {
     const RasterDesc d = rasterDescOf(desc);
+    if (onCpu(exec)) {
+      const RasterResult r = rasterizeRef(hostFloats(positions, "positions"), hostInts(faces, "faces"), d,
+                                          hostFloats(depth_prior, "depth_prior"), hostInts(ranges, "ranges"));
+      const std::span<int32_t> ids = hostSpan<int32_t>(findices, "findices", ARMATURE_INT32);
+      ARM_CHECK(findices && ids.size() == r.findices.size(), "findices holds %zu values; the output has %zu",
+                ids.size(), r.findices.size());
+      std::copy(r.findices.begin(), r.findices.end(), ids.begin());
+      return hostOut(barycentrics, "barycentrics", {r.barycentrics.begin(), r.barycentrics.end()});
+    }
     rasterize(execOf(deref(device, "device"), exec), {.desc = d,
                                                       .vertexCount = vertexCountOf(d, positions),
                                                       .faceCount = dim(faces, 2, 0, "faces"),
@@ -813,6 +831,10 @@ armature_status armature_rasterize_backward(armature_device device, const armatu
                                             const armature_tensor* grad_positions) {
   return guard("armature_rasterize_backward", [&] {
     const RasterDesc d = rasterDescOf(desc);
+    if (onCpu(exec))
+      return hostOut(grad_positions, "grad_positions",
+                     rasterizeBackwardRef(hostFloats(positions, "positions"), hostInts(faces, "faces"), d,
+                                          hostInts(findices, "findices"), hostIn(grad_barycentrics, "grad_barycentrics")));
     rasterizeBackward(execOf(deref(device, "device"), exec),
                       {.desc = d,
                        .vertexCount = vertexCountOf(d, positions),
@@ -829,6 +851,12 @@ armature_status armature_interpolate(armature_device device, const armature_exec
                                      const armature_tensor* findices, const armature_tensor* barycentrics,
                                      const armature_tensor* faces, const armature_tensor* out) {
   return guard("armature_interpolate", [&] {
+    if (onCpu(exec)) {
+      const InterpolateDesc d = interpolateDescOf(attr, findices, faces);
+      return hostOut(out, "out",
+                     interpolateRef(hostIn(attr, "attr"), d.channels, hostInts(findices, "findices"),
+                                    hostIn(barycentrics, "barycentrics"), hostInts(faces, "faces"), d.imagePixels));
+    }
     interpolate(execOf(deref(device, "device"), exec), {.desc = interpolateDescOf(attr, findices, faces),
                                                         .attr = viewOf(attr, "attr"),
                                                         .findices = viewOf(findices, "findices"),
@@ -844,6 +872,19 @@ armature_status armature_interpolate_backward(armature_device device, const arma
                                               const armature_tensor* grad_out, const armature_tensor* grad_attr,
                                               const armature_tensor* grad_barycentrics) {
   return guard("armature_interpolate_backward", [&] {
+    if (onCpu(exec)) {
+      const InterpolateDesc d = interpolateDescOf(attr, findices, faces);
+      std::vector<double> gradAttr, gradBary;
+      interpolateBackwardRef(hostIn(attr, "attr"), d.channels, hostInts(findices, "findices"),
+                             hostIn(barycentrics, "barycentrics"), hostInts(faces, "faces"), hostIn(grad_out, "grad_out"),
+                             gradAttr, gradBary, d.imagePixels);
+      std::vector<double> accumulated = hostIn(grad_attr, "grad_attr");  // accumulated into, as on the GPU
+      ARM_CHECK(!grad_attr || accumulated.size() == gradAttr.size(), "grad_attr holds %zu values; attr has %zu",
+                accumulated.size(), gradAttr.size());
+      for (size_t i = 0; i < accumulated.size(); ++i) accumulated[i] += gradAttr[i];
+      hostOut(grad_attr, "grad_attr", accumulated);
+      return hostOut(grad_barycentrics, "grad_barycentrics", gradBary);
+    }
     interpolateBackward(execOf(deref(device, "device"), exec),
                         {.desc = interpolateDescOf(attr, findices, faces),
                          .attr = viewOf(attr, "attr"),

@@ -1,0 +1,121 @@
+"""Hunyuan3D's custom_rasterizer (hy3dgen/texgen/custom_rasterizer), with gradients: change only the import.
+
+    from armature.custom_rasterizer import rasterize, interpolate
+    findices, barycentric = rasterize(pos, tri, (h, w))       # pos (1,N,4) clip space, tri (F,3) int32
+    colours = interpolate(col, findices, barycentric, tri)     # (1,H,W,C)
+
+Conventions as the original's: findices int32 (H,W) = face + 1, 0 for background; barycentric float (H,W,3),
+perspective-correct, 0 on background; pixel centres at +0.5; row 0 is NDC y = −1. Unlike the original, gradients
+flow: interpolate to the attributes and the barycentrics, the rasteriser to the positions (through x, y and w of
+each covered pixel's corners; which face is visible is piecewise constant), so images can fit geometry.
+"""
+import ctypes
+
+import torch
+
+from . import _core, _lib
+from ._lib import check, lib
+
+
+def _desc(width, height, use_depth_prior, occlusion_truncation):
+    return _lib.RasterDesc(int(width), int(height), 1, 0, 1 if use_depth_prior else 0, float(occlusion_truncation), 0)
+
+
+def rasterize(pos, tri, resolution, clamp_depth=torch.zeros(0), use_depth_prior=0):
+    """pos (1,N,4), tri (F,3), resolution (h, w) → (findices (H,W) int32, barycentric (H,W,3))."""
+    _core.check_tensor("pos", pos, (1, None, 4))
+    findices, barycentric = rasterize_image(pos[0], tri, clamp_depth, resolution[1], resolution[0], 1e-6,
+                                            use_depth_prior)
+    return findices, barycentric
+
+
+def rasterize_image(V, F, D, width, height, occlusion_truncation, use_depth_prior, backend="auto"):
+    """V (N,4) clip space, F (F,3), D (H,W) the depth prior (NDC z; used with use_depth_prior) → [findices,
+    barycentric]."""
+    _core.check_tensor("V", V, (None, 4))
+    _core.check_tensor("F", F, (None, 3), floating=False)
+    if use_depth_prior:
+        _core.check_tensor("D", D, (int(height), int(width)))
+    if not (1 <= int(width) <= 8192 and 1 <= int(height) <= 8192):
+        raise ValueError(f"width and height must be 1 … 8192, got {width} × {height}")
+    findices, barycentric = _Rasterize.apply(V, F, D if use_depth_prior else None, int(width), int(height),
+                                             float(occlusion_truncation), bool(use_depth_prior), backend)
+    return [findices, barycentric]
+
+
+class _Rasterize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, V, F, D, width, height, occlusion_truncation, use_depth_prior, backend):
+        kind, device = _core.backend_of([V, F, D], backend)
+        dtype = _core.result_dtype(V)
+        desc = _desc(width, height, use_depth_prior, occlusion_truncation)
+        call = _core.Call(kind, device, dtype)
+        pos = call.arg(V.reshape(1, -1, 4))
+        faces = call.arg(F, integer=True)
+        depth = call.arg(None if D is None else D.reshape(1, height, width))
+        scratch = None
+        if kind != "cpu":
+            n = ctypes.c_uint64()
+            check(lib.armature_raster_scratch_bytes(ctypes.byref(desc), ctypes.byref(n)))
+            scratch = call.scratch_bytes(n.value)
+        ids = call.out((1, height, width), integer=True)
+        bary = call.out((1, height, width, 3))
+        findices, barycentric = call.run(lambda dev, e: lib.armature_rasterize(dev, e, ctypes.byref(desc), pos, faces,
+                                                                              depth, None, scratch, ids, bary))
+        findices, barycentric = findices[0], barycentric[0]
+        ctx.save_for_backward(V, F, findices)
+        ctx.desc, ctx.kind, ctx.device, ctx.dtype = desc, kind, device, dtype
+        ctx.mark_non_differentiable(findices)
+        return findices, barycentric
+
+    @staticmethod
+    def backward(ctx, _, grad_barycentric):
+        V, F, findices = ctx.saved_tensors
+        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
+        pos = call.arg(V.reshape(1, -1, 4))
+        faces = call.arg(F, integer=True)
+        ids = call.arg(findices.unsqueeze(0), integer=True)
+        g = call.arg(grad_barycentric.unsqueeze(0))
+        grad = call.out((1, V.shape[0], 4))
+        (grad_v,) = call.run(lambda dev, e: lib.armature_rasterize_backward(dev, e, ctypes.byref(ctx.desc), pos, faces,
+                                                                            ids, g, grad))
+        return grad_v[0], None, None, None, None, None, None, None
+
+
+def interpolate(col, findices, barycentric, tri, backend="auto"):
+    """col (N,C) per vertex, findices (H,W), barycentric (H,W,3), tri (F,3) → (1,H,W,C)."""
+    _core.check_tensor("col", col, (None, None))
+    _core.check_tensor("findices", findices, (None, None), floating=False)
+    H, W = findices.shape
+    _core.check_tensor("barycentric", barycentric, (H, W, 3))
+    _core.check_tensor("tri", tri, (None, 3), floating=False)
+    return _Interpolate.apply(col, findices, barycentric, tri, backend)
+
+
+class _Interpolate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, col, findices, barycentric, tri, backend):
+        kind, device = _core.backend_of([col, findices, barycentric, tri], backend)
+        dtype = _core.result_dtype(col, barycentric)
+        H, W = findices.shape
+        call = _core.Call(kind, device, dtype)
+        args = [call.arg(col), call.arg(findices.unsqueeze(0), integer=True), call.arg(barycentric.unsqueeze(0)),
+                call.arg(tri, integer=True)]
+        out = call.out((1, H, W, col.shape[1]))
+        (result,) = call.run(lambda dev, e: lib.armature_interpolate(dev, e, *args, out))
+        ctx.save_for_backward(col, findices, barycentric, tri)
+        ctx.kind, ctx.device, ctx.dtype = kind, device, dtype
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        col, findices, barycentric, tri = ctx.saved_tensors
+        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
+        args = [call.arg(col), call.arg(findices.unsqueeze(0), integer=True), call.arg(barycentric.unsqueeze(0)),
+                call.arg(tri, integer=True)]
+        g = call.arg(grad_out)
+        grad_col = call.out(col.shape, zero=True)  # accumulated into
+        grad_bary = call.out((1,) + tuple(barycentric.shape))
+        grad_col, grad_bary = call.run(lambda dev, e: lib.armature_interpolate_backward(dev, e, *args, g, grad_col,
+                                                                                        grad_bary))
+        return grad_col, None, grad_bary[0], None, None
