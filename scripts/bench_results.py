@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes bench/RESULTS.md from the benchmark JSON in bench/results/: one current table per op, with the GPU,
-the date and the command of each file the rows come from, and the PyTorch baselines (bench/results/torch_*.json). History stays in git; run it after copying a device
+the date and the command of each file the rows come from, the PyTorch baselines (bench/results/torch_*.json) and the
+ops called from Python (bench/results/python_*.json). History stays in git; run it after copying a device
 run's JSON into bench/results/ (scripts/device-run.sh leaves them in its logs.tgz).
 
 Usage: scripts/bench_results.py [RESULTS_DIR] [OUT_MD]"""
@@ -57,11 +58,14 @@ for op, rows in ops.items():
         for stage, ms in r.get("stages_ms", {}).items():
             lines.append(f"| | | ↳ {stage} | | {number(ms)} | | | | | |")
     lines.append("")
-# PyTorch baselines run beside armature-bench (bench/joint_propagation_torch.py): one table per file.
-for path in sorted(glob.glob(os.path.join(results_dir, "torch_*.json"))):
+# PyTorch baselines run beside armature-bench (bench/joint_propagation_torch.py), and the ops called from Python
+# beside them (bench/python_bench.py): one table per file.
+tables = [("PyTorch baselines", p) for p in sorted(glob.glob(os.path.join(results_dir, "torch_*.json")))]
+tables += [("From Python", p) for p in sorted(glob.glob(os.path.join(results_dir, "python_*.json")))]
+for title, path in tables:
     with open(path) as f:
         doc = json.load(f)
-    lines += [f"## PyTorch baselines: `{os.path.basename(path)}` ({doc.get('device', '?')}, torch {doc.get('torch', '?')})",
+    lines += [f"## {title}: `{os.path.basename(path)}` ({doc.get('device', '?')}, torch {doc.get('torch', '?')})",
               "", "| method | workload | batch | forward ms | forward + backward ms |", "|---|---|---|---|---|"]
     for r in doc["results"]:
         lines.append(f"| {r['method']} | {r['workload']} | {r['batch']} | {number(r['forward_ms'])} | "

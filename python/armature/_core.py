@@ -51,10 +51,15 @@ def vulkan_description():
     return text.value.decode().strip().replace("\n", "; ")
 
 
+_cuda_checked = set()
+
+
 def cuda_device(index):
     """CUDA's device for torch's cuda:index (the library launches on the current device: see run())."""
     device = _handle("cuda", index)
-    check(lib.armature_device_supports(device, _lib.CUDA))
+    if index not in _cuda_checked:
+        check(lib.armature_device_supports(device, _lib.CUDA))
+        _cuda_checked.add(index)
     return device
 
 
@@ -111,7 +116,8 @@ class Call:
 
     def __init__(self, backend, device, dtype):
         self.backend, self.device, self.dtype = backend, device, dtype
-        self._keep = []
+        self._keep = []  # what the described memory belongs to, until the call returns
+        self._buffers = []  # vulkan: library buffers, freed after the call
         self._outputs = []
         self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
         self.handle = None
@@ -131,7 +137,7 @@ class Call:
         buffer = ctypes.c_void_p()
         kind = _DTYPES[t.dtype] if dtype is None else dtype
         check(lib.armature_buffer_create(self.handle, kind, max(t.numel(), 1), ctypes.byref(buffer)))
-        self._keep.append(("armature_buffer_destroy", buffer))
+        self._buffers.append(buffer)
         if upload and t.numel():
             check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
         s = Tensor()
@@ -169,7 +175,7 @@ class Call:
         if self.backend == "vulkan":
             buffer = ctypes.c_void_p()
             check(lib.armature_buffer_create(self.handle, _lib.BYTE, max(n, 1), ctypes.byref(buffer)))
-            self._keep.append(("armature_buffer_destroy", buffer))
+            self._buffers.append(buffer)
             s = Tensor()
             check(lib.armature_buffer_tensor(buffer, 1, (ctypes.c_int64 * 1)(max(n, 1)), ctypes.byref(s)))
             self._keep.append(s)
@@ -214,9 +220,9 @@ class Call:
         return [t if t.dtype == torch.int32 else t.to(self.dtype) for t in self._outputs]
 
     def _release(self):
-        for item in self._keep:
-            if isinstance(item, tuple) and item[0] == "armature_buffer_destroy":
-                lib.armature_buffer_destroy(item[1])
+        for buffer in self._buffers:
+            lib.armature_buffer_destroy(buffer)
+        self._buffers.clear()
         self._keep.clear()
 
     def __del__(self):
