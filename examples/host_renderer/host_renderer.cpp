@@ -42,6 +42,15 @@ VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUti
   return VK_FALSE;
 }
 
+// The first memory type among `bits` with every flag of `want`.
+uint32_t memoryType(VkPhysicalDevice pd, uint32_t bits, VkMemoryPropertyFlags want) {
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(pd, &props);
+  for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
+    if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) return i;
+  throw std::runtime_error("no memory type with the properties asked for");
+}
+
 // A buffer in host-visible memory (simple for an example; a renderer would use device-local memory).
 struct HostBuffer {
   VkDevice device = VK_NULL_HANDLE;
@@ -54,16 +63,10 @@ struct HostBuffer {
     CHECK(vkCreateBuffer(d, &bi, nullptr, &buffer));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(d, buffer, &req);
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(pd, &props);
-    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     ai.allocationSize = req.size;
-    ai.memoryTypeIndex = UINT32_MAX;
-    for (uint32_t i = 0; i < props.memoryTypeCount && ai.memoryTypeIndex == UINT32_MAX; ++i)
-      if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want)
-        ai.memoryTypeIndex = i;
-    if (ai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("no host-visible memory");
+    ai.memoryTypeIndex =
+        memoryType(pd, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     CHECK(vkAllocateMemory(d, &ai, nullptr, &memory));
     CHECK(vkBindBufferMemory(d, buffer, memory, 0));
     CHECK(vkMapMemory(d, memory, 0, VK_WHOLE_SIZE, 0, &mapped));
@@ -88,20 +91,13 @@ struct ExportableBuffer {
     CHECK(vkCreateBuffer(d, &bi, nullptr, &buffer));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(d, buffer, &req);
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(pd, &props);
     VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
     dedicated.buffer = buffer;
     VkExportMemoryAllocateInfo exportInfo{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated};
     exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo};
     ai.allocationSize = size = req.size;
-    ai.memoryTypeIndex = UINT32_MAX;
-    for (uint32_t i = 0; i < props.memoryTypeCount && ai.memoryTypeIndex == UINT32_MAX; ++i)
-      if ((req.memoryTypeBits & (1u << i)) &&
-          (props.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
-        ai.memoryTypeIndex = i;
-    if (ai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("no device-local memory");
+    ai.memoryTypeIndex = memoryType(pd, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     CHECK(vkAllocateMemory(d, &ai, nullptr, &memory));
     CHECK(vkBindBufferMemory(d, buffer, memory, 0));
   }

@@ -832,9 +832,10 @@ armature_status armature_rasterize_backward(armature_device device, const armatu
   return guard("armature_rasterize_backward", [&] {
     const RasterDesc d = rasterDescOf(desc);
     if (onCpu(exec))
-      return hostOut(grad_positions, "grad_positions",
-                     rasterizeBackwardRef(hostFloats(positions, "positions"), hostInts(faces, "faces"), d,
-                                          hostInts(findices, "findices"), hostIn(grad_barycentrics, "grad_barycentrics")));
+      return hostOut(
+          grad_positions, "grad_positions",
+          rasterizeBackwardRef(hostFloats(positions, "positions"), hostInts(faces, "faces"), d,
+                               hostInts(findices, "findices"), hostIn(grad_barycentrics, "grad_barycentrics")));
     rasterizeBackward(execOf(deref(device, "device"), exec),
                       {.desc = d,
                        .vertexCount = vertexCountOf(d, positions),
@@ -876,8 +877,8 @@ armature_status armature_interpolate_backward(armature_device device, const arma
       const InterpolateDesc d = interpolateDescOf(attr, findices, faces);
       std::vector<double> gradAttr, gradBary;
       interpolateBackwardRef(hostIn(attr, "attr"), d.channels, hostInts(findices, "findices"),
-                             hostIn(barycentrics, "barycentrics"), hostInts(faces, "faces"), hostIn(grad_out, "grad_out"),
-                             gradAttr, gradBary, d.imagePixels);
+                             hostIn(barycentrics, "barycentrics"), hostInts(faces, "faces"),
+                             hostIn(grad_out, "grad_out"), gradAttr, gradBary, d.imagePixels);
       std::vector<double> accumulated = hostIn(grad_attr, "grad_attr");  // accumulated into, as on the GPU
       ARM_CHECK(!grad_attr || accumulated.size() == gradAttr.size(), "grad_attr holds %zu values; attr has %zu",
                 accumulated.size(), gradAttr.size());
@@ -942,6 +943,16 @@ uint32_t localsBatch(const armature_joint_locals& l) {
   return kindOf(l) == LocalTransform::Rigid ? batchOf(l.rotations, "locals.rotations")
                                             : batchOf(l.affine, "locals.affine");
 }
+// The forward's or backward's arguments with the locals' members filled in.
+template <typename Args>
+Args withLocals(Args args, const armature_joint_locals& l) {
+  args.batch = localsBatch(l), args.kind = kindOf(l);
+  args.rotations = viewOf(l.rotations, "locals.rotations");
+  args.translations = viewOf(l.translations, "locals.translations");
+  args.affine = viewOf(l.affine, "locals.affine");
+  args.inverseBind = viewOf(l.inverse_bind, "locals.inverse_bind");
+  return args;
+}
 }  // namespace
 
 extern "C" {
@@ -991,19 +1002,14 @@ armature_status armature_joint_propagation(armature_device device, const armatur
       return;
     }
     propagateJoints(execOf(deref(device, "device"), exec),
-                    {.forest = gpuForest(forest),
-                     .batch = localsBatch(l),
-                     .kind = kindOf(l),
-                     .rotations = viewOf(l.rotations, "locals.rotations"),
-                     .translations = viewOf(l.translations, "locals.translations"),
-                     .affine = viewOf(l.affine, "locals.affine"),
-                     .inverseBind = viewOf(l.inverse_bind, "locals.inverse_bind"),
-                     .globals = viewOf(globals, "globals"),
-                     .skinning = viewOf(skinning, "skinning"),
-                     .positions = viewOf(positions, "positions"),
-                     .points = viewOf(points, "points"),
-                     .pointsOut = viewOf(points_out, "points_out"),
-                     .scratch = viewOf(scratch, "scratch")});
+                    withLocals(JointPropagationArgs{.forest = gpuForest(forest),
+                                                    .globals = viewOf(globals, "globals"),
+                                                    .skinning = viewOf(skinning, "skinning"),
+                                                    .positions = viewOf(positions, "positions"),
+                                                    .points = viewOf(points, "points"),
+                                                    .pointsOut = viewOf(points_out, "points_out"),
+                                                    .scratch = viewOf(scratch, "scratch")},
+                               l));
   });
 }
 
@@ -1030,26 +1036,22 @@ armature_status armature_joint_propagation_backward(
       hostOut(grad_points, "grad_points", g.points);
       return;
     }
-    propagateJointsBackward(execOf(deref(device, "device"), exec),
-                            {.forest = gpuForest(forest),
-                             .batch = localsBatch(l),
-                             .kind = kindOf(l),
-                             .rotations = viewOf(l.rotations, "locals.rotations"),
-                             .translations = viewOf(l.translations, "locals.translations"),
-                             .affine = viewOf(l.affine, "locals.affine"),
-                             .inverseBind = viewOf(l.inverse_bind, "locals.inverse_bind"),
-                             .globals = viewOf(globals, "globals"),
-                             .points = viewOf(points, "points"),
-                             .gradGlobals = viewOf(grad_globals, "grad_globals"),
-                             .gradSkinning = viewOf(grad_skinning, "grad_skinning"),
-                             .gradPositions = viewOf(grad_positions, "grad_positions"),
-                             .gradPointsOut = viewOf(grad_points_out, "grad_points_out"),
-                             .adjoint = viewOf(adjoint, "adjoint"),
-                             .scratch = viewOf(scratch, "scratch"),
-                             .gradRotations = viewOf(grad_rotations, "grad_rotations"),
-                             .gradTranslations = viewOf(grad_translations, "grad_translations"),
-                             .gradAffine = viewOf(grad_affine, "grad_affine"),
-                             .gradPoints = viewOf(grad_points, "grad_points")});
+    propagateJointsBackward(
+        execOf(deref(device, "device"), exec),
+        withLocals(JointPropagationBackwardArgs{.forest = gpuForest(forest),
+                                                .globals = viewOf(globals, "globals"),
+                                                .points = viewOf(points, "points"),
+                                                .gradGlobals = viewOf(grad_globals, "grad_globals"),
+                                                .gradSkinning = viewOf(grad_skinning, "grad_skinning"),
+                                                .gradPositions = viewOf(grad_positions, "grad_positions"),
+                                                .gradPointsOut = viewOf(grad_points_out, "grad_points_out"),
+                                                .adjoint = viewOf(adjoint, "adjoint"),
+                                                .scratch = viewOf(scratch, "scratch"),
+                                                .gradRotations = viewOf(grad_rotations, "grad_rotations"),
+                                                .gradTranslations = viewOf(grad_translations, "grad_translations"),
+                                                .gradAffine = viewOf(grad_affine, "grad_affine"),
+                                                .gradPoints = viewOf(grad_points, "grad_points")},
+                   l));
   });
 }
 
