@@ -210,7 +210,7 @@ TEST(Host, AttachesRunsOpsAndKeepsItsOwnCalls) {
     ASSERT_EQ(vkAllocateCommandBuffers(host.device, &ai, &cmd), VK_SUCCESS);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vkBeginCommandBuffer(cmd, &bi);
-    vkCmdFillBuffer(cmd, dy.view().vkBuffer, 0, VK_WHOLE_SIZE, 0x40400000u);  // 3.0f
+    vkCmdFillBuffer(cmd, dy.view().vkBuffer, 0, dy.view().bytes(), 0x40400000u);  // 3.0f (not a guard band)
     vkEndCommandBuffer(cmd);
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1, si.pCommandBuffers = &cmd;
