@@ -9,7 +9,7 @@ packages=(
   libzip-dev zlib1g-dev zipcmp zipmerge ziptool
   libtinygltf-dev libcli11-dev nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   xvfb xauth clang patchelf
-  python3-torch python3-numpy python3-pytest  # the Python package's tests (with /usr/bin/python3)
+  python3-torch python3-numpy python3-pytest python3-pip python3-venv python3-setuptools  # the Python package
 )
 missing=()
 for p in "${packages[@]}"; do

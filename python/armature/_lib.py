@@ -4,6 +4,7 @@ Nothing here is compiled: the same package serves every Python and torch version
 neither libpython nor libtorch.
 """
 import ctypes
+import ctypes.util
 import os
 import pathlib
 
@@ -126,13 +127,15 @@ _RETURNS = {
 
 
 def _candidates():
-    """Where libarmature may be: $ARMATURE_LIBRARY, beside this package, or the source tree's build folder."""
+    """Where libarmature may be: $ARMATURE_LIBRARY, beside this package, the source tree's build folder, or where
+    the dynamic loader finds it."""
     if os.environ.get("ARMATURE_LIBRARY"):
         return [pathlib.Path(os.environ["ARMATURE_LIBRARY"])]
     here = pathlib.Path(__file__).resolve().parent
     root = here.parent.parent
-    return [here / "libarmature.so", root / "build" / "engine" / "libarmature.so",
-            root / "build" / "lib" / "libarmature.so"]
+    found = [here / "libarmature.so", root / "build" / "engine" / "libarmature.so"]
+    installed = ctypes.util.find_library("armature")  # `cmake --install` into a prefix the loader searches
+    return found + ([pathlib.Path(installed)] if installed else [])
 
 
 class _Library:

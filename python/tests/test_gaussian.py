@@ -89,3 +89,35 @@ def test_bad_input_is_named():
         gaussian_field(x, means, chol, weights[:4])
     with pytest.raises(TypeError, match="points must be floating point"):
         gaussian_field(x.long(), means, chol, weights)
+
+
+def test_cuda_work_follows_torchs_current_stream():
+    """On a side stream, the op must run after the kernel that produced its input (enqueued just before on the same
+    stream, and slow) and before the inputs' memory is reused (freed right after the call, then overwritten)."""
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA: torch sees no CUDA device (Debian's torch is CPU-only)")
+    x, means, chol, weights = (t.float().cuda() for t in inputs(B=4096, N=64, C=2, seed=7))
+    want = gaussian_field(x, means, chol, weights)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    big = torch.randn(4096, 4096, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            big = big @ big / 64  # a few ms of work ahead of the input's copy
+        moved = x.clone() + big[0, 0] * 0
+        got = gaussian_field(moved, means, chol, weights)
+        del moved
+        torch.full((4096, 3), float("nan"), device="cuda")  # may take the freed input's memory, in stream order
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+
+
+def test_cuda_tensors_run_on_their_own_device():
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    args = [t.float() for t in inputs(seed=8)]
+    a = gaussian_field(*[t.to("cuda:0") for t in args])
+    b = gaussian_field(*[t.to("cuda:1") for t in args])
+    assert b.device == torch.device("cuda:1")
+    assert torch.equal(a.cpu(), b.cpu())
