@@ -8,7 +8,6 @@ calls after warm-up. Usage: PYTHONPATH=python python3 bench/python_bench.py [OUT
 import time
 
 import torch
-import torch.nn.functional as F
 
 import gaussian_torch
 import joint_propagation_torch as jp
@@ -16,7 +15,8 @@ from torch_timing import Rows, time_ms
 
 from armature.gaussian import gaussian_field
 from armature.joints import JointForest
-from armature.sparsedrive import deformable_aggregation_function, feature_maps_format
+from armature.sparsedrive import (deformable_aggregation_function, deformable_aggregation_grid_sample,
+                                  feature_maps_format)
 
 DEV = "cuda"
 
@@ -63,21 +63,6 @@ def joints(out):
         out.add("torch pointer-jumping", f"joints {name}", batch, fwd, both)
 
 
-def aggregate_grid_sample(levels, loc, weights, groups):
-    """Plain PyTorch: grid_sample of every camera and level, weighted by group and summed."""
-    bs, anchors, pts, cams, _ = loc.shape
-    C = levels[0].shape[2]
-    inside = ((loc > 0) & (loc < 1)).all(-1, keepdim=True)
-    out = 0
-    for lvl, maps in enumerate(levels):
-        grid = (loc * 2 - 1).permute(0, 3, 1, 2, 4).reshape(bs * cams, anchors, pts, 2)
-        sampled = F.grid_sample(maps.flatten(0, 1), grid, align_corners=False)  # (bs·cams, C, anchors, pts)
-        sampled = sampled.reshape(bs, cams, C, anchors, pts).permute(0, 3, 4, 1, 2)  # (bs, anchors, pts, cams, C)
-        w = weights[:, :, :, :, lvl].repeat_interleave(C // groups, dim=-1) * inside[..., 0:1]
-        out = out + (sampled * w).sum((2, 3))
-    return out
-
-
 def aggregation(out):
     gen = torch.Generator(device=DEV).manual_seed(7)
     bs, cams, C, anchors, pts, groups = 1, 6, 256, 900, 13, 8
@@ -96,8 +81,8 @@ def aggregation(out):
     for lv in levels:
         lv.requires_grad_()
     with torch.no_grad():
-        fwd = time_ms(lambda: aggregate_grid_sample(levels, loc, weights, groups))
-    both = time_ms(lambda: aggregate_grid_sample(levels, loc, weights, groups).backward(g), 5, warmup=2)
+        fwd = time_ms(lambda: deformable_aggregation_grid_sample(levels, loc, weights))
+    both = time_ms(lambda: deformable_aggregation_grid_sample(levels, loc, weights).backward(g), 5, warmup=2)
     out.add("torch grid_sample", "aggregation sparsedrive", bs, fwd, both)
 
 

@@ -7,31 +7,19 @@ Armature's op when the library loads, and a plain-PyTorch grid_sample fallback o
 import argparse
 
 import torch
-import torch.nn.functional as F
+
+# The package is plain Python: its grid_sample form needs no library; the fused op needs libarmature.
+from armature.sparsedrive import (deformable_aggregation_function, deformable_aggregation_grid_sample,
+                                  feature_maps_format)
 
 try:
-    from armature.sparsedrive import deformable_aggregation_function, feature_maps_format
     from armature import _lib
 
     _lib.lib.armature_api_version()  # loads it, or raises
     HAVE_ARMATURE = True
 except Exception as e:  # noqa: BLE001 — any failure to load means the fallback
-    print(f"armature unavailable ({e}); using grid_sample")
+    print(f"libarmature unavailable ({e}); using grid_sample")
     HAVE_ARMATURE = False
-
-
-def aggregate_fallback(levels, loc, weights, groups):
-    bs, anchors, pts, cams, _ = loc.shape
-    C = levels[0].shape[2]
-    inside = ((loc > 0) & (loc < 1)).all(-1, keepdim=True)
-    out = 0
-    for lvl, maps in enumerate(levels):
-        grid = (loc * 2 - 1).permute(0, 3, 1, 2, 4).reshape(bs * cams, anchors, pts, 2)
-        sampled = F.grid_sample(maps.flatten(0, 1), grid, align_corners=False)
-        sampled = sampled.reshape(bs, cams, C, anchors, pts).permute(0, 3, 4, 1, 2)
-        w = weights[:, :, :, :, lvl].repeat_interleave(C // groups, dim=-1) * inside
-        out = out + (sampled * w).sum((2, 3))
-    return out
 
 
 class Head(torch.nn.Module):
@@ -52,7 +40,7 @@ class Head(torch.nn.Module):
             feats, shape, start = feature_maps_format(levels)
             gathered = deformable_aggregation_function(feats, shape, start, loc, w)
         else:
-            gathered = aggregate_fallback(levels, loc, w, self.groups)
+            gathered = deformable_aggregation_grid_sample(levels, loc, w)
         return self.out(gathered + queries)
 
 

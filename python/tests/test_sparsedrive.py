@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from armature.sparsedrive import deformable_aggregation_function, feature_maps_format
+from armature.sparsedrive import (deformable_aggregation_function, deformable_aggregation_grid_sample,
+                                  feature_maps_format)
 
 from conftest import call_backend, on
 
@@ -91,3 +92,11 @@ def test_bad_shapes_are_named():
         deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights[..., :1, :])
     with pytest.raises(ValueError, match="sampling_location has shape"):
         deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc[..., :1], weights)
+
+
+def test_grid_sample_form_matches_the_reference():
+    levels = feature_levels(torch.float64, 10)
+    loc, weights = sampling(torch.float64, 11)
+    feats, spatial_shape, scale_start_index = feature_maps_format(levels)
+    want = deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights)
+    torch.testing.assert_close(deformable_aggregation_grid_sample(levels, loc, weights), want, rtol=1e-12, atol=1e-12)
