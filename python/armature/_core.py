@@ -99,11 +99,10 @@ def check_tensor(name, t, shape, floating=True):
 def describe(t):
     """The armature_tensor of a contiguous tensor on the host or a CUDA device."""
     s = Tensor()
-    s.data = t.data_ptr() if t.numel() else None
+    s.data = t.data_ptr() or None
     s.dtype = _DTYPES[t.dtype]
-    s.rank = t.dim()
-    for d, n in enumerate(t.shape):
-        s.shape[d] = n
+    s.rank = rank = t.dim()
+    s.shape[:rank] = t.shape
     return s
 
 
@@ -149,7 +148,9 @@ class Call:
     def arg(self, t, integer=False):
         if t is None:
             return None
-        t = t.detach().to(torch.int32 if integer else self.compute).contiguous()
+        want = torch.int32 if integer else self.compute
+        if t.dtype != want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
+            t = t.to(want).contiguous()
         if self.backend == "vulkan":
             return self._stage(t, upload=True)[1]
         return self._pointer(t)
@@ -211,13 +212,16 @@ class Call:
                     check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
         elif self.backend == "cuda":
             e = self.exec()
-            with torch.cuda.device(self.device):
+            if self.device.index in (None, torch.cuda.current_device()):
                 check(fn(self.handle, ctypes.byref(e)))
+            else:  # the library launches on the current device
+                with torch.cuda.device(self.device):
+                    check(fn(self.handle, ctypes.byref(e)))
         else:
             e = self.exec()
             check(fn(None, ctypes.byref(e)))
         self._release()
-        return [t if t.dtype == torch.int32 else t.to(self.dtype) for t in self._outputs]
+        return [t if t.dtype in (torch.int32, self.dtype) else t.to(self.dtype) for t in self._outputs]
 
     def _release(self):
         for buffer in self._buffers:
