@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "armature/armature.h"
+#include "armature/body/body_model.h"
 #include "armature/ops/adam.h"
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
@@ -21,6 +22,8 @@
 #include "armature/ops/raster.h"
 #include "armature/ops/texture_bake.h"
 #include "armature/ops/winding_numbers.h"
+#include "support/body_fixtures.h"
+#include "support/temp_path.h"
 
 using namespace armature;
 
@@ -611,5 +614,62 @@ TEST(CApiCpu, RunsTheReferencesOnHostMemory) {
       << armature_last_error();
   EXPECT_EQ(out, deformableAggregationRef(op));
   armature_feature_maps_destroy(maps);
+}
+
+// A body model file through the C API (its arrays, as smplx's pieces around skinning need them) and body skinning
+// on the CPU backend: the reference's values and exact gradients, bit for bit.
+TEST(CApiCpu, BodyModelsAndSkinningOnTheReference) {
+  std::mt19937_64 rng(91);
+  const std::string path = armature::test::tempPath("c_api_body.npz");
+  saveBodyModel(armature::test::randomBodyModel(37, 5, 4, 0, rng), path);
+  const BodyModel model = loadBodyModel(path);  // as stored (float32 arrays)
+  armature_body_model m = nullptr;
+  ASSERT_EQ(armature_body_model_load(path.c_str(), &m), ARMATURE_OK) << armature_last_error();
+  armature_body_model_info info{};
+  ASSERT_EQ(armature_body_model_info_get(m, &info), ARMATURE_OK);
+  EXPECT_EQ(info.vertices, 37u);
+  EXPECT_EQ(info.joints, 5u);
+  EXPECT_EQ(info.shape_count, 4u);
+  std::vector<double> vTemplate(37 * 3), parents(5);
+  ASSERT_EQ(armature_body_model_array(m, "v_template", vTemplate.data(), vTemplate.size()), ARMATURE_OK);
+  EXPECT_EQ(vTemplate, model.vTemplate);
+  ASSERT_EQ(armature_body_model_array(m, "kintree_parents", parents.data(), parents.size()), ARMATURE_OK);
+  EXPECT_EQ(parents, std::vector<double>(model.parents.begin(), model.parents.end()));
+  EXPECT_EQ(armature_body_model_array(m, "v_template", vTemplate.data(), 5), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(armature_body_model_array(m, "nonsense", nullptr, 0), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("no array 'nonsense'"), std::string::npos);
+  armature_body_model_destroy(m);
+
+  armature_skinning_info si{ARMATURE_STRUCT_SKINNING_INFO, sizeof si, nullptr, path.c_str(), ARMATURE_BACKEND_CPU,
+                            4, 0, 2};
+  armature_skinning skin = nullptr;
+  ASSERT_EQ(armature_skinning_create(nullptr, &si, &skin), ARMATURE_OK) << armature_last_error();
+  BodyParams p{.batch = 2, .shapeComponents = 4, .exprComponents = 0};  // a body without expressions
+  p.pose = uniform(2 * 5 * 3, -0.5, 0.5, 92), p.betas = uniform(2 * 4, -1, 1, 93);
+  p.transl = uniform(2 * 3, -1, 1, 95);
+  const BodyOutput want = bodyForwardRef(model, p);
+  std::vector<double> vertices(2 * 37 * 3, NAN), joints(2 * 5 * 3, NAN);
+  armature_tensor pose = host(p.pose, {2, 5, 3}), betas = host(p.betas, {2, 4});
+  armature_tensor transl = host(p.transl, {2, 3}), tv = host(vertices, {2, 37, 3}), tj = host(joints, {2, 5, 3});
+  const armature_exec cpu{ARMATURE_BACKEND_CPU, 0, nullptr};
+  ASSERT_EQ(armature_skinning_forward(skin, &cpu, &pose, &betas, nullptr, &transl, &tv, &tj), ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(vertices, want.vertices);
+  EXPECT_EQ(joints, want.joints);
+  std::vector<double> gradVertices = uniform(vertices.size(), -1, 1, 96);
+  const BodyGrads wantGrads = bodyBackwardRef(model, p, gradVertices, {});
+  std::vector<double> gPose(p.pose.size(), NAN), gBetas(p.betas.size(), NAN), gTransl(6, NAN);
+  armature_tensor tgv = host(gradVertices, {2, 37, 3}), tgp = host(gPose, {2, 5, 3}), tgb = host(gBetas, {2, 4});
+  armature_tensor tgt = host(gTransl, {2, 3});
+  ASSERT_EQ(armature_skinning_backward(skin, &cpu, &pose, &tgv, nullptr, &tgp, &tgb, nullptr, &tgt), ARMATURE_OK)
+      << armature_last_error();
+  EXPECT_EQ(gPose, wantGrads.pose);
+  EXPECT_EQ(gBetas, wantGrads.betas);
+  EXPECT_EQ(gTransl, wantGrads.transl);
+  armature_tensor wide = host(p.betas, {1, 8});  // more columns than the skinning allows
+  EXPECT_EQ(armature_skinning_forward(skin, &cpu, &pose, &wide, nullptr, &transl, &tv, &tj),
+            ARMATURE_ERROR_INVALID_ARGUMENT);
+  armature_skinning_destroy(skin);
+  std::remove(path.c_str());
 }
 }  // namespace

@@ -201,7 +201,9 @@ ARMATURE_API armature_status armature_barrier(armature_device device, const arma
 ARMATURE_API armature_status armature_axpy(armature_device device, const armature_exec* exec, float a,
                                            const armature_tensor* x, const armature_tensor* y);
 
-/* Body skinning (smplx's lbs()) of a body model file (.npz or .pkl, SMPL / SMPL+H / SMPL-X / MANO). */
+/* Body skinning (smplx's lbs()) of a body model file (.npz or .pkl, SMPL / SMPL+H / SMPL-X / MANO). CPU backend
+ * (since version 2): the double reference, with a NULL device; shape_components and expression_components are then
+ * only the maxima the calls' betas and expression may use. */
 typedef struct armature_skinning_t* armature_skinning;
 typedef struct armature_skinning_info {
   uint32_t s_type; /* ARMATURE_STRUCT_SKINNING_INFO */
@@ -330,6 +332,25 @@ ARMATURE_API armature_status armature_interpolate_backward(
     armature_device device, const armature_exec* exec, const armature_tensor* attr, const armature_tensor* findices,
     const armature_tensor* barycentrics, const armature_tensor* faces, const armature_tensor* grad_out,
     const armature_tensor* grad_attr, const armature_tensor* grad_barycentrics);
+
+/* A body model file's contents (since version 2), for what a caller builds around skinning (smplx's PCA hands,
+ * face landmarks, vertex-selected joints). */
+typedef struct armature_body_model_t* armature_body_model;
+ARMATURE_API armature_status armature_body_model_load(const char* path, armature_body_model* out);
+ARMATURE_API void armature_body_model_destroy(armature_body_model model);
+typedef struct armature_body_model_info {
+  uint32_t vertices, faces, joints;
+  uint32_t shape_count, expression_count; /* the directions the file has */
+  uint32_t hand_pca;                       /* nonzero: hands_components{l,r} and hands_mean{l,r} (45 each) */
+  uint32_t landmarks;                      /* L: lmk_faces_idx (L) and lmk_bary_coords (L,3) */
+} armature_body_model_info;
+ARMATURE_API armature_status armature_body_model_info_get(armature_body_model model, armature_body_model_info* out);
+/* The array `name` as float64 (integers exactly), into `values` of exactly its `count` elements: v_template (V,3),
+ * f (F,3), kintree_parents (J), J_regressor (J,V), weights (V,J), shapedirs (V,3,S), exprdirs (V,3,E), posedirs
+ * (V,3,P), hands_componentsl and hands_componentsr (45,45), hands_meanl and hands_meanr (45), lmk_faces_idx (L),
+ * lmk_bary_coords (L,3). */
+ARMATURE_API armature_status armature_body_model_array(armature_body_model model, const char* name, double* values,
+                                                       uint64_t count);
 
 /* ---- joint propagation, linear blend skinning, posed Gaussians (since version 2) ------------------------- */
 

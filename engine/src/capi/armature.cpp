@@ -4,6 +4,7 @@
 #include "armature/armature.h"
 
 #include <cstring>
+#include <optional>
 #include <span>
 #include <new>
 #include <string>
@@ -48,7 +49,13 @@ struct armature_feature_maps_t {
 };
 struct armature_skinning_t {
   armature_device_t* device;
-  std::unique_ptr<Skinning> skinning;
+  std::unique_ptr<Skinning> skinning;  // null for the CPU backend, which uses `model`
+  BodyModel model;
+  uint32_t shapeComponents = 0, exprComponents = 0;
+  std::optional<BodyParams> last;  // the CPU backend's last forward, which its backward differentiates
+};
+struct armature_body_model_t {
+  BodyModel model;
 };
 struct armature_joint_forest_t {
   std::unique_ptr<JointForest> forest;
@@ -450,6 +457,17 @@ armature_status armature_skinning_create(armature_device device, const armature_
   return guard("armature_skinning_create", [&] {
     checkStruct(info, ARMATURE_STRUCT_SKINNING_INFO, "info");
     ARM_CHECK(out && info->model_path, "out or info.model_path is NULL");
+    if (info->backend == ARMATURE_BACKEND_CPU) {
+      auto handle = std::make_unique<armature_skinning_t>();
+      handle->model = loadBodyModel(info->model_path);
+      ARM_CHECK(
+          info->shape_components <= handle->model.shapeCount && info->expression_components <= handle->model.exprCount,
+          "%u shape and %u expression components; the model has %u and %u", info->shape_components,
+          info->expression_components, handle->model.shapeCount, handle->model.exprCount);
+      handle->shapeComponents = info->shape_components, handle->exprComponents = info->expression_components;
+      *out = handle.release();
+      return;
+    }
     armature_device_t& d = deref(device, "device");
     const Backend backend = requireBackend(d, info->backend);
     const BodyModel model = loadBodyModel(info->model_path);
@@ -467,9 +485,9 @@ void armature_skinning_destroy(armature_skinning skinning) {
 
 armature_status armature_skinning_sizes(armature_skinning skinning, uint32_t* vertices, uint32_t* joints) {
   return guard("armature_skinning_sizes", [&] {
-    const SkinningDims& dims = deref(skinning, "skinning").skinning->dims();
-    if (vertices) *vertices = dims.vertexCount;
-    if (joints) *joints = dims.jointCount;
+    const armature_skinning_t& s = deref(skinning, "skinning");
+    if (vertices) *vertices = s.skinning ? s.skinning->dims().vertexCount : s.model.vertexCount;
+    if (joints) *joints = s.skinning ? s.skinning->dims().jointCount : s.model.jointCount;
   });
 }
 
@@ -480,6 +498,29 @@ uint32_t batchOf(const armature_tensor* t, const char* name) {
             name);
   return uint32_t(t->shape[0]);
 }
+// The CPU backend's parameters: betas and expression as many columns as their tensors have (B,S) (B,E), within
+// what the handle allows.
+BodyParams hostBodyParams(const armature_skinning_t& s, const armature_tensor* pose, const armature_tensor* betas,
+                          const armature_tensor* expression, const armature_tensor* transl) {
+  const uint32_t B = batchOf(pose, "pose");
+  const auto columns = [&](const armature_tensor* t, const char* name, uint32_t most) -> uint32_t {
+    if (!t) return 0;
+    ARM_CHECK(t->rank == 2 && t->shape[0] == B, "%s: (B,%s) with B = %u", name, name, B);
+    ARM_CHECK(t->shape[1] <= int64_t(most), "%s has %lld columns; the skinning allows %u", name, (long long)t->shape[1],
+              most);
+    return uint32_t(t->shape[1]);
+  };
+  BodyParams p{.batch = B,
+               .shapeComponents = columns(betas, "betas", s.shapeComponents),
+               .exprComponents = columns(expression, "expression", s.exprComponents),
+               .pose = hostIn(pose, "pose"),
+               .betas = hostIn(betas, "betas"),
+               .expression = hostIn(expression, "expression"),
+               .transl = hostIn(transl, "transl")};
+  if (p.transl.empty()) p.transl.assign(size_t(B) * 3, 0.0);
+  validateBodyParams(s.model, p);
+  return p;
+}
 }  // namespace
 
 armature_status armature_skinning_forward(armature_skinning skinning, const armature_exec* exec,
@@ -488,6 +529,13 @@ armature_status armature_skinning_forward(armature_skinning skinning, const arma
                                           const armature_tensor* vertices, const armature_tensor* joints) {
   return guard("armature_skinning_forward", [&] {
     armature_skinning_t& s = deref(skinning, "skinning");
+    if (onCpu(exec) || !s.skinning) {
+      ARM_CHECK(onCpu(exec) && !s.skinning, "the skinning was made for another backend than exec's");
+      s.last = hostBodyParams(s, pose, betas, expression, transl);
+      const BodyOutput o = bodyForwardRef(s.model, *s.last);
+      hostOut(vertices, "vertices", o.vertices);
+      return hostOut(joints, "joints", o.joints);
+    }
     s.skinning->forward(execOf(*s.device, exec), {.batch = batchOf(pose, "pose"),
                                                   .pose = viewOf(pose, "pose"),
                                                   .betas = viewOf(betas, "betas"),
@@ -505,6 +553,17 @@ armature_status armature_skinning_backward(armature_skinning skinning, const arm
                                            const armature_tensor* grad_transl) {
   return guard("armature_skinning_backward", [&] {
     armature_skinning_t& s = deref(skinning, "skinning");
+    if (onCpu(exec) || !s.skinning) {
+      ARM_CHECK(onCpu(exec) && !s.skinning, "the skinning was made for another backend than exec's");
+      ARM_CHECK(s.last && s.last->batch == batchOf(pose, "pose"), "no forward of this batch to differentiate");
+      s.last->pose = hostIn(pose, "pose");
+      const BodyGrads g =
+          bodyBackwardRef(s.model, *s.last, hostIn(grad_vertices, "grad_vertices"), hostIn(grad_joints, "grad_joints"));
+      hostOut(grad_pose, "grad_pose", g.pose);
+      hostOut(grad_betas, "grad_betas", g.betas);
+      hostOut(grad_expression, "grad_expression", g.expression);
+      return hostOut(grad_transl, "grad_transl", g.transl);
+    }
     s.skinning->backward(execOf(*s.device, exec), {.batch = batchOf(pose, "pose"),
                                                    .pose = viewOf(pose, "pose"),
                                                    .gradVertices = viewOf(grad_vertices, "grad_vertices"),
@@ -1176,6 +1235,65 @@ armature_status armature_adam_step(armature_device device, const armature_exec* 
               .v = viewOf(v, "v"),
               .settings = {.lr = s.lr, .beta1 = s.beta1, .beta2 = s.beta2, .eps = s.eps},
               .step = step});
+  });
+}
+
+// ---- body models -------------------------------------------------------------------------------------------------
+
+armature_status armature_body_model_load(const char* path, armature_body_model* out) {
+  return guard("armature_body_model_load", [&] {
+    ARM_CHECK(out && path, "out or path is NULL");
+    auto handle = std::make_unique<armature_body_model_t>();
+    handle->model = loadBodyModel(path);
+    *out = handle.release();
+  });
+}
+
+void armature_body_model_destroy(armature_body_model model) {
+  guard("armature_body_model_destroy", [&] { delete model; });
+}
+
+armature_status armature_body_model_info_get(armature_body_model model, armature_body_model_info* out) {
+  return guard("armature_body_model_info_get", [&] {
+    ARM_CHECK(out, "out is NULL");
+    const BodyModel& m = deref(model, "model").model;
+    *out = {.vertices = m.vertexCount,
+            .faces = m.faceCount,
+            .joints = m.jointCount,
+            .shape_count = m.shapeCount,
+            .expression_count = m.exprCount,
+            .hand_pca = m.hasHandPca() ? 1u : 0u,
+            .landmarks = uint32_t(m.lmkFacesIdx.size())};
+  });
+}
+
+armature_status armature_body_model_array(armature_body_model model, const char* name, double* values, uint64_t count) {
+  return guard("armature_body_model_array", [&] {
+    ARM_CHECK(name, "name is NULL");
+    const BodyModel& m = deref(model, "model").model;
+    const auto put = [&](const auto& array) {
+      ARM_CHECK(count == array.size(), "%s has %zu values; count is %llu", name, array.size(),
+                (unsigned long long)count);
+      ARM_CHECK(values || count == 0, "values is NULL");
+      std::copy(array.begin(), array.end(), values);
+    };
+    const std::string n = name;
+    if (n == "v_template") return put(m.vTemplate);
+    if (n == "f") return put(m.faces);
+    if (n == "kintree_parents") return put(m.parents);
+    if (n == "J_regressor") return put(m.jRegressor);
+    if (n == "weights") return put(m.weights);
+    if (n == "shapedirs") return put(m.shapeDirs);
+    if (n == "exprdirs") return put(m.exprDirs);
+    if (n == "posedirs") return put(m.poseDirs);
+    if (n == "hands_componentsl") return put(m.handsComponentsL);
+    if (n == "hands_componentsr") return put(m.handsComponentsR);
+    if (n == "hands_meanl") return put(m.handsMeanL);
+    if (n == "hands_meanr") return put(m.handsMeanR);
+    if (n == "lmk_faces_idx") return put(m.lmkFacesIdx);
+    if (n == "lmk_bary_coords") return put(m.lmkBaryCoords);
+    throw Error("no array '" + n + "' (v_template, f, kintree_parents, J_regressor, weights, shapedirs, exprdirs, " +
+                "posedirs, hands_componentsl/r, hands_meanl/r, lmk_faces_idx, lmk_bary_coords)");
   });
 }
 
