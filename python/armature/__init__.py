@@ -3,8 +3,9 @@
     import armature
     armature.info()                  # the library found, its version, the backends it can run here
 
-Modules: armature.joints (joint propagation over any forest), armature.sparsedrive (deformable aggregation, as
-SparseDrive's op), armature.gaussian (the anisotropic Gaussian field and a learnable module). CUDA tensors run on
+Modules: armature.smplx (smplx's body models), armature.sparsedrive (deformable aggregation, as SparseDrive's op),
+armature.custom_rasterizer (Hunyuan3D's rasteriser), armature.gaussian (the anisotropic Gaussian field and a
+learnable module), armature.joints (joint propagation over any forest). CUDA tensors run on
 CUDA, on torch's current stream; CPU tensors on the double CPU reference, or on Vulkan with backend="vulkan".
 """
 from ._lib import ArmatureError, UnavailableError

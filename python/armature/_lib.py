@@ -68,6 +68,17 @@ class RasterDesc(ctypes.Structure):
                 ("occlusion_truncation", ctypes.c_float), ("scratch_call", ctypes.c_uint32)]
 
 
+class SkinningInfo(ctypes.Structure):
+    _fields_ = [("s_type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("next", ctypes.c_void_p),
+                ("model_path", ctypes.c_char_p), ("backend", ctypes.c_int), ("shape_components", ctypes.c_uint32),
+                ("expression_components", ctypes.c_uint32), ("max_batch", ctypes.c_uint32)]
+
+
+class BodyModelInfo(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint32) for name in ("vertices", "faces", "joints", "shape_count", "expression_count",
+                                                      "hand_pca", "landmarks")]
+
+
 WORK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Exec))
 
 _T = ctypes.POINTER(Tensor)
@@ -114,6 +125,15 @@ _SIGNATURES = {
     "armature_rasterize_backward": (_h, _E, ctypes.POINTER(RasterDesc), _T, _T, _T, _T, _T),
     "armature_interpolate": (_h, _E, _T, _T, _T, _T, _T),
     "armature_interpolate_backward": (_h, _E, _T, _T, _T, _T, _T, _T, _T),
+    "armature_skinning_create": (_h, ctypes.POINTER(SkinningInfo), ctypes.POINTER(_h)),
+    "armature_skinning_destroy": (_h,),
+    "armature_skinning_sizes": (_h, ctypes.POINTER(_u32), ctypes.POINTER(_u32)),
+    "armature_skinning_forward": (_h, _E, _T, _T, _T, _T, _T, _T),
+    "armature_skinning_backward": (_h, _E, _T, _T, _T, _T, _T, _T, _T),
+    "armature_body_model_load": (ctypes.c_char_p, ctypes.POINTER(_h)),
+    "armature_body_model_destroy": (_h,),
+    "armature_body_model_info_get": (_h, ctypes.POINTER(BodyModelInfo)),
+    "armature_body_model_array": (_h, ctypes.c_char_p, ctypes.c_void_p, _u64),
 }
 _RETURNS = {
     "armature_last_error": ctypes.c_char_p,
@@ -123,6 +143,8 @@ _RETURNS = {
     "armature_buffer_destroy": None,
     "armature_joint_forest_destroy": None,
     "armature_feature_maps_destroy": None,
+    "armature_skinning_destroy": None,
+    "armature_body_model_destroy": None,
 }
 
 

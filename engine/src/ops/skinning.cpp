@@ -26,6 +26,17 @@ Skinning::Skinning(Device& device, Backend backend, const BodyModel& model, uint
 
 Skinning::~Skinning() = default;
 
+namespace {
+// Shape or expression coefficients (or their gradients): absent is fine where the skinning uses none (SMPL, SMPL+H
+// and MANO have no expressions), so callers need no dummy buffers.
+void checkCoefficients(const OpChecks& check, const char* name, const DeviceView& v, size_t count) {
+  if (count == 0)
+    check.optionalView(name, v, ElementType::Float32, 0);
+  else
+    check.view(name, v, ElementType::Float32, count);
+}
+}  // namespace
+
 void Skinning::forward(const Exec& exec, const SkinningForwardArgs& a) {
   ARM_CHECK(exec.backend() == m_backend, "skinning forward: an exec for %s on a %s skinning object",
             backendName(exec.backend()), backendName(m_backend));
@@ -34,8 +45,8 @@ void Skinning::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const size_t B = a.batch;
   OpChecks check("skinning forward", exec);
   check.view("pose", a.pose, ElementType::Float32, B * t.jointCount * 3);
-  check.view("betas", a.betas, ElementType::Float32, B * t.shapeCount);
-  check.view("expression", a.expression, ElementType::Float32, B * t.exprCount);
+  checkCoefficients(check, "betas", a.betas, B * t.shapeCount);
+  checkCoefficients(check, "expression", a.expression, B * t.exprCount);
   check.view("transl", a.transl, ElementType::Float32, B * 3);
   check.view("vertices", a.vertices, ElementType::Float32, B * t.vertexCount * 3);
   check.view("joints", a.joints, ElementType::Float32, B * t.jointCount * 3);
@@ -55,8 +66,8 @@ void Skinning::backward(const Exec& exec, const SkinningBackwardArgs& a) {
   check.view("gradVertices", a.gradVertices, ElementType::Float32, B * t.vertexCount * 3);
   check.optionalView("gradJoints", a.gradJoints, ElementType::Float32, B * t.jointCount * 3);
   check.view("gradPose", a.gradPose, ElementType::Float32, B * t.jointCount * 3);
-  check.view("gradBetas", a.gradBetas, ElementType::Float32, B * t.shapeCount);
-  check.view("gradExpression", a.gradExpression, ElementType::Float32, B * t.exprCount);
+  checkCoefficients(check, "gradBetas", a.gradBetas, B * t.shapeCount);
+  checkCoefficients(check, "gradExpression", a.gradExpression, B * t.exprCount);
   check.view("gradTransl", a.gradTransl, ElementType::Float32, B * 3);
   m_impl->backward(exec, a);
 }

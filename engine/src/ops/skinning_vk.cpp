@@ -102,8 +102,10 @@ void SkinningVk::forward(const Exec& exec, const SkinningForwardArgs& a) {
   const VkCommandBuffer cmd = exec.commandBuffer();
   const uint32_t batch = a.batch;
   const size_t B = batch;
-  const BufferView pose = a.pose.vulkan(), betas = a.betas.vulkan(), expression = a.expression.vulkan(),
-                   transl = a.transl.vulkan(), vertices = a.vertices.vulkan(), joints = a.joints.vulkan();
+  // Absent coefficients (none used) bind the pose in their place: a descriptor must name a buffer.
+  const BufferView pose = a.pose.vulkan(), betas = a.betas.empty() ? pose : a.betas.vulkan(),
+                   expression = a.expression.empty() ? pose : a.expression.vulkan(), transl = a.transl.vulkan(),
+                   vertices = a.vertices.vulkan(), joints = a.joints.vulkan();
   SkinningPush push{batch, t.vertexCount, t.jointCount, t.featureCount, t.coefCount(), t.shapeCount, 0, 0, 0};
   vk::StageZones zones{exec.stages(), cmd};
   // The blend product's input, the pose features and coefficients: one item's stream computes them itself, more
@@ -159,7 +161,8 @@ void SkinningVk::backward(const Exec& exec, const SkinningBackwardArgs& a) {
   const BufferView pose = a.pose.vulkan(), gradVertices = a.gradVertices.vulkan();
   struct {
     BufferView pose, betas, expression, transl;
-  } out{a.gradPose.vulkan(), a.gradBetas.vulkan(), a.gradExpression.vulkan(), a.gradTransl.vulkan()};
+  } out{a.gradPose.vulkan(), a.gradBetas.empty() ? a.gradPose.vulkan() : a.gradBetas.vulkan(),
+        a.gradExpression.empty() ? a.gradPose.vulkan() : a.gradExpression.vulkan(), a.gradTransl.vulkan()};
   const uint32_t columns = t.vertexCount * 3;
   if (!m_gradPartials) {
     size_t partials = 1;  // the most any batch up to maxBatch needs: slices × items × features
