@@ -5,6 +5,7 @@
 - CPU tensors run on the double CPU reference (float64 in and out; float32 inputs are widened, which is exact), or,
   with backend="vulkan", on the Vulkan backend: staged through library buffers, for machines without CUDA.
 """
+import contextlib
 import ctypes
 import threading
 
@@ -61,6 +62,12 @@ def cuda_device(index):
         check(lib.armature_device_supports(device, _lib.CUDA))
         _cuda_checked.add(index)
     return device
+
+
+def creating_on(kind, device):
+    """Where objects that hold device memory (forests, feature maps, skinning tables) must be made: CUDA allocates on
+    the current device, so on the tensors' own one."""
+    return torch.cuda.device(device) if kind == "cuda" else contextlib.nullcontext()
 
 
 def backend_of(tensors, backend):

@@ -45,8 +45,9 @@ class JointForest:
                 library_device = _core.cuda_device(device.index or 0)
             elif backend == "vulkan":
                 library_device = _core.vulkan_device()
-            check(lib.armature_joint_forest_create(library_device, len(self.parents), parents,
-                                                   len(self.point_joints), points, ctypes.byref(handle)))
+            with _core.creating_on(backend, device):
+                check(lib.armature_joint_forest_create(library_device, len(self.parents), parents,
+                                                       len(self.point_joints), points, ctypes.byref(handle)))
             self._handles[key] = handle
         return self._handles[key]
 

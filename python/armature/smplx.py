@@ -93,7 +93,8 @@ class _Skinnings:
             info = _lib.SkinningInfo(3, ctypes.sizeof(_lib.SkinningInfo), None, self.path.encode(), backend, S, E,
                                      capacity)
             handle = ctypes.c_void_p()
-            check(lib.armature_skinning_create(library_device, ctypes.byref(info), ctypes.byref(handle)))
+            with _core.creating_on(kind, device):
+                check(lib.armature_skinning_create(library_device, ctypes.byref(info), ctypes.byref(handle)))
             if key in self.handles:
                 lib.armature_skinning_destroy(self.handles[key][0])
             self.handles[key] = (handle, capacity)

@@ -31,9 +31,11 @@ def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
             library_device = _core.cuda_device(device.index or 0)
         elif backend == "vulkan":
             library_device = _core.vulkan_device()
-        check(lib.armature_feature_maps_create(library_device, cams, levels, (ctypes.c_int32 * len(shape))(*shape),
-                                               (ctypes.c_int32 * len(starts))(*starts), features,
-                                               ctypes.byref(handle)))
+        with _core.creating_on(backend, device):
+            check(lib.armature_feature_maps_create(library_device, cams, levels,
+                                                   (ctypes.c_int32 * len(shape))(*shape),
+                                                   (ctypes.c_int32 * len(starts))(*starts), features,
+                                                   ctypes.byref(handle)))
         _maps[key] = handle
     return _maps[key]
 
