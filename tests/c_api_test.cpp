@@ -473,6 +473,10 @@ TEST_P(CApi, MisuseIsAStatusWithAMessage) {
     armature_tensor negative = tx;
     negative.shape[0] = -3;
     EXPECT_EQ(armature_axpy(m_device, e, 1, &negative, &ty), ARMATURE_ERROR_INVALID_ARGUMENT);
+    armature_tensor huge = tx;  // 2^62 floats: the count fits 64 bits, its bytes do not
+    huge.rank = 2, huge.shape[0] = int64_t(1) << 31, huge.shape[1] = int64_t(1) << 31;
+    EXPECT_EQ(armature_axpy(m_device, e, 1, &huge, &ty), ARMATURE_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(armature_last_error()).find("x: its bytes"), std::string::npos) << armature_last_error();
     return ARMATURE_OK;
   });
   armature_context_info wrongSize{ARMATURE_STRUCT_CONTEXT_INFO, 4, nullptr, 0};
@@ -640,8 +644,8 @@ TEST(CApiCpu, BodyModelsAndSkinningOnTheReference) {
   EXPECT_NE(std::string(armature_last_error()).find("no array 'nonsense'"), std::string::npos);
   armature_body_model_destroy(m);
 
-  armature_skinning_info si{ARMATURE_STRUCT_SKINNING_INFO, sizeof si, nullptr, path.c_str(), ARMATURE_BACKEND_CPU,
-                            4, 0, 2};
+  armature_skinning_info si{ARMATURE_STRUCT_SKINNING_INFO, sizeof si, nullptr, path.c_str(),
+                            ARMATURE_BACKEND_CPU,          4,         0,       2};
   armature_skinning skin = nullptr;
   ASSERT_EQ(armature_skinning_create(nullptr, &si, &skin), ARMATURE_OK) << armature_last_error();
   BodyParams p{.batch = 2, .shapeComponents = 4, .exprComponents = 0};  // a body without expressions

@@ -25,6 +25,7 @@
 #include "armature/ops/skinning.h"
 #include "armature/ops/texture_bake.h"
 #include "armature/ops/winding_numbers.h"
+#include "armature/read_limits.h"
 #include "armature/vk/context.h"
 #include "armature/vk/host.h"
 
@@ -149,6 +150,9 @@ uint64_t denseCount(const armature_tensor* t, const char* name) {
     ARM_CHECK(!__builtin_mul_overflow(count, uint64_t(t->shape[d]), &count), "%s: its shape overflows 64 bits", name);
     expected = count;
   }
+  // Its bytes too, so that every size an op computes from the view fits (float64 is 8 bytes, a byte 1, the rest 4).
+  const uint64_t elementSize = t->dtype == ARMATURE_FLOAT64 ? 8 : t->dtype == ARMATURE_BYTE ? 1 : 4;
+  checkedProduct({count, elementSize}, std::string(name) + ": its bytes");
   return count;
 }
 
