@@ -311,6 +311,8 @@ void Context::hide(const ContextOptions::Hidden& hidden) {
 
 Context::Context(const HostDevice& host, const ContextOptions& options)
     : m_onMessage(options.onMessage), m_guardBuffers(options.guardBuffers || envFlag("ARMATURE_GUARD_BUFFERS")) {
+  m_attached = true;  // borrowed: destroy() frees only what this context creates
+  m_instanceVersion = host.apiVersion;
   try {
     attach(host);
     hide(options.hide);
@@ -400,10 +402,8 @@ void Context::attach(const HostDevice& host) {
   else
     loadVulkan();
   volkLoadInstance(host.instance);
-  m_attached = true;
   m_instance = host.instance, m_device = host.device, m_queue = host.queue, m_queueFamily = host.queueFamily;
   m_allocator = host.allocator, m_pipelineCache = host.pipelineCache, m_hostSubmit = host.submit;
-  m_instanceVersion = host.apiVersion;
 
   m_allDevices = listDevices(m_instance);
   for (const auto& d : m_allDevices)
@@ -565,7 +565,7 @@ void Context::createDevice(const ContextOptions& options) {
   dci.ppEnabledExtensionNames = exts.data();
   VkDevice device = VK_NULL_HANDLE;
   VK_CHECK(vkCreateDevice(m_info.handle, &dci, nullptr, &device));
-  m_device = device;  // destroyed with the context, even if attaching to it fails
+  m_device = device;  // destroyed with the context, even where attaching to it fails
   // Then the context attaches to its own device exactly as to a host's, so that every context made this way (the
   // viewer's, the tools', the tests') runs the embedding contract's path.
   HostDevice host;
@@ -576,15 +576,7 @@ void Context::createDevice(const ContextOptions& options) {
   host.apiVersion = m_info.apiVersion;
   host.extensions.assign(exts.begin(), exts.end());
   host.features = &f;
-  const uint32_t instanceVersion = m_instanceVersion;
-  try {
-    attach(host);
-  } catch (...) {
-    m_attached = false;  // destroy() frees the device and instance
-    throw;
-  }
-  m_attached = false;  // but owns what it created
-  m_instanceVersion = instanceVersion;
+  attach(host);  // owning what it attaches to (m_attached stays false)
 }
 
 void Context::createOwnObjects() {
