@@ -64,6 +64,13 @@ def cuda_device(index):
     return device
 
 
+def library_device(kind, device):
+    """The library's device a backend's work and objects go to: None for the CPU reference."""
+    if kind == "cuda":
+        return cuda_device(device.index if device.index is not None else torch.cuda.current_device())
+    return vulkan_device() if kind == "vulkan" else None
+
+
 def creating_on(kind, device):
     """Where objects that hold device memory (forests, feature maps, skinning tables) must be made: CUDA allocates on
     the current device, so on the tensors' own one."""
@@ -126,11 +133,7 @@ class Call:
         self._buffers = []  # vulkan: library buffers, freed after the call
         self._outputs = []
         self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
-        self.handle = None
-        if backend == "cuda":
-            self.handle = cuda_device(device.index if device.index is not None else torch.cuda.current_device())
-        elif backend == "vulkan":
-            self.handle = vulkan_device()
+        self.handle = library_device(backend, device)
         self.compute = {"cuda": torch.float32, "vulkan": torch.float32, "cpu": torch.float64}[backend]
 
     def _pointer(self, t):

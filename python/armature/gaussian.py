@@ -10,6 +10,7 @@ weights. With epsilon > 0 the GPU backends cull: a term counts only where max_c 
 out is below epsilon); the CPU reference always sums every term.
 """
 import ctypes
+import math
 
 import torch
 
@@ -106,7 +107,7 @@ class GaussianField(torch.nn.Module):
             raise ValueError(f"num_gaussians must be >= 1 and volume_size > 0, got {num_gaussians}, {volume_size}")
         self.use_full_cov, self.channels, self.epsilon, self.backend = use_full_cov, channels, epsilon, backend
         self.means = torch.nn.Parameter((torch.rand(n, 3, device=device) - 0.5) * s)
-        log_scale = torch.full((n, 3), torch.log(torch.tensor(s / 10)).item(), device=device)
+        log_scale = torch.full((n, 3), math.log(s / 10), device=device)
         if use_full_cov:
             chol = torch.zeros(n, 6, device=device)
             chol[:, [0, 2, 5]] = log_scale

@@ -40,11 +40,7 @@ class JointForest:
             handle = ctypes.c_void_p()
             parents = (ctypes.c_int32 * max(len(self.parents), 1))(*self.parents)
             points = (ctypes.c_int32 * max(len(self.point_joints), 1))(*self.point_joints)
-            library_device = None
-            if backend == "cuda":
-                library_device = _core.cuda_device(device.index or 0)
-            elif backend == "vulkan":
-                library_device = _core.vulkan_device()
+            library_device = _core.library_device(backend, device)
             with _core.creating_on(backend, device):
                 check(lib.armature_joint_forest_create(library_device, len(self.parents), parents,
                                                        len(self.point_joints), points, ctypes.byref(handle)))

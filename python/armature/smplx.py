@@ -76,19 +76,14 @@ class _Skinnings:
 
     def __init__(self, path):
         self.path = path
-        self.handles = {}
-        self.calls = {}  # handle → the id of the last forward it ran (its backward differentiates that one)
+        self.handles = {}  # key → (handle, batch capacity, the last forward it ran)
 
     def get(self, kind, device, S, E, batch):
         key = (kind, str(device) if kind == "cuda" else None, S, E)
-        handle, capacity = self.handles.get(key, (None, 0))
+        handle, capacity, _ = self.handles.get(key, (None, 0, None))
         if handle is None or batch > capacity:
             capacity = max(batch, 2 * capacity)
-            library_device = None
-            if kind == "cuda":
-                library_device = _core.cuda_device(device.index or 0)
-            elif kind == "vulkan":
-                library_device = _core.vulkan_device()
+            library_device = _core.library_device(kind, device)
             backend = {"cuda": _lib.CUDA, "vulkan": _lib.VULKAN, "cpu": _lib.CPU}[kind]
             info = _lib.SkinningInfo(3, ctypes.sizeof(_lib.SkinningInfo), None, self.path.encode(), backend, S, E,
                                      capacity)
@@ -97,45 +92,58 @@ class _Skinnings:
                 check(lib.armature_skinning_create(library_device, ctypes.byref(info), ctypes.byref(handle)))
             if key in self.handles:
                 lib.armature_skinning_destroy(self.handles[key][0])
-            self.handles[key] = (handle, capacity)
-        return handle
+            self.handles[key] = (handle, capacity, None)
+        return key, handle
+
+    def ran(self, key, forward):
+        """Notes that the handle of `key` last ran `forward` (a backward differentiates its handle's last forward)."""
+        handle, capacity, _ = self.handles[key]
+        self.handles[key] = (handle, capacity, forward)
+
+    def last(self, key):
+        return self.handles[key][2]
 
     def __del__(self):
-        for handle, _ in getattr(self, "handles", {}).values():
+        for handle, _, _ in getattr(self, "handles", {}).values():
             lib.armature_skinning_destroy(handle)
 
 
-_next_call = [0]
-
-
-def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, grads=None):
-    """Forward (grads None) or forward then backward, through the library: vertices and joints, or the gradients."""
+def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, forward, grads=None):
+    """The forward `forward` (grads None): vertices and joints; or its backward: the gradients. The library's
+    backward differentiates its handle's last forward, so the forward runs again first only where another has run
+    on that handle since."""
     B, J = pose.shape[0], pose.shape[1]
     S = betas.shape[1]
     E = 0 if expression is None else expression.shape[1]
-    handle = skinnings.get(kind, device, S, E, B)
+    key, handle = skinnings.get(kind, device, S, E, B)
     V = ctypes.c_uint32()
     check(lib.armature_skinning_sizes(handle, ctypes.byref(V), None))
     call = _core.Call(kind, device, dtype)
     args = [call.arg(pose), call.arg(betas), call.arg(expression), call.arg(transl)]
-    vertices, joints = call.out((B, V.value, 3)), call.out((B, J, 3))
     if grads is None:
+        vertices, joints = call.out((B, V.value, 3)), call.out((B, J, 3))
         results = call.run(lambda dev, e: lib.armature_skinning_forward(handle, e, *args, vertices, joints))
+        skinnings.ran(key, forward)
         return results
+    again = skinnings.last(key) is not forward
+    vertices, joints = (call.out((B, V.value, 3)), call.out((B, J, 3))) if again else (None, None)
     g = [call.arg(grads[0]), call.arg(grads[1])]
     outs = [call.out((B, J, 3)), call.out((B, S)), call.out((B, E)) if E else None, call.out((B, 3))]
 
-    def work(dev, e):  # the backward differentiates its handle's last forward: run it first
-        status = lib.armature_skinning_forward(handle, e, *args, vertices, joints)
-        if status == _lib.OK and kind != "cpu":
-            status = lib.armature_barrier(dev, e)
+    def work(dev, e):
+        status = _lib.OK
+        if again:
+            status = lib.armature_skinning_forward(handle, e, *args, vertices, joints)
+            if status == _lib.OK and kind != "cpu":
+                status = lib.armature_barrier(dev, e)
         if status == _lib.OK:
             status = lib.armature_skinning_backward(handle, e, args[0], g[0], g[1], *outs)
         return status
 
-    results = call.run(work)
-    grad_pose, grad_betas = results[2], results[3]
-    grad_expression = results[4] if E else None
+    results = call.run(work)[2 if again else 0:]
+    skinnings.ran(key, None)  # a second backward of the same forward (retain_graph) runs it again: the safe side
+    grad_pose, grad_betas = results[0], results[1]
+    grad_expression = results[2] if E else None
     return grad_pose, grad_betas, grad_expression, results[-1]
 
 
@@ -144,7 +152,8 @@ class _Skin(torch.autograd.Function):
     def forward(ctx, skinnings, backend, pose, betas, expression, transl):
         kind, device = _core.backend_of([pose, betas, expression, transl], backend)
         dtype = _core.result_dtype(pose, betas, expression, transl)
-        vertices, joints = _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl)
+        ctx.forward = object()  # this forward, as the handle remembers it
+        vertices, joints = _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, ctx.forward)
         ctx.save_for_backward(pose, betas, expression, transl)
         ctx.skinnings, ctx.kind, ctx.device, ctx.dtype = skinnings, kind, device, dtype
         return vertices, joints
@@ -153,7 +162,7 @@ class _Skin(torch.autograd.Function):
     def backward(ctx, grad_vertices, grad_joints):
         pose, betas, expression, transl = ctx.saved_tensors
         grad_pose, grad_betas, grad_expression, grad_transl = _skin_run(
-            ctx.skinnings, ctx.kind, ctx.device, ctx.dtype, pose, betas, expression, transl,
+            ctx.skinnings, ctx.kind, ctx.device, ctx.dtype, pose, betas, expression, transl, ctx.forward,
             (grad_vertices, grad_joints))
         return None, None, grad_pose, grad_betas, grad_expression, grad_transl
 

@@ -26,11 +26,7 @@ def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
     key = (backend, str(device) if backend == "cuda" else None, cams, levels, tuple(shape), tuple(starts), features)
     if key not in _maps:
         handle = ctypes.c_void_p()
-        library_device = None
-        if backend == "cuda":
-            library_device = _core.cuda_device(device.index or 0)
-        elif backend == "vulkan":
-            library_device = _core.vulkan_device()
+        library_device = _core.library_device(backend, device)
         with _core.creating_on(backend, device):
             check(lib.armature_feature_maps_create(library_device, cams, levels,
                                                    (ctypes.c_int32 * len(shape))(*shape),
