@@ -87,7 +87,7 @@ class AvatarScene : public Scene {
   void skin(VkCommandBuffer cmd, vk::GpuTimer* timer) override;
   VkBuffer positions() const override;
   VkBuffer joints() const override;
-  // The skinned positions of every avatar after the last skin() has executed (Vulkan and CPU backends).
+  // The skinned positions of every avatar after the last skin() has executed.
   std::vector<float> readPositions() const;
   VisibilityBuffers rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer, const std::array<float, 16>& viewProj,
                               VkExtent2D extent) override;
@@ -98,15 +98,11 @@ class AvatarScene : public Scene {
   // The parameters of every avatar as the backends see them (for tests).
   const BodyParams& params() const { return m_params; }
 
-  // The Vulkan lane's buffers: host-visible parameters, device-local outputs (the CPU reference uploads into them).
-  struct LaneBuffers {
-    vk::Buffer pose, betas, expression, transl, positions, joints;
-  };
   class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
 
  private:
   std::string gpuStatus() const override;
-  Lane& lane() const;
+  Lane& lane(std::optional<Backend> backend = std::nullopt) const;  // the scene's backend's by default
   void bakeTexture(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer);
   void evaluateField(Lane& gpu, VkCommandBuffer cmd, vk::GpuTimer* timer);
   struct FieldBuffers;
@@ -120,7 +116,6 @@ class AvatarScene : public Scene {
   double m_time = 0;
   std::unique_ptr<VisibilityRaster> m_raster;  // built on first use of the compute-raster mode
   float m_floorY = -1;
-  LaneBuffers m_buffers;
   Motion m_motion;  // no frames: none
   std::optional<BakeSettings> m_bake;
   std::unique_ptr<UvAtlas> m_atlas;  // the baked-texture mode's, with its (u, v) for the renderer
@@ -130,6 +125,7 @@ class AvatarScene : public Scene {
   std::vector<double> m_fieldShape, m_fieldRestJoints;  // avatar 0's betas and expression, and their rest joints
   FieldReach m_fieldReach;
   float m_fieldLo[3] = {}, m_fieldHi[3] = {};  // the volume's box in the last skin()
+  std::unique_ptr<Device> m_cudaDevice;        // the CUDA lane's, made on first use; outlives the lanes
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 

@@ -51,136 +51,67 @@ struct CharacterScene::Rig {
   DeviceBuffer inverseBind, rest, globals, skinning, scratch;
 };
 
-// A backend's side of the frame: where the locals go and the outputs live, and how the stages are issued and timed.
+// A backend's side of the frame: the device the locals and outputs live on, and how the stages are issued and
+// timed. The CUDA lane's device shares its outputs with Vulkan (Sharing::CudaToVulkan).
 class CharacterScene::Lane {
  public:
-  virtual ~Lane() = default;
-  virtual void skin(const std::vector<double>& locals, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
-                    std::vector<Span>& spans) = 0;
-  virtual VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer cmd,
-                                      vk::GpuTimer* timer, const std::array<float, 16>& viewProj, VkExtent2D extent,
-                                      std::vector<Span>& spans) = 0;
-  virtual VkBuffer positions() const = 0;
-  virtual VkBuffer joints() const = 0;
-  virtual std::string status() const = 0;
-};
-
-namespace {
-
-// Vulkan: records into the frame's command buffer; the locals are host-visible (written each frame), the outputs
-// device-local (a crowd's vertices are far too many to write across the bus every frame).
-class VulkanLane : public CharacterScene::Lane {
- public:
-  VulkanLane(vk::Context& ctx, const GltfCharacter& c, const JointForest& forest, uint32_t maxAvatars)
-      : m_device(&ctx, Sharing::VulkanOnly),
-        m_rig(m_device, c, forest, maxAvatars),
-        m_locals(ctx, std::max<size_t>(size_t(maxAvatars) * c.jointCount() * 12, 1) * 4, vk::kStorageUsage,
-                 vk::MemoryKind::HostVisible),
-        m_positions(m_device.allocate(ElementType::Float32, size_t(maxAvatars) * c.vertexCount() * 3)),
-        m_joints(m_device.allocate(ElementType::Float32, size_t(maxAvatars) * c.jointCount() * 3)) {}
-
-  void skin(const std::vector<double>& locals, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
-            std::vector<Span>&) override {
-    const std::vector<float> f = toFloats(locals);
-    std::memcpy(m_locals.mapped(), f.data(), f.size() * 4);
-    m_rig.propagate(m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf joints"), avatars,
-                    DeviceView::of(m_locals, ElementType::Float32), m_joints);
-    m_stage.end(cmd, timer);
-    m_rig.skin(m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf skinning"), avatars, m_positions);
-    m_stage.end(cmd, timer);
-  }
-  // The CPU backend's outputs, into the buffers the renderer reads (uploaded now).
-  void put(const std::vector<double>& positions, const std::vector<double>& joints) {
-    const std::vector<float> p = toFloats(positions), j = toFloats(joints);
-    m_positions.upload(p.data(), p.size() * 4);
-    m_joints.upload(j.data(), j.size() * 4);
-  }
-  std::vector<float> readPositions(size_t floats) const { return m_positions.download<float>(floats); }
-  VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
-                              const std::array<float, 16>& viewProj, VkExtent2D extent, std::vector<Span>&) override {
-    m_stage.begin(*m_device.vulkan(), cmd, timer, "gltf raster");
-    VisibilityBuffers out = raster.recordVulkan(cmd, m_positions.vulkanBuffer(), avatars, viewProj, extent);
-    m_stage.end(cmd, timer);
-    return out;
-  }
-  VkBuffer positions() const override { return m_positions.vulkanBuffer(); }
-  VkBuffer joints() const override { return m_joints.vulkanBuffer(); }
-  std::string status() const override { return "compute on " + m_device.vulkan()->info().name; }
-
- private:
-  Device m_device;
-  CharacterScene::Rig m_rig;
-  vk::Buffer m_locals;
-  DeviceBuffer m_positions, m_joints;
-  VulkanStage m_stage;
-};
-
-#ifdef ARMATURE_HAS_INTEROP
-// CUDA: its own device memory for the tables and the locals, the outputs shared with Vulkan through interop.
-class CudaLane : public CharacterScene::Lane {
- public:
-  CudaLane(vk::Context& ctx, const GltfCharacter& c, const JointForest& forest, uint32_t maxAvatars)
-      : m_rig(m_device, c, forest, maxAvatars),
+  Lane(vk::Context& ctx, Device& device, Backend backend, const GltfCharacter& c, const JointForest& forest,
+       uint32_t maxAvatars, std::string describe)
+      : status(std::move(describe)),
+        positions(device.allocate(ElementType::Float32, size_t(maxAvatars) * c.vertexCount() * 3)),
+        joints(device.allocate(ElementType::Float32, size_t(maxAvatars) * c.jointCount() * 3)),
+        m_ctx(ctx),
+        m_rig(device, c, forest, maxAvatars),
+        m_locals(device.allocate(ElementType::Float32, size_t(maxAvatars) * c.jointCount() * 12)),
         m_jointCount(c.jointCount()),
         m_vertexCount(c.vertexCount()),
-        m_locals(std::max<size_t>(size_t(maxAvatars) * c.jointCount() * 12, 1) * 4),
-        m_positions(ctx, std::max<size_t>(size_t(maxAvatars) * c.vertexCount() * 3, 1) * 4),
-        m_joints(ctx, std::max<size_t>(size_t(maxAvatars) * c.jointCount() * 3, 1) * 4),
-        m_status("interop: " + interop::describe(interop::probe(ctx))) {}
+        m_stage(backend) {}
 
-  // The upload is stream-ordered; the stages' host waits keep the staging vector alive long enough.
-  void skin(const std::vector<double>& locals, uint32_t avatars, VkCommandBuffer, vk::GpuTimer*,
-            std::vector<Span>& spans) override {
-    m_staging = toFloats(locals);
-    m_locals.uploadAsync(m_staging.data(), m_staging.size() * 4, m_stage.stream());
+  void skin(const std::vector<double>& locals, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
+            std::vector<Span>& spans) {
     const size_t BJ = size_t(avatars) * m_jointCount;
-    m_rig.propagate(m_stage.begin("gltf joints"), avatars, cudaView(m_locals.data(), BJ * 12),
-                    cudaView(m_joints.cudaPointer(), BJ * 3));
-    spans.push_back(m_stage.end());
-    m_rig.skin(m_stage.begin("gltf skinning"), avatars,
-               cudaView(m_positions.cudaPointer(), size_t(avatars) * m_vertexCount * 3));
-    spans.push_back(m_stage.end({&m_positions, &m_joints}));
+    const std::vector<float> f = toFloats(locals);
+    const Exec exec = m_stage.begin(m_ctx, cmd, timer, "gltf joints");
+    m_locals.upload(exec, f.data(), f.size() * 4);
+    m_rig.propagate(exec, avatars, m_locals.view().slice(0, BJ * 12), joints.view().slice(0, BJ * 3));
+    if (auto span = m_stage.end(cmd, timer)) spans.push_back(*span);
+    m_rig.skin(m_stage.begin(m_ctx, cmd, timer, "gltf skinning"), avatars,
+               positions.view().slice(0, size_t(avatars) * m_vertexCount * 3));
+    if (auto span = m_stage.end(cmd, timer, {&positions, &joints})) spans.push_back(*span);
   }
-  VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer, vk::GpuTimer*,
-                              const std::array<float, 16>& viewProj, VkExtent2D extent,
-                              std::vector<Span>& spans) override {
-    m_stage.begin("gltf raster");
-    VisibilityBuffers out = raster.runCuda(static_cast<const float*>(m_positions.cudaPointer()), avatars, viewProj,
-                                           extent, m_stage.stream());
-    spans.push_back(m_stage.end());
+  VisibilityBuffers rasterize(VisibilityRaster& raster, uint32_t avatars, VkCommandBuffer cmd, vk::GpuTimer* timer,
+                              const std::array<float, 16>& viewProj, VkExtent2D extent, std::vector<Span>& spans) {
+    VisibilityBuffers out =
+        raster.record(m_stage.begin(m_ctx, cmd, timer, "gltf raster"), positions, avatars, viewProj, extent);
+    if (auto span = m_stage.end(cmd, timer)) spans.push_back(*span);
     return out;
   }
-  VkBuffer positions() const override { return m_positions.buffer(); }
-  VkBuffer joints() const override { return m_joints.buffer(); }
-  std::string status() const override { return m_status; }
+
+  const std::string status;
+  DeviceBuffer positions, joints;
 
  private:
-  static DeviceView cudaView(void* p, size_t floats) { return DeviceView::ofCuda(p, ElementType::Float32, floats); }
-  Device m_device{nullptr};  // CUDA's own
+  vk::Context& m_ctx;
   CharacterScene::Rig m_rig;
+  DeviceBuffer m_locals;
   uint32_t m_jointCount, m_vertexCount;
-  CudaStage m_stage;
-  cuda::DeviceMemory m_locals;
-  std::vector<float> m_staging;
-  interop::SharedBuffer m_positions, m_joints;
-  std::string m_status;
+  FrameStage m_stage;
 };
-#endif
-
-}  // namespace
 
 CharacterScene::CharacterScene(vk::Context& ctx, GltfCharacter character, uint32_t maxAvatars)
     : m_ctx(ctx),
       m_character(std::move(character)),
       m_forest(m_character.parents),
       m_faces(m_character.indices.begin(), m_character.indices.end()),
-      m_maxAvatars(maxAvatars) {
+      m_maxAvatars(maxAvatars),
+      m_vkDevice(&ctx, Sharing::VulkanOnly) {
   ARM_CHECK(maxAvatars >= 1, "CharacterScene: maxAvatars must be >= 1");
   // The box of one member at the clip's start sets the grid's spacing and the floor.
   boxOf(poseGltfCharacterRef(m_character, m_forest, sampleGltfLocals(m_character, 0, 0), 1).vertices, m_restLo,
         m_restHi);
   m_spacing = 1.25 * std::max({double(m_restHi[0] - m_restLo[0]), double(m_restHi[2] - m_restLo[2]), 1e-3});
-  m_vulkanLane = std::make_unique<VulkanLane>(ctx, m_character, m_forest, maxAvatars);
+  m_vulkanLane = std::make_unique<Lane>(ctx, m_vkDevice, Backend::Vulkan, m_character, m_forest, maxAvatars,
+                                        "compute on " + ctx.info().name);
   update(0);
 }
 
@@ -192,7 +123,11 @@ void CharacterScene::setBackend(Backend b) {
   if (b == Backend::Cuda) {
 #ifdef ARMATURE_HAS_INTEROP
     if (auto why = cuda::unavailableReason()) throw Error("CUDA backend unavailable: " + *why);
-    if (!m_cudaLane) m_cudaLane = std::make_unique<CudaLane>(m_ctx, m_character, m_forest, m_maxAvatars);
+    if (!m_cudaDevice) m_cudaDevice = std::make_unique<Device>(&m_ctx, Sharing::CudaToVulkan);
+    m_cudaDevice->require(Backend::Cuda);
+    if (!m_cudaLane)
+      m_cudaLane = std::make_unique<Lane>(m_ctx, *m_cudaDevice, Backend::Cuda, m_character, m_forest, m_maxAvatars,
+                                          "interop: " + interop::describe(interop::probe(m_ctx)));
 #else
     throw Error("CUDA backend unavailable: this build has no CUDA (ARMATURE_CUDA=OFF)");
 #endif
@@ -200,7 +135,7 @@ void CharacterScene::setBackend(Backend b) {
   m_backend = b;
 }
 
-std::string CharacterScene::gpuStatus() const { return lane().status(); }
+std::string CharacterScene::gpuStatus() const { return lane().status; }
 
 void CharacterScene::setAvatars(uint32_t count) {
   ARM_CHECK(count >= 1 && count <= m_maxAvatars, "avatars must be in [1, %u], got %u", m_maxAvatars, count);
@@ -244,15 +179,16 @@ void CharacterScene::update(double seconds) {
 
 CharacterScene::Lane& CharacterScene::lane() const { return m_backend == Backend::Cuda ? *m_cudaLane : *m_vulkanLane; }
 
-VkBuffer CharacterScene::positions() const { return lane().positions(); }
-VkBuffer CharacterScene::joints() const { return lane().joints(); }
+VkBuffer CharacterScene::positions() const { return lane().positions.vulkanBuffer(); }
+VkBuffer CharacterScene::joints() const { return lane().joints.vulkanBuffer(); }
 
 void CharacterScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   m_ownTimes.clear();
   if (m_backend == Backend::Cpu) {
     const int64_t t0 = steadyNowNs();
     const GltfPoseRef posed = poseGltfCharacterRef(m_character, m_forest, m_locals, m_avatars);
-    static_cast<VulkanLane&>(*m_vulkanLane).put(posed.vertices, posed.joints);
+    m_vulkanLane->positions.upload(std::span<const float>(toFloats(posed.vertices)));
+    m_vulkanLane->joints.upload(std::span<const float>(toFloats(posed.joints)));
     m_ownTimes.push_back({"gltf joints + skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }
@@ -260,8 +196,7 @@ void CharacterScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
 }
 
 std::vector<float> CharacterScene::readPositions() const {
-  ARM_CHECK(m_backend != Backend::Cuda, "readPositions: the CUDA backend's positions live in the shared buffer");
-  return static_cast<const VulkanLane&>(*m_vulkanLane).readPositions(size_t(m_avatars) * vertexCount() * 3);
+  return lane().positions.download<float>(size_t(m_avatars) * vertexCount() * 3);
 }
 
 VisibilityBuffers CharacterScene::rasterize(VkCommandBuffer cmd, vk::GpuTimer* timer,

@@ -41,8 +41,8 @@ class CharacterScene : public Scene {
   void crowdBounds(float lo[3], float hi[3]) const override;
   float floorY() const override { return m_restLo[1]; }
 
-  // The locals of every member as the backends get them, (B,J,12) (for tests), and what the Vulkan and CPU
-  // backends' last skin() wrote (after it has executed).
+  // The locals of every member as the backends get them, (B,J,12) (for tests), and what the last skin() wrote
+  // (after it has executed).
   const std::vector<double>& locals() const { return m_locals; }
   std::vector<float> readPositions() const;
 
@@ -62,6 +62,8 @@ class CharacterScene : public Scene {
   float m_restLo[3], m_restHi[3];  // member 0's box at the clip's start
   std::vector<double> m_locals;    // (B,J,12)
   std::unique_ptr<VisibilityRaster> m_raster;
+  Device m_vkDevice;                     // the Vulkan lane's
+  std::unique_ptr<Device> m_cudaDevice;  // the CUDA lane's, made on first use; outlives the lanes
   std::unique_ptr<Lane> m_vulkanLane, m_cudaLane;
 };
 

@@ -48,9 +48,9 @@ __global__ void clipKernel(const float* positions, uint32_t count, Matrix a, flo
 }  // namespace
 
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
-                     uint32_t height, uint32_t* bounds, const cuda::Stream& stream) {
+                     uint32_t height, uint32_t* bounds, void* stream) {
   ARM_CHECK(positions && viewProj && clip && bounds && width && height, "transformToClip: null pointer or empty image");
-  cudaStream_t s = static_cast<cudaStream_t>(stream.handle());
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
   check(cudaMemsetAsync(bounds, 0xff, 8, s));   // min x, y
   check(cudaMemsetAsync(bounds + 2, 0, 8, s));  // max x, y
   if (!count) return;

@@ -10,5 +10,5 @@ namespace armature::app {
 // rectangle {minX, minY, maxX, maxY} of a width × height image that the points can cover; a point at w <= 0 makes
 // it the whole image. viewProj: column-major 4×4, passed by value. As shaders/clip_transform.comp.
 void transformToClip(const float* positions, uint32_t count, const float viewProj[16], float* clip, uint32_t width,
-                     uint32_t height, uint32_t* bounds, const cuda::Stream& stream);
+                     uint32_t height, uint32_t* bounds, void* stream);
 }  // namespace armature::app

@@ -58,7 +58,7 @@ class CompositeScene : public Scene {
   vk::Buffer m_positions, m_joints;                   // maxAvatars() members
   double m_time = 0;
   std::unique_ptr<VisibilityRaster> m_raster;
-  VulkanStage m_stage;
+  FrameStage m_stage{Backend::Vulkan};
 };
 
 // The scene itself if it is a T, else its first part that is (a composite's), else null.

@@ -61,29 +61,52 @@ std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint
   return std::make_unique<CompositeScene>(ctx, std::move(parts));
 }
 
-Exec VulkanStage::begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) {
+struct FrameStage::Cuda {
+#ifdef ARMATURE_HAS_INTEROP
+  cuda::Stream stream;
+  cuda::EventTimer timer;
+  std::string name;
+#endif
+};
+
+FrameStage::FrameStage(Backend backend) : m_backend(backend) {
+  ARM_CHECK(backend != Backend::Cpu, "a frame stage runs on a GPU backend");
+#ifdef ARMATURE_HAS_INTEROP
+  if (backend == Backend::Cuda) m_cuda = std::make_unique<Cuda>();
+#else
+  ARM_CHECK(backend != Backend::Cuda, "CUDA backend unavailable: this build has no CUDA (ARMATURE_CUDA=OFF)");
+#endif
+}
+
+FrameStage::~FrameStage() = default;
+
+Exec FrameStage::begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name) {
+#ifdef ARMATURE_HAS_INTEROP
+  if (m_cuda) {
+    m_cuda->name = name;
+    m_cuda->timer.start(m_cuda->stream);
+    return Exec::cuda(m_cuda->stream.handle());
+  }
+#endif
   m_zone = timer ? timer->beginZone(cmd, name) : 0;
   return Exec::vulkan(ctx, cmd);
 }
 
-void VulkanStage::end(VkCommandBuffer cmd, vk::GpuTimer* timer) {
+std::optional<Span> FrameStage::end(VkCommandBuffer cmd, vk::GpuTimer* timer,
+                                    std::initializer_list<const DeviceBuffer*> toVulkan) {
+#ifdef ARMATURE_HAS_INTEROP
+  if (m_cuda) {
+    Cuda& c = *m_cuda;
+    c.timer.stop(c.stream);
+    for (const DeviceBuffer* buffer : toVulkan) buffer->toVulkan(Exec::cuda(c.stream.handle()));
+    c.stream.synchronize();
+    return Span{c.name + " (cuda)", c.timer.milliseconds(), c.timer.startHostNs(), Track::CudaStream};
+  }
+#endif
+  (void)toVulkan;
   if (timer) timer->endZone(cmd, m_zone);
   vk::computeBarrier(cmd);
+  return std::nullopt;
 }
-
-#ifdef ARMATURE_HAS_INTEROP
-Exec CudaStage::begin(const char* name) {
-  m_name = name;
-  m_timer.start(m_stream);
-  return Exec::cuda(m_stream.handle());
-}
-
-Span CudaStage::end(std::initializer_list<interop::SharedBuffer*> toVulkan) {
-  m_timer.stop(m_stream);
-  for (interop::SharedBuffer* buffer : toVulkan) buffer->toVulkan(m_stream);
-  m_stream.synchronize();
-  return Span{m_name + " (cuda)", m_timer.milliseconds(), m_timer.startHostNs(), Track::CudaStream};
-}
-#endif
 
 }  // namespace armature::app

@@ -16,10 +16,6 @@
 #include "armature/device.h"
 #include "armature/vk/timer.h"
 
-namespace armature::interop {
-class SharedBuffer;
-}
-
 namespace armature::app {
 
 class Scene {
@@ -90,30 +86,27 @@ void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
 std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars,
                                  const std::vector<std::string>& beside = {});
 
-// A Vulkan stage: recorded into the frame's command buffer inside a timer zone, followed by a compute barrier.
-class VulkanStage {
+// A stage of a frame's GPU work on one backend. Vulkan: recorded into the frame's command buffer inside a timer
+// zone, followed by a compute barrier. CUDA: enqueued on the stage's own stream and timed by events; end() hands the
+// outputs to Vulkan and waits for the stream (the viewer's simple frame; interop::FrameRing is the protocol that
+// avoids the wait).
+class FrameStage {
  public:
+  explicit FrameStage(Backend backend);
+  ~FrameStage();
+  FrameStage(const FrameStage&) = delete;
+  FrameStage& operator=(const FrameStage&) = delete;
+  Backend backend() const { return m_backend; }
   Exec begin(vk::Context& ctx, VkCommandBuffer cmd, vk::GpuTimer* timer, const char* name);
-  void end(VkCommandBuffer cmd, vk::GpuTimer* timer);
+  // CUDA's stage time, as a span; Vulkan's is the timer's zone.
+  std::optional<Span> end(VkCommandBuffer cmd, vk::GpuTimer* timer,
+                          std::initializer_list<const DeviceBuffer*> toVulkan = {});
 
  private:
+  Backend m_backend;
   uint32_t m_zone = 0;
+  struct Cuda;  // stream, event timer, the stage's name
+  std::unique_ptr<Cuda> m_cuda;
 };
-
-#ifdef ARMATURE_HAS_INTEROP
-// A CUDA stage: enqueued on the scene's stream and timed by events. end() hands the shared outputs to Vulkan and
-// waits for the stream (the viewer's simple frame; interop::FrameRing is the protocol that avoids the wait).
-class CudaStage {
- public:
-  Exec begin(const char* name);
-  Span end(std::initializer_list<interop::SharedBuffer*> toVulkan = {});
-  cuda::Stream& stream() { return m_stream; }
-
- private:
-  cuda::Stream m_stream;
-  cuda::EventTimer m_timer;
-  std::string m_name;
-};
-#endif
 
 }  // namespace armature::app

@@ -40,10 +40,9 @@ std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& 
   return m;
 }
 
-void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::Stream* cudaStream) {
+void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda, void* cudaStream) {
   // Face indices and clip positions depend on the avatar count, the image-sized buffers on the extent: a resize
   // must not rebuild a crowd's faces (257 MB for 1,024 avatars). Both live on the backend's side.
-  const bool onCuda = cudaStream != nullptr;
   const bool facesFit = avatars <= m_avatars && onCuda == (m_cuda != nullptr);
   if (facesFit && extent.width == m_extent.width && extent.height == m_extent.height) return;
   vkDeviceWaitIdle(m_ctx.device());  // earlier frames may still read the old buffers
@@ -80,7 +79,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
       vk::computeBarrier(cmd);  // available to the host too: the staging interop path copies it from there
     });
 #ifdef ARMATURE_HAS_INTEROP
-    if (onCuda) m_cuda->faces->toCuda(*cudaStream);  // staging path: a copy (zero-copy: nothing to do)
+    if (onCuda) m_cuda->faces->toCuda(cudaStream);  // staging path: a copy (zero-copy: nothing to do)
 #endif
     m_avatars = avatars;
   }
@@ -107,7 +106,7 @@ void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, const cuda::S
 
 VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
                                                  const std::array<float, 16>& viewProj, VkExtent2D extent) {
-  ensure(avatars, extent, nullptr);
+  ensure(avatars, extent, false, nullptr);
   // The previous frame's shading (a compute pass or the graphics visibility pass) may still read these buffers.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr,
@@ -136,10 +135,9 @@ VisibilityBuffers VisibilityRaster::recordVulkan(VkCommandBuffer cmd, VkBuffer p
 }
 
 VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t avatars,
-                                            const std::array<float, 16>& viewProj, VkExtent2D extent,
-                                            const cuda::Stream& stream) {
+                                            const std::array<float, 16>& viewProj, VkExtent2D extent, void* stream) {
 #ifdef ARMATURE_HAS_INTEROP
-  ensure(avatars, extent, &stream);
+  ensure(avatars, extent, true, stream);
   Cuda& c = *m_cuda;
   auto m = clipMatrix(viewProj, extent);
   uint32_t count = avatars * m_vertexCount;
@@ -147,7 +145,7 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
                   static_cast<uint32_t*>(c.bounds->cudaPointer()), stream);
   const RasterDesc d = m_scratchState.next(RasterDesc{extent.width, extent.height});
   const uint32_t faceCount = uint32_t(avatars * (m_faces.size() / 3));
-  rasterize(Exec::cuda(stream.handle()),
+  rasterize(Exec::cuda(stream),
             {.desc = d,
              .vertexCount = count,
              .faceCount = faceCount,
@@ -164,6 +162,14 @@ VisibilityBuffers VisibilityRaster::runCuda(const float* positions, uint32_t ava
   (void)positions, (void)avatars, (void)viewProj, (void)extent, (void)stream;
   throw Error("compute raster on CUDA: this build has no CUDA");
 #endif
+}
+
+VisibilityBuffers VisibilityRaster::record(const Exec& exec, DeviceView positions, uint32_t avatars,
+                                           const std::array<float, 16>& viewProj, VkExtent2D extent) {
+  ARM_CHECK(positions.offset == 0, "the rasteriser's positions start a buffer");
+  if (exec.backend() == Backend::Cuda)
+    return runCuda(positions.cuda<const float>(), avatars, viewProj, extent, exec.stream());
+  return recordVulkan(exec.commandBuffer(), positions.vkBuffer, avatars, viewProj, extent);
 }
 
 }  // namespace armature::app

@@ -33,14 +33,17 @@ class VisibilityRaster {
   // (B × V × 3 floats) are in `positions`; the caller puts a barrier before the outputs are read.
   VisibilityBuffers recordVulkan(VkCommandBuffer cmd, VkBuffer positions, uint32_t avatars,
                                  const std::array<float, 16>& viewProj, VkExtent2D extent);
-  // The same on CUDA, on `stream`, from CUDA device positions; the outputs are shared buffers Vulkan reads.
-  // Returns after the work is queued; the caller synchronises the stream before the draw is submitted.
+  // The same on CUDA, on `stream` (a cudaStream_t), from CUDA device positions; the outputs are shared buffers
+  // Vulkan reads. Returns after the work is queued; the caller synchronises the stream before the draw is submitted.
   VisibilityBuffers runCuda(const float* positions, uint32_t avatars, const std::array<float, 16>& viewProj,
-                            VkExtent2D extent, const cuda::Stream& stream);
+                            VkExtent2D extent, void* stream);
+  // Either, on `exec`'s backend.
+  VisibilityBuffers record(const Exec& exec, DeviceView positions, uint32_t avatars,
+                           const std::array<float, 16>& viewProj, VkExtent2D extent);
 
  private:
   struct Cuda;
-  void ensure(uint32_t avatars, VkExtent2D extent, const cuda::Stream* cudaStream);  // null: the Vulkan path
+  void ensure(uint32_t avatars, VkExtent2D extent, bool onCuda, void* cudaStream);
   vk::Context& m_ctx;
   std::vector<int32_t> m_faces;
   uint32_t m_vertexCount;

@@ -135,6 +135,31 @@ TEST(AxpyCuda, LaunchGateHoldsWorkUntilOpened) {
 #endif
 }
 
+// Per-frame parameters (the viewer's): a copy recorded into the command buffer or enqueued on the stream, in order
+// with the ops around it. 70,001 floats take several of Vulkan's 64 KiB updates; the second copy overwrites part of
+// the first, and an axpy between them must read the first.
+TEST_P(AxpyOp, UploadsOrderedWithTheWork) {
+  const size_t n = 70'001;
+  std::vector<float> first(n), second(1000, -1.0f);
+  for (size_t i = 0; i < n; ++i) first[i] = float(i % 977) * 0.5f;
+  DeviceBuffer x = poisoned(device(), n), y = device().allocate(ElementType::Float32, n);
+  y.upload(std::span<const float>(std::vector<float>(n, 1.0f)));
+  run([&](const Exec& e) {
+    x.upload(e, first.data(), n * 4);
+    axpy(e, {.a = 2.0f, .x = x, .y = y});
+    e.barrier();
+    x.upload(e, second.data(), second.size() * 4, 4 * 100);
+  });
+  const std::vector<float> xs = x.download<float>(), ys = y.download<float>();
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(ys[i], 1.0f + 2.0f * first[i]) << i;
+    ASSERT_EQ(xs[i], i >= 100 && i < 1100 ? -1.0f : first[i]) << i;
+  }
+  expectRejected([&](const Exec& e) { x.upload(e, first.data(), (n + 1) * 4); }, "upload of");
+  if (backend() == Backend::Vulkan)
+    expectRejected([&](const Exec& e) { x.upload(e, first.data(), 6); }, "multiples of 4");
+}
+
 TEST_P(AxpyOp, RejectsBadArguments) {
   DeviceBuffer x = device().allocate(ElementType::Float32, 5), y = device().allocate(ElementType::Float32, 4);
   DeviceBuffer ints = device().allocate(ElementType::Int32, 8);

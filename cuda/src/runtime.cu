@@ -201,9 +201,7 @@ void DeviceMemory::upload(const void* src, size_t bytes, size_t offset) {
 void DeviceMemory::uploadAsync(const void* src, size_t bytes, const Stream& stream, size_t offset) {
   ARM_CHECK(offset + bytes <= m_bytes, "upload of %zu bytes at %zu overflows a %zu-byte allocation", bytes, offset,
             m_bytes);
-  if (bytes)
-    CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(m_ptr) + offset, src, bytes, cudaMemcpyHostToDevice,
-                               static_cast<cudaStream_t>(stream.handle())));
+  copyToDeviceAsync(static_cast<char*>(m_ptr) + offset, src, bytes, stream.handle());
 }
 
 void DeviceMemory::download(void* dst, size_t bytes, size_t offset) const {
@@ -381,6 +379,10 @@ void copyToDevice(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaDeviceSynchronize());  // as DeviceMemory::upload: pageable copies may return before landing
+}
+
+void copyToDeviceAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
 }
 
 void copyToHost(void* dst, const void* src, size_t bytes) {

@@ -230,6 +230,30 @@ void DeviceBuffer::upload(const void* data, size_t bytes, size_t offset) {
 #endif
 }
 
+void DeviceBuffer::upload(const Exec& exec, const void* data, size_t bytes, size_t offset) {
+  ARM_CHECK(m_memory && !m_memory->adopted,
+            "upload into an empty buffer or one the host owns (Device::adopt: fill it there)");
+  ARM_CHECK(offset <= m_view.bytes() && bytes <= m_view.bytes() - offset,
+            "upload of %zu bytes at %zu into a %zu-byte buffer", bytes, offset, m_view.bytes());
+  if (exec.backend() == Backend::Vulkan) {
+    ARM_CHECK(m_view.vkBuffer, "a Vulkan upload into a buffer Vulkan cannot bind");
+    return vk::recordUpload(exec.commandBuffer(), m_view.vkBuffer, offset, data, bytes);
+  }
+  ARM_CHECK(exec.backend() == Backend::Cuda && m_view.cudaBase, "a %s upload into a buffer it cannot address",
+            backendName(exec.backend()));
+#if ARMATURE_HAS_CUDA
+  cuda::copyToDeviceAsync(m_view.cuda<char>() + offset, data, bytes, exec.stream());
+#endif
+}
+
+void DeviceBuffer::toVulkan(const Exec& exec) const {
+#if ARMATURE_HAS_CUDA
+  if (m_memory && m_memory->shared && !m_memory->shared->zeroCopy()) m_memory->shared->toVulkan(exec.stream());
+#else
+  (void)exec;
+#endif
+}
+
 void DeviceBuffer::download(void* data, size_t bytes, size_t offset) const {
   ARM_CHECK(m_memory && !m_memory->adopted,
             "download from an empty buffer or one the host owns (Device::adopt: read it there)");
@@ -271,6 +295,9 @@ Device::Device(vk::Context* vulkan, Sharing sharing) : m_vulkan(vulkan) {
     if (support.zeroCopy) {
       cuda::setDevice(support.cudaDevice);
       m_cuda = std::make_unique<CudaSide>();
+    } else if (sharing == Sharing::CudaToVulkan) {
+      m_cuda = std::make_unique<CudaSide>();
+      m_staged = true;
     } else {
       m_cudaMissing = "CUDA cannot share Vulkan device '" + vulkan->info().name + "': " + support.reason;
     }
@@ -289,6 +316,7 @@ std::optional<std::string> Device::unavailable(Backend backend) const {
   switch (backend) {
     case Backend::Vulkan:
       if (!m_vulkan) return std::string("the device has no Vulkan context");
+      if (m_staged) return "its memory is CUDA's, copied to Vulkan ('" + m_vulkan->info().name + "' is another GPU)";
       return std::nullopt;
     case Backend::Cuda:
       if (!m_cuda) return m_cudaMissing;
@@ -322,7 +350,7 @@ DeviceBuffer Device::allocate(ElementType type, size_t count, bool compressible)
     return b;
   }
   if (m_cuda) {  // shared: exported by Vulkan, imported by CUDA
-    b.m_memory->shared.emplace(*m_vulkan, bytes, interop::Path::ZeroCopy);
+    b.m_memory->shared.emplace(*m_vulkan, bytes, m_staged ? interop::Path::Staging : interop::Path::ZeroCopy);
     b.m_view.vkBuffer = b.m_memory->shared->buffer();
     b.m_view.cudaBase = b.m_memory->shared->cudaPointer();
     return b;

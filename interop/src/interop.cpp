@@ -230,17 +230,17 @@ ImportedMemory::~ImportedMemory() {
   report(cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(m_extMemory)), "cudaDestroyExternalMemory");
 }
 
-void SharedBuffer::toVulkan(const cuda::Stream& stream) {
+void SharedBuffer::toVulkan(void* stream) {
   if (m_zeroCopy) return;
-  auto s = static_cast<cudaStream_t>(stream.handle());
+  auto s = static_cast<cudaStream_t>(stream);
   check(cudaMemcpyAsync(m_pinned, m_cudaPtr, m_bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync D2H");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   std::memcpy(m_mapped, m_pinned, m_bytes);
 }
 
-void SharedBuffer::toCuda(const cuda::Stream& stream) {
+void SharedBuffer::toCuda(void* stream) {
   if (m_zeroCopy) return;
-  auto s = static_cast<cudaStream_t>(stream.handle());
+  auto s = static_cast<cudaStream_t>(stream);
   std::memcpy(m_pinned, m_mapped, m_bytes);
   check(cudaMemcpyAsync(m_cudaPtr, m_pinned, m_bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync H2D");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // the pinned buffer is reused by the next copy

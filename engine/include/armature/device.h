@@ -123,6 +123,17 @@ class DeviceBuffer {
   void upload(std::span<const T> data) {
     upload(data.data(), data.size_bytes());
   }
+  // A copy ordered with `exec`'s work, for per-frame parameters: recorded into the command buffer (Vulkan; bytes and
+  // offset multiples of 4, barriers before and after) or enqueued on the stream (CUDA). `data` may be reused when it
+  // returns.
+  void upload(const Exec& exec, const void* data, size_t bytes, size_t offset = 0);
+  template <typename T>
+  void upload(const Exec& exec, std::span<const T> data) {
+    upload(exec, data.data(), data.size_bytes());
+  }
+  // On a Sharing::CudaToVulkan device whose CUDA and Vulkan drive different GPUs: copies what CUDA wrote (ordered on
+  // `exec`'s stream) to the Vulkan buffer, waiting on the host. Elsewhere nothing: the memory is one.
+  void toVulkan(const Exec& exec) const;
   template <typename T>
   std::vector<T> download(size_t count = SIZE_MAX) const {
     std::vector<T> out(count == SIZE_MAX ? m_view.bytes() / sizeof(T) : count);
@@ -140,6 +151,9 @@ class DeviceBuffer {
 enum class Sharing {
   Auto,        // shared by Vulkan and CUDA where they drive the same GPU (zero-copy interop), else one backend's
   VulkanOnly,  // plain Vulkan memory (never CUDA's)
+  // CUDA runs the ops and a Vulkan renderer reads their outputs: zero-copy where both drive one GPU, else (a renderer
+  // on another GPU) each buffer has a CUDA side and a Vulkan side that DeviceBuffer::toVulkan copies.
+  CudaToVulkan,
 };
 
 // A GPU and the backends that can drive it. With a Vulkan context, CUDA joins where it drives the same GPU (its
@@ -215,6 +229,7 @@ class Device {
   vk::Context* m_vulkan = nullptr;
   std::unique_ptr<CudaSide> m_cuda;
   std::string m_cudaMissing;  // why CUDA cannot run here (empty when it can)
+  bool m_staged = false;      // CudaToVulkan across two GPUs: allocations are copied to Vulkan
 };
 
 // The most elements a CUDA view may hold: kernels index in 32 bits and step grid-strides of up to 2^26 past the end.

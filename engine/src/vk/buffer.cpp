@@ -1,6 +1,8 @@
 #include "armature/vk/buffer.h"
 #include <volk.h>  // the library's own Vulkan function table
 
+#include <algorithm>
+
 namespace armature::vk {
 
 Buffer::Buffer(Context& ctx, VkDeviceSize size, VkBufferUsageFlags usage, MemoryKind kind) : m_ctx(&ctx), m_size(size) {
@@ -82,6 +84,23 @@ void Buffer::download(void* data, VkDeviceSize bytes, VkDeviceSize offset) const
     computeBarrier(cmd);
   });
   std::memcpy(data, staging.mapped(), bytes);
+}
+
+void recordUpload(VkCommandBuffer cmd, VkBuffer buffer, VkDeviceSize offset, const void* data, VkDeviceSize bytes) {
+  ARM_CHECK(offset % 4 == 0 && bytes % 4 == 0, "a recorded upload of %llu bytes at %llu: both must be multiples of 4",
+            (unsigned long long)bytes, (unsigned long long)offset);
+  if (!bytes) return;
+  // Earlier work may still read or write these bytes (last frame's dispatches).
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+  constexpr VkDeviceSize kMaxUpdate = 65536;  // vkCmdUpdateBuffer's limit per call
+  for (VkDeviceSize done = 0; done < bytes; done += kMaxUpdate)
+    vkCmdUpdateBuffer(cmd, buffer, offset + done, std::min(kMaxUpdate, bytes - done),
+                      static_cast<const char*>(data) + done);
+  computeBarrier(cmd);
 }
 
 void Buffer::fill(uint32_t pattern, VkDeviceSize offset, VkDeviceSize size) {

@@ -181,5 +181,8 @@ class LaunchGate {
 void copyToDevice(void* dst, const void* src, size_t bytes);
 void copyToHost(void* dst, const void* src, size_t bytes);
 void fill32(void* dst, size_t words, uint32_t pattern);
+// A host-to-device copy ordered on `stream` (a cudaStream_t); `src` may be reused when it returns (pageable memory is
+// staged before the call returns, pinned memory is copied before it does).
+void copyToDeviceAsync(void* dst, const void* src, size_t bytes, void* stream);
 
 }  // namespace armature::cuda

@@ -59,6 +59,12 @@ class Buffer {
 };
 
 // The usage every compute-op buffer gets: storage plus transfer both ways.
+// Records a copy of `bytes` host bytes (a multiple of 4, as is `offset`) into `buffer`, ordered after the command
+// buffer's earlier compute and transfer work and before its later work (barriers on both sides): the bytes are kept
+// in the command buffer, so the host's may be reused at once. For per-frame parameters; the buffer needs
+// VK_BUFFER_USAGE_TRANSFER_DST_BIT.
+void recordUpload(VkCommandBuffer cmd, VkBuffer buffer, VkDeviceSize offset, const void* data, VkDeviceSize bytes);
+
 constexpr VkBufferUsageFlags kStorageUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 

@@ -53,9 +53,12 @@ class SharedBuffer {
   size_t size() const { return m_bytes; }
   void* cudaPointer() const { return m_cudaPtr; }
   bool zeroCopy() const { return m_zeroCopy; }
-  // Staging path: makes CUDA's writes (ordered on `stream`) visible to Vulkan, and the reverse. Blocks the host.
-  void toVulkan(const cuda::Stream& stream);
-  void toCuda(const cuda::Stream& stream);
+  // Staging path: makes CUDA's writes (ordered on `stream`, a cudaStream_t) visible to Vulkan, and the reverse.
+  // Blocks the host.
+  void toVulkan(void* stream);
+  void toCuda(void* stream);
+  void toVulkan(const cuda::Stream& stream) { toVulkan(stream.handle()); }
+  void toCuda(const cuda::Stream& stream) { toCuda(stream.handle()); }
 
  private:
   void release() noexcept;
