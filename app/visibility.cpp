@@ -40,7 +40,7 @@ std::array<float, 16> VisibilityRaster::clipMatrix(const std::array<float, 16>& 
   return m;
 }
 
-void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda, void* cudaStream) {
+void VisibilityRaster::ensure(uint32_t avatars, VkExtent2D extent, bool onCuda, [[maybe_unused]] void* cudaStream) {
   // Face indices and clip positions depend on the avatar count, the image-sized buffers on the extent: a resize
   // must not rebuild a crowd's faces (257 MB for 1,024 avatars). Both live on the backend's side.
   const bool facesFit = avatars <= m_avatars && onCuda == (m_cuda != nullptr);

@@ -261,6 +261,37 @@ TEST(BodyModelFile, BadFilesGiveClearErrors) {
   expectLoadError(a, {"'f'", "expected values in [0, 20)", "found 20"});
 }
 
+// The optional parts smplx reads: a one-hand model's PCA (MANO's hands_components and hands_mean) and the face
+// contour's landmarks per head turn (dynamic_lmk_faces_idx (A,C), dynamic_lmk_bary_coords (A,C,3)).
+TEST(BodyModelFile, OneHandPcaAndFaceContourRoundTrip) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  BodyModel m = randomBodyModel(20, 5, 4, 0, rng);
+  m.handComponents.assign(45 * 45, 0.25), m.handMean.assign(45, -0.5);
+  m.contourAngles = 3, m.contourLandmarks = 2;
+  for (int i = 0; i < 6; ++i) m.dynLmkFacesIdx.push_back(int32_t(rng() % m.faceCount));
+  m.dynLmkBaryCoords.assign(6 * 3, 0.25);
+  auto good = bodyModelToNpz(m);
+  const std::string path = tempPath("contour.npz");
+  writeNpz(path, good);
+  const BodyModel l = loadBodyModel(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(l.handComponents, m.handComponents);
+  EXPECT_EQ(l.handMean, m.handMean);
+  EXPECT_EQ(l.dynLmkFacesIdx, m.dynLmkFacesIdx);
+  EXPECT_EQ(l.dynLmkBaryCoords, m.dynLmkBaryCoords);
+  EXPECT_EQ(l.contourAngles, 3u);
+  EXPECT_EQ(l.contourLandmarks, 2u);
+  auto a = good;
+  a["dynamic_lmk_faces_idx"].values[1] = m.faceCount;
+  expectLoadError(a, {"'dynamic_lmk_faces_idx'", "expected values in [0,"});
+  a = good;
+  a.erase("dynamic_lmk_bary_coords");
+  expectLoadError(a, {"missing key 'dynamic_lmk_bary_coords'"});
+  a = good;
+  a["hands_mean"].shape = {44}, a["hands_mean"].values.resize(44);
+  expectLoadError(a, {"'hands_mean'", "expected shape (45,)"});
+}
+
 TEST(BodyModelFile, CorruptArchivesAndPicklesGiveClearErrors) {
   std::mt19937_64 rng(::armature::test::rng()());
   BodyModel m = randomBodyModel(20, 5, 4, 0, rng);

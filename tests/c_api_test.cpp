@@ -639,13 +639,19 @@ TEST(CApiCpu, BodyModelsAndSkinningOnTheReference) {
   EXPECT_EQ(vTemplate, model.vTemplate);
   ASSERT_EQ(armature_body_model_array(m, "kintree_parents", parents.data(), parents.size()), ARMATURE_OK);
   EXPECT_EQ(parents, std::vector<double>(model.parents.begin(), model.parents.end()));
+  uint32_t rank = 0;
+  uint64_t shape[4];
+  ASSERT_EQ(armature_body_model_array_shape(m, "posedirs", &rank, shape), ARMATURE_OK);
+  EXPECT_EQ(std::vector<uint64_t>(shape, shape + rank), (std::vector<uint64_t>{37, 3, 36}));
+  ASSERT_EQ(armature_body_model_array_shape(m, "dynamic_lmk_faces_idx", &rank, shape), ARMATURE_OK);
+  EXPECT_EQ(std::vector<uint64_t>(shape, shape + rank), std::vector<uint64_t>{0});  // the file has none
   EXPECT_EQ(armature_body_model_array(m, "v_template", vTemplate.data(), 5), ARMATURE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(armature_body_model_array(m, "nonsense", nullptr, 0), ARMATURE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(armature_last_error()).find("no array 'nonsense'"), std::string::npos);
   armature_body_model_destroy(m);
 
-  armature_skinning_info si{ARMATURE_STRUCT_SKINNING_INFO, sizeof si, nullptr, path.c_str(),
-                            ARMATURE_BACKEND_CPU,          4,         0,       2};
+  armature_skinning_info si{
+      ARMATURE_STRUCT_SKINNING_INFO, sizeof si, nullptr, path.c_str(), ARMATURE_BACKEND_CPU, 4, 0, 2, nullptr};
   armature_skinning skin = nullptr;
   ASSERT_EQ(armature_skinning_create(nullptr, &si, &skin), ARMATURE_OK) << armature_last_error();
   BodyParams p{.batch = 2, .shapeComponents = 4, .exprComponents = 0};  // a body without expressions
@@ -674,6 +680,21 @@ TEST(CApiCpu, BodyModelsAndSkinningOnTheReference) {
   EXPECT_EQ(armature_skinning_forward(skin, &cpu, &pose, &wide, nullptr, &transl, &tv, &tj),
             ARMATURE_ERROR_INVALID_ARGUMENT);
   armature_skinning_destroy(skin);
+
+  // A vertex template of the caller's (smplx's v_template) in place of the file's; a non-finite one is refused.
+  BodyModel moved = model;
+  for (double& v : moved.vTemplate) v += 0.25;
+  si.v_template = moved.vTemplate.data();
+  ASSERT_EQ(armature_skinning_create(nullptr, &si, &skin), ARMATURE_OK) << armature_last_error();
+  ASSERT_EQ(armature_skinning_forward(skin, &cpu, &pose, &betas, nullptr, &transl, &tv, &tj), ARMATURE_OK)
+      << armature_last_error();
+  const BodyOutput wantMoved = bodyForwardRef(moved, p);
+  EXPECT_EQ(vertices, wantMoved.vertices);
+  EXPECT_EQ(joints, wantMoved.joints);
+  armature_skinning_destroy(skin);
+  moved.vTemplate[7] = NAN;
+  EXPECT_EQ(armature_skinning_create(nullptr, &si, &skin), ARMATURE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(armature_last_error()).find("v_template"), std::string::npos);
   std::remove(path.c_str());
 }
 }  // namespace

@@ -8,7 +8,7 @@ import ctypes.util
 import os
 import pathlib
 
-C_API_VERSION = 2  # ARMATURE_C_API_VERSION this package was written against
+C_API_VERSION = 3  # ARMATURE_C_API_VERSION this package was written against
 
 # armature_status
 OK, INVALID_ARGUMENT, UNAVAILABLE, OUT_OF_MEMORY, INTERNAL = range(5)
@@ -71,7 +71,13 @@ class RasterDesc(ctypes.Structure):
 class SkinningInfo(ctypes.Structure):
     _fields_ = [("s_type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("next", ctypes.c_void_p),
                 ("model_path", ctypes.c_char_p), ("backend", ctypes.c_int), ("shape_components", ctypes.c_uint32),
-                ("expression_components", ctypes.c_uint32), ("max_batch", ctypes.c_uint32)]
+                ("expression_components", ctypes.c_uint32), ("max_batch", ctypes.c_uint32),
+                ("v_template", ctypes.c_void_p)]
+
+
+class GridView(ctypes.Structure):
+    _fields_ = [("layers", ctypes.c_uint32), ("height", ctypes.c_uint32), ("width", ctypes.c_uint32),
+                ("positions", ctypes.c_void_p), ("normals", ctypes.c_void_p), ("features", ctypes.c_void_p)]
 
 
 class BodyModelInfo(ctypes.Structure):
@@ -134,6 +140,12 @@ _SIGNATURES = {
     "armature_body_model_destroy": (_h,),
     "armature_body_model_info_get": (_h, ctypes.POINTER(BodyModelInfo)),
     "armature_body_model_array": (_h, ctypes.c_char_p, ctypes.c_void_p, _u64),
+    "armature_body_model_array_shape": (_h, ctypes.c_char_p, ctypes.POINTER(_u32), ctypes.POINTER(_u64)),
+    "armature_grid_hierarchy_build": (ctypes.c_int, ctypes.POINTER(GridView), _u32, _u32, _i32, _i32,
+                                      ctypes.POINTER(_h)),
+    "armature_grid_hierarchy_destroy": (_h,),
+    "armature_grid_hierarchy_shape": (_h, ctypes.c_char_p, _u32, ctypes.POINTER(_u32), ctypes.POINTER(_u64)),
+    "armature_grid_hierarchy_copy": (_h, ctypes.c_char_p, _u32, ctypes.c_void_p, _u64),
 }
 _RETURNS = {
     "armature_last_error": ctypes.c_char_p,
@@ -145,6 +157,7 @@ _RETURNS = {
     "armature_feature_maps_destroy": None,
     "armature_skinning_destroy": None,
     "armature_body_model_destroy": None,
+    "armature_grid_hierarchy_destroy": None,
 }
 
 
@@ -178,13 +191,14 @@ class _Library:
             except OSError as e:
                 tried.append(f"{path} ({e})")
                 continue
+            cdll.armature_api_version.restype = _u32
+            version = cdll.armature_api_version()
+            if version < C_API_VERSION:
+                raise ArmatureError(f"{path} has C API version {version}; this package needs {C_API_VERSION}")
             for name, argtypes in _SIGNATURES.items():
                 fn = getattr(cdll, name)
                 fn.argtypes = list(argtypes)
                 fn.restype = _RETURNS.get(name, ctypes.c_int)
-            version = cdll.armature_api_version()
-            if version < C_API_VERSION:
-                raise ArmatureError(f"{path} has C API version {version}; this package needs {C_API_VERSION}")
             self._cdll, self.path = cdll, path
             return
         raise ArmatureError("libarmature not found: build it (README) or set ARMATURE_LIBRARY to its path; tried "

@@ -3,6 +3,7 @@
     from armature.custom_rasterizer import rasterize, interpolate
     findices, barycentric = rasterize(pos, tri, (h, w))       # pos (1,N,4) clip space, tri (F,3) int32
     colours = interpolate(col, findices, barycentric, tri)     # (1,H,W,C)
+    grids = build_hierarchy(view_layer_positions, view_layer_normals, num_level, resolution)
 
 Conventions as the original's: findices int32 (H,W) = face + 1, 0 for background; barycentric float (H,W,3),
 perspective-correct, 0 on background; pixel centres at +0.5; row 0 is NDC y = −1. Unlike the original, gradients
@@ -119,3 +120,63 @@ class _Interpolate(torch.autograd.Function):
         grad_col, grad_bary = call.run(lambda dev, e: lib.armature_interpolate_backward(dev, e, *args, g, grad_col,
                                                                                         grad_bary))
         return grad_col, None, grad_bary[0], None, None
+
+
+def _hierarchy(positions, normals, features, num_level, resolution):
+    """The library's grid hierarchy of three views, as the original's lists of tensors on the views' device (CUDA
+    views are built on that GPU, bit for bit the CPU's)."""
+    for name, views, width in (("view_layer_positions", positions, 4), ("view_layer_normals", normals, 3)) + (
+            (("view_layer_feats", features, None),) if features is not None else ()):
+        if len(views) != 3:
+            raise ValueError(f"{name} must hold three views (along z, x and y), got {len(views)}")
+        for i, v in enumerate(views):
+            _core.check_tensor(f"{name}[{i}]", v, (None, None, None, width))
+    device = positions[0].device
+    channels = int(features[0].shape[3]) if features is not None else 0
+    host = lambda t: t.detach().to("cpu", torch.float32).contiguous()
+    kept = []  # the host copies, alive until the build has read them
+    views = (_lib.GridView * 3)()
+    for i in range(3):
+        p, n = host(positions[i]), host(normals[i])
+        f = host(features[i]) if features is not None else None
+        if n.shape[:3] != p.shape[:3] or (f is not None and (f.shape[:3] != p.shape[:3] or f.shape[3] != channels)):
+            raise ValueError(f"view {i}: positions {tuple(p.shape)}, normals {tuple(n.shape)}"
+                             + (f" and features {tuple(f.shape)}" if f is not None else "") + " disagree")
+        kept += [p, n, f]
+        views[i] = _lib.GridView(p.shape[0], p.shape[1], p.shape[2], p.data_ptr(), n.data_ptr(),
+                                 f.data_ptr() if f is not None else None)
+    kind = "cuda" if device.type == "cuda" else "cpu"
+    handle = ctypes.c_void_p()
+    with _core.creating_on(kind, device):
+        check(lib.armature_grid_hierarchy_build(_lib.CUDA if kind == "cuda" else _lib.CPU, views, 3, channels,
+                                                int(num_level), int(resolution), ctypes.byref(handle)))
+    try:
+        def get(name, level=0, dtype=torch.int64):
+            rank, dims = ctypes.c_uint32(), (ctypes.c_uint64 * 2)()
+            check(lib.armature_grid_hierarchy_shape(handle, name.encode(), level, ctypes.byref(rank), dims))
+            out = torch.empty(tuple(int(d) for d in dims[:rank.value]), dtype=dtype)
+            check(lib.armature_grid_hierarchy_copy(handle, name.encode(), level, ctypes.c_void_p(out.data_ptr()),
+                                                   out.numel()))
+            return out.to(device)
+
+        levels = int(num_level)
+        texture = [get("positions", dtype=torch.float32), get("is_original", dtype=torch.float32)]
+        lists = [[get(name, level) for level in range(levels - (name == "downsamples"))]
+                 for name in ("neighbors", "downsamples", "even_corners", "odd_corners")]
+        feats = [get("features", dtype=torch.float32)] if features is not None else []
+        return [texture] + ([feats] if feats else []) + lists
+    finally:
+        lib.armature_grid_hierarchy_destroy(handle)
+
+
+def build_hierarchy(view_layer_positions, view_layer_normals, num_level, resolution):
+    """Hunyuan3D-2's texture grid: three axis views (L,H,W,4) positions in [-1, 1] (w = 0: empty) and (L,H,W,3)
+    normals → [[positions (N,3), is_original (N)], neighbors per level (N_l,9), downsamples per level but the last
+    (N_l), even corners, odd corners (N_l)], the original's lists (int64 indices, -1 for none)."""
+    return _hierarchy(view_layer_positions, view_layer_normals, None, num_level, resolution)
+
+
+def build_hierarchy_with_feat(view_layer_positions, view_layer_normals, view_layer_feats, num_level, resolution):
+    """build_hierarchy carrying per-pixel features (L,H,W,C): [[positions, is_original], [features (N,C)],
+    neighbors, downsamples, even corners, odd corners]."""
+    return _hierarchy(view_layer_positions, view_layer_normals, view_layer_feats, num_level, resolution)

@@ -5,15 +5,19 @@
     out = model(betas=betas, body_pose=body_pose, left_hand_pose=lh, right_hand_pose=rh, return_full_pose=True)
     out.vertices, out.joints, out.full_pose
 
-SMPL, SMPLH and SMPLX as the originals: stored parameters (`nn.Parameter`s, `.to(device)`, `state_dict`), `None`
-inputs taking them, betas and expression broadcast to the pose batch, PCA hands (the default) with the hand mean
-unless `flat_hand_mean`, and joints as smplx returns them: the skinning's joints, then the vertex-selected ones
-(face, feet, finger tips), then, for SMPL-X, the 51 face landmarks of the model file's embedding. The skinning is
+SMPL, SMPLH, SMPLX and MANO as the originals: stored parameters (`nn.Parameter`s, `.to(device)`, `state_dict`),
+`None` inputs taking them, betas and expression broadcast to the pose batch, PCA hands (the default) with the hand
+mean unless `flat_hand_mean`, a `v_template` in place of the file's, and joints as smplx returns them: the
+skinning's joints, then the vertex-selected ones (face, feet, finger tips; not for MANO), then, for SMPL-X, the 51
+face landmarks of the model file's embedding and, with `use_face_contour`, the 17 contour landmarks the head's turn
+selects. `pose2rot=False` takes rotation matrices, (..., 3, 3) per joint, for every pose input (hands too: no PCA
+and no hand mean, as smplx's layers); their gradients are those of the rotations' tangent directions, exact for
+matrices built from any rotation parameterisation (axis-angle, quaternions, the 6D representation). The skinning is
 Armature's (exact forward and backward): CUDA tensors on CUDA, CPU tensors on the double reference, or on Vulkan
-with backend="vulkan". Not supported yet: MANO, FLAME, the dynamic face contour (`use_face_contour`), rotation
-matrices as input (`pose2rot=False`) and `v_template` overrides.
+with backend="vulkan". Not supported: FLAME.
 """
 import ctypes
+import math
 import os
 
 import torch
@@ -35,7 +39,7 @@ _EXTRA = (["nose", "reye", "leye", "rear", "lear"] + ["LBigToe", "LSmallToe", "L
           + [h + t for h in "lr" for t in ("thumb", "index", "middle", "ring", "pinky")])
 
 _Fields = ("vertices", "joints", "full_pose", "global_orient", "transl", "betas", "body_pose", "left_hand_pose",
-           "right_hand_pose", "expression", "jaw_pose", "leye_pose", "reye_pose")
+           "right_hand_pose", "hand_pose", "expression", "jaw_pose", "leye_pose", "reye_pose")
 
 
 class ModelOutput(dict):
@@ -58,13 +62,18 @@ class _ModelFile:
         check(lib.armature_body_model_info_get(self.handle, ctypes.byref(info)))
         self.info = info
 
-    def array(self, name, shape):
-        n = 1
-        for d in shape:
-            n *= d
-        values = torch.empty(n, dtype=torch.float64)
-        check(lib.armature_body_model_array(self.handle, name.encode(), ctypes.c_void_p(values.data_ptr()), n))
-        return values.reshape(shape)
+    def shape(self, name):
+        """The array's shape; (0,) where the file has none."""
+        rank, dims = ctypes.c_uint32(), (ctypes.c_uint64 * 4)()
+        check(lib.armature_body_model_array_shape(self.handle, name.encode(), ctypes.byref(rank), dims))
+        return tuple(int(d) for d in dims[:rank.value])
+
+    def array(self, name):
+        shape = self.shape(name)
+        values = torch.empty(shape, dtype=torch.float64)
+        check(lib.armature_body_model_array(self.handle, name.encode(), ctypes.c_void_p(values.data_ptr()),
+                                            values.numel()))
+        return values
 
     def __del__(self):
         if getattr(self, "handle", None):
@@ -74,8 +83,9 @@ class _ModelFile:
 class _Skinnings:
     """The library's skinning objects of one model, per backend, device, component counts and batch capacity."""
 
-    def __init__(self, path):
+    def __init__(self, path, v_template=None):
         self.path = path
+        self.v_template = v_template  # (V,3) float64 on the host, or None: the file's
         self.handles = {}  # key → (handle, batch capacity, the last forward it ran)
 
     def get(self, kind, device, S, E, batch):
@@ -85,8 +95,9 @@ class _Skinnings:
             capacity = max(batch, 2 * capacity)
             library_device = _core.library_device(kind, device)
             backend = {"cuda": _lib.CUDA, "vulkan": _lib.VULKAN, "cpu": _lib.CPU}[kind]
+            template = None if self.v_template is None else ctypes.c_void_p(self.v_template.data_ptr())
             info = _lib.SkinningInfo(3, ctypes.sizeof(_lib.SkinningInfo), None, self.path.encode(), backend, S, E,
-                                     capacity)
+                                     capacity, template)
             handle = ctypes.c_void_p()
             with _core.creating_on(kind, device):
                 check(lib.armature_skinning_create(library_device, ctypes.byref(info), ctypes.byref(handle)))
@@ -167,6 +178,31 @@ class _Skin(torch.autograd.Function):
         return None, None, grad_pose, grad_betas, grad_expression, grad_transl
 
 
+def _matrix_to_axis_angle(R):
+    """Rotation matrices (..., 3, 3) → axis-angle (..., 3), differentiable everywhere: the unit quaternion read off
+    R the best-conditioned of the four ways (Shepperd's: through its largest component), then the angle
+    2·atan2(|v|, w) along v/|v|, whose ratio to |v| tends to 2/w as |v| → 0."""
+    m = R.reshape(R.shape[:-2] + (9,)).unbind(-1)
+    m00, m01, m02, m10, m11, m12, m20, m21, m22 = m
+    # 4q_k² for k = w, x, y, z; they sum to 4, so the largest is at least 1.
+    c = torch.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22], -1)
+    # Row k is 4·q_k·q.
+    rows = torch.stack([torch.stack([c[..., 0], m21 - m12, m02 - m20, m10 - m01], -1),
+                        torch.stack([m21 - m12, c[..., 1], m01 + m10, m02 + m20], -1),
+                        torch.stack([m02 - m20, m01 + m10, c[..., 2], m12 + m21], -1),
+                        torch.stack([m10 - m01, m02 + m20, m12 + m21, c[..., 3]], -1)], -2)
+    best = c.argmax(-1, keepdim=True)
+    q = rows.gather(-2, best.unsqueeze(-1).expand(best.shape + (4,))).squeeze(-2)
+    q = q / (2 * c.gather(-1, best).sqrt())
+    q = torch.where(q[..., :1] < 0, -q, q)  # w ≥ 0: the angle in [0, π]
+    w, v = q[..., 0], q[..., 1:]
+    n2 = (v * v).sum(-1)
+    small = n2 < 1e-12
+    n = torch.where(small, torch.ones_like(n2), n2).sqrt()
+    ratio = torch.where(small, 2 / w - 2 * n2 / (3 * w ** 3), 2 * torch.atan2(n, w) / n)
+    return v * ratio.unsqueeze(-1)
+
+
 class SMPL(torch.nn.Module):
     NUM_BODY_JOINTS = 23
     KIND = "smplh"  # the vertex ids of SMPL's topology
@@ -176,20 +212,27 @@ class SMPL(torch.nn.Module):
                  create_transl=True, transl=None, joint_mapper=None, gender="neutral", v_template=None,
                  backend="auto", **kwargs):
         super().__init__()
-        if v_template is not None:
-            raise NotImplementedError("v_template overrides are not supported yet")
         self.model = _ModelFile(model_path)
         info = self.model.info
         self.num_betas = min(int(num_betas), info.shape_count)
         self.batch_size, self.dtype, self.joint_mapper, self.gender, self.backend = (
             batch_size, dtype, joint_mapper, gender, backend)
-        self._skinnings = _Skinnings(self.model.path)
-        self.register_buffer("faces_tensor", self.model.array("f", (info.faces, 3)).long(), persistent=False)
+        template = None
+        if v_template is not None:
+            template = torch.as_tensor(v_template).detach().to("cpu", torch.float64).reshape(-1).contiguous()
+            if template.numel() != info.vertices * 3:
+                raise ValueError(f"v_template has {template.numel()} values; the model's {info.vertices} vertices "
+                                 f"need {info.vertices * 3}")
+        self._skinnings = _Skinnings(self.model.path, template)
+        self.register_buffer("faces_tensor", self.model.array("f").long(), persistent=False)
         self.faces = self.faces_tensor.numpy()
-        ids = _VERTEX_IDS[self.KIND]
-        extra = torch.tensor([ids[n] for n in _EXTRA], dtype=torch.long)
-        if int(extra.max()) >= info.vertices:
-            raise ValueError(f"{model_path}: {info.vertices} vertices, too few for {self.KIND}'s keypoint vertices")
+        extra = torch.zeros(0, dtype=torch.long)
+        if self.KIND:
+            ids = _VERTEX_IDS[self.KIND]
+            extra = torch.tensor([ids[n] for n in _EXTRA], dtype=torch.long)
+            if int(extra.max()) >= info.vertices:
+                raise ValueError(f"{model_path}: {info.vertices} vertices, too few for {self.KIND}'s keypoint "
+                                 "vertices")
         self.register_buffer("extra_joint_ids", extra, persistent=False)
         self._parameter("betas", create_betas, betas, self.num_betas)
         self._parameter("global_orient", create_global_orient, global_orient, 3)
@@ -208,7 +251,7 @@ class SMPL(torch.nn.Module):
     def num_joints(self):
         return self.model.info.joints
 
-    def _pose_parts(self, parts):
+    def _pose_parts(self, parts, pose2rot=True):
         """The full pose's pieces, in the model's joint order."""
         return [parts["global_orient"], parts["body_pose"]]
 
@@ -219,21 +262,28 @@ class SMPL(torch.nn.Module):
         return value
 
     def _forward(self, inputs, expression=None, return_verts=True, return_full_pose=False, pose2rot=True):
-        if not pose2rot:
-            raise NotImplementedError("pose2rot=False (rotation matrices as input) is not supported yet")
         parts = {k: self._given(k, v) for k, v in inputs.items()}
-        full_pose = torch.cat(self._pose_parts(parts), dim=1)
-        B = full_pose.shape[0]
+        pieces = self._pose_parts(parts, pose2rot)
+        B = max(p.shape[0] for p in pieces)
+        if pose2rot:
+            full_pose = torch.cat(pieces, dim=1)
+            axis_angle = full_pose.reshape(B, -1, 3)
+        else:  # rotation matrices, (B, 9k) or (B, k, 3, 3) per piece
+            for p in pieces:
+                if p.shape[0] != B or p[0].numel() % 9:
+                    raise ValueError(f"pose2rot=False takes every pose input as rotation matrices, (B, k, 3, 3) or "
+                                     f"(B, 9k) with B = {B}; got one of shape {tuple(p.shape)}")
+            full_pose = torch.cat([p.reshape(B, -1, 3, 3) for p in pieces], dim=1)
+            axis_angle = _matrix_to_axis_angle(full_pose)
         betas = parts["betas"].expand(B, -1) if parts["betas"].shape[0] == 1 else parts["betas"]
         if expression is not None and expression.shape[0] == 1:
             expression = expression.expand(B, -1)
         transl = parts.get("transl")
         transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device) if transl is None else transl
         transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
-        vertices, joints = _Skin.apply(self._skinnings, self.backend, full_pose.reshape(B, -1, 3), betas, expression,
-                                       transl)
+        vertices, joints = _Skin.apply(self._skinnings, self.backend, axis_angle, betas, expression, transl)
         joints = torch.cat([joints, vertices[:, self.extra_joint_ids.to(vertices.device)]] +
-                           self._landmarks(vertices), dim=1)
+                           self._landmarks(vertices, axis_angle), dim=1)
         if self.joint_mapper is not None:
             joints = self.joint_mapper(joints)
         out = ModelOutput(vertices=vertices if return_verts else None, joints=joints,
@@ -242,7 +292,7 @@ class SMPL(torch.nn.Module):
             out["expression"] = expression
         return out
 
-    def _landmarks(self, vertices):
+    def _landmarks(self, vertices, axis_angle):
         return []
 
     def forward(self, betas=None, body_pose=None, global_orient=None, transl=None, return_verts=True,
@@ -251,7 +301,39 @@ class SMPL(torch.nn.Module):
                              return_verts=return_verts, return_full_pose=return_full_pose, pose2rot=pose2rot)
 
 
-class SMPLH(SMPL):
+class _Hands:
+    """The PCA hands of SMPL+H, SMPL-X and MANO: coefficients through the file's components, plus its mean hand
+    unless flat_hand_mean. `sides` maps each hand's name to the suffix of its arrays in the file."""
+
+    def _init_hands(self, model_path, sides, use_pca, num_pca_comps, flat_hand_mean):
+        self.use_pca, self.num_pca_comps, self.flat_hand_mean = use_pca, int(num_pca_comps), flat_hand_mean
+        has_pca = all(self.model.shape(f"hands_components{suffix}") == (45, 45) for suffix in sides.values())
+        if use_pca and not has_pca:
+            raise ValueError(f"{model_path}: the file has no hand PCA (hands_components); use use_pca=False")
+        if use_pca and not 1 <= self.num_pca_comps <= 45:
+            raise ValueError(f"num_pca_comps must be 1 … 45, got {num_pca_comps}")
+        if has_pca:
+            for side, suffix in sides.items():
+                self.register_buffer(f"{side}_hand_components", self.model.array(f"hands_components{suffix}")
+                                     [:self.num_pca_comps].to(self.dtype), persistent=False)
+                mean = self.model.array(f"hands_mean{suffix}").to(self.dtype)
+                self.register_buffer(f"{side}_hand_mean", torch.zeros_like(mean) if flat_hand_mean else mean,
+                                     persistent=False)
+        elif not flat_hand_mean:
+            raise ValueError(f"{model_path}: the file has no hand mean (hands_mean); use flat_hand_mean=True")
+        return self.num_pca_comps if use_pca else 45
+
+    def _hand(self, pose, side, pose2rot=True):
+        if not pose2rot:
+            return pose  # rotation matrices, as smplx's layers take them
+        if self.use_pca:
+            pose = pose @ getattr(self, f"{side}_hand_components").to(pose)
+        if not self.flat_hand_mean:
+            pose = pose + getattr(self, f"{side}_hand_mean").to(pose)
+        return pose
+
+
+class SMPLH(_Hands, SMPL):
     NUM_BODY_JOINTS = 21
     NUM_HAND_JOINTS = 15
 
@@ -259,35 +341,13 @@ class SMPLH(SMPL):
                  left_hand_pose=None, create_right_hand_pose=True, right_hand_pose=None, **kwargs):
         kwargs.setdefault("num_betas", 10)
         super().__init__(model_path, **kwargs)
-        self.use_pca, self.num_pca_comps, self.flat_hand_mean = use_pca, int(num_pca_comps), flat_hand_mean
-        if use_pca and not self.model.info.hand_pca:
-            raise ValueError(f"{model_path}: the file has no hand PCA (hands_components); use use_pca=False")
-        if use_pca and not 1 <= self.num_pca_comps <= 45:
-            raise ValueError(f"num_pca_comps must be 1 … 45, got {num_pca_comps}")
-        width = self.num_pca_comps if use_pca else 45
-        if self.model.info.hand_pca:
-            for side in "lr":
-                self.register_buffer(f"{'left' if side == 'l' else 'right'}_hand_components",
-                                     self.model.array(f"hands_components{side}", (45, 45))[:self.num_pca_comps]
-                                     .to(self.dtype), persistent=False)
-                mean = self.model.array(f"hands_mean{side}", (45,)).to(self.dtype)
-                self.register_buffer(f"{'left' if side == 'l' else 'right'}_hand_mean",
-                                     torch.zeros_like(mean) if flat_hand_mean else mean, persistent=False)
-        elif not flat_hand_mean:
-            raise ValueError(f"{model_path}: the file has no hand mean (hands_mean); use flat_hand_mean=True")
+        width = self._init_hands(model_path, {"left": "l", "right": "r"}, use_pca, num_pca_comps, flat_hand_mean)
         self._parameter("left_hand_pose", create_left_hand_pose, left_hand_pose, width)
         self._parameter("right_hand_pose", create_right_hand_pose, right_hand_pose, width)
 
-    def _hand(self, pose, side):
-        if self.use_pca:
-            pose = pose @ getattr(self, f"{side}_hand_components").to(pose)
-        if not self.flat_hand_mean:
-            pose = pose + getattr(self, f"{side}_hand_mean").to(pose)
-        return pose
-
-    def _pose_parts(self, p):
-        return [p["global_orient"], p["body_pose"], self._hand(p["left_hand_pose"], "left"),
-                self._hand(p["right_hand_pose"], "right")]
+    def _pose_parts(self, p, pose2rot=True):
+        return [p["global_orient"], p["body_pose"], self._hand(p["left_hand_pose"], "left", pose2rot),
+                self._hand(p["right_hand_pose"], "right", pose2rot)]
 
     def forward(self, betas=None, global_orient=None, body_pose=None, left_hand_pose=None, right_hand_pose=None,
                 transl=None, return_verts=True, return_full_pose=False, pose2rot=True, **kwargs):
@@ -299,12 +359,11 @@ class SMPLH(SMPL):
 class SMPLX(SMPLH):
     NUM_BODY_JOINTS = 21
     KIND = "smplx"
+    NECK_IDX = 12
 
     def __init__(self, model_path, num_expression_coeffs=10, create_expression=True, expression=None,
                  create_jaw_pose=True, jaw_pose=None, create_leye_pose=True, leye_pose=None, create_reye_pose=True,
                  reye_pose=None, use_face_contour=False, **kwargs):
-        if use_face_contour:
-            raise NotImplementedError("use_face_contour (the dynamic face contour) is not supported yet")
         super().__init__(model_path, **kwargs)
         info = self.model.info
         self.num_expression_coeffs = min(int(num_expression_coeffs), info.expression_count)
@@ -312,23 +371,56 @@ class SMPLX(SMPLH):
         for name, create, value in (("jaw_pose", create_jaw_pose, jaw_pose), ("leye_pose", create_leye_pose, leye_pose),
                                     ("reye_pose", create_reye_pose, reye_pose)):
             self._parameter(name, create, value, 3)
+        faces = self.faces_tensor[self.model.array("lmk_faces_idx").long()] if info.landmarks else None
+        self.register_buffer("lmk_vertex_ids", faces, persistent=False)  # (L,3), or None
         if info.landmarks:
-            faces = self.faces_tensor[self.model.array("lmk_faces_idx", (info.landmarks,)).long()]
-            self.register_buffer("lmk_vertex_ids", faces, persistent=False)  # (L,3)
-            self.register_buffer("lmk_bary_coords", self.model.array("lmk_bary_coords", (info.landmarks, 3))
+            self.register_buffer("lmk_bary_coords", self.model.array("lmk_bary_coords").to(self.dtype),
+                                 persistent=False)
+        self.use_face_contour = use_face_contour
+        if use_face_contour:
+            if self.model.shape("dynamic_lmk_faces_idx") == (0,) or self.lmk_vertex_ids is None:
+                raise ValueError(f"{model_path}: use_face_contour needs the file's landmark embedding "
+                                 "(lmk_faces_idx and dynamic_lmk_faces_idx with their bary_coords)")
+            faces = self.faces_tensor[self.model.array("dynamic_lmk_faces_idx").long()]
+            self.register_buffer("dynamic_lmk_vertex_ids", faces, persistent=False)  # (A,C,3)
+            self.register_buffer("dynamic_lmk_bary_coords", self.model.array("dynamic_lmk_bary_coords")
                                  .to(self.dtype), persistent=False)
-        else:
-            self.lmk_vertex_ids = None
+            parents = self.model.array("kintree_parents").long().tolist()
+            chain, j = [], self.NECK_IDX
+            while j != -1:
+                chain.append(j)
+                j = parents[j]
+            self.register_buffer("neck_kin_chain", torch.tensor(chain, dtype=torch.long), persistent=False)
 
-    def _pose_parts(self, p):
+    def _pose_parts(self, p, pose2rot=True):
         return [p["global_orient"], p["body_pose"], p["jaw_pose"], p["leye_pose"], p["reye_pose"],
-                self._hand(p["left_hand_pose"], "left"), self._hand(p["right_hand_pose"], "right")]
+                self._hand(p["left_hand_pose"], "left", pose2rot), self._hand(p["right_hand_pose"], "right", pose2rot)]
 
-    def _landmarks(self, vertices):
+    def _contour(self, axis_angle):
+        """smplx's find_dynamic_lmk_idx_and_bcoords: the head's turn about y (the neck chain's rotations composed,
+        read as an Euler angle, in whole degrees, clamped to ±39) picks one of the file's rows of contour landmarks."""
+        R = _rodrigues(axis_angle[:, self.neck_kin_chain.to(axis_angle.device)])  # (B,chain,3,3)
+        turn = R[:, 0]
+        for k in range(1, R.shape[1]):
+            turn = R[:, k] @ turn
+        euler = torch.atan2(-turn[:, 2, 0], torch.sqrt(turn[:, 0, 0] ** 2 + turn[:, 1, 0] ** 2))
+        angle = torch.round(torch.clamp(-euler * 180.0 / math.pi, max=39)).long()
+        row = torch.where(angle < 0, torch.where(angle < -39, torch.full_like(angle, 78), 39 - angle), angle)
+        return row
+
+    def _landmarks(self, vertices, axis_angle):
         if self.lmk_vertex_ids is None:
             return []
         corners = vertices[:, self.lmk_vertex_ids.to(vertices.device)]  # (B,L,3,3)
-        return [(corners * self.lmk_bary_coords.to(vertices).unsqueeze(-1)).sum(2)]
+        landmarks = [(corners * self.lmk_bary_coords.to(vertices).unsqueeze(-1)).sum(2)]
+        if self.use_face_contour:
+            row = self._contour(axis_angle.detach()).to(vertices.device)
+            ids = self.dynamic_lmk_vertex_ids.to(vertices.device)[row]  # (B,C,3)
+            bary = self.dynamic_lmk_bary_coords.to(vertices)[row]  # (B,C,3)
+            corners = torch.gather(vertices.unsqueeze(1).expand(-1, ids.shape[1], -1, -1), 2,
+                                   ids.unsqueeze(-1).expand(-1, -1, -1, 3))  # (B,C,3,3)
+            landmarks.append((corners * bary.unsqueeze(-1)).sum(2))
+        return landmarks
 
     def forward(self, betas=None, global_orient=None, body_pose=None, left_hand_pose=None, right_hand_pose=None,
                 transl=None, expression=None, jaw_pose=None, leye_pose=None, reye_pose=None, return_verts=True,
@@ -341,18 +433,62 @@ class SMPLX(SMPLH):
                              pose2rot=pose2rot)
 
 
-_CLASSES = {"smpl": SMPL, "smplh": SMPLH, "smplx": SMPLX}
+class MANO(_Hands, SMPL):
+    """One hand (16 joints: the wrist, then 15 finger joints); joints are the skinning's alone, as smplx's MANO."""
+    NUM_BODY_JOINTS = 1
+    NUM_HAND_JOINTS = 15
+    KIND = None  # no vertex-selected joints
+
+    def __init__(self, model_path, is_rhand=True, create_hand_pose=True, hand_pose=None, use_pca=True,
+                 num_pca_comps=6, flat_hand_mean=False, **kwargs):
+        kwargs.setdefault("num_betas", 10)
+        kwargs["create_body_pose"] = False
+        super().__init__(model_path, **kwargs)
+        if self.model.info.joints != 16:
+            raise ValueError(f"{model_path}: {self.model.info.joints} joints; MANO has 16")
+        self.is_rhand = is_rhand
+        width = self._init_hands(model_path, {"hand": ""}, use_pca, num_pca_comps, flat_hand_mean)
+        self._parameter("hand_pose", create_hand_pose, hand_pose, width)
+
+    def _pose_parts(self, p, pose2rot=True):
+        return [p["global_orient"], self._hand(p["hand_pose"], "hand", pose2rot)]
+
+    def forward(self, betas=None, global_orient=None, hand_pose=None, transl=None, return_verts=True,
+                return_full_pose=False, pose2rot=True, **kwargs):
+        return self._forward(dict(betas=betas, global_orient=global_orient, hand_pose=hand_pose, transl=transl),
+                             return_verts=return_verts, return_full_pose=return_full_pose, pose2rot=pose2rot)
+
+
+def _rodrigues(r):
+    """Axis-angle (..., 3) → rotation matrices (..., 3, 3)."""
+    angle = torch.sqrt((r * r).sum(-1, keepdim=True) + 1e-16)
+    k = r / angle
+    x, y, z = k.unbind(-1)
+    zero = torch.zeros_like(x)
+    K = torch.stack([zero, -z, y, z, zero, -x, -y, x, zero], -1).reshape(r.shape[:-1] + (3, 3))
+    s, c = torch.sin(angle).unsqueeze(-1), torch.cos(angle).unsqueeze(-1)
+    return torch.eye(3, dtype=r.dtype, device=r.device) + s * K + (1 - c) * K @ K
+
+
+_CLASSES = {"smpl": SMPL, "smplh": SMPLH, "smplx": SMPLX, "mano": MANO}
+_EXT = {"smpl": "pkl", "smplh": "pkl", "smplx": "npz", "mano": "pkl"}  # smplx's defaults
 
 
 def create(model_path, model_type="smpl", **kwargs):
-    """smplx.create: a file is used as is; a folder holds <model_type>/<MODEL>_<GENDER>.<ext>."""
+    """smplx.create: a folder holds <model_type>/<MODEL>_<GENDER>.<ext> (MANO: mano/MANO_RIGHT.<ext>, or _LEFT with
+    is_rhand=False); a file is used as is, its model type read from its name (SMPLX_NEUTRAL.npz) where it names one."""
+    path = os.fspath(model_path)
+    if not os.path.isdir(path):
+        named = os.path.basename(path).split("_")[0].lower()
+        model_type = named if named in _CLASSES else model_type
     model_type = model_type.lower()
     if model_type not in _CLASSES:
-        raise ValueError(f"model_type {model_type!r}: supported are {sorted(_CLASSES)} (MANO and FLAME not yet)")
-    path = os.fspath(model_path)
+        raise ValueError(f"model_type {model_type!r}: supported are {sorted(_CLASSES)} (FLAME is not)")
+    ext = kwargs.pop("ext", _EXT[model_type])
     if os.path.isdir(path):
-        gender, ext = kwargs.get("gender", "neutral"), kwargs.pop("ext", "npz")
-        path = os.path.join(path, model_type, f"{model_type.upper()}_{gender.upper()}.{ext}")
-    else:
-        kwargs.pop("ext", None)
+        if model_type == "mano":
+            name = "MANO_" + ("RIGHT" if kwargs.get("is_rhand", True) else "LEFT")
+        else:
+            name = f"{model_type.upper()}_{kwargs.get('gender', 'neutral').upper()}"
+        path = os.path.join(path, model_type, f"{name}.{ext}")
     return _CLASSES[model_type](path, **kwargs)

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from armature import ArmatureError
-from armature.custom_rasterizer import interpolate, rasterize, rasterize_image
+from armature.custom_rasterizer import (build_hierarchy, build_hierarchy_with_feat, interpolate, rasterize,
+                                       rasterize_image)
 
 from conftest import call_backend, on
 
@@ -127,3 +128,84 @@ def test_bad_input_is_named():
         rasterize(pos.unsqueeze(0), tri + 100, (H, W))
     with pytest.raises(TypeError, match="F must hold integers"):
         rasterize_image(pos, tri.float(), None, W, H, 1e-6, False)
+
+
+def sphere_views(size=24, radius=0.8, channels=0):
+    """A sphere seen along z, x and y (the original's view order and axes): its front and back hits as two layers,
+    positions (2,H,W,4) with w = 1 where a ray hits, normals, and features (the position's colour) when asked."""
+    t = (torch.arange(size, dtype=torch.float32) + 0.5) / size * 2 - 1
+    rows, cols = torch.meshgrid(t, t, indexing="ij")
+    depth2 = radius ** 2 - rows ** 2 - cols ** 2
+    hit = depth2 > 0
+    depth = depth2.clamp(min=0).sqrt()
+    views = []
+    for axis in range(3):
+        layers = []
+        for sign in (1, -1):
+            d = sign * depth
+            xyz = {0: (cols, rows, d), 1: (d, rows, cols), 2: (cols, d, -rows)}[axis]
+            p = torch.stack(list(xyz) + [hit.float()], -1) * hit.unsqueeze(-1)
+            layers.append(p)
+        views.append(torch.stack(layers))
+    positions = views
+    normals = [torch.nn.functional.normalize(v[..., :3], dim=-1) for v in views]
+    features = [torch.cat([v[..., :3] * 0.5 + 0.5, v[..., 3:]], -1)[..., :channels] for v in views]
+    return positions, normals, features
+
+
+def cells(points, resolution):
+    return {tuple(c) for c in ((points * 0.5 + 0.5) * resolution).long().clamp(max=resolution - 1).tolist()}
+
+
+def test_build_hierarchy_has_the_originals_structure():
+    """Lists as the original returns them; every finest cell a view saw is an original point in that cell, the rest
+    padding at cell centres; neighbours and parents index the levels' cells."""
+    positions, normals, _ = sphere_views()
+    levels, resolution = 3, 16
+    out = build_hierarchy(positions, normals, levels, resolution)
+    (points, original), neighbors, downsamples, even, odd = out
+    assert points.dtype == torch.float32 and original.shape == (points.shape[0],)
+    assert [len(neighbors), len(downsamples), len(even), len(odd)] == [levels, levels - 1, levels, levels]
+    seen = torch.cat([v.reshape(-1, 4) for v in positions])
+    seen = seen[seen[:, 3] > 0, :3]
+    kept = points[original > 0]
+    assert cells(kept, resolution) == cells(seen, resolution)  # one original point per cell a view saw
+    assert len(cells(kept, resolution)) == kept.shape[0]
+    for level in range(levels):
+        n = neighbors[level]
+        assert n.dtype == torch.int64 and n.shape[1] == 9 and int(n.max()) < n.shape[0] and int(n.min()) >= -1
+        assert even[level].shape == odd[level].shape == (n.shape[0],)
+        if level + 1 < levels:
+            assert downsamples[level].shape == (n.shape[0],)
+            assert 0 <= int(downsamples[level].min()) and int(downsamples[level].max()) < neighbors[level + 1].shape[0]
+    assert torch.equal(neighbors[0][:, 4], torch.arange(neighbors[0].shape[0]))  # each cell is its own centre
+    # The same input gives the same bits, and the features form carries the first point's features.
+    again = build_hierarchy(positions, normals, levels, resolution)
+    assert all(torch.equal(a, b) for a, b in zip(out[1] + out[2], again[1] + again[2]))
+    positions, normals, features = sphere_views(channels=3)
+    with_feat = build_hierarchy_with_feat(positions, normals, features, levels, resolution)
+    assert len(with_feat) == 6 and torch.equal(with_feat[0][0], points)
+    feats = with_feat[1][0]
+    torch.testing.assert_close(feats[original > 0], points[original > 0] * 0.5 + 0.5, rtol=0, atol=1e-6)
+    assert torch.all(feats[original == 0] == 0.5)
+
+
+def test_build_hierarchy_on_cuda_is_the_cpus(gpu):
+    if gpu != "cuda":
+        pytest.skip("the grid hierarchy runs on the CPU or CUDA, not Vulkan")
+    positions, normals, features = sphere_views(channels=2)
+    cpu = build_hierarchy_with_feat(positions, normals, features, 3, 16)
+    cuda = build_hierarchy_with_feat([p.cuda() for p in positions], [n.cuda() for n in normals],
+                                     [f.cuda() for f in features], 3, 16)
+    for a, b in zip(sum(cpu, []), sum(cuda, [])):
+        assert b.is_cuda and torch.equal(a, b.cpu())
+
+
+def test_build_hierarchy_bad_input_is_named():
+    positions, normals, _ = sphere_views(size=8)
+    with pytest.raises(ValueError, match="three views"):
+        build_hierarchy(positions[:2], normals[:2], 2, 8)
+    with pytest.raises(ValueError, match=r"view_layer_normals\[1\] has shape"):
+        build_hierarchy(positions, [normals[0], normals[1][..., :2], normals[2]], 2, 8)
+    with pytest.raises(ArmatureError, match="divisible"):
+        build_hierarchy(positions, normals, 3, 6)

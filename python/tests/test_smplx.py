@@ -2,6 +2,7 @@
 joint regression, Rodrigues, pose correctives, the kinematic chain, linear blend skinning), on the default avatar
 (an SMPL-X-layout model with PCA hands and a landmark embedding); gradcheck in float64 through the module; the GPU
 backends against the reference; and the originals' conventions (joint count, stored parameters, broadcasting)."""
+import math
 import os
 
 import numpy as np
@@ -27,14 +28,14 @@ def rodrigues(r):
     return torch.eye(3, dtype=r.dtype) + s * K + (1 - c) * K @ K
 
 
-def lbs_torch(d, full_pose, betas, expression, transl):
-    """smplx's lbs() on the npz arrays `d` (float64)."""
+def lbs_torch(d, full_pose, betas, expression, transl, pose2rot=True):
+    """smplx's lbs() on the npz arrays `d` (float64); full_pose axis-angle, or rotation matrices (B,J,3,3)."""
     B = full_pose.shape[0]
     S, E = betas.shape[1], expression.shape[1]
     shapedirs = torch.cat([d["shapedirs"][:, :, :S], d["shapedirs"][:, :, 300:300 + E]], 2)
     v_shaped = d["v_template"] + torch.einsum("bl,vkl->bvk", torch.cat([betas, expression], 1), shapedirs)
     J = torch.einsum("jv,bvk->bjk", d["J_regressor"], v_shaped)
-    R = rodrigues(full_pose.reshape(B, -1, 3))
+    R = rodrigues(full_pose.reshape(B, -1, 3)) if pose2rot else full_pose
     P = d["posedirs"].shape[2]
     pose_feature = (R[:, 1:] - torch.eye(3, dtype=R.dtype)).reshape(B, -1)
     v_posed = v_shaped + (pose_feature @ d["posedirs"].reshape(-1, P).T).reshape(B, -1, 3)
@@ -153,8 +154,12 @@ def test_gpu_matches_the_reference(gpu):
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="model_type 'flame'"):
         smplx.create(MODEL, model_type="flame")
-    with pytest.raises(NotImplementedError, match="use_face_contour"):
-        smplx.SMPLX(MODEL, use_face_contour=True)
+    with pytest.raises(ValueError, match="use_face_contour needs"):
+        smplx.SMPLX(MODEL, use_face_contour=True)  # the default avatar has no contour embedding
+    with pytest.raises(ValueError, match="v_template has 6 values"):
+        smplx.SMPLX(MODEL, v_template=torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="pose2rot=False takes"):
+        smplx.SMPLX(MODEL)(body_pose=torch.zeros(1, 63), pose2rot=False)
     with pytest.raises(Exception, match="nonexistent"):
         smplx.SMPLX("/nonexistent/SMPLX_NEUTRAL.npz")
 
@@ -212,7 +217,7 @@ def test_create_finds_the_file_in_a_folder(smplh_file):
     target = folder / "smplh" / "SMPLH_FEMALE.npz"
     if not target.exists():
         target.symlink_to(path)
-    model = smplx.create(folder, model_type="smplh", gender="female", dtype=torch.float64)
+    model = smplx.create(folder, model_type="smplh", gender="female", ext="npz", dtype=torch.float64)
     assert isinstance(model, smplx.SMPLH) and model.model.info.joints == 52
 
 
@@ -235,3 +240,165 @@ def test_backward_of_an_earlier_forward(backend):
     out.vertices.square().sum().backward()
     for k, v in first.items():
         assert torch.equal(v.grad, alone[k]), k
+
+
+def test_v_template_replaces_the_files(arrays):
+    g = torch.Generator().manual_seed(8)
+    template = arrays["v_template"] + torch.randn(arrays["v_template"].shape, generator=g, dtype=torch.float64) * 0.01
+    model = smplx.SMPLX(MODEL, dtype=torch.float64, batch_size=2, v_template=template)
+    p = params(2, seed=9)
+    vertices, joints, _ = expected(dict(arrays, v_template=template), p)
+    out = model(**p)
+    torch.testing.assert_close(out.vertices, vertices, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(out.joints, joints, rtol=1e-9, atol=1e-9)
+
+
+def exact_rotation(r):
+    """Axis-angle → matrix as the exponential of its cross-product matrix (rodrigues() above shifts the angle by
+    1e-8, as smplx's batch_rodrigues does)."""
+    x, y, z = r.unbind(-1)
+    zero = torch.zeros_like(x)
+    return torch.linalg.matrix_exp(torch.stack([zero, -z, y, z, zero, -x, -y, x, zero], -1).reshape(r.shape + (3,)))
+
+
+def test_matrix_to_axis_angle_round_trips_at_every_angle():
+    g = torch.Generator().manual_seed(10)
+    axes = torch.nn.functional.normalize(torch.randn(8, 3, generator=g, dtype=torch.float64), dim=1)
+    for angle in (0.0, 1e-9, 1e-4, 1.0, 3.0, math.pi - 1e-7, math.pi):
+        r = axes * angle
+        back = smplx._matrix_to_axis_angle(exact_rotation(r))
+        if angle > math.pi - 1e-6:  # ±axis·π are one rotation
+            back = back * torch.sign((back * r).sum(1, keepdim=True))
+        torch.testing.assert_close(back, r, rtol=0, atol=1e-7 if angle > 3 else 1e-12, msg=str(angle))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "vulkan"])
+def test_rotation_matrices_as_input(arrays, backend):
+    """pose2rot=False: the same surface from the axis-angles' matrices, and the gradients of a 6D-parameterised pose
+    (matrices by Gram–Schmidt, as fitting code builds them) equal to those of smplx's lbs() on the matrices."""
+    if backend == "vulkan":
+        _require("vulkan")
+    dtype = torch.float64 if backend == "cpu" else torch.float32
+    kwargs = dict(dtype=dtype, batch_size=2, use_pca=False, flat_hand_mean=True,
+                  backend="vulkan" if backend == "vulkan" else "auto")
+    model = smplx.SMPLX(MODEL, **kwargs)
+    g = torch.Generator().manual_seed(11)
+    pose = (torch.rand(2, 55, 3, generator=g, dtype=torch.float64) * 2 - 1) * 0.8
+    betas, expression = params(2, seed=12)["betas"], params(2, seed=12)["expression"]
+    names = ["global_orient", "body_pose", "jaw_pose", "leye_pose", "reye_pose", "left_hand_pose", "right_hand_pose"]
+    sizes = [1, 21, 1, 1, 1, 15, 15]
+    split = lambda x: dict(zip(names, x.split(sizes, dim=1)))
+
+    # 6D: the first two columns of each rotation, orthonormalised back into a matrix.
+    six = exact_rotation(pose)[..., :2].clone().requires_grad_()
+
+    def matrices(s6):
+        a, b = s6[..., 0], s6[..., 1]
+        x = torch.nn.functional.normalize(a, dim=-1)
+        y = torch.nn.functional.normalize(b - (x * b).sum(-1, keepdim=True) * x, dim=-1)
+        return torch.stack([x, y, torch.cross(x, y, dim=-1)], -1)
+
+    R = matrices(six)
+    out = model(betas=betas.to(dtype), expression=expression.to(dtype), transl=torch.zeros(2, 3, dtype=dtype),
+                pose2rot=False, return_full_pose=True, **{k: v.to(dtype) for k, v in split(R).items()})
+    assert out.full_pose.shape == (2, 55, 3, 3)
+    by_angles = model(betas=betas.to(dtype), expression=expression.to(dtype), transl=torch.zeros(2, 3, dtype=dtype),
+                      **{k: v.reshape(2, -1).to(dtype) for k, v in split(pose).items()})
+    tol = 1e-9 if backend == "cpu" else 2e-5
+    torch.testing.assert_close(out.vertices.double(), by_angles.vertices.double(), rtol=0, atol=tol)
+    out.vertices.double().square().sum().backward()
+    mine = six.grad.clone()
+    six.grad = None
+    vertices, _ = lbs_torch(arrays, matrices(six), betas, expression, torch.zeros(2, 3, dtype=torch.float64),
+                            pose2rot=False)
+    vertices.square().sum().backward()
+    # Each is a sum over 10,475 vertices whose terms largely cancel: compared against the largest gradient, 1e-7 of
+    # it in float64 (the reference's chain of 15 joints and the log map), 1e-3 in float32.
+    scale = six.grad.abs().max().item()
+    torch.testing.assert_close(mine, six.grad, rtol=0, atol=(1e-7 if backend == "cpu" else 1e-3) * scale)
+
+
+@pytest.fixture(scope="module")
+def contour_file(tmp_path_factory):
+    """The default avatar with a face contour embedding added (79 head turns × 17 landmarks, random faces)."""
+    f = dict(np.load(MODEL))
+    rng = np.random.default_rng(13)
+    F = f["f"].shape[0]
+    f["dynamic_lmk_faces_idx"] = rng.integers(0, F, (79, 17)).astype(np.int64)
+    bary = rng.random((79, 17, 3))
+    f["dynamic_lmk_bary_coords"] = (bary / bary.sum(-1, keepdims=True)).astype(np.float32)
+    path = tmp_path_factory.mktemp("contour") / "SMPLX_NEUTRAL.npz"
+    np.savez(path, **f)
+    return path, f
+
+
+def test_face_contour_follows_the_head_turn(arrays, contour_file):
+    path, f = contour_file
+    B = 6
+    model = smplx.create(path, model_type="smplx", use_face_contour=True, dtype=torch.float64, batch_size=B)
+    p = params(B, seed=14)
+    # Turns about y of the neck chain: every branch of smplx's angle → row mapping (past ±39°, inside, zero).
+    turns = torch.tensor([-1.2, -0.1, 0.0, 0.3, 0.9, 1.8], dtype=torch.float64)
+    p["global_orient"] = torch.zeros(B, 3, dtype=torch.float64)
+    p["global_orient"][:, 1] = turns
+    out = model(**p)
+    assert out.joints.shape == (B, 127 + 17, 3)
+    vertices, joints, full = expected(arrays, p)
+    # smplx's find_dynamic_lmk_idx_and_bcoords, from its formulas.
+    R = rodrigues(full.reshape(B, -1, 3))
+    rel = torch.eye(3, dtype=torch.float64).expand(B, 3, 3)
+    for j in (12, 9, 6, 3, 0):
+        rel = R[:, j] @ rel
+    euler = torch.atan2(-rel[:, 2, 0], torch.sqrt(rel[:, 0, 0] ** 2 + rel[:, 1, 0] ** 2))
+    y = torch.round(torch.clamp(-euler * 180 / math.pi, max=39)).long()
+    row = torch.where(y < 0, torch.where(y < -39, torch.full_like(y, 78), 39 - y), y)
+    assert {39, 78} <= set(row.tolist()) and row.min() < 39  # clamped, past -39°, and one of the rows between
+    faces = torch.tensor(f["f"].astype(np.int64))[torch.tensor(f["dynamic_lmk_faces_idx"])[row]]  # (B,17,3)
+    bary = torch.tensor(f["dynamic_lmk_bary_coords"].astype(np.float64))[row]
+    contour = (vertices[torch.arange(B)[:, None, None], faces] * bary.unsqueeze(-1)).sum(2)
+    torch.testing.assert_close(out.joints, torch.cat([joints, contour], 1), rtol=1e-9, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def mano_file(tmp_path_factory):
+    """A random model of MANO's layout (778 vertices, 16 joints, 10 shape directions, one hand's PCA)."""
+    rng = np.random.default_rng(15)
+    V, J = 778, 16
+    parents = [-1] + [0 if j % 3 == 1 else j - 1 for j in range(1, J)]
+    weights = rng.random((V, J)) ** 8
+    d = dict(v_template=(rng.random((V, 3)) - 0.5) * 0.1, f=rng.integers(0, V, (1538, 3)).astype(np.uint32),
+             J_regressor=(lambda r: r / r.sum(1, keepdims=True))(rng.random((J, V)) ** 16),
+             kintree_table=np.array([[2 ** 32 - 1] + parents[1:], list(range(J))], dtype=np.int64),
+             weights=weights / weights.sum(1, keepdims=True), posedirs=(rng.random((V, 3, (J - 1) * 9)) - 0.5) * 0.01,
+             shapedirs=(rng.random((V, 3, 10)) - 0.5) * 0.01, hands_components=rng.random((45, 45)) - 0.5,
+             hands_mean=(rng.random(45) - 0.5) * 0.2)
+    folder = tmp_path_factory.mktemp("models")
+    (folder / "mano").mkdir()
+    path = folder / "mano" / "MANO_RIGHT.npz"
+    np.savez(path, **{k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in d.items()})
+    arrays = {k: torch.tensor(np.asarray(v, dtype=np.float32).astype(np.float64)) for k, v in d.items()
+              if k not in ("f", "kintree_table")}
+    arrays["parents"] = parents
+    return folder, arrays
+
+
+@pytest.mark.parametrize("backend", ["cpu", "vulkan"])
+def test_mano(mano_file, backend):
+    if backend == "vulkan":
+        _require("vulkan")
+    folder, d = mano_file
+    dtype = torch.float64 if backend == "cpu" else torch.float32
+    model = smplx.create(folder, model_type="mano", ext="npz", dtype=dtype, batch_size=3,
+                         backend="vulkan" if backend == "vulkan" else "auto")
+    assert isinstance(model, smplx.MANO) and model.hand_pose.shape == (3, 6)
+    p = params(3, seed=16)
+    hand_pose, betas = p["left_hand_pose"], p["betas"]
+    out = model(betas=betas.to(dtype), global_orient=p["global_orient"].to(dtype), hand_pose=hand_pose.to(dtype),
+                transl=p["transl"].to(dtype), return_full_pose=True)
+    full = torch.cat([p["global_orient"], hand_pose @ d["hands_components"][:6] + d["hands_mean"]], 1)
+    vertices, joints = lbs_torch(d, full, betas, torch.zeros(3, 0, dtype=torch.float64), p["transl"])
+    tol = 1e-9 if backend == "cpu" else 2e-5
+    assert out.joints.shape == (3, 16, 3) and out.full_pose.shape == (3, 48)
+    torch.testing.assert_close(out.vertices.double(), vertices, rtol=0, atol=tol)
+    torch.testing.assert_close(out.joints.double(), joints, rtol=0, atol=tol)
+    torch.testing.assert_close(out.full_pose.double(), full, rtol=0, atol=1e-6)

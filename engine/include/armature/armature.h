@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* The C API's version: bumped when a function or struct member is added (never changed or removed). */
-#define ARMATURE_C_API_VERSION 2
+#define ARMATURE_C_API_VERSION 3
 
 typedef enum armature_status {
   ARMATURE_OK = 0,
@@ -213,6 +213,9 @@ typedef struct armature_skinning_info {
   armature_backend backend;
   uint32_t shape_components, expression_components; /* S, E: at most the model's */
   uint32_t max_batch;
+  /* Since version 3, optional: a vertex template (V,3) in place of the file's (smplx's v_template); NULL: the
+   * file's. Copied at creation. */
+  const double* v_template;
 } armature_skinning_info;
 ARMATURE_API armature_status armature_skinning_create(armature_device device, const armature_skinning_info* info,
                                                       armature_skinning* out);
@@ -341,16 +344,46 @@ ARMATURE_API void armature_body_model_destroy(armature_body_model model);
 typedef struct armature_body_model_info {
   uint32_t vertices, faces, joints;
   uint32_t shape_count, expression_count; /* the directions the file has */
-  uint32_t hand_pca;                       /* nonzero: hands_components{l,r} and hands_mean{l,r} (45 each) */
-  uint32_t landmarks;                      /* L: lmk_faces_idx (L) and lmk_bary_coords (L,3) */
+  uint32_t hand_pca;                      /* nonzero: hands_components{l,r} and hands_mean{l,r} (45 each) */
+  uint32_t landmarks;                     /* L: lmk_faces_idx (L) and lmk_bary_coords (L,3) */
 } armature_body_model_info;
 ARMATURE_API armature_status armature_body_model_info_get(armature_body_model model, armature_body_model_info* out);
 /* The array `name` as float64 (integers exactly), into `values` of exactly its `count` elements: v_template (V,3),
  * f (F,3), kintree_parents (J), J_regressor (J,V), weights (V,J), shapedirs (V,3,S), exprdirs (V,3,E), posedirs
- * (V,3,P), hands_componentsl and hands_componentsr (45,45), hands_meanl and hands_meanr (45), lmk_faces_idx (L),
- * lmk_bary_coords (L,3). */
+ * (V,3,P), hands_componentsl and hands_componentsr (45,45), hands_meanl and hands_meanr (45), a one-hand model's
+ * hands_components (45,45) and hands_mean (45), lmk_faces_idx (L), lmk_bary_coords (L,3), and the face contour's
+ * dynamic_lmk_faces_idx (A,C) and dynamic_lmk_bary_coords (A,C,3). */
 ARMATURE_API armature_status armature_body_model_array(armature_body_model model, const char* name, double* values,
                                                        uint64_t count);
+/* Its shape (since version 3): `rank` dimensions into `shape`; one dimension of 0 where the file has none. */
+ARMATURE_API armature_status armature_body_model_array_shape(armature_body_model model, const char* name,
+                                                             uint32_t* rank, uint64_t shape[4]);
+
+/* ---- the grid hierarchy (since version 3) ---------------------------------------------------------------- */
+
+/* Hunyuan3D-2's build_hierarchy (and _with_feat): three axis views of `layers` depth layers of height × width
+ * pixels, positions (L,H,W,4) (w = 0: empty), normals (L,H,W,3), features (L,H,W,C) or NULL, as host float32. Built
+ * on ARMATURE_BACKEND_CPU (threads) or ARMATURE_BACKEND_CUDA (the current device; bit for bit the same) into a host
+ * result read with the calls below. */
+typedef struct armature_grid_view {
+  uint32_t layers, height, width;
+  const float* positions;
+  const float* normals;
+  const float* features;
+} armature_grid_view;
+typedef struct armature_grid_hierarchy_t* armature_grid_hierarchy;
+ARMATURE_API armature_status armature_grid_hierarchy_build(armature_backend backend, const armature_grid_view* views,
+                                                           uint32_t view_count, uint32_t channels, int32_t levels,
+                                                           int32_t resolution, armature_grid_hierarchy* out);
+ARMATURE_API void armature_grid_hierarchy_destroy(armature_grid_hierarchy hierarchy);
+/* The shape of array `name` (level: for the per-level arrays): positions (N,3) and is_original (N) float32,
+ * features (N,C) float32, neighbors (N_l,9), downsamples (N_l; every level but the last), even_corners and
+ * odd_corners (N_l) int64. */
+ARMATURE_API armature_status armature_grid_hierarchy_shape(armature_grid_hierarchy hierarchy, const char* name,
+                                                           uint32_t level, uint32_t* rank, uint64_t shape[2]);
+/* Copies it into `values` of exactly its element count. */
+ARMATURE_API armature_status armature_grid_hierarchy_copy(armature_grid_hierarchy hierarchy, const char* name,
+                                                          uint32_t level, void* values, uint64_t count);
 
 /* ---- joint propagation, linear blend skinning, posed Gaussians (since version 2) ------------------------- */
 

@@ -195,6 +195,22 @@ BodyModel bodyModelFrom(const Reader& r, const std::string& name) {
     }
     (void)a;
   }
+  if (r.find("hands_components")) {  // a one-hand model (MANO)
+    auto& c = r.need("hands_components");
+    r.shape("hands_components", c, {45, 45});
+    m.handComponents = r.floats("hands_components", c);
+    auto& mean = r.need("hands_mean");
+    r.shape("hands_mean", mean, {45});
+    m.handMean = r.floats("hands_mean", mean);
+  }
+  if (auto* a = r.find("dynamic_lmk_faces_idx")) {
+    r.shape("dynamic_lmk_faces_idx", *a, {0, 0});
+    m.dynLmkFacesIdx = r.ints("dynamic_lmk_faces_idx", *a, 0, m.faceCount);
+    m.contourAngles = uint32_t(a->shape[0]), m.contourLandmarks = uint32_t(a->shape[1]);
+    auto& b = r.need("dynamic_lmk_bary_coords");
+    r.shape("dynamic_lmk_bary_coords", b, {a->shape[0], a->shape[1], 3});
+    m.dynLmkBaryCoords = r.floats("dynamic_lmk_bary_coords", b);
+  }
   if (auto* a = r.find("lmk_faces_idx")) {
     r.shape("lmk_faces_idx", *a, {0});
     m.lmkFacesIdx = r.ints("lmk_faces_idx", *a, 0, m.faceCount);
@@ -284,6 +300,16 @@ std::map<std::string, NpyWrite> bodyModelToNpz(const BodyModel& m) {
     out["hands_componentsr"] = {{45, 45}, NpyType::F32, m.handsComponentsR};
     out["hands_meanl"] = {{45}, NpyType::F32, m.handsMeanL};
     out["hands_meanr"] = {{45}, NpyType::F32, m.handsMeanR};
+  }
+  if (!m.handComponents.empty()) {
+    out["hands_components"] = {{45, 45}, NpyType::F32, m.handComponents};
+    out["hands_mean"] = {{45}, NpyType::F32, m.handMean};
+  }
+  if (!m.dynLmkFacesIdx.empty()) {
+    out["dynamic_lmk_faces_idx"] = {{m.contourAngles, m.contourLandmarks},
+                                    NpyType::I64,
+                                    std::vector<double>(m.dynLmkFacesIdx.begin(), m.dynLmkFacesIdx.end())};
+    out["dynamic_lmk_bary_coords"] = {{m.contourAngles, m.contourLandmarks, 3}, NpyType::F32, m.dynLmkBaryCoords};
   }
   if (!m.lmkFacesIdx.empty()) {
     out["lmk_faces_idx"] = {

@@ -3,7 +3,11 @@
 // anything an op does not: shapes are checked by the ops themselves.
 #include "armature/armature.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <new>
@@ -17,6 +21,7 @@
 #include "armature/ops/deformable_aggregation.h"
 #include "armature/ops/gaussian_field.h"
 #include "armature/ops/gaussian_pose.h"
+#include "armature/ops/grid_hierarchy.h"
 #include "armature/ops/interpolate.h"
 #include "armature/ops/joint_propagation.h"
 #include "armature/ops/linear_blend_skinning.h"
@@ -58,6 +63,49 @@ struct armature_skinning_t {
 struct armature_body_model_t {
   BodyModel model;
 };
+struct armature_grid_hierarchy_t {
+  GridHierarchy hierarchy;
+};
+
+namespace {
+// A body model's array by its file name, with its shape (empty where the file has none).
+struct ModelArray {
+  std::vector<uint64_t> shape;
+  size_t count = 0;
+  std::function<void(double*)> copy;
+};
+ModelArray modelArray(const BodyModel& m, const char* name) {
+  ARM_CHECK(name, "name is NULL");
+  const uint64_t V = m.vertexCount, J = m.jointCount, A = m.contourAngles, C = m.contourLandmarks;
+  const auto of = [](const auto& array, std::vector<uint64_t> shape) {
+    return ModelArray{array.empty() ? std::vector<uint64_t>{0} : std::move(shape), array.size(),
+                      [&array](double* out) { std::copy(array.begin(), array.end(), out); }};
+  };
+  const std::string n = name;
+  if (n == "v_template") return of(m.vTemplate, {V, 3});
+  if (n == "f") return of(m.faces, {m.faceCount, 3});
+  if (n == "kintree_parents") return of(m.parents, {J});
+  if (n == "J_regressor") return of(m.jRegressor, {J, V});
+  if (n == "weights") return of(m.weights, {V, J});
+  if (n == "shapedirs") return of(m.shapeDirs, {V, 3, m.shapeCount});
+  if (n == "exprdirs") return of(m.exprDirs, {V, 3, m.exprCount});
+  if (n == "posedirs") return of(m.poseDirs, {V, 3, m.poseFeatureCount()});
+  if (n == "hands_componentsl") return of(m.handsComponentsL, {45, 45});
+  if (n == "hands_componentsr") return of(m.handsComponentsR, {45, 45});
+  if (n == "hands_meanl") return of(m.handsMeanL, {45});
+  if (n == "hands_meanr") return of(m.handsMeanR, {45});
+  if (n == "hands_components") return of(m.handComponents, {45, 45});
+  if (n == "hands_mean") return of(m.handMean, {45});
+  if (n == "lmk_faces_idx") return of(m.lmkFacesIdx, {m.lmkFacesIdx.size()});
+  if (n == "lmk_bary_coords") return of(m.lmkBaryCoords, {m.lmkFacesIdx.size(), 3});
+  if (n == "dynamic_lmk_faces_idx") return of(m.dynLmkFacesIdx, {A, C});
+  if (n == "dynamic_lmk_bary_coords") return of(m.dynLmkBaryCoords, {A, C, 3});
+  throw Error("no array '" + n + "' (v_template, f, kintree_parents, J_regressor, weights, shapedirs, exprdirs, " +
+              "posedirs, hands_componentsl/r, hands_meanl/r, hands_components, hands_mean, lmk_faces_idx, " +
+              "lmk_bary_coords, dynamic_lmk_faces_idx, dynamic_lmk_bary_coords)");
+}
+}  // namespace
+
 struct armature_joint_forest_t {
   std::unique_ptr<JointForest> forest;
   std::vector<int32_t> pointJoints;
@@ -459,11 +507,18 @@ armature_status armature_axpy(armature_device device, const armature_exec* exec,
 armature_status armature_skinning_create(armature_device device, const armature_skinning_info* info,
                                          armature_skinning* out) {
   return guard("armature_skinning_create", [&] {
-    checkStruct(info, ARMATURE_STRUCT_SKINNING_INFO, "info");
+    checkStruct(info, ARMATURE_STRUCT_SKINNING_INFO, "info", offsetof(armature_skinning_info, v_template));
     ARM_CHECK(out && info->model_path, "out or info.model_path is NULL");
+    BodyModel model = loadBodyModel(info->model_path);
+    if (info->size >= sizeof(armature_skinning_info) && info->v_template) {  // smplx's v_template
+      const double* v = info->v_template;
+      ARM_CHECK(std::all_of(v, v + model.vTemplate.size(), [](double x) { return std::isfinite(x); }),
+                "info.v_template has a value that is not finite");
+      model.vTemplate.assign(v, v + model.vTemplate.size());
+    }
     if (info->backend == ARMATURE_BACKEND_CPU) {
       auto handle = std::make_unique<armature_skinning_t>();
-      handle->model = loadBodyModel(info->model_path);
+      handle->model = std::move(model);
       ARM_CHECK(
           info->shape_components <= handle->model.shapeCount && info->expression_components <= handle->model.exprCount,
           "%u shape and %u expression components; the model has %u and %u", info->shape_components,
@@ -474,7 +529,6 @@ armature_status armature_skinning_create(armature_device device, const armature_
     }
     armature_device_t& d = deref(device, "device");
     const Backend backend = requireBackend(d, info->backend);
-    const BodyModel model = loadBodyModel(info->model_path);
     auto handle = std::make_unique<armature_skinning_t>();
     handle->device = &d;
     handle->skinning = std::make_unique<Skinning>(*d.device, backend, model, info->shape_components,
@@ -1273,31 +1327,108 @@ armature_status armature_body_model_info_get(armature_body_model model, armature
 
 armature_status armature_body_model_array(armature_body_model model, const char* name, double* values, uint64_t count) {
   return guard("armature_body_model_array", [&] {
-    ARM_CHECK(name, "name is NULL");
-    const BodyModel& m = deref(model, "model").model;
-    const auto put = [&](const auto& array) {
-      ARM_CHECK(count == array.size(), "%s has %zu values; count is %llu", name, array.size(),
-                (unsigned long long)count);
-      ARM_CHECK(values || count == 0, "values is NULL");
-      std::copy(array.begin(), array.end(), values);
-    };
-    const std::string n = name;
-    if (n == "v_template") return put(m.vTemplate);
-    if (n == "f") return put(m.faces);
-    if (n == "kintree_parents") return put(m.parents);
-    if (n == "J_regressor") return put(m.jRegressor);
-    if (n == "weights") return put(m.weights);
-    if (n == "shapedirs") return put(m.shapeDirs);
-    if (n == "exprdirs") return put(m.exprDirs);
-    if (n == "posedirs") return put(m.poseDirs);
-    if (n == "hands_componentsl") return put(m.handsComponentsL);
-    if (n == "hands_componentsr") return put(m.handsComponentsR);
-    if (n == "hands_meanl") return put(m.handsMeanL);
-    if (n == "hands_meanr") return put(m.handsMeanR);
-    if (n == "lmk_faces_idx") return put(m.lmkFacesIdx);
-    if (n == "lmk_bary_coords") return put(m.lmkBaryCoords);
-    throw Error("no array '" + n + "' (v_template, f, kintree_parents, J_regressor, weights, shapedirs, exprdirs, " +
-                "posedirs, hands_componentsl/r, hands_meanl/r, lmk_faces_idx, lmk_bary_coords)");
+    const ModelArray a = modelArray(deref(model, "model").model, name);
+    ARM_CHECK(count == a.count, "%s has %zu values; count is %llu", name, a.count, (unsigned long long)count);
+    ARM_CHECK(values || count == 0, "values is NULL");
+    a.copy(values);
+  });
+}
+
+armature_status armature_body_model_array_shape(armature_body_model model, const char* name, uint32_t* rank,
+                                                uint64_t shape[4]) {
+  return guard("armature_body_model_array_shape", [&] {
+    ARM_CHECK(rank && shape, "rank or shape is NULL");
+    const ModelArray a = modelArray(deref(model, "model").model, name);
+    *rank = uint32_t(a.shape.size());
+    std::fill(shape, shape + 4, 0);
+    std::copy(a.shape.begin(), a.shape.end(), shape);
+  });
+}
+
+armature_status armature_grid_hierarchy_build(armature_backend backend, const armature_grid_view* views,
+                                              uint32_t view_count, uint32_t channels, int32_t levels,
+                                              int32_t resolution, armature_grid_hierarchy* out) {
+  return guard("armature_grid_hierarchy_build", [&] {
+    ARM_CHECK(out && (views || view_count == 0), "out or views is NULL");
+    ARM_CHECK(view_count == 3, "build_hierarchy takes three axis views, got %u", view_count);
+    ARM_CHECK(backend == ARMATURE_BACKEND_CPU || backend == ARMATURE_BACKEND_CUDA,
+              "the grid hierarchy runs on the CPU or CUDA backend (%d)", int(backend));
+    std::vector<GridView> in(view_count);
+    for (uint32_t v = 0; v < view_count; ++v) {
+      const armature_grid_view& g = views[v];
+      const uint64_t pixels = checkedProduct({g.layers, g.height, g.width}, "a view's layers × height × width");
+      ARM_CHECK(pixels <= (uint64_t(1) << 28), "view %u: %llu pixels; at most 2^28", v, (unsigned long long)pixels);
+      ARM_CHECK(g.positions && g.normals && (channels == 0 || g.features),
+                "view %u: positions, normals or features "
+                "is NULL",
+                v);
+      in[v].layers = g.layers, in[v].height = g.height, in[v].width = g.width;
+      in[v].positions.assign(g.positions, g.positions + pixels * 4);
+      in[v].normals.assign(g.normals, g.normals + pixels * 3);
+      if (channels) {
+        ARM_CHECK(channels <= 4096, "%u feature channels; at most 4096", channels);
+        in[v].features.assign(g.features, g.features + pixels * channels);
+      }
+    }
+    auto h = std::make_unique<armature_grid_hierarchy_t>();
+    h->hierarchy =
+        buildGridHierarchy(backend == ARMATURE_BACKEND_CUDA ? Backend::Cuda : Backend::Cpu, in, levels, resolution);
+    *out = h.release();
+  });
+}
+
+void armature_grid_hierarchy_destroy(armature_grid_hierarchy hierarchy) {
+  guard("armature_grid_hierarchy_destroy", [&] { delete hierarchy; });
+}
+
+namespace {
+// A hierarchy's array: its shape and where its elements are (float32 or int64).
+struct HierarchyArray {
+  std::vector<uint64_t> shape;
+  const void* data;
+  size_t elementBytes;
+};
+HierarchyArray hierarchyArray(const GridHierarchy& h, const char* name, uint32_t level) {
+  ARM_CHECK(name, "name is NULL");
+  const std::string n = name;
+  const uint64_t N = h.isOriginal.size();
+  if (n == "positions") return {{N, 3}, h.positions.data(), 4};
+  if (n == "is_original") return {{N}, h.isOriginal.data(), 4};
+  if (n == "features") return {{N, h.channels}, h.features.data(), 4};
+  const auto perLevel = [&](const std::vector<std::vector<int64_t>>& lists, uint64_t columns) -> HierarchyArray {
+    ARM_CHECK(level < lists.size(), "%s has %zu levels; level %u", name, lists.size(), level);
+    const std::vector<int64_t>& l = lists[level];
+    if (columns == 1) return {{l.size()}, l.data(), 8};
+    return {{l.size() / columns, columns}, l.data(), 8};
+  };
+  if (n == "neighbors") return perLevel(h.neighbors, 9);
+  if (n == "downsamples") return perLevel(h.downsamples, 1);
+  if (n == "even_corners") return perLevel(h.evenCorners, 1);
+  if (n == "odd_corners") return perLevel(h.oddCorners, 1);
+  throw Error("no array '" + n + "' (positions, is_original, features, neighbors, downsamples, even_corners, " +
+              "odd_corners)");
+}
+}  // namespace
+
+armature_status armature_grid_hierarchy_shape(armature_grid_hierarchy hierarchy, const char* name, uint32_t level,
+                                              uint32_t* rank, uint64_t shape[2]) {
+  return guard("armature_grid_hierarchy_shape", [&] {
+    ARM_CHECK(rank && shape, "rank or shape is NULL");
+    const HierarchyArray a = hierarchyArray(deref(hierarchy, "hierarchy").hierarchy, name, level);
+    *rank = uint32_t(a.shape.size());
+    shape[0] = a.shape[0], shape[1] = a.shape.size() > 1 ? a.shape[1] : 0;
+  });
+}
+
+armature_status armature_grid_hierarchy_copy(armature_grid_hierarchy hierarchy, const char* name, uint32_t level,
+                                             void* values, uint64_t count) {
+  return guard("armature_grid_hierarchy_copy", [&] {
+    const HierarchyArray a = hierarchyArray(deref(hierarchy, "hierarchy").hierarchy, name, level);
+    uint64_t n = 1;
+    for (uint64_t d : a.shape) n *= d;
+    ARM_CHECK(count == n, "%s has %llu values; count is %llu", name, (unsigned long long)n, (unsigned long long)count);
+    ARM_CHECK(values || count == 0, "values is NULL");
+    if (count) std::memcpy(values, a.data, count * a.elementBytes);
   });
 }
 

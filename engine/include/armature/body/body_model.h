@@ -29,10 +29,15 @@ struct BodyModel {
   // Optional parts (empty when the file lacks them).
   std::vector<double> handsComponentsL, handsComponentsR;  // (45,45): rows are PCA components
   std::vector<double> handsMeanL, handsMeanR;              // (45)
+  std::vector<double> handComponents, handMean;            // a one-hand model's (MANO's): (45,45), (45)
   std::vector<int32_t> lmkFacesIdx;                        // (L)
   std::vector<double> lmkBaryCoords;                       // (L,3)
-  std::vector<double> vt;                                  // (T,2)
-  std::vector<int32_t> ft;                                 // (F,3)
+  // The face contour's landmarks per head turn (smplx's use_face_contour): A angles of C landmarks each.
+  uint32_t contourAngles = 0, contourLandmarks = 0;
+  std::vector<int32_t> dynLmkFacesIdx;   // (A,C)
+  std::vector<double> dynLmkBaryCoords;  // (A,C,3)
+  std::vector<double> vt;                // (T,2)
+  std::vector<int32_t> ft;               // (F,3)
   // Padding vertices (interior markers) that no face references; the synthetic model has some.
   uint32_t poseFeatureCount() const { return (jointCount - 1) * 9; }
   bool hasHandPca() const { return !handsComponentsL.empty(); }
