@@ -1,17 +1,23 @@
 """Armature's ops called from PyTorch (python/armature, CUDA tensors, autograd included), beside the best plain-PyTorch
 way on the same GPU, on the workloads of the C++ benchmark and the PyTorch baselines (gaussian_torch.py,
 joint_propagation_torch.py): the dense Gaussian field against the expanded quadratic form, joint propagation
-against pointer jumping, deformable aggregation (SparseDrive's sizes) against grid_sample, and the fixed cost of a
-call from Python (host time of a call whose GPU work is negligible, launch included). Medians of CUDA-event-timed
-calls after warm-up. Usage: PYTHONPATH=python python3 bench/python_bench.py [OUT.json]
+against pointer jumping, deformable aggregation (SparseDrive's sizes) against grid_sample, SMPL-X through
+armature.smplx against smplx's lbs() eager and replayed as a CUDA graph (smplx_torch.py; the default avatar at
+$ARMATURE_DEFAULT_MODEL), and the fixed cost of a call from Python (host time of a call whose GPU work is
+negligible, launch included). Medians of CUDA-event-timed calls after warm-up.
+Usage: PYTHONPATH=python python3 bench/python_bench.py [OUT.json]
 """
+import os
 import time
 
 import torch
 
 import gaussian_torch
 import joint_propagation_torch as jp
+import smplx_torch
 from torch_timing import Rows, time_ms
+
+import armature.smplx
 
 from armature.gaussian import gaussian_field
 from armature.joints import JointForest
@@ -86,6 +92,58 @@ def aggregation(out):
     out.add("torch grid_sample", "aggregation sparsedrive", bs, fwd, both)
 
 
+def graphed(step, inputs):
+    """A CUDA graph of step(*inputs) (its forward, or forward and torch.autograd.grad) on static inputs: replay()."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm-up on a side stream, as torch.cuda.graph's recipe asks
+            step(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(*inputs)
+    return graph.replay
+
+
+def skinning(out):
+    """SMPL-X forward, and forward + backward of a loss on the vertices, at batch 1 and 4,096."""
+    path = os.environ["ARMATURE_DEFAULT_MODEL"]
+    ref = smplx_torch.Model(path, DEV)
+    gen = torch.Generator(device=DEV).manual_seed(7)
+    for B in (1, 4096):
+        r = lambda *shape, scale=0.3: ((torch.rand(*shape, device=DEV, generator=gen) * 2 - 1) * scale)
+        p = dict(betas=r(B, 10, scale=1), expression=r(B, 10, scale=1), global_orient=r(B, 3), body_pose=r(B, 63),
+                 jaw_pose=r(B, 3), leye_pose=r(B, 3), reye_pose=r(B, 3), left_hand_pose=r(B, 6, scale=1),
+                 right_hand_pose=r(B, 6, scale=1), transl=r(B, 3))
+        p = {k: v.requires_grad_() for k, v in p.items()}
+        model = armature.smplx.SMPLX(path, num_betas=10, num_expression_coeffs=10, batch_size=B).to(DEV)
+        with torch.no_grad():
+            fwd = time_ms(lambda: model(**p))
+        both = time_ms(lambda: model(**p).vertices.square().sum().backward(), 20 if B == 1 else 5, warmup=3)
+        out.add("armature.smplx", "smplx", B, fwd, both)
+
+        pose = r(B, 55 * 3).requires_grad_()
+        shape = r(B, 20, scale=1).requires_grad_()
+        transl = r(B, 3).requires_grad_()
+        inputs = (pose, shape, transl)
+        forward = lambda *a: smplx_torch.lbs(ref, *a)
+
+        def step(*a):
+            return torch.autograd.grad(forward(*a)[0].square().sum(), a)
+
+        with torch.no_grad():
+            fwd = time_ms(lambda: forward(*inputs))
+        both = time_ms(lambda: step(*inputs), 5, warmup=2)
+        out.add("torch lbs eager", "smplx", B, fwd, both)
+        with torch.no_grad():
+            fwd = time_ms(graphed(forward, inputs))
+        both = time_ms(graphed(step, inputs), 5, warmup=2)
+        out.add("torch lbs cuda-graph", "smplx", B, fwd, both)
+        del model, p, inputs
+        torch.cuda.empty_cache()
+
+
 def overhead(out):
     """Host time per call of a 1-point, 1-Gaussian field (its GPU work is negligible), against torch's add."""
     x, mu, raw, w = (torch.zeros(1, k, device=DEV) for k in (3, 3, 6, 1))
@@ -105,6 +163,7 @@ def overhead(out):
 def main():
     out = Rows()
     overhead(out)
+    skinning(out)
     gaussians(out)
     joints(out)
     aggregation(out)

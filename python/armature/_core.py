@@ -19,6 +19,10 @@ _DTYPES = {torch.float32: _lib.FLOAT32, torch.int32: _lib.INT32, torch.float64: 
 _lock = threading.Lock()
 _devices = {}  # (backend, index) → device handle
 _contexts = {}  # "vulkan" → context handle
+_CPU = torch.device("cpu")
+# torch's current stream as a raw cudaStream_t without building a Stream object (the per-call path), where this
+# torch has it.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 # Contexts and devices live as long as the process: the objects made on them (forests, feature maps) may outlive any
 # order of teardown Python would choose at exit.
 
@@ -26,6 +30,9 @@ _contexts = {}  # "vulkan" → context handle
 def _handle(kind, index=0):
     """The library's context and device for `kind` ("vulkan" or "cuda"), made on first use."""
     key = (kind, index)
+    device = _devices.get(key)
+    if device is not None:
+        return device
     with _lock:
         if key in _devices:
             return _devices[key]
@@ -81,12 +88,18 @@ def backend_of(tensors, backend):
     """"cuda", "cpu" or "vulkan" for these tensors, checking they share one device."""
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    devices = {t.device for t in tensors if t is not None}
-    if len(devices) > 1:
-        raise ValueError(f"tensors on several devices: {sorted(str(d) for d in devices)}")
-    device = devices.pop() if devices else torch.device("cpu")
+    device = None
+    for t in tensors:  # one device object per tensor: cheaper than a set (every call pays this)
+        if t is not None:
+            if device is None:
+                device = t.device
+            elif t.device != device:
+                raise ValueError(f"tensors on several devices: "
+                                 f"{sorted({str(t.device) for t in tensors if t is not None})}")
+    if device is None:
+        device = _CPU
     if device.type == "cuda":
-        if backend not in ("auto",):
+        if backend != "auto":
             raise ValueError(f"backend={backend!r} is for CPU tensors; CUDA tensors run on CUDA")
         return "cuda", device
     if device.type != "cpu":
@@ -98,16 +111,45 @@ def check_tensor(name, t, shape, floating=True):
     """Checks a tensor's shape (None: any size there) and kind, naming the argument."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if len(t.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
+    ts = t.shape
+    ok = len(ts) == len(shape)
+    if ok:
+        for s, d in zip(shape, ts):
+            if s is not None and s != d:
+                ok = False
+                break
+    if not ok:
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {want}")
-    if floating and not t.is_floating_point():
-        raise TypeError(f"{name} must be floating point, got {t.dtype}")
-    if not floating and t.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"{name} must hold integers, got {t.dtype}")
-    if floating and t.dtype == torch.float64 and t.is_cuda:
-        raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it explicitly, "
-                        "or use CPU tensors for the float64 reference)")
+        raise ValueError(f"{name} has shape {tuple(ts)}, expected {want}")
+    dtype = t.dtype
+    if floating:
+        if not dtype.is_floating_point:
+            raise TypeError(f"{name} must be floating point, got {dtype}")
+        if dtype is torch.float64 and t.is_cuda:
+            raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it "
+                            "explicitly, or use CPU tensors for the float64 reference)")
+    elif dtype is not torch.int32 and dtype is not torch.int64:
+        raise TypeError(f"{name} must hold integers, got {dtype}")
+
+
+class _NoGraph:
+    """The ctx of a forward run without autograd: what it saves goes nowhere."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+
+def apply(function, *args):
+    """function.apply(*args), or its forward alone where no gradient can be asked for (no input requires one, or
+    grad mode is off): autograd's bookkeeping is a good part of a small call's host time."""
+    if torch.is_grad_enabled():
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                return function.apply(*args)
+    return function.forward(_NoGraph(), *args)
 
 
 def describe(t):
@@ -198,7 +240,9 @@ class Call:
 
     def exec(self):
         if self.backend == "cuda":
-            return Exec(_lib.CUDA, 0, torch.cuda.current_stream(self.device).cuda_stream)
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(self.device).cuda_stream
+            return Exec(_lib.CUDA, 0, stream)
         return Exec(_lib.CPU, 0, None)
 
     def run(self, fn):

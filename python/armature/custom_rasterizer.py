@@ -39,7 +39,7 @@ def rasterize_image(V, F, D, width, height, occlusion_truncation, use_depth_prio
         _core.check_tensor("D", D, (int(height), int(width)))
     if not (1 <= int(width) <= 8192 and 1 <= int(height) <= 8192):
         raise ValueError(f"width and height must be 1 … 8192, got {width} × {height}")
-    findices, barycentric = _Rasterize.apply(V, F, D if use_depth_prior else None, int(width), int(height),
+    findices, barycentric = _core.apply(_Rasterize, V, F, D if use_depth_prior else None, int(width), int(height),
                                              float(occlusion_truncation), bool(use_depth_prior), backend)
     return [findices, barycentric]
 
@@ -90,7 +90,7 @@ def interpolate(col, findices, barycentric, tri, backend="auto"):
     H, W = findices.shape
     _core.check_tensor("barycentric", barycentric, (H, W, 3))
     _core.check_tensor("tri", tri, (None, 3), floating=False)
-    return _Interpolate.apply(col, findices, barycentric, tri, backend)
+    return _core.apply(_Interpolate, col, findices, barycentric, tri, backend)
 
 
 class _Interpolate(torch.autograd.Function):

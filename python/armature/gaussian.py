@@ -29,7 +29,22 @@ def gaussian_field(points, means, cholesky, weights, epsilon=0.0, backend="auto"
     _core.check_tensor("weights", weights, (N, None))
     if not (epsilon >= 0):
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
-    return _GaussianField.apply(points, means, cholesky, weights, float(epsilon), backend)
+    return _core.apply(_GaussianField, points, means, cholesky, weights, float(epsilon), backend)
+
+
+_scratch = {}  # (B, N, C, backward) → the scratch floats the library asks for
+
+
+def _scratch_floats(B, N, C, backward):
+    key = (B, N, C, backward)
+    floats = _scratch.get(key)
+    if floats is None:
+        n = ctypes.c_uint64(0)
+        check(lib.armature_gaussian_field_scratch(B, N, C, backward, ctypes.byref(n)))
+        floats = _scratch[key] = max(n.value, 1)
+        if len(_scratch) > 256:  # a training loop has a few sizes; a sweep must not grow this without bound
+            _scratch.clear()
+    return floats
 
 
 def _inputs(call, points, means, cholesky, weights):
@@ -46,12 +61,10 @@ class _GaussianField(torch.autograd.Function):
         call = _core.Call(kind, device, dtype)
         x, m, l, w = _inputs(call, points, means, cholesky, weights)
         field = call.out((B, C))
-        floats, words = ctypes.c_uint64(0), ctypes.c_uint64(0)
-        if kind != "cpu":
-            check(lib.armature_gaussian_field_scratch(B, N, C, 0, ctypes.byref(floats)))
-        scratch = call.out((max(floats.value, 1),)) if kind != "cpu" else None
+        scratch = call.out((_scratch_floats(B, N, C, 0),)) if kind != "cpu" else None
         grid = None
         if culled:
+            words = ctypes.c_uint64(0)
             check(lib.armature_gaussian_grid_words(B, N, ctypes.byref(words)))
             grid = call.out((max(words.value, 1),), words=True)
         inputs = _lib.GaussianFieldInputs(x, m, l, w, grid)
@@ -82,10 +95,7 @@ class _GaussianField(torch.autograd.Function):
             grid = call.arg(grid_words, integer=True)
             grid.contents.dtype = _lib.UINT32
         outs = [call.out(points.shape), call.out(means.shape), call.out(cholesky.shape), call.out(weights.shape)]
-        floats = ctypes.c_uint64(0)
-        if ctx.kind != "cpu":
-            check(lib.armature_gaussian_field_scratch(B, N, C, 1, ctypes.byref(floats)))
-        scratch = call.out((max(floats.value, 1),)) if ctx.kind != "cpu" else None
+        scratch = call.out((_scratch_floats(B, N, C, 1),)) if ctx.kind != "cpu" else None
         inputs = _lib.GaussianFieldInputs(x, m, l, w, grid)
         results = call.run(lambda dev, e: lib.armature_gaussian_field_backward(dev, e, ctypes.byref(inputs), g,
                                                                                *outs, scratch))

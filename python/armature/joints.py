@@ -73,8 +73,8 @@ class JointForest:
             _core.check_tensor("points", points, (P, 3))
         elif P:
             raise ValueError(f"the forest has {P} attached points: give their positions (points)")
-        outputs = _Propagate.apply(self, backend, rigid, inverse_bind is not None, points is not None,
-                                   rotations, translations, affine, inverse_bind, points)
+        outputs = _core.apply(_Propagate, self, backend, rigid, inverse_bind is not None, points is not None,
+                              rotations, translations, affine, inverse_bind, points)
         globals_, skinning, positions, points_out = outputs
         B = globals_.shape[0]
         return Propagated(globals_.view(B, N, 3, 4), skinning.view(B, N, 3, 4) if inverse_bind is not None else None,

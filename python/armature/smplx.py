@@ -281,7 +281,7 @@ class SMPL(torch.nn.Module):
         transl = parts.get("transl")
         transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device) if transl is None else transl
         transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
-        vertices, joints = _Skin.apply(self._skinnings, self.backend, axis_angle, betas, expression, transl)
+        vertices, joints = _core.apply(_Skin, self._skinnings, self.backend, axis_angle, betas, expression, transl)
         joints = torch.cat([joints, vertices[:, self.extra_joint_ids.to(vertices.device)]] +
                            self._landmarks(vertices, axis_angle), dim=1)
         if self.joint_mapper is not None:

@@ -50,7 +50,7 @@ def _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weig
 def deformable_aggregation_function(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
                                     backend="auto"):
     _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights)
-    return _DeformableAggregation.apply(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
+    return _core.apply(_DeformableAggregation, mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
                                         backend)
 
 
