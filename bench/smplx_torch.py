@@ -17,6 +17,9 @@ class Model:
         self.v_template, self.J_regressor, self.weights = t(f["v_template"]), t(f["J_regressor"]), t(f["weights"])
         self.posedirs = t(f["posedirs"].reshape(-1, f["posedirs"].shape[2]).T)  # (P, V*3), as smplx stores it
         self.parents = [-1] + [int(p) for p in f["kintree_table"][0][1:]]
+        # On the device already, so that a CUDA graph can capture lbs() (no host-to-device copies inside).
+        self.parent_index = torch.tensor(self.parents[1:], device=device)
+        self.bottom_row = torch.tensor([0, 0, 0, 1.0], device=device)
 
 
 def batch_rodrigues(rot_vecs):
@@ -29,14 +32,14 @@ def batch_rodrigues(rot_vecs):
     return eye + sin * K + (1 - cos) * torch.bmm(K, K)
 
 
-def batch_rigid_transform(rot_mats, joints, parents):
+def batch_rigid_transform(m, rot_mats, joints):
     rel_joints = joints.clone()
-    rel_joints[:, 1:] -= joints[:, parents[1:]]
+    rel_joints[:, 1:] -= joints[:, m.parent_index]
     local = torch.cat([torch.cat([rot_mats, rel_joints.unsqueeze(-1)], 3),
-                       torch.tensor([0, 0, 0, 1.0], device=joints.device).expand(*rot_mats.shape[:2], 1, 4)], 2)
+                       m.bottom_row.expand(*rot_mats.shape[:2], 1, 4)], 2)
     chain = [local[:, 0]]
-    for i in range(1, len(parents)):
-        chain.append(torch.matmul(chain[parents[i]], local[:, i]))
+    for i in range(1, len(m.parents)):
+        chain.append(torch.matmul(chain[m.parents[i]], local[:, i]))
     transforms = torch.stack(chain, dim=1)
     posed_joints = transforms[:, :, :3, 3]
     rest = torch.matmul(transforms[:, :, :3, :3], joints.unsqueeze(-1)).squeeze(-1)
@@ -54,7 +57,7 @@ def lbs(m, pose, betas, transl):
     eye = torch.eye(3, dtype=pose.dtype, device=pose.device)
     pose_feature = (rot_mats[:, 1:] - eye).view(B, -1)
     v_posed = v_shaped + torch.matmul(pose_feature, m.posedirs).view(B, -1, 3)
-    posed_joints, A = batch_rigid_transform(rot_mats, joints, m.parents)
+    posed_joints, A = batch_rigid_transform(m, rot_mats, joints)
     T = torch.matmul(m.weights, A.view(B, -1, 16)).view(B, -1, 4, 4)
     homogeneous = torch.cat([v_posed, torch.ones(B, v_posed.shape[1], 1, dtype=pose.dtype, device=pose.device)], 2)
     vertices = torch.matmul(T, homogeneous.unsqueeze(-1))[:, :, :3, 0]

@@ -3,7 +3,9 @@
 # the bundle's tests, compute-sanitizer on the tests that reach CUDA, and the benchmarks. Logs go to $OUT.
 # Each part fits the device tool's 10-minute call when run on its own: TESTS=0 skips the tests, SANITIZE=0 the
 # compute-sanitizer runs, BENCH=none the benchmarks (BENCH=raster: only the rasteriser's rows; BENCH=ops: the ops'
-# rows without the interop and viewer runs). BUNDLE=.bundle-old runs another carried bundle (a before/after pair).
+# rows without the interop and viewer runs). PYTHON=0 skips the Python package's tests (pytest, with the machine's
+# torch) and PYBENCH=0 its benchmark (bench/python_bench.py → $OUT/python_ops.json). BUNDLE=.bundle-old runs another
+# carried bundle (a before/after pair).
 set -uo pipefail
 final=${OUT:-/tmp/armature-out}; out=$(mktemp -d); mkdir -p "$final"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -18,6 +20,16 @@ export ARMATURE_DEFAULT_MODEL=$b/assets/armature_default_smplx.npz
 } >"$out/info.log" 2>&1
 tests_rc=0
 if [ "${TESTS:-1}" = 1 ]; then LOG_DIR=$out/tests "$b/run-tests.sh" >"$out/tests.log" 2>&1; tests_rc=$?; else : >"$out/tests.log"; fi
+# The Python package over the bundle's library, with this machine's Python and torch (CUDA tensors included).
+py_env=(env ARMATURE_LIBRARY="$(ls "$b"/lib/libarmature.so.* | head -1)" PYTHONPATH="$PWD/python:$PWD/bench"
+        VK_LAYER_PATH="$b/layers" ARMATURE_REQUIRE_VULKAN=1)
+if [ "${PYTHON:-1}" = 1 ]; then
+  "${py_env[@]}" python3 -m pytest -q -rs -p no:cacheprovider python/tests >"$out/pytest.log" 2>&1 || tests_rc=1
+  cp "$out/pytest.log" "$final/"
+fi
+if [ "${PYBENCH:-1}" = 1 ]; then
+  "${py_env[@]}" python3 bench/python_bench.py "$final/python_ops.json" >"$out/python_bench.log" 2>&1
+fi
 # compute-sanitizer's four tools side by side over every test that reaches CUDA: the ops' CUDA instances (*/cuda)
 # and *Cuda* tests, and all of
 # the interop and viewer tests (the Vulkan-only and reference tests reach no CUDA). Soak tests are left out (they
@@ -123,6 +135,8 @@ cp "$out/info.log" "$out/tests.log" "$out/bench.log" "$final/"
 tar czf "$final/logs.tgz" -C "$out" .
 cat "$out/info.log" | head -20
 cat "$out/tests.log" | tail -15
+[ -f "$out/pytest.log" ] && tail -12 "$out/pytest.log"
+[ -f "$out/python_bench.log" ] && cat "$out/python_bench.log"
 echo "compute-sanitizer, one line per tool and binary:"; echo "$san"
 grep -E "^(op|axpy|skinning|interop|raster|pipeline|hierarchy|device:|stage|cpu frame|draw|gpu total|skinning)" "$out/bench.log"
 exit $tests_rc

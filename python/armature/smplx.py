@@ -83,14 +83,16 @@ class _ModelFile:
 class _Skinnings:
     """The library's skinning objects of one model, per backend, device, component counts and batch capacity."""
 
-    def __init__(self, path, v_template=None):
-        self.path = path
+    def __init__(self, path, vertices, v_template=None):
+        self.path, self.vertices = path, vertices
         self.v_template = v_template  # (V,3) float64 on the host, or None: the file's
         self.handles = {}  # key → (handle, batch capacity, the last forward it ran)
 
     def get(self, kind, device, S, E, batch):
         key = (kind, str(device) if kind == "cuda" else None, S, E)
         handle, capacity, _ = self.handles.get(key, (None, 0, None))
+        if handle is not None and batch <= capacity:
+            return key, handle
         if handle is None or batch > capacity:
             capacity = max(batch, 2 * capacity)
             library_device = _core.library_device(kind, device)
@@ -127,17 +129,16 @@ def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, f
     S = betas.shape[1]
     E = 0 if expression is None else expression.shape[1]
     key, handle = skinnings.get(kind, device, S, E, B)
-    V = ctypes.c_uint32()
-    check(lib.armature_skinning_sizes(handle, ctypes.byref(V), None))
+    V = skinnings.vertices
     call = _core.Call(kind, device, dtype)
     args = [call.arg(pose), call.arg(betas), call.arg(expression), call.arg(transl)]
     if grads is None:
-        vertices, joints = call.out((B, V.value, 3)), call.out((B, J, 3))
+        vertices, joints = call.out((B, V, 3)), call.out((B, J, 3))
         results = call.run(lambda dev, e: lib.armature_skinning_forward(handle, e, *args, vertices, joints))
         skinnings.ran(key, forward)
         return results
     again = skinnings.last(key) is not forward
-    vertices, joints = (call.out((B, V.value, 3)), call.out((B, J, 3))) if again else (None, None)
+    vertices, joints = (call.out((B, V, 3)), call.out((B, J, 3))) if again else (None, None)
     g = [call.arg(grads[0]), call.arg(grads[1])]
     outs = [call.out((B, J, 3)), call.out((B, S)), call.out((B, E)) if E else None, call.out((B, 3))]
 
@@ -223,7 +224,7 @@ class SMPL(torch.nn.Module):
             if template.numel() != info.vertices * 3:
                 raise ValueError(f"v_template has {template.numel()} values; the model's {info.vertices} vertices "
                                  f"need {info.vertices * 3}")
-        self._skinnings = _Skinnings(self.model.path, template)
+        self._skinnings = _Skinnings(self.model.path, info.vertices, template)
         self.register_buffer("faces_tensor", self.model.array("f").long(), persistent=False)
         self.faces = self.faces_tensor.numpy()
         extra = torch.zeros(0, dtype=torch.long)
@@ -233,7 +234,11 @@ class SMPL(torch.nn.Module):
             if int(extra.max()) >= info.vertices:
                 raise ValueError(f"{model_path}: {info.vertices} vertices, too few for {self.KIND}'s keypoint "
                                  "vertices")
-        self.register_buffer("extra_joint_ids", extra, persistent=False)
+        # The joints after the skinning's, each a weighted sum of three vertices: a vertex-selected joint is one
+        # vertex (weights 1, 0, 0), a landmark its face's corners and barycentric weights. One gather for all.
+        self.register_buffer("keypoint_ids", extra.unsqueeze(1).repeat(1, 3), persistent=False)  # (K,3)
+        self.register_buffer("keypoint_weights", torch.tensor([[1.0, 0, 0]], dtype=dtype).repeat(len(extra), 1),
+                             persistent=False)
         self._parameter("betas", create_betas, betas, self.num_betas)
         self._parameter("global_orient", create_global_orient, global_orient, 3)
         self._parameter("body_pose", create_body_pose, body_pose, self.NUM_BODY_JOINTS * 3)
@@ -251,8 +256,8 @@ class SMPL(torch.nn.Module):
     def num_joints(self):
         return self.model.info.joints
 
-    def _pose_parts(self, parts, pose2rot=True):
-        """The full pose's pieces, in the model's joint order."""
+    def _pose_parts(self, parts):
+        """The full pose's pieces, in the model's joint order (hands as given: PCA coefficients or not)."""
         return [parts["global_orient"], parts["body_pose"]]
 
     def _given(self, name, value):
@@ -263,10 +268,13 @@ class SMPL(torch.nn.Module):
 
     def _forward(self, inputs, expression=None, return_verts=True, return_full_pose=False, pose2rot=True):
         parts = {k: self._given(k, v) for k, v in inputs.items()}
-        pieces = self._pose_parts(parts, pose2rot)
+        pieces = self._pose_parts(parts)
         B = max(p.shape[0] for p in pieces)
         if pose2rot:
             full_pose = torch.cat(pieces, dim=1)
+            pose_map = getattr(self, "pose_map", None)
+            if pose_map is not None:  # PCA hands and the mean hand: one product
+                full_pose = torch.addmm(self.pose_mean.to(full_pose), full_pose, pose_map.to(full_pose))
             axis_angle = full_pose.reshape(B, -1, 3)
         else:  # rotation matrices, (B, 9k) or (B, k, 3, 3) per piece
             for p in pieces:
@@ -282,8 +290,14 @@ class SMPL(torch.nn.Module):
         transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device) if transl is None else transl
         transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
         vertices, joints = _core.apply(_Skin, self._skinnings, self.backend, axis_angle, betas, expression, transl)
-        joints = torch.cat([joints, vertices[:, self.extra_joint_ids.to(vertices.device)]] +
-                           self._landmarks(vertices, axis_angle), dim=1)
+        joints = [joints]
+        ids, weights = self.keypoint_ids, self.keypoint_weights
+        if ids.shape[0]:
+            if ids.device != vertices.device or weights.dtype != vertices.dtype:
+                ids, weights = ids.to(vertices.device), weights.to(vertices)
+            corners = vertices[:, ids.view(-1)].view(B, ids.shape[0], 3, 3)
+            joints.append((corners * weights.unsqueeze(-1)).sum(2))
+        joints = torch.cat(joints + self._contour(vertices, axis_angle), dim=1)
         if self.joint_mapper is not None:
             joints = self.joint_mapper(joints)
         out = ModelOutput(vertices=vertices if return_verts else None, joints=joints,
@@ -292,7 +306,7 @@ class SMPL(torch.nn.Module):
             out["expression"] = expression
         return out
 
-    def _landmarks(self, vertices, axis_angle):
+    def _contour(self, vertices, axis_angle):
         return []
 
     def forward(self, betas=None, body_pose=None, global_orient=None, transl=None, return_verts=True,
@@ -321,21 +335,31 @@ class _Hands:
                                      persistent=False)
         elif not flat_hand_mean:
             raise ValueError(f"{model_path}: the file has no hand mean (hands_mean); use flat_hand_mean=True")
+        self._build_pose_map()
         return self.num_pca_comps if use_pca else 45
 
-    def _hand(self, pose, side, pose2rot=True):
-        if not pose2rot:
-            return pose  # rotation matrices, as smplx's layers take them
-        if self.use_pca:
-            pose = pose @ getattr(self, f"{side}_hand_components").to(pose)
-        if not self.flat_hand_mean:
-            pose = pose + getattr(self, f"{side}_hand_mean").to(pose)
-        return pose
+    def _build_pose_map(self):
+        """full pose = cat(inputs) @ pose_map + pose_mean (POSE_LAYOUT: a width per piece, or a hand's name): one
+        product for the PCA hands and the mean hand; none where the hands are given whole and flat."""
+        if not self.use_pca and self.flat_hand_mean:
+            return
+        blocks, means = [], []
+        for piece in self.POSE_LAYOUT:
+            if isinstance(piece, int):
+                blocks.append(torch.eye(piece, dtype=self.dtype))
+                means.append(torch.zeros(piece, dtype=self.dtype))
+            else:
+                blocks.append(getattr(self, f"{piece}_hand_components") if self.use_pca
+                              else torch.eye(45, dtype=self.dtype))
+                means.append(getattr(self, f"{piece}_hand_mean", torch.zeros(45, dtype=self.dtype)))
+        self.register_buffer("pose_map", torch.block_diag(*blocks), persistent=False)
+        self.register_buffer("pose_mean", torch.cat(means), persistent=False)
 
 
 class SMPLH(_Hands, SMPL):
     NUM_BODY_JOINTS = 21
     NUM_HAND_JOINTS = 15
+    POSE_LAYOUT = (3, 63, "left", "right")
 
     def __init__(self, model_path, use_pca=True, num_pca_comps=6, flat_hand_mean=False, create_left_hand_pose=True,
                  left_hand_pose=None, create_right_hand_pose=True, right_hand_pose=None, **kwargs):
@@ -345,9 +369,8 @@ class SMPLH(_Hands, SMPL):
         self._parameter("left_hand_pose", create_left_hand_pose, left_hand_pose, width)
         self._parameter("right_hand_pose", create_right_hand_pose, right_hand_pose, width)
 
-    def _pose_parts(self, p, pose2rot=True):
-        return [p["global_orient"], p["body_pose"], self._hand(p["left_hand_pose"], "left", pose2rot),
-                self._hand(p["right_hand_pose"], "right", pose2rot)]
+    def _pose_parts(self, p):
+        return [p["global_orient"], p["body_pose"], p["left_hand_pose"], p["right_hand_pose"]]
 
     def forward(self, betas=None, global_orient=None, body_pose=None, left_hand_pose=None, right_hand_pose=None,
                 transl=None, return_verts=True, return_full_pose=False, pose2rot=True, **kwargs):
@@ -360,6 +383,7 @@ class SMPLX(SMPLH):
     NUM_BODY_JOINTS = 21
     KIND = "smplx"
     NECK_IDX = 12
+    POSE_LAYOUT = (3, 63, 3, 3, 3, "left", "right")
 
     def __init__(self, model_path, num_expression_coeffs=10, create_expression=True, expression=None,
                  create_jaw_pose=True, jaw_pose=None, create_leye_pose=True, leye_pose=None, create_reye_pose=True,
@@ -371,14 +395,14 @@ class SMPLX(SMPLH):
         for name, create, value in (("jaw_pose", create_jaw_pose, jaw_pose), ("leye_pose", create_leye_pose, leye_pose),
                                     ("reye_pose", create_reye_pose, reye_pose)):
             self._parameter(name, create, value, 3)
-        faces = self.faces_tensor[self.model.array("lmk_faces_idx").long()] if info.landmarks else None
-        self.register_buffer("lmk_vertex_ids", faces, persistent=False)  # (L,3), or None
-        if info.landmarks:
-            self.register_buffer("lmk_bary_coords", self.model.array("lmk_bary_coords").to(self.dtype),
-                                 persistent=False)
+        if info.landmarks:  # after the vertex-selected joints, as smplx orders them
+            faces = self.faces_tensor[self.model.array("lmk_faces_idx").long()]
+            bary = self.model.array("lmk_bary_coords").to(self.dtype)
+            self.keypoint_ids = torch.cat([self.keypoint_ids, faces])
+            self.keypoint_weights = torch.cat([self.keypoint_weights, bary])
         self.use_face_contour = use_face_contour
         if use_face_contour:
-            if self.model.shape("dynamic_lmk_faces_idx") == (0,) or self.lmk_vertex_ids is None:
+            if self.model.shape("dynamic_lmk_faces_idx") == (0,) or not info.landmarks:
                 raise ValueError(f"{model_path}: use_face_contour needs the file's landmark embedding "
                                  "(lmk_faces_idx and dynamic_lmk_faces_idx with their bary_coords)")
             faces = self.faces_tensor[self.model.array("dynamic_lmk_faces_idx").long()]
@@ -392,11 +416,11 @@ class SMPLX(SMPLH):
                 j = parents[j]
             self.register_buffer("neck_kin_chain", torch.tensor(chain, dtype=torch.long), persistent=False)
 
-    def _pose_parts(self, p, pose2rot=True):
+    def _pose_parts(self, p):
         return [p["global_orient"], p["body_pose"], p["jaw_pose"], p["leye_pose"], p["reye_pose"],
-                self._hand(p["left_hand_pose"], "left", pose2rot), self._hand(p["right_hand_pose"], "right", pose2rot)]
+                p["left_hand_pose"], p["right_hand_pose"]]
 
-    def _contour(self, axis_angle):
+    def _contour_row(self, axis_angle):
         """smplx's find_dynamic_lmk_idx_and_bcoords: the head's turn about y (the neck chain's rotations composed,
         read as an Euler angle, in whole degrees, clamped to ±39) picks one of the file's rows of contour landmarks."""
         R = _rodrigues(axis_angle[:, self.neck_kin_chain.to(axis_angle.device)])  # (B,chain,3,3)
@@ -408,19 +432,15 @@ class SMPLX(SMPLH):
         row = torch.where(angle < 0, torch.where(angle < -39, torch.full_like(angle, 78), 39 - angle), angle)
         return row
 
-    def _landmarks(self, vertices, axis_angle):
-        if self.lmk_vertex_ids is None:
+    def _contour(self, vertices, axis_angle):
+        if not self.use_face_contour:
             return []
-        corners = vertices[:, self.lmk_vertex_ids.to(vertices.device)]  # (B,L,3,3)
-        landmarks = [(corners * self.lmk_bary_coords.to(vertices).unsqueeze(-1)).sum(2)]
-        if self.use_face_contour:
-            row = self._contour(axis_angle.detach()).to(vertices.device)
-            ids = self.dynamic_lmk_vertex_ids.to(vertices.device)[row]  # (B,C,3)
-            bary = self.dynamic_lmk_bary_coords.to(vertices)[row]  # (B,C,3)
-            corners = torch.gather(vertices.unsqueeze(1).expand(-1, ids.shape[1], -1, -1), 2,
-                                   ids.unsqueeze(-1).expand(-1, -1, -1, 3))  # (B,C,3,3)
-            landmarks.append((corners * bary.unsqueeze(-1)).sum(2))
-        return landmarks
+        row = self._contour_row(axis_angle.detach()).to(vertices.device)
+        ids = self.dynamic_lmk_vertex_ids.to(vertices.device)[row]  # (B,C,3)
+        bary = self.dynamic_lmk_bary_coords.to(vertices)[row]  # (B,C,3)
+        corners = torch.gather(vertices.unsqueeze(1).expand(-1, ids.shape[1], -1, -1), 2,
+                               ids.unsqueeze(-1).expand(-1, -1, -1, 3))  # (B,C,3,3)
+        return [(corners * bary.unsqueeze(-1)).sum(2)]
 
     def forward(self, betas=None, global_orient=None, body_pose=None, left_hand_pose=None, right_hand_pose=None,
                 transl=None, expression=None, jaw_pose=None, leye_pose=None, reye_pose=None, return_verts=True,
@@ -438,6 +458,7 @@ class MANO(_Hands, SMPL):
     NUM_BODY_JOINTS = 1
     NUM_HAND_JOINTS = 15
     KIND = None  # no vertex-selected joints
+    POSE_LAYOUT = (3, "hand")
 
     def __init__(self, model_path, is_rhand=True, create_hand_pose=True, hand_pose=None, use_pca=True,
                  num_pca_comps=6, flat_hand_mean=False, **kwargs):
@@ -450,8 +471,8 @@ class MANO(_Hands, SMPL):
         width = self._init_hands(model_path, {"hand": ""}, use_pca, num_pca_comps, flat_hand_mean)
         self._parameter("hand_pose", create_hand_pose, hand_pose, width)
 
-    def _pose_parts(self, p, pose2rot=True):
-        return [p["global_orient"], self._hand(p["hand_pose"], "hand", pose2rot)]
+    def _pose_parts(self, p):
+        return [p["global_orient"], p["hand_pose"]]
 
     def forward(self, betas=None, global_orient=None, hand_pose=None, transl=None, return_verts=True,
                 return_full_pose=False, pose2rot=True, **kwargs):
