@@ -295,7 +295,8 @@ class SMPL(torch.nn.Module):
         if ids.shape[0]:
             if ids.device != vertices.device or weights.dtype != vertices.dtype:
                 ids, weights = ids.to(vertices.device), weights.to(vertices)
-            corners = vertices[:, ids.view(-1)].view(B, ids.shape[0], 3, 3)
+            # index_select: its backward is one index_add (advanced indexing's sorts its indices first)
+            corners = vertices.index_select(1, ids.view(-1)).view(B, ids.shape[0], 3, 3)
             joints.append((corners * weights.unsqueeze(-1)).sum(2))
         joints = torch.cat(joints + self._contour(vertices, axis_angle), dim=1)
         if self.joint_mapper is not None:
