@@ -22,6 +22,24 @@ int main(int argc, char** argv) {
   auto* synth = model->add_subcommand("synth", "Write the synthetic default avatar (SMPL-X layout)");
   synth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
   synth->add_option("--seed", seed, "generator seed (deterministic)")->check(cli::unsignedInteger());
+  auto* motion = app.add_subcommand("motion", "Motions the project makes itself");
+  motion->require_subcommand(1);
+  auto* motionSynth =
+      motion->add_subcommand("synth",
+                             "Write a sample motion as smplx parameters (what `armature pose --motion`, "
+                             "the viewer's --motion and armature.smplx read)");
+  std::string motionKind = "walk", motionModel;
+  double motionSeconds = 2, motionFps = 30;
+  motionSynth->add_option("kind", motionKind, "the motion: walk")
+      ->check(CLI::IsMember({"walk"}))
+      ->capture_default_str();
+  motionSynth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
+  motionSynth->add_option("--model", motionModel, "the model it is for, .npz or .pkl (default: the default avatar)")
+      ->check(cli::regularFile());
+  motionSynth->add_option("--seconds", motionSeconds, "length, rounded to whole strides (one a second)")
+      ->check(cli::finiteRange(0.5, 3600))
+      ->capture_default_str();
+  motionSynth->add_option("--fps", motionFps, "frame rate")->check(cli::finiteRange(1, 1000))->capture_default_str();
   auto* render = model->add_subcommand("render", "Pose a model with the CPU reference and draw it into a PNG");
   std::vector<std::string> poses = {"a-pose"};
   int height = 720;
@@ -121,6 +139,7 @@ int main(int argc, char** argv) {
     if (*info) return armature::app::runInfo();
     if (*modelInfo) return armature::app::runModelInfo(modelPath);
     if (*synth) return armature::app::runModelSynth(outPath, seed);
+    if (*motionSynth) return armature::app::runMotionSynth(motionKind, motionModel, outPath, motionSeconds, motionFps);
     if (*render) return armature::app::runModelRender(modelPath, outPath, poses, height, yaw);
     if (*pose) return armature::app::runPose(poseOptions);
     if (*gltf) return armature::app::runGltf(gltfOptions);

@@ -7,6 +7,10 @@ namespace armature::app {
 int runInfo();
 int runModelInfo(const std::string& path);
 int runModelSynth(const std::string& out, uint64_t seed);
+// A motion the project makes itself (`kind`: "walk"), written as smplx parameters for `model` (empty: the default
+// avatar): `seconds` of it at `fps`.
+int runMotionSynth(const std::string& kind, const std::string& model, const std::string& out, double seconds,
+                   double fps);
 struct PoseOptions {
   std::string model, motion, output, backend = "auto";
   uint32_t firstFrame = 0, endFrame = UINT32_MAX;  // frames [first, end) of the (resampled) motion

@@ -226,6 +226,30 @@ TEST(Motion, SavedPoseParametersLoadBack) {
   EXPECT_THROW(writePoseParameters(tempPath("batch.npz"), model, BodyParams::zeros(model, 2)), Error);
 }
 
+// Several frames and their rate, for every layout: each frame read back as written.
+TEST(Motion, SavedMotionParametersLoadBack) {
+  for (uint32_t joints : {24u, 52u, 55u}) {
+    const BodyModel model = modelWithJoints(joints);
+    BodyParams p = BodyParams::zeros(model, 4, 10, joints == 55 ? 10 : 0);
+    p.pose = uniformValues(p.pose.size(), -0.7, 0.7, joints + 10);
+    for (uint32_t t = 0; t < 4; ++t)  // one shape for the sequence
+      for (uint32_t s = 0; s < 10; ++s) p.betas[t * 10 + s] = 0.1 * s;
+    p.expression = uniformValues(p.expression.size(), -2, 2, 7);
+    p.transl = uniformValues(12, -1, 1, 8);
+    const std::string path = tempPath("saved_motion.npz");
+    writeMotionParameters(path, model, p, 24);
+    const Motion m = loadMotion(path, model);
+    ASSERT_EQ(m.frames, 4u);
+    EXPECT_EQ(m.fps, 24);
+    const BodyParams back = motionFrames(model, m, 0, 4, p.shapeComponents, p.exprComponents);
+    for (size_t i = 0; i < p.pose.size(); ++i) EXPECT_NEAR(back.pose[i], p.pose[i], 1e-12) << joints << " " << i;
+    EXPECT_EQ(back.betas, p.betas);
+    EXPECT_EQ(back.expression, p.expression);
+    EXPECT_EQ(back.transl, p.transl);
+    std::filesystem::remove(path);
+  }
+}
+
 // Resampling: frames on source frames keep their values exactly; between them each rotation is the slerp (for two
 // rotations about one axis, the mean angle) and the translation the mean.
 TEST(Motion, ResamplingSlerpsRotations) {

@@ -13,13 +13,23 @@ namespace armature::cuda {
 
 bool compiled() { return true; }
 
+namespace {
+// Why cudaGetDeviceCount failed, in words a user can act on. Without any NVIDIA driver the runtime says "CUDA
+// driver version is insufficient", which reads as "upgrade the driver"; the driver version is then 0.
+std::string deviceCountFailure(cudaError_t e) {
+  cudaGetLastError();  // clear the sticky-free error so later queries start clean
+  int driver = -1;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0)
+    return "no NVIDIA driver is installed (CUDA needs an NVIDIA GPU and its driver; the Vulkan backend runs on any "
+           "GPU: --backend vulkan, or auto)";
+  return std::string("no usable CUDA driver/device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+}
+}  // namespace
+
 std::optional<std::string> unavailableReason() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error so later queries start clean
-    return std::string("no usable CUDA driver/device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-  }
+  if (e != cudaSuccess) return deviceCountFailure(e);
   if (count == 0) return std::string("no CUDA device present");
   return std::nullopt;
 }
@@ -31,8 +41,7 @@ RuntimeInfo queryRuntime() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    cudaGetLastError();
-    info.error = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    info.error = deviceCountFailure(e);
     return info;
   }
   for (int i = 0; i < count; ++i) {

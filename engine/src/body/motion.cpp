@@ -333,39 +333,52 @@ BodyParams motionFrames(const BodyModel& model, const Motion& motion, uint32_t f
   return p;
 }
 
-void writePoseParameters(const std::string& path, const BodyModel& model, const BodyParams& p) {
+void writeMotionParameters(const std::string& path, const BodyModel& model, const BodyParams& p, double fps) {
   validateBodyParams(model, p);
-  ARM_CHECK(p.batch == 1, "writePoseParameters: one pose, not a batch of %u", p.batch);
+  ARM_CHECK(p.batch >= 1, "writeMotionParameters: no frames");
+  ARM_CHECK(fps > 0 && fps < 10000, "writeMotionParameters: a frame rate in (0, 10000), not %g", fps);
   const JointLayout layout = jointLayoutOf(model.jointCount);
-  auto row = [&](size_t firstJoint, size_t joints) {
-    const auto begin = p.pose.begin() + long(firstJoint * 3);
-    return NpyWrite{{1, joints * 3}, NpyType::F64, std::vector<double>(begin, begin + long(joints * 3))};
+  const size_t T = p.batch, J = model.jointCount;
+  auto rows = [&](size_t firstJoint, size_t joints) {  // (T, joints·3) of every frame
+    NpyWrite w{{T, joints * 3}, NpyType::F64, {}};
+    for (size_t t = 0; t < T; ++t) {
+      const auto begin = p.pose.begin() + long((t * J + firstJoint) * 3);
+      w.values.insert(w.values.end(), begin, begin + long(joints * 3));
+    }
+    return w;
   };
   std::map<std::string, NpyWrite> out;
-  out["betas"] = {{1, p.shapeComponents}, NpyType::F64, p.betas};
-  const NpyWrite transl{{1, 3}, NpyType::F64, p.transl};
+  out["betas"] = {{1, p.shapeComponents}, NpyType::F64, {p.betas.begin(), p.betas.begin() + p.shapeComponents}};
+  out["mocap_frame_rate"] = {{}, NpyType::F64, {fps}};
+  const NpyWrite transl{{T, 3}, NpyType::F64, p.transl};
   if (layout == JointLayout::SmplH) {
-    out["poses"] = row(0, 52);
+    out["poses"] = rows(0, 52);
     out["trans"] = transl;
   } else {
-    out["global_orient"] = row(0, 1);
-    out["body_pose"] = row(1, layout == JointLayout::Smpl ? 23 : 21);
+    out["global_orient"] = rows(0, 1);
+    out["body_pose"] = rows(1, layout == JointLayout::Smpl ? 23 : 21);
     out["transl"] = transl;
   }
   if (layout == JointLayout::SmplX) {
-    out["jaw_pose"] = row(22, 1);
-    out["leye_pose"] = row(23, 1);
-    out["reye_pose"] = row(24, 1);
-    out["left_hand_pose"] = row(25, 15);
-    out["right_hand_pose"] = row(40, 15);
+    out["jaw_pose"] = rows(22, 1);
+    out["leye_pose"] = rows(23, 1);
+    out["reye_pose"] = rows(24, 1);
+    out["left_hand_pose"] = rows(25, 15);
+    out["right_hand_pose"] = rows(40, 15);
     if (model.hasHandPca())  // loadMotion adds the mean hand back, as smplx does with flat_hand_mean=False
-      for (size_t k = 0; k < 45; ++k) {
-        out["left_hand_pose"].values[k] -= model.handsMeanL[k];
-        out["right_hand_pose"].values[k] -= model.handsMeanR[k];
-      }
-    out["expression"] = {{1, p.exprComponents}, NpyType::F64, p.expression};
+      for (size_t t = 0; t < T; ++t)
+        for (size_t k = 0; k < 45; ++k) {
+          out["left_hand_pose"].values[t * 45 + k] -= model.handsMeanL[k];
+          out["right_hand_pose"].values[t * 45 + k] -= model.handsMeanR[k];
+        }
+    out["expression"] = {{T, p.exprComponents}, NpyType::F64, p.expression};
   }
   writeNpz(path, out);
+}
+
+void writePoseParameters(const std::string& path, const BodyModel& model, const BodyParams& p) {
+  ARM_CHECK(p.batch == 1, "writePoseParameters: one pose, not a batch of %u", p.batch);
+  writeMotionParameters(path, model, p, 30);
 }
 
 }  // namespace armature

@@ -49,10 +49,13 @@ Motion resampleMotion(const Motion& motion, double fps);
 // motion up to a constant offset (the rest pelvis's, R·J0 − J0).
 Motion yUp(const Motion& motion);
 
-// One pose (params batch 1) as a parameter file loadMotion reads back to the same pose: for SMPL-X smplx's names
-// (global_orient, body_pose, jaw_pose, leye_pose, reye_pose, left/right_hand_pose as full rotations less the
-// model's mean hand, betas, expression, transl); for SMPL global_orient, body_pose (69), betas, transl; for SMPL+H
-// AMASS's poses (156), trans, betas. An .npz of float64; throws armature::Error naming the path.
+// A motion of params.batch frames at `fps` (frame t is params' row t; the shape is row 0's) as a parameter file
+// loadMotion reads back to the same frames: for SMPL-X smplx's names (global_orient, body_pose, jaw_pose,
+// leye_pose, reye_pose, left/right_hand_pose as full rotations less the model's mean hand, betas, expression,
+// transl), (T, k) each; for SMPL global_orient, body_pose (69), betas, transl; for SMPL+H AMASS's poses (156),
+// trans, betas; and mocap_frame_rate. An .npz of float64; throws armature::Error naming the path.
+void writeMotionParameters(const std::string& path, const BodyModel& model, const BodyParams& frames, double fps);
+// One pose (params batch 1): writeMotionParameters of one frame.
 void writePoseParameters(const std::string& path, const BodyModel& model, const BodyParams& params);
 
 // The unit quaternion (w, x, y, z) of an axis-angle rotation vector.
