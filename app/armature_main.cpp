@@ -11,6 +11,7 @@
 int main(int argc, char** argv) {
   namespace cli = armature::cli;
   CLI::App app{"Armature: differentiable avatar and geometry operations on the GPU"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.require_subcommand(1);
   auto* info = app.add_subcommand("info", "Vulkan and CUDA devices, versions and capabilities");
   auto* model = app.add_subcommand("model", "Body model files (SMPL, SMPL+H, SMPL-X, MANO; .npz or .pkl)");
@@ -30,16 +31,13 @@ int main(int argc, char** argv) {
                              "the viewer's --motion and armature.smplx read)");
   std::string motionKind = "walk", motionModel;
   double motionSeconds = 2, motionFps = 30;
-  motionSynth->add_option("kind", motionKind, "the motion: walk")
-      ->check(CLI::IsMember({"walk"}))
-      ->capture_default_str();
+  motionSynth->add_option("kind", motionKind, "the motion: walk")->check(CLI::IsMember({"walk"}));
   motionSynth->add_option("-o,--output", outPath, "output .npz")->required()->check(cli::writableFile());
   motionSynth->add_option("--model", motionModel, "the model it is for, .npz or .pkl (default: the default avatar)")
       ->check(cli::regularFile());
   motionSynth->add_option("--seconds", motionSeconds, "length, rounded to whole strides (one a second)")
-      ->check(cli::finiteRange(0.5, 3600))
-      ->capture_default_str();
-  motionSynth->add_option("--fps", motionFps, "frame rate")->check(cli::finiteRange(1, 1000))->capture_default_str();
+      ->check(cli::finiteRange(0.5, 3600));
+  motionSynth->add_option("--fps", motionFps, "frame rate")->check(cli::finiteRange(1, 1000));
   auto* render = model->add_subcommand("render", "Pose a model with the CPU reference and draw it into a PNG");
   std::vector<std::string> poses = {"a-pose"};
   int height = 720;
@@ -116,7 +114,8 @@ int main(int argc, char** argv) {
       ->check(cli::regularFile());
   bake->add_option("--pose", bakeOptions.pose, "pose preset")->check(CLI::IsMember(armature::app::posePresetNames()));
   bake->add_option("-o,--output", bakeOptions.output, "the texture, .png")->check(cli::writableFile());
-  bake->add_option("--size", bakeOptions.size, "texels per side of the texture")->check(CLI::Range(256u, 8192u));
+  // 512 is the least at which the default avatar's 10,694 UV charts each get texels (at 256 none does).
+  bake->add_option("--size", bakeOptions.size, "texels per side of the texture")->check(CLI::Range(512u, 8192u));
   bake->add_option("--views", bakeOptions.views, "cameras around the avatar")->check(CLI::Range(1u, 64u));
   bake->add_option("--view-size", bakeOptions.viewSize, "pixels per side of each view")->check(CLI::Range(16u, 8192u));
   bake->add_option("--views-png", bakeOptions.viewsPng, "also write the views side by side, .png")

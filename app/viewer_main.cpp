@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   namespace cli = armature::cli;
   armature::app::ViewerOptions o;
   CLI::App app{"armature-viewer: live avatar posing with GPU profiling"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   std::string size;
   constexpr uint32_t kMaxSide = 16384;
   app.add_flag("--headless", o.headless, "render offscreen, no window system");
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   app.add_option("--bake", o.bake,
                  "bake the avatar every frame, painted by body part, from --bake-views views of NxN into an NxN "
                  "texture over a generated UV atlas, and draw the crowd with it")
-      ->check(CLI::Range(256u, 8192u));
+      ->check(CLI::Range(512u, 8192u));  // the default avatar's atlas needs 512 (armature bake --size)
   app.add_option("--bake-views", o.bakeViews, "--bake: cameras around the avatar")->check(CLI::Range(1u, 64u));
   app.add_option("--field", o.field,
                  "a Gaussian field (armature fit-field's .npz) attached to the avatar's joints, posed, evaluated "

@@ -67,6 +67,7 @@ class Viewer {
   void loadPose(const std::string& path);
   void runCaught(const std::function<void()>& action);
   void handleCamera();
+  void onKey(int key, int action);
   void drawFrame();
   bool saveScreenshot(const std::string& path);
   void loadModel(const std::string& path);
@@ -103,6 +104,7 @@ class Viewer {
   std::string m_pendingScreenshot;
   std::unique_ptr<vk::Buffer> m_shot;
   std::vector<uint8_t> m_lastScreenshot;
+  std::vector<int> m_taps;  // keys pressed since the last frame, in order (a held key's repeats are not taps)
   void frameOnce();
   int guiTest();
   int characterGuiTest();
@@ -117,6 +119,11 @@ void Viewer::createWindow() {
   glfwSetWindowUserPointer(m_window, this);
   glfwSetFramebufferSizeCallback(
       m_window, [](GLFWwindow* w, int, int) { static_cast<Viewer*>(glfwGetWindowUserPointer(w))->m_resize = true; });
+  // Installed before ImGui's, which chains to it. Taps are counted as GLFW delivers them, not polled once a frame:
+  // at a few frames a second a tap between two frames still counts, and a held key toggles once.
+  glfwSetKeyCallback(m_window, [](GLFWwindow* w, int key, int, int action, int) {
+    static_cast<Viewer*>(glfwGetWindowUserPointer(w))->onKey(key, action);
+  });
   uint32_t n = 0;
   const char** exts = glfwGetRequiredInstanceExtensions(&n);
   vk::ContextOptions co;
@@ -176,13 +183,20 @@ void Viewer::setBackend(Backend b) {
   }
 }
 
+void Viewer::onKey(int key, int action) {
+  if (action == GLFW_PRESS) m_taps.push_back(key);
+}
+
 void Viewer::handleCamera() {
   orbitCamera(m_camera);
   const ImGuiIO& io = ImGui::GetIO();
-  if (!io.WantCaptureKeyboard) {
-    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space))) m_scene->animate = !m_scene->animate;
-    if (glfwGetKey(m_window, GLFW_KEY_F) == GLFW_PRESS) frameAvatars(m_camera, *m_scene, CameraView::Current);
-    if (ImGui::IsKeyPressed(GLFW_KEY_F1)) m_showOverlay = !m_showOverlay;
+  std::vector<int> taps;
+  taps.swap(m_taps);
+  if (io.WantCaptureKeyboard) return;  // typed into a text field
+  for (int key : taps) {
+    if (key == GLFW_KEY_SPACE) m_scene->animate = !m_scene->animate;
+    if (key == GLFW_KEY_F1) m_showOverlay = !m_showOverlay;
+    if (key == GLFW_KEY_F) frameAvatars(m_camera, *m_scene, CameraView::Current);
   }
 }
 
@@ -559,12 +573,25 @@ int Viewer::guiTest() {
   const size_t differ = changedPixels(compute, after);
   std::printf("gui test: compute rasteriser differs from the hardware one at %zu of %zu pixels%s\n", differ,
               after.size() / 4, m_computeRaster ? "" : (" (it failed: " + m_status + ")").c_str());
+  // Keys between two frames, as GLFW delivers them: a tap of Space held long enough to repeat toggles once; two
+  // taps toggle twice; F1 taps the overlay.
+  const bool animating = m_scene->animate, overlayShown = m_showOverlay;
+  for (int action : {GLFW_PRESS, GLFW_REPEAT, GLFW_REPEAT, GLFW_RELEASE}) onKey(GLFW_KEY_SPACE, action);
+  onKey(GLFW_KEY_F1, GLFW_PRESS), onKey(GLFW_KEY_F1, GLFW_RELEASE);
+  frameOnce();
+  const bool tappedOnce = m_scene->animate != animating && m_showOverlay != overlayShown;
+  for (int action : {GLFW_PRESS, GLFW_RELEASE, GLFW_PRESS, GLFW_RELEASE}) onKey(GLFW_KEY_SPACE, action);
+  onKey(GLFW_KEY_F1, GLFW_PRESS);
+  frameOnce();
+  const bool keys = tappedOnce && m_scene->animate != animating && m_showOverlay == overlayShown;
+  std::printf("gui test: keys between frames %s\n", keys ? "toggle once per tap" : "were lost or repeated");
+  m_scene->animate = animating;
   std::string json = dir + "/gui_profile.json";
   m_profiler.writeChromeTrace(json);
   bool moved = changed > before.size() / 4 / 200;  // at least 0.5% of the image
   bool agree = m_computeRaster && compute.size() == after.size() && differ < after.size() / 4 / 100;  // under 1%
   const bool poseBack = poseError<1e-9, viewsChange = viewsDiffer> front.size() / 4 / 100;
-  return moved && agree && poseBack && viewsChange ? 0 : 1;
+  return moved && agree && poseBack && viewsChange && keys ? 0 : 1;
 }
 
 // The glTF character's smoke test: its clip's first frame, then a quarter second into the clip (each member at its

@@ -36,6 +36,7 @@ using bench::Row;
 int main(int argc, char** argv) {
   namespace cli = armature::cli;
   CLI::App app{"armature-bench: GPU-timed medians against bandwidth and arithmetic floors"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.require_subcommand(1);
   std::string backendName = "cuda", batches = "1,32,512,4096", jsonPath, modelPath, pipelineViews = "1,8";
   bool backward = false, noResidency = false, noTensorCores = false;

@@ -10,4 +10,7 @@ build=${BUILD_DIR:-$root/build}
 export ARMATURE_REQUIRE_VULKAN=${ARMATURE_REQUIRE_VULKAN:-1}  # lavapipe is installed above: Vulkan tests must run
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/armature-xdg}; mkdir -p -m700 "$XDG_RUNTIME_DIR"
 cd "$build"
-ctest --output-on-failure -j "$(nproc)" --timeout 1500
+status=0
+ctest --output-on-failure -j "$(nproc)" --timeout 1500 || status=$?
+python3 "$root/scripts/skip_reasons.py" Testing/Temporary/LastTest.log  # the summary names them; this says why
+exit $status

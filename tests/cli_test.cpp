@@ -241,6 +241,9 @@ const BadInput kBadInputs[] = {
     {"armature-viewer", {"--headless", "--model", "@GARBAGE@", "--frames", "1"}, 1, "not a readable .npz"},
     {"armature-viewer", {"--gui-test", "/nonexistent"}, 2, "--gui-test: .*no such directory"},
     {"armature-viewer", {"--no-such-flag"}, 2, "no-such-flag"},
+    {"armature-viewer", {"--headless", "--bake", "256"}, 2, "--bake: Value 256 not in range"},
+    {"armature", {"bake", "--size", "256"}, 2, "--size: Value 256 not in range"},
+    {"armature", {"motion", "synth", "walk", "--seconds", "0", "-o", "@DIR@/w.npz"}, 2, "--seconds"},
     // armature-bench
     {"armature-bench", {}, 2, "subcommand"},
     {"armature-bench", {"axpy", "--backend", "vulkan", "--iters", "0"}, 2, "--iters: Value 0 not in range"},
