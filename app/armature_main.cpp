@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
       ->check(cli::regularFile());
   pose->add_option("-o,--output", poseOptions.output,
                    "OUT.obj or OUT.ply (a mesh per frame: OUT_00000.obj, ...; one frame: OUT itself), OUT.glb (the "
-                   "shaped avatar as a skinned mesh, the motion its animation, y-up), OUT.npy or OUT.csv (every "
-                   "frame's joints)")
+                   "shaped avatar as a skinned mesh, the motion its animation), OUT.npy or OUT.csv (every frame's "
+                   "joints). Axes: .glb is y-up (glTF's); the others keep the motion's own (AMASS: z-up; smplx "
+                   "parameters: the model's, y-up)")
       ->required()
       ->check(cli::writableFile());
   pose->add_option("--frames", frames, "A:B, frames [A, B) (either may be left out)")->check(cli::frameRange());

@@ -46,12 +46,25 @@ void posePanels(AvatarScene& scene, const std::vector<PoseGroup>& groups, int& a
       if (ImGui::SliderFloat3("translation (m)", t, -2, 2))
         for (int k = 0; k < 3; ++k) p.transl[size_t(k)] = t[k];
     }
-    // Axis-angle per joint (x, y, z in radians): smplx's own parameterisation; ±π globally, ±2.5 rad elsewhere.
+    // Axis-angle per joint (smplx's own parameterisation) shown in degrees about x, y and z, each labelled: drag
+    // at half a degree a pixel, or double-click to type; ±180° for the root, ±143° (2.5 rad) elsewhere.
+    const float spacing = ImGui::GetStyle().ItemInnerSpacing.x;
+    const float width = (ImGui::GetContentRegionAvail().x * 0.68f - 2 * spacing) / 3;
+    static const char* const ids[3] = {"##x", "##y", "##z"};
+    static const char* const formats[3] = {"x %.0f\u00b0", "y %.0f\u00b0", "z %.0f\u00b0"};
     for (uint32_t j : groups[g].joints) {
-      float v[3] = {float(p.pose[j * 3]), float(p.pose[j * 3 + 1]), float(p.pose[j * 3 + 2])};
-      float lim = j == 0 ? pi : 2.5f;
-      if (ImGui::SliderFloat3(scene.model().jointNames[j].c_str(), v, -lim, lim))
-        for (int k = 0; k < 3; ++k) p.pose[j * 3 + size_t(k)] = v[k];
+      ImGui::PushID(int(j));
+      const float limit = (j == 0 ? pi : 2.5f) * 180 / pi;
+      for (int k = 0; k < 3; ++k) {
+        if (k) ImGui::SameLine(0, spacing);
+        ImGui::SetNextItemWidth(width);
+        float degrees = float(p.pose[j * 3 + size_t(k)]) * 180 / pi;
+        if (ImGui::DragFloat(ids[k], &degrees, 0.5f, -limit, limit, formats[k], ImGuiSliderFlags_AlwaysClamp))
+          p.pose[j * 3 + size_t(k)] = degrees * pi / 180;
+      }
+      ImGui::SameLine(0, spacing);
+      ImGui::TextUnformatted(scene.model().jointNames[j].c_str());
+      ImGui::PopID();
     }
     ImGui::PopID();
   }

@@ -164,26 +164,32 @@ def test_bad_input_is_named():
         smplx.SMPLX("/nonexistent/SMPLX_NEUTRAL.npz")
 
 
-@pytest.fixture(scope="module")
-def smplh_file(tmp_path_factory):
-    """A random model of SMPL+H's layout (6,890 vertices, 52 joints, 16 shape directions, no expressions, PCA hands),
-    written as smplx's npz files are."""
-    rng = np.random.default_rng(3)
-    V, J = 6890, 52
-    parents = [-1] + [max(0, (j - 1) // 2) for j in range(1, J)]
+def random_model(path, rng, V, J, parents, shape_directions, faces, scale, **extra):
+    """A random model of V vertices and J joints written as smplx's npz files are (float32), and its arrays as the
+    file holds them (float64 tensors), with the parents."""
     weights = rng.random((V, J)) ** 8
-    d = dict(v_template=rng.random((V, 3)) - 0.5, f=rng.integers(0, V, (2000, 3)).astype(np.uint32),
+    d = dict(v_template=(rng.random((V, 3)) - 0.5) * scale, f=rng.integers(0, V, (faces, 3)).astype(np.uint32),
              J_regressor=(lambda r: r / r.sum(1, keepdims=True))(rng.random((J, V)) ** 16),
              kintree_table=np.array([[2 ** 32 - 1] + parents[1:], list(range(J))], dtype=np.int64),
              weights=weights / weights.sum(1, keepdims=True), posedirs=(rng.random((V, 3, (J - 1) * 9)) - 0.5) * 0.01,
-             shapedirs=(rng.random((V, 3, 16)) - 0.5) * 0.05, hands_componentsl=rng.random((45, 45)) - 0.5,
-             hands_componentsr=rng.random((45, 45)) - 0.5, hands_meanl=(rng.random(45) - 0.5) * 0.2,
-             hands_meanr=(rng.random(45) - 0.5) * 0.2)
-    path = tmp_path_factory.mktemp("smplh") / "SMPLH_NEUTRAL.npz"
+             shapedirs=(rng.random((V, 3, shape_directions)) - 0.5) * 0.05 * scale, **extra)
     np.savez(path, **{k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in d.items()})
     arrays = {k: torch.tensor(np.asarray(v, dtype=np.float32).astype(np.float64)) for k, v in d.items()
               if k not in ("f", "kintree_table")}
     arrays["parents"] = parents
+    return arrays
+
+
+@pytest.fixture(scope="module")
+def smplh_file(tmp_path_factory):
+    """A random model of SMPL+H's layout (6,890 vertices, 52 joints, 16 shape directions, no expressions, PCA
+    hands)."""
+    rng = np.random.default_rng(3)
+    parents = [-1] + [max(0, (j - 1) // 2) for j in range(1, 52)]
+    path = tmp_path_factory.mktemp("smplh") / "SMPLH_NEUTRAL.npz"
+    arrays = random_model(path, rng, 6890, 52, parents, 16, 2000, 1.0,
+                          hands_componentsl=rng.random((45, 45)) - 0.5, hands_componentsr=rng.random((45, 45)) - 0.5,
+                          hands_meanl=(rng.random(45) - 0.5) * 0.2, hands_meanr=(rng.random(45) - 0.5) * 0.2)
     return path, arrays
 
 
@@ -361,24 +367,14 @@ def test_face_contour_follows_the_head_turn(arrays, contour_file):
 
 @pytest.fixture(scope="module")
 def mano_file(tmp_path_factory):
-    """A random model of MANO's layout (778 vertices, 16 joints, 10 shape directions, one hand's PCA)."""
+    """A random model of MANO's layout (778 vertices, 16 joints, 10 shape directions, one hand's PCA), in a folder
+    as smplx.create finds it."""
     rng = np.random.default_rng(15)
-    V, J = 778, 16
-    parents = [-1] + [0 if j % 3 == 1 else j - 1 for j in range(1, J)]
-    weights = rng.random((V, J)) ** 8
-    d = dict(v_template=(rng.random((V, 3)) - 0.5) * 0.1, f=rng.integers(0, V, (1538, 3)).astype(np.uint32),
-             J_regressor=(lambda r: r / r.sum(1, keepdims=True))(rng.random((J, V)) ** 16),
-             kintree_table=np.array([[2 ** 32 - 1] + parents[1:], list(range(J))], dtype=np.int64),
-             weights=weights / weights.sum(1, keepdims=True), posedirs=(rng.random((V, 3, (J - 1) * 9)) - 0.5) * 0.01,
-             shapedirs=(rng.random((V, 3, 10)) - 0.5) * 0.01, hands_components=rng.random((45, 45)) - 0.5,
-             hands_mean=(rng.random(45) - 0.5) * 0.2)
+    parents = [-1] + [0 if j % 3 == 1 else j - 1 for j in range(1, 16)]
     folder = tmp_path_factory.mktemp("models")
     (folder / "mano").mkdir()
-    path = folder / "mano" / "MANO_RIGHT.npz"
-    np.savez(path, **{k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in d.items()})
-    arrays = {k: torch.tensor(np.asarray(v, dtype=np.float32).astype(np.float64)) for k, v in d.items()
-              if k not in ("f", "kintree_table")}
-    arrays["parents"] = parents
+    arrays = random_model(folder / "mano" / "MANO_RIGHT.npz", rng, 778, 16, parents, 10, 1538, 0.1,
+                          hands_components=rng.random((45, 45)) - 0.5, hands_mean=(rng.random(45) - 0.5) * 0.2)
     return folder, arrays
 
 
