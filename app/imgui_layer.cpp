@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <set>
 
 #include "app/viewer.h"
 #include "armature/error.h"
@@ -198,6 +199,13 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayS
     state.updated = now;
     state.stats = profiler.stats(300);
     const auto& frames = profiler.frames();
+    // Only stages the recent frames ran (GPU zones arrive a couple of frames late): after a switch of model or
+    // backend the old stages leave the table at once instead of lingering for 300 frames.
+    std::set<std::string> recent = {"cpu frame", "gpu total"};
+    for (size_t i = frames.size() - std::min<size_t>(frames.size(), 8); i < frames.size(); ++i)
+      for (const auto* spans : {&frames[i].gpu, &frames[i].cpu})
+        for (const Span& span : *spans) recent.insert(span.name);
+    std::erase_if(state.stats, [&](const auto& entry) { return !recent.count(entry.first); });
     size_t n = std::min<size_t>(frames.size(), 300);
     state.gpu.assign(n, 0.0f);
     state.cpu.assign(n, 0.0f);
@@ -214,20 +222,28 @@ void profilerOverlay(const Profiler& profiler, const OverlayInfo& info, OverlayS
     else
       std::snprintf(line, sizeof line, "GPU memory: n/a (no VK_EXT_memory_budget)");
     state.memory = line;
-    std::snprintf(line, sizeof line, "%s: frame %llu, %u avatar(s), %ux%u", info.ctx->info().name.c_str(),
+    std::snprintf(line, sizeof line, "%s\nframe %llu, %u avatar(s), %ux%u", info.ctx->info().name.c_str(),
                   (unsigned long long)info.frame, info.avatars, info.extent.width, info.extent.height);
     state.frame = line;
   }
   ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos({io.DisplaySize.x - 430, 10}, ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize({420, 330}, ImGuiCond_FirstUseEver);
-  ImGui::Begin("GPU frame time");
+  ImGui::SetNextWindowPos({io.DisplaySize.x - 10, 10}, ImGuiCond_FirstUseEver, {1, 0});  // its right edge
+  // Sized to its contents: more stages grow the window rather than push the export button out of it.
+  ImGui::Begin("GPU frame time", nullptr, ImGuiWindowFlags_AlwaysAutoResize);
+  const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  if (at.x + size.x > io.DisplaySize.x)  // grown past the screen's edge: back inside it (the user may move it)
+    ImGui::SetWindowPos({std::max(0.0f, io.DisplaySize.x - size.x), at.y});
   if (!state.gpu.empty()) {
-    ImGui::PlotLines("GPU ms", state.gpu.data(), int(state.gpu.size()), 0, nullptr, 0.0f, FLT_MAX, {0, 60});
-    ImGui::PlotLines("CPU ms", state.cpu.data(), int(state.cpu.size()), 0, nullptr, 0.0f, FLT_MAX, {0, 40});
+    ImGui::PlotLines("GPU ms", state.gpu.data(), int(state.gpu.size()), 0, nullptr, 0.0f, FLT_MAX, {300, 60});
+    ImGui::PlotLines("CPU ms", state.cpu.data(), int(state.cpu.size()), 0, nullptr, 0.0f, FLT_MAX, {300, 40});
   }
-  if (ImGui::BeginTable("stages", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
-    for (const char* h : {"stage", "last", "mean", "p99", "max"}) ImGui::TableSetupColumn(h);
+  float nameWidth = ImGui::CalcTextSize("stage").x;
+  for (const auto& entry : state.stats) nameWidth = std::max(nameWidth, ImGui::CalcTextSize(entry.first.c_str()).x);
+  if (ImGui::BeginTable("stages", 5,
+                        ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("stage", ImGuiTableColumnFlags_WidthFixed, nameWidth);  // names whole
+    for (const char* h : {"last", "mean", "p99", "max"})
+      ImGui::TableSetupColumn(h, ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("0000.000").x);
     ImGui::TableHeadersRow();
     for (auto& [name, s] : state.stats) {
       ImGui::TableNextRow();
