@@ -164,6 +164,14 @@ def test_bad_input_is_named():
         smplx.SMPLX("/nonexistent/SMPLX_NEUTRAL.npz")
 
 
+def backend_setup(backend):
+    """The dtype and backend= argument of a test run on "cpu" (the float64 reference) or "vulkan" (float32)."""
+    if backend == "vulkan":
+        _require("vulkan")
+        return torch.float32, "vulkan"
+    return torch.float64, "auto"
+
+
 def random_model(path, rng, V, J, parents, shape_directions, faces, scale, **extra):
     """A random model of V vertices and J joints written as smplx's npz files are (float32), and its arrays as the
     file holds them (float64 tensors), with the parents."""
@@ -196,11 +204,9 @@ def smplh_file(tmp_path_factory):
 @pytest.mark.parametrize("backend", ["cpu", "vulkan"])
 def test_smplh_has_no_expression_buffers(smplh_file, backend):
     """A model without expressions (SMPL+H) skins with none passed, on the reference and on the GPU."""
-    if backend == "vulkan":
-        _require("vulkan")
+    dtype, on = backend_setup(backend)
     path, d = smplh_file
-    dtype = torch.float64 if backend == "cpu" else torch.float32
-    model = smplx.SMPLH(path, dtype=dtype, batch_size=2, backend="vulkan" if backend == "vulkan" else "auto")
+    model = smplx.SMPLH(path, dtype=dtype, batch_size=2, backend=on)
     p = {k: v.to(dtype) for k, v in params(2, seed=4).items() if k in ("betas", "global_orient", "transl",
                                                                         "left_hand_pose", "right_hand_pose")}
     p["body_pose"] = params(2, seed=5)["body_pose"][:, :63].to(dtype)
@@ -231,10 +237,8 @@ def test_create_finds_the_file_in_a_folder(smplh_file):
 def test_backward_of_an_earlier_forward(backend):
     """The library differentiates its skinning's last forward: a backward after another forward must still give the
     gradients of its own (the forward runs again), and one right after its forward the same (it does not)."""
-    if backend == "vulkan":
-        _require("vulkan")
-    dtype = torch.float64 if backend == "cpu" else torch.float32
-    model = smplx.SMPLX(MODEL, dtype=dtype, backend="vulkan" if backend == "vulkan" else "auto")
+    dtype, on = backend_setup(backend)
+    model = smplx.SMPLX(MODEL, dtype=dtype, backend=on)
     first = {k: v.to(dtype).requires_grad_() for k, v in params(1, seed=6).items()}
     second = {k: v.to(dtype) for k, v in params(1, seed=7).items()}
     model(**first).vertices.square().sum().backward()
@@ -282,11 +286,8 @@ def test_matrix_to_axis_angle_round_trips_at_every_angle():
 def test_rotation_matrices_as_input(arrays, backend):
     """pose2rot=False: the same surface from the axis-angles' matrices, and the gradients of a 6D-parameterised pose
     (matrices by Gram–Schmidt, as fitting code builds them) equal to those of smplx's lbs() on the matrices."""
-    if backend == "vulkan":
-        _require("vulkan")
-    dtype = torch.float64 if backend == "cpu" else torch.float32
-    kwargs = dict(dtype=dtype, batch_size=2, use_pca=False, flat_hand_mean=True,
-                  backend="vulkan" if backend == "vulkan" else "auto")
+    dtype, on = backend_setup(backend)
+    kwargs = dict(dtype=dtype, batch_size=2, use_pca=False, flat_hand_mean=True, backend=on)
     model = smplx.SMPLX(MODEL, **kwargs)
     g = torch.Generator().manual_seed(11)
     pose = (torch.rand(2, 55, 3, generator=g, dtype=torch.float64) * 2 - 1) * 0.8
@@ -380,12 +381,9 @@ def mano_file(tmp_path_factory):
 
 @pytest.mark.parametrize("backend", ["cpu", "vulkan"])
 def test_mano(mano_file, backend):
-    if backend == "vulkan":
-        _require("vulkan")
+    dtype, on = backend_setup(backend)
     folder, d = mano_file
-    dtype = torch.float64 if backend == "cpu" else torch.float32
-    model = smplx.create(folder, model_type="mano", ext="npz", dtype=dtype, batch_size=3,
-                         backend="vulkan" if backend == "vulkan" else "auto")
+    model = smplx.create(folder, model_type="mano", ext="npz", dtype=dtype, batch_size=3, backend=on)
     assert isinstance(model, smplx.MANO) and model.hand_pose.shape == (3, 6)
     p = params(3, seed=16)
     hand_pose, betas = p["left_hand_pose"], p["betas"]
