@@ -282,6 +282,16 @@ void AvatarScene::update(double seconds) {
   }
 }
 
+BodyParams AvatarScene::shown() const {
+  BodyParams p = BodyParams::zeros(m_model, 1, m_shape, m_expr);
+  std::copy_n(m_params.pose.begin(), p.pose.size(), p.pose.begin());
+  std::copy_n(m_params.betas.begin(), m_shape, p.betas.begin());  // avatar 0 has no crowd jitter
+  std::copy_n(m_params.expression.begin(), m_expr, p.expression.begin());
+  const auto [x, z] = place(0, m_avatars, 1.1);
+  p.transl = {m_params.transl[0] - x, m_params.transl[1], m_params.transl[2] - z};
+  return p;
+}
+
 VkBuffer AvatarScene::positions() const { return lane().positions.vulkanBuffer(); }
 
 VkBuffer AvatarScene::joints() const { return lane().joints.vulkanBuffer(); }

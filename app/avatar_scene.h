@@ -97,6 +97,11 @@ class AvatarScene : public Scene {
   float floorY() const override { return m_floorY; }
   // The parameters of every avatar as the backends see them (for tests).
   const BodyParams& params() const { return m_params; }
+  // Avatar 0 as it is drawn (a motion's frame, or the walk loop on the base pose), at the base pose's place rather
+  // than its place in the crowd: what "save" writes and the pose controls show while something plays.
+  BodyParams shown() const;
+  // Whether the avatars show something else than base(): a motion (playing or paused) or the walk loop.
+  bool playing() const { return m_motion.frames > 0 || animate; }
 
   class Lane;  // a GPU backend's side of the frame (avatar_scene.cpp)
 

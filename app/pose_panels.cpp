@@ -31,7 +31,16 @@ std::vector<PoseGroup> poseGroups(const BodyModel& m) {
 }
 
 void posePanels(AvatarScene& scene, const std::vector<PoseGroup>& groups, int& activeShape, int& activeExpr) {
-  BodyParams& p = scene.base();
+  // While a motion or the walk loop plays, the controls show the frame on screen (read-only): editing the base
+  // pose then would change nothing visible.
+  const bool playing = scene.playing();
+  BodyParams shown;
+  if (playing) {
+    shown = scene.shown();
+    ImGui::TextDisabled("showing the playing frame: pause the walk or close the motion to edit");
+    ImGui::BeginDisabled();
+  }
+  BodyParams& p = playing ? shown : scene.base();
   const float pi = 3.14159265f;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!ImGui::CollapsingHeader(groups[g].title)) continue;
@@ -68,6 +77,7 @@ void posePanels(AvatarScene& scene, const std::vector<PoseGroup>& groups, int& a
     }
     ImGui::PopID();
   }
+  if (playing) ImGui::EndDisabled();
   if (ImGui::CollapsingHeader("Shape")) {
     if (ImGui::SliderInt("active shape", &activeShape, 0, int(scene.model().shapeCount)))
       scene.setComponentCounts(uint32_t(activeShape), scene.exprComponents());

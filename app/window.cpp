@@ -315,6 +315,10 @@ void Viewer::motionPanel(AvatarScene& avatar) {
       m_status = std::string(m_motionPath) + ": " + avatar.motion()->description;
     });
   }
+  if (avatar.motion()) {
+    ImGui::SameLine();
+    if (ImGui::Button("close")) avatar.clearMotion();  // back to the base pose, which the controls then edit
+  }
   if (const Motion* motion = avatar.motion()) {
     float at = float(m_animTime), length = float(avatar.clipSeconds());
     if (ImGui::SliderFloat("time (s)", &at, 0.f, length, "%.2f")) m_animTime = at, avatar.update(m_animTime);
@@ -352,7 +356,7 @@ void Viewer::filePanel() {
 }
 
 void Viewer::savePose(const std::string& path) {
-  writePoseParameters(path, body()->model(), body()->base());
+  writePoseParameters(path, body()->model(), body()->shown());  // what is on screen, a playing frame too
   m_status = "wrote " + path;
 }
 
@@ -547,6 +551,17 @@ int Viewer::guiTest() {
   double poseError = 0;
   for (size_t i = 0; i < posed.size(); ++i) poseError = std::max(poseError, std::abs(avatar.base().pose[i] - posed[i]));
   std::printf("gui test: pose saved and loaded back, largest difference %.3g rad\n", poseError);
+  // Saved while the walk loop plays, the file holds the frame on screen, not the base pose under it.
+  avatar.animate = true;
+  avatar.update(0.7);
+  const BodyParams walking = avatar.shown();
+  savePose(dir + "/gui_walk.npz");
+  loadPose(dir + "/gui_walk.npz");  // stops the loop: the base pose is now the saved frame
+  double walkError = 0;
+  for (size_t i = 0; i < walking.pose.size(); ++i)
+    walkError = std::max(walkError, std::abs(avatar.base().pose[i] - walking.pose[i]));
+  std::printf("gui test: a playing frame saved and loaded back, largest difference %.3g rad\n", walkError);
+  poseError = std::max(poseError, walkError);
   // Camera presets: the front and top views of the same frame differ.
   frameAvatars(m_camera, *m_scene, CameraView::Front);
   m_pendingScreenshot = dir + "/gui_front.png";
