@@ -143,10 +143,6 @@ struct AvatarScene::FieldBuffers {
 
 namespace {
 constexpr uint32_t kCpuMaxAvatars = 16;  // the double reference takes ~20 ms per avatar
-void put(DeviceBuffer& b, const std::vector<double>& v) {
-  const std::vector<float> f(v.begin(), v.end());
-  b.upload(f.data(), f.size() * 4);
-}
 }  // namespace
 
 AvatarScene::AvatarScene(vk::Context& ctx, BodyModel model, uint32_t maxAvatars, uint32_t S, uint32_t E)
@@ -310,8 +306,8 @@ void AvatarScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   if (m_backend == Backend::Cpu) {  // the reference, into the buffers the renderer draws from
     const int64_t t0 = steadyNowNs();
     BodyOutput out = bodyForwardRef(m_model, m_params);
-    put(m_vulkanLane->positions, out.vertices);
-    put(m_vulkanLane->joints, out.joints);
+    uploadFloats(m_vulkanLane->positions, out.vertices);
+    uploadFloats(m_vulkanLane->joints, out.joints);
     m_ownTimes.push_back({"skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
   } else {
     Lane& gpu = lane();

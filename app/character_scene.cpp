@@ -187,8 +187,8 @@ void CharacterScene::skin(VkCommandBuffer cmd, vk::GpuTimer* timer) {
   if (m_backend == Backend::Cpu) {
     const int64_t t0 = steadyNowNs();
     const GltfPoseRef posed = poseGltfCharacterRef(m_character, m_forest, m_locals, m_avatars);
-    m_vulkanLane->positions.upload(std::span<const float>(toFloats(posed.vertices)));
-    m_vulkanLane->joints.upload(std::span<const float>(toFloats(posed.joints)));
+    uploadFloats(m_vulkanLane->positions, posed.vertices);
+    uploadFloats(m_vulkanLane->joints, posed.joints);
     m_ownTimes.push_back({"gltf joints + skinning (cpu)", double(steadyNowNs() - t0) * 1e-6, t0, Track::Cpu});
     return;
   }

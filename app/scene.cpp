@@ -61,6 +61,11 @@ std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint
   return std::make_unique<CompositeScene>(ctx, std::move(parts));
 }
 
+void uploadFloats(DeviceBuffer& buffer, const std::vector<double>& values) {
+  const std::vector<float> f(values.begin(), values.end());
+  buffer.upload(f.data(), f.size() * 4);
+}
+
 struct FrameStage::Cuda {
 #ifdef ARMATURE_HAS_INTEROP
   cuda::Stream stream;

@@ -77,6 +77,9 @@ std::array<double, 2> crowdPlace(uint32_t i, uint32_t count, double spacing);
 // neighbours move alike.
 double crowdPhase(uint32_t i);
 
+// The CPU reference's outputs (doubles) into the float buffers the renderer draws from: a synchronous upload.
+void uploadFloats(DeviceBuffer& buffer, const std::vector<double>& values);
+
 // Turns the camera to `view` and frames every member (a crowd from higher up, so the rows behind show).
 void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
 
