@@ -7,6 +7,7 @@
 """
 import contextlib
 import ctypes
+import struct
 import threading
 
 import torch
@@ -20,9 +21,12 @@ _lock = threading.Lock()
 _devices = {}  # (backend, index) → device handle
 _contexts = {}  # "vulkan" → context handle
 _CPU = torch.device("cpu")
+_CPU_EXEC = Exec(_lib.CPU, 0, None)  # read only by the library
 # torch's current stream as a raw cudaStream_t without building a Stream object (the per-call path), where this
 # torch has it.
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# The current CUDA device without torch.cuda's lazy-init check (a CUDA tensor exists, so CUDA is initialised).
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or (lambda: torch.cuda.current_device())
 # Contexts and devices live as long as the process: the objects made on them (forests, feature maps) may outlive any
 # order of teardown Python would choose at exit.
 
@@ -152,22 +156,23 @@ def apply(function, *args):
     return function.forward(_NoGraph(), *args)
 
 
-def describe(t):
-    """The armature_tensor of a contiguous tensor on the host or a CUDA device."""
-    s = Tensor()
-    s.data = t.data_ptr() or None
-    s.dtype = _DTYPES[t.dtype]
-    s.rank = rank = t.dim()
-    s.shape[:rank] = t.shape
-    return s
+# Descriptions are packed into blocks of Tensor structs: one pack_into per tensor writes data, dtype, rank and shape
+# (strides stay zero: contiguous).
+_PACK = [struct.Struct("<Qii" + "q" * rank) for rank in range(_lib.MAX_RANK + 1)]
+_SIZE = ctypes.sizeof(Tensor)
+_DATA = Tensor.data.offset
+_BLOCK = 16  # descriptions per block; most calls need fewer
 
 
 class Call:
     """One op call: inputs converted for the backend, outputs allocated, memory kept alive until the call returns.
 
-    `arg(t)` / `out(shape)` return a pointer to the tensor's description (None for None); run(fn) calls
+    `arg(t)` / `out(shape)` return the address of the tensor's description (None for None); run(fn) calls
     fn(device, exec) and returns the outputs as torch tensors of `dtype` on the inputs' device.
     """
+
+    __slots__ = ("backend", "device", "dtype", "handle", "compute", "_index", "_keep", "_buffers", "_outputs",
+                 "_staged", "_block", "_used")
 
     def __init__(self, backend, device, dtype):
         self.backend, self.device, self.dtype = backend, device, dtype
@@ -175,75 +180,83 @@ class Call:
         self._buffers = []  # vulkan: library buffers, freed after the call
         self._outputs = []
         self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
-        self.handle = library_device(backend, device)
-        self.compute = {"cuda": torch.float32, "vulkan": torch.float32, "cpu": torch.float64}[backend]
+        self._block = (Tensor * _BLOCK)()
+        self._used = 0
+        self.compute = torch.float64 if backend == "cpu" else torch.float32
+        if backend == "cuda":
+            self._index = index = device.index if device.index is not None else _current_device()
+            self.handle = _devices.get(("cuda", index)) if index in _cuda_checked else cuda_device(index)
+        else:
+            self.handle = library_device(backend, device)
 
-    def _pointer(self, t):
-        s = describe(t)
-        self._keep.append((t, s))
-        return ctypes.pointer(s)
+    def _slot(self):
+        """A fresh description's block and byte offset in it."""
+        i = self._used
+        if i == _BLOCK:  # full: the old block stays alive in _keep until the call returns
+            self._keep.append(self._block)
+            self._block, i = (Tensor * _BLOCK)(), 0
+        self._used = i + 1
+        return self._block, i * _SIZE
 
-    def _stage(self, t, upload, dtype=None):
-        """Vulkan: a library buffer holding t (uploaded now when `upload`), of the library's `dtype` if given."""
+    def _describe(self, t, dtype=None, shape=None):
+        """The address of a description of t's memory (contiguous), as `dtype` and `shape` where given."""
+        block, offset = self._slot()
+        if shape is None:
+            shape = t.shape
+        _PACK[len(shape)].pack_into(block, offset + _DATA, t.data_ptr(), _DTYPES[t.dtype] if dtype is None else dtype,
+                                    len(shape), *shape)
+        self._keep.append(t)
+        return ctypes.addressof(block) + offset
+
+    def _stage(self, t, upload, dtype=None, count=None):
+        """Vulkan: a library buffer holding t (uploaded now when `upload`), described as `dtype` (the library's) and
+        `count` elements where given."""
         buffer = ctypes.c_void_p()
         kind = _DTYPES[t.dtype] if dtype is None else dtype
-        check(lib.armature_buffer_create(self.handle, kind, max(t.numel(), 1), ctypes.byref(buffer)))
+        n = t.numel() if count is None else count
+        check(lib.armature_buffer_create(self.handle, kind, max(n, 1), ctypes.byref(buffer)))
         self._buffers.append(buffer)
         if upload and t.numel():
             check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
-        s = Tensor()
-        shape = (ctypes.c_int64 * max(t.dim(), 1))(*(t.shape or (1,)))
-        check(lib.armature_buffer_tensor(buffer, t.dim(), shape, ctypes.byref(s)))
-        self._keep.append(s)
-        return buffer, ctypes.pointer(s)
+        block, offset = self._slot()
+        dims = (n,) if count is not None else (t.shape or (1,))
+        shape = (ctypes.c_int64 * len(dims))(*dims)
+        address = ctypes.addressof(block) + offset
+        check(lib.armature_buffer_tensor(buffer, len(dims) if count is not None else t.dim(), shape, address))
+        return buffer, address
 
-    def arg(self, t, integer=False):
+    def arg(self, t, integer=False, words=False):
+        """An input; `words`: int32 memory the library reads as uint32 words."""
         if t is None:
             return None
-        want = torch.int32 if integer else self.compute
-        if t.dtype != want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
+        want = torch.int32 if integer or words else self.compute
+        if t.dtype is not want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
             t = t.to(want).contiguous()
+        kind = _lib.UINT32 if words else None
         if self.backend == "vulkan":
-            return self._stage(t, upload=True)[1]
-        return self._pointer(t)
+            return self._stage(t, upload=True, dtype=kind)[1]
+        return self._describe(t, kind)
 
     def out(self, shape, integer=False, zero=False, words=False):
         """An output (or scratch) of `shape`; `words`: uint32 words the library fills (held as int32)."""
         integer = integer or words
         kind = torch.int32 if integer else self.compute
-        on = self.device if self.backend == "cuda" else torch.device("cpu")
+        on = self.device if self.backend == "cuda" else _CPU
         t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=on)
         self._outputs.append(t)
         if self.backend == "vulkan":
-            buffer, pointer = self._stage(t, upload=zero, dtype=_lib.UINT32 if words else None)
+            buffer, address = self._stage(t, upload=zero, dtype=_lib.UINT32 if words else None)
             self._staged.append((buffer, t))
-            return pointer
-        pointer = self._pointer(t)
-        if words:
-            pointer.contents.dtype = _lib.UINT32
-        return pointer
+            return address
+        return self._describe(t, _lib.UINT32 if words else None)
 
     def scratch_bytes(self, n):
         """Scratch of n bytes (the rasteriser's), as the library's byte tensor."""
+        n = max(n, 1)
         if self.backend == "vulkan":
-            buffer = ctypes.c_void_p()
-            check(lib.armature_buffer_create(self.handle, _lib.BYTE, max(n, 1), ctypes.byref(buffer)))
-            self._buffers.append(buffer)
-            s = Tensor()
-            check(lib.armature_buffer_tensor(buffer, 1, (ctypes.c_int64 * 1)(max(n, 1)), ctypes.byref(s)))
-            self._keep.append(s)
-            return ctypes.pointer(s)
-        t = torch.empty(((max(n, 1) + 3) // 4,), dtype=torch.int32, device=self.device)
-        pointer = self._pointer(t)
-        pointer.contents.dtype, pointer.contents.shape[0] = _lib.BYTE, max(n, 1)
-        return pointer
-
-    def exec(self):
-        if self.backend == "cuda":
-            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-            stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(self.device).cuda_stream
-            return Exec(_lib.CUDA, 0, stream)
-        return Exec(_lib.CPU, 0, None)
+            return self._stage(torch.empty(0), upload=False, dtype=_lib.BYTE, count=n)[1]
+        t = torch.empty(((n + 3) // 4,), dtype=torch.int32, device=self.device)
+        return self._describe(t, _lib.BYTE, (n,))
 
     def run(self, fn):
         if self.backend == "vulkan":
@@ -265,17 +278,22 @@ class Call:
                 if t.numel():
                     check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
         elif self.backend == "cuda":
-            e = self.exec()
-            if self.device.index in (None, torch.cuda.current_device()):
-                check(fn(self.handle, ctypes.byref(e)))
+            index = self._index
+            stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
+            e = ctypes.byref(Exec(_lib.CUDA, 0, stream))
+            if index == _current_device():
+                check(fn(self.handle, e))
             else:  # the library launches on the current device
-                with torch.cuda.device(self.device):
-                    check(fn(self.handle, ctypes.byref(e)))
+                with torch.cuda.device(index):
+                    check(fn(self.handle, e))
         else:
-            e = self.exec()
-            check(fn(None, ctypes.byref(e)))
+            check(fn(None, ctypes.byref(_CPU_EXEC)))
         self._release()
-        return [t if t.dtype in (torch.int32, self.dtype) else t.to(self.dtype) for t in self._outputs]
+        dtype = self.dtype
+        outputs = self._outputs
+        if self.compute is not dtype:
+            outputs = [t if t.dtype is torch.int32 else t.to(dtype) for t in outputs]
+        return outputs
 
     def _release(self):
         for buffer in self._buffers:
@@ -288,6 +306,8 @@ class Call:
 
 
 def result_dtype(*tensors):
-    """The dtype outputs come back in: the inputs' widest floating type."""
-    kinds = [t.dtype for t in tensors if t is not None and t.is_floating_point()]
-    return torch.float64 if torch.float64 in kinds else torch.float32
+    """The dtype outputs come back in: float64 where an input is, else float32."""
+    for t in tensors:
+        if t is not None and t.dtype is torch.float64:
+            return torch.float64
+    return torch.float32

@@ -52,14 +52,18 @@ class ContextInfo(ctypes.Structure):
                 ("validation", ctypes.c_uint32)]
 
 
+# A tensor argument is passed as its description's address (an int, or None): building a POINTER(Tensor) object
+# per argument was a good part of a small call's host time.
+_T = ctypes.c_void_p
+
+
 class JointLocals(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int), ("rotations", ctypes.POINTER(Tensor)), ("translations", ctypes.POINTER(Tensor)),
-                ("affine", ctypes.POINTER(Tensor)), ("inverse_bind", ctypes.POINTER(Tensor))]
+    _fields_ = [("kind", ctypes.c_int), ("rotations", _T), ("translations", _T), ("affine", _T),
+                ("inverse_bind", _T)]
 
 
 class GaussianFieldInputs(ctypes.Structure):
-    _fields_ = [("x", ctypes.POINTER(Tensor)), ("means", ctypes.POINTER(Tensor)), ("cholesky", ctypes.POINTER(Tensor)),
-                ("weights", ctypes.POINTER(Tensor)), ("grid", ctypes.POINTER(Tensor))]
+    _fields_ = [("x", _T), ("means", _T), ("cholesky", _T), ("weights", _T), ("grid", _T)]
 
 
 class RasterDesc(ctypes.Structure):
@@ -87,7 +91,6 @@ class BodyModelInfo(ctypes.Structure):
 
 WORK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Exec))
 
-_T = ctypes.POINTER(Tensor)
 _E = ctypes.POINTER(Exec)
 _h = ctypes.c_void_p  # every opaque handle
 _u32, _u64, _i32, _f32, _f64 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_float, ctypes.c_double
@@ -199,6 +202,7 @@ class _Library:
                 fn = getattr(cdll, name)
                 fn.argtypes = list(argtypes)
                 fn.restype = _RETURNS.get(name, ctypes.c_int)
+                self.__dict__[name] = fn  # later lookups skip __getattr__
             self._cdll, self.path = cdll, path
             return
         raise ArmatureError("libarmature not found: build it (README) or set ARMATURE_LIBRARY to its path; tried "

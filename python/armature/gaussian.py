@@ -32,7 +32,7 @@ def gaussian_field(points, means, cholesky, weights, epsilon=0.0, backend="auto"
     return _core.apply(_GaussianField, points, means, cholesky, weights, float(epsilon), backend)
 
 
-_scratch = {}  # (B, N, C, backward) → the scratch floats the library asks for
+_scratch = {}  # (B, N, C, backward) → the scratch floats the library asks for (often none for the forward)
 
 
 def _scratch_floats(B, N, C, backward):
@@ -41,14 +41,12 @@ def _scratch_floats(B, N, C, backward):
     if floats is None:
         n = ctypes.c_uint64(0)
         check(lib.armature_gaussian_field_scratch(B, N, C, backward, ctypes.byref(n)))
-        floats = _scratch[key] = max(n.value, 1)
+        floats = _scratch[key] = n.value
         if len(_scratch) > 256:  # a training loop has a few sizes; a sweep must not grow this without bound
             _scratch.clear()
     return floats
 
 
-def _inputs(call, points, means, cholesky, weights):
-    return [call.arg(points), call.arg(means), call.arg(cholesky), call.arg(weights)]
 
 
 class _GaussianField(torch.autograd.Function):
@@ -59,9 +57,10 @@ class _GaussianField(torch.autograd.Function):
         B, N, C = points.shape[0], means.shape[0], weights.shape[1]
         culled = epsilon > 0 and kind != "cpu"
         call = _core.Call(kind, device, dtype)
-        x, m, l, w = _inputs(call, points, means, cholesky, weights)
+        x, m, l, w = call.arg(points), call.arg(means), call.arg(cholesky), call.arg(weights)
         field = call.out((B, C))
-        scratch = call.out((_scratch_floats(B, N, C, 0),)) if kind != "cpu" else None
+        floats = _scratch_floats(B, N, C, 0) if kind != "cpu" else 0
+        scratch = call.out((floats,)) if floats else None
         grid = None
         if culled:
             words = ctypes.c_uint64(0)
@@ -79,7 +78,7 @@ class _GaussianField(torch.autograd.Function):
             return lib.armature_gaussian_field(dev, e, ctypes.byref(inputs), field, scratch)
 
         results = call.run(work)
-        ctx.save_for_backward(points, means, cholesky, weights, results[2] if culled else None)
+        ctx.save_for_backward(points, means, cholesky, weights, results[-1] if culled else None)  # the grid: last
         ctx.kind, ctx.device, ctx.dtype, ctx.culled = kind, device, dtype, culled
         return results[0]
 
@@ -88,14 +87,14 @@ class _GaussianField(torch.autograd.Function):
         points, means, cholesky, weights, grid_words = ctx.saved_tensors
         B, N, C = points.shape[0], means.shape[0], weights.shape[1]
         call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
-        x, m, l, w = _inputs(call, points, means, cholesky, weights)
+        x, m, l, w = call.arg(points), call.arg(means), call.arg(cholesky), call.arg(weights)
         g = call.arg(grad_field)
         grid = None
         if ctx.culled:  # the forward's grid, as the library's words
-            grid = call.arg(grid_words, integer=True)
-            grid.contents.dtype = _lib.UINT32
+            grid = call.arg(grid_words, words=True)
         outs = [call.out(points.shape), call.out(means.shape), call.out(cholesky.shape), call.out(weights.shape)]
-        scratch = call.out((_scratch_floats(B, N, C, 1),)) if ctx.kind != "cpu" else None
+        floats = _scratch_floats(B, N, C, 1) if ctx.kind != "cpu" else 0
+        scratch = call.out((floats,)) if floats else None
         inputs = _lib.GaussianFieldInputs(x, m, l, w, grid)
         results = call.run(lambda dev, e: lib.armature_gaussian_field_backward(dev, e, ctypes.byref(inputs), g,
                                                                                *outs, scratch))
