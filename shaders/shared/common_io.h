@@ -18,6 +18,7 @@ typedef uint32_t uint;
 #endif
 #define ARM_PRECISE
 #define ARM_OUT(type, name, n) type name[n]  // an array a shared function writes (GLSL: `out type name[n]`)
+#define ARM_INOUT(type, name, n) type name[n]  // an array a shared function reads and writes (GLSL: `inout`)
 // A float's IEEE bits (GLSL's floatBitsToUint).
 ARM_FN uint armFloatBits(float f) {
   uint u;
@@ -38,6 +39,7 @@ ARM_FN float armBitsFloat(uint u) {
 // GLSL may fuse a*b+c unless told not to; C++ here (x86-64 baseline) and CUDA (-fmad=false where it matters) don't.
 #define ARM_PRECISE precise
 #define ARM_OUT(type, name, n) out type name[n]
+#define ARM_INOUT(type, name, n) inout type name[n]
 #define armFloatBits(f) floatBitsToUint(f)
 #define armBitsFloat(u) uintBitsToFloat(u)
 #endif
