@@ -19,6 +19,7 @@
 #include "armature/body/synth.h"
 #include "armature/cuda/runtime.h"
 #include "armature/ops/axpy.h"
+#include "armature/ops/ik.h"
 #include "armature/ops/skinning.h"
 #include "armature/vk/timer.h"
 #include "bench/bench.h"
@@ -105,7 +106,15 @@ int main(int argc, char** argv) {
   bakeCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
   bakeCmd->add_option("--model", modelPath, "body model (default: the build's generated avatar)")
       ->check(cli::regularFile());
-  for (auto* c : {skin, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd,
+  auto* ikCmd = app.add_subcommand(
+      "ik", "one inverse-kinematics iteration of the default avatar (skinning forward and backward, the solve)");
+  std::string ikTargets = "1,3,8";
+  ikCmd->add_option("--backend", backendName, "cuda | vulkan")->check(gpuBackends);
+  ikCmd->add_option("--targets", ikTargets, "comma-separated target counts (a dragged joint and pins)")
+      ->check(cli::uintList(1, ikMaxTargets));
+  ikCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")
+      ->check(cli::regularFile());
+  for (auto* c : {skin, ikCmd, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd,
                   deformableAggregationCmd, bakeCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
@@ -157,6 +166,32 @@ int main(int argc, char** argv) {
       measure(
           r, *device, backend, [&](const Exec& exec) { axpy(exec, {.a = 0.5f, .x = x, .y = y}); }, iters);
       rows.push_back(r);
+    }
+
+    if (*ikCmd) {
+      const BodyModel model = bench::loadDefaultModel(modelPath);
+      const uint32_t S = 10, E = 10;
+      const auto tables = buildSkinningTables(model, S, E);
+      const double V3 = model.vertexCount * 3.0, F = tables.featureCount + tables.coefCount();
+      const double nnz = double(tables.weightValue.size()), J = model.jointCount;
+      IkSolver solver(*device, backend, model, S, E);
+      const BodyParams body = BodyParams::zeros(model, 1, S, E);
+      const std::vector<double> joints = bodyForwardRef(model, body).joints;
+      for (uint32_t n : parseList(ikTargets)) {
+        IkProblem problem;
+        for (uint32_t t = 0; t < n; ++t) {  // joints spread over the body, each target 10 cm off
+          const uint32_t j = 1 + t * (model.jointCount - 1) / ikMaxTargets;
+          problem.targets.push_back({j, {joints[3 * j] + 0.1, joints[3 * j + 1], joints[3 * j + 2]}, 1.0});
+        }
+        const double m = 3.0 * n;
+        // One skinning forward and backward of m rows (the blend matrix read twice), and the m×m solve's products.
+        Row r{"ik", backendName, "1 iteration", n, 0, 0, 0, 0};
+        r.bytes = 2 * F * V3 * 4 + m * (2 * V3 + 4 * J * 3) * 4;
+        r.flops = 4.0 * m * F * V3 + m * (nnz * 72 + model.vertexCount * 36.0) + 2.0 * m * m * (3 * J + 3);
+        device->run(backend, [&](const Exec& exec) { solver.start(exec, body, problem); });
+        measure(r, *device, backend, [&](const Exec& exec) { solver.iterate(exec, 1); }, iters);
+        rows.push_back(r);
+      }
     }
 
     if (*skin) {
