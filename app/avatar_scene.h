@@ -33,6 +33,7 @@ class AvatarScene : public Scene {
   ~AvatarScene();
 
   const BodyModel& model() const { return m_model; }
+  vk::Context& context() const { return m_ctx; }
   const std::vector<int32_t>& faces() const override { return m_model.faces; }
   const std::vector<int32_t>& parents() const override { return m_model.parents; }
   uint32_t vertexCount() const override { return m_model.vertexCount; }

@@ -21,6 +21,7 @@
 #include "app/character_scene.h"
 #include "app/composite_scene.h"
 #include "app/imgui_layer.h"
+#include "app/pose_drag.h"
 #include "app/poses.h"
 #include "app/pose_panels.h"
 #include "app/profiler.h"
@@ -68,6 +69,7 @@ class Viewer {
   void loadPose(const std::string& path);
   void runCaught(const std::function<void()>& action);
   void handleCamera();
+  void handleDrag();
   void onKey(int key, int action);
   void drawFrame();
   bool saveScreenshot(const std::string& path);
@@ -106,6 +108,10 @@ class Viewer {
   std::unique_ptr<vk::Buffer> m_shot;
   std::vector<uint8_t> m_lastScreenshot;
   std::vector<int> m_taps;  // keys pressed since the last frame, in order (a held key's repeats are not taps)
+  std::unique_ptr<PoseDrag> m_drag;  // posing by dragging (a body model's scene only)
+  int m_ikIterations = 8;            // IK steps per frame while dragging
+  double m_ikMs = 0;                 // the last frame's IK: host time of its submit and wait
+  int64_t m_ikStartNs = 0;
   void frameOnce();
   int guiTest();
   int characterGuiTest();
@@ -155,8 +161,10 @@ void Viewer::loadModel(const std::string& path) {
   configureScene(*scene, m_options);
   scene->animate = m_options.animate || !m_options.motion.empty();
   if (!m_options.motion.empty()) std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());
+  m_drag.reset();
   m_scene = std::move(scene);
   if (AvatarScene* b = body()) {
+    m_drag = std::make_unique<PoseDrag>(*b);
     m_groups = poseGroups(b->model());
     m_activeShape = int(b->shapeComponents());
     m_activeExpr = int(b->exprComponents());
@@ -189,8 +197,10 @@ void Viewer::onKey(int key, int action) {
 }
 
 void Viewer::handleCamera() {
-  orbitCamera(m_camera);
   const ImGuiIO& io = ImGui::GetIO();
+  m_ikMs = 0;
+  if (m_drag) handleDrag();
+  if (!io.KeyCtrl && !(m_drag && m_drag->dragging())) orbitCamera(m_camera);  // Ctrl + left mouse poses instead
   std::vector<int> taps;
   taps.swap(m_taps);
   if (io.WantCaptureKeyboard) return;  // typed into a text field
@@ -198,7 +208,38 @@ void Viewer::handleCamera() {
     if (key == GLFW_KEY_SPACE) m_scene->animate = !m_scene->animate;
     if (key == GLFW_KEY_F1) m_showOverlay = !m_showOverlay;
     if (key == GLFW_KEY_F) frameAvatars(m_camera, *m_scene, CameraView::Current);
+    if (!m_drag) continue;
+    const std::optional<uint32_t> joint = m_drag->selected();
+    if (key == GLFW_KEY_Z && io.KeyCtrl) m_status = m_drag->undo() ? "undone" : "nothing to undo";
+    if (key == GLFW_KEY_Y && io.KeyCtrl) m_status = m_drag->redo() ? "redone" : "nothing to redo";
+    if (key == GLFW_KEY_P && joint) runCaught([&] { m_drag->togglePin(*joint); });
+    if (key == GLFW_KEY_R && joint) m_drag->resetJoint(*joint);
   }
+}
+
+// Ctrl + left click picks the joint under the mouse and starts a drag; while the button is held the joint's
+// target follows the mouse at its depth, and each frame runs m_ikIterations IK steps on the scene's backend.
+void Viewer::handleDrag() {
+  const ImGuiIO& io = ImGui::GetIO();
+  const VkExtent2D extent = m_swap->extent();
+  const ViewRay view{m_camera.viewProj(float(extent.width) / float(extent.height)), float(extent.width),
+                     float(extent.height)};
+  const float x = io.MousePos.x * io.DisplayFramebufferScale.x, y = io.MousePos.y * io.DisplayFramebufferScale.y;
+  if (!io.WantCaptureMouse && io.KeyCtrl && ImGui::IsMouseClicked(ImGuiMouseButton_Left))
+    runCaught([&] {
+      const std::optional<uint32_t> joint = m_drag->pick(view, x, y);
+      m_drag->select(joint);
+      if (joint) m_drag->begin(view);
+    });
+  if (!m_drag->dragging()) return;
+  if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+    m_drag->end();
+    return;
+  }
+  m_drag->move(x, y);
+  m_ikStartNs = steadyNowNs();
+  runCaught([&] { m_drag->step(uint32_t(m_ikIterations)); });
+  m_ikMs = double(steadyNowNs() - m_ikStartNs) * 1e-6;
 }
 
 void Viewer::panels() {
@@ -247,6 +288,22 @@ void Viewer::panels() {
   }
   AvatarScene* avatar = body();
   if (avatar) motionPanel(*avatar);
+  if (avatar && m_drag && ImGui::CollapsingHeader("drag to pose", ImGuiTreeNodeFlags_DefaultOpen)) {
+    const std::optional<uint32_t> joint = m_drag->selected();
+    ImGui::TextWrapped("Ctrl + drag a joint (on the body or the skeleton); P pins it, R resets it, Ctrl+Z / Ctrl+Y "
+                       "undo and redo. selected: %s; pins: %zu",
+                       joint ? avatar->model().jointNames[*joint].c_str() : "none", m_drag->pins().size());
+    ImGui::SliderInt("IK steps per frame", &m_ikIterations, 1, 32);
+    if (ImGui::Button("undo")) m_drag->undo();
+    ImGui::SameLine();
+    if (ImGui::Button("redo")) m_drag->redo();
+    if (joint) {
+      ImGui::SameLine();
+      if (ImGui::Button("pin / unpin")) runCaught([&] { m_drag->togglePin(*joint); });
+      ImGui::SameLine();
+      if (ImGui::Button("reset joint")) m_drag->resetJoint(*joint);
+    }
+  }
   filePanel();
   if (!avatar) {  // a glTF character plays its own clip
     ImGui::End();
@@ -448,6 +505,7 @@ void Viewer::drawFrame() {
       [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap->extent()); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
   for (const Span& span : m_scene->ownTimes()) rec.add(span);
   rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
+  if (m_ikMs > 0) rec.add({"ik", m_ikMs, m_ikStartNs, Track::Cpu});
   if (!m_pendingScreenshot.empty()) {
     size_t bytes = size_t(m_swap->extent().width) * m_swap->extent().height * 4;
     if (!m_shot || m_shot->size() < bytes)

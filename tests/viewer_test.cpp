@@ -16,6 +16,7 @@
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
 #include "app/composite_scene.h"
+#include "app/pose_drag.h"
 #include "app/poses.h"
 #include "app/renderer.h"
 #include "app/viewer.h"
@@ -1024,4 +1025,97 @@ TEST(Viewer, SoakResidentMemoryStaysFlat) {
   EXPECT_GT(traceBytesMidway, 100'000u) << "the trace is not streamed while the viewer runs";
   checkTrace(o.profile, o.frames);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// The scripted drag through the mouse's path (PoseDrag, as the window calls it): pick the right wrist at its pixel,
+// pin both ankles, drag the wrist's target 20 cm across the view over 3 frames of 4 IK iterations, then check the
+// wrist within 1 mm of its target and the ankles within 1 mm of where they were, every pose component within the
+// default limits, and undo and redo restoring each pose exactly.
+void expectScriptedDrag(vk::Context& ctx, Backend backend) {
+  const BodyModel& m = avatar();
+  AvatarScene scene(ctx, m, 3);  // avatar 0 stands off the origin in a crowd: world and model space differ
+  scene.applyPose(posePreset(m, "a-pose"));
+  scene.setBackend(backend);
+  scene.setAvatars(3);
+  scene.update(0);
+  Camera camera;
+  float lo[3], hi[3];
+  scene.bounds(lo, hi);
+  camera.frame(lo, hi);
+  const ViewRay view{camera.viewProj(640.f / 480.f), 640, 480};
+  auto named = [&](const char* name) {
+    return uint32_t(std::find(m.jointNames.begin(), m.jointNames.end(), name) - m.jointNames.begin());
+  };
+  const uint32_t wrist = named("right_wrist"), ankles[2] = {named("left_ankle"), named("right_ankle")};
+  PoseDrag drag(scene);
+  const std::optional<std::array<float, 2>> at = drag.pixelOf(view, wrist);
+  ASSERT_TRUE(at);
+  const std::optional<uint32_t> picked = drag.pick(view, (*at)[0], (*at)[1]);
+  ASSERT_TRUE(picked);  // the surface over the wrist: the wrist, or a neighbour that dominates its skin
+  drag.select(wrist);
+  drag.togglePin(ankles[0]);
+  drag.togglePin(ankles[1]);
+  const BodyParams before = scene.base();
+  const std::vector<double> rest = bodyForwardRef(m, scene.shown()).joints;
+  drag.begin(view);
+  // 20 cm along the camera's right: a point at the wrist's depth, so the target lands exactly there.
+  const std::array<float, 3> eye = camera.eye();
+  double right[3] = {camera.target[2] - eye[2], 0, eye[0] - camera.target[0]};  // forward × up
+  const double norm = std::hypot(right[0], right[2]);
+  const std::array<double, 3> start = drag.problem().targets[0].position;
+  const std::array<float, 2> from = *at;
+  std::array<double, 3> goal{};
+  for (int c = 0; c < 3; ++c) goal[size_t(c)] = start[size_t(c)] + 0.2 * right[c] / norm;
+  // The goal's pixel: through the view-projection, with avatar 0's offset in the crowd.
+  const std::array<float, 16>& vp = view.viewProj;
+  double world[3];
+  for (int c = 0; c < 3; ++c) world[c] = goal[size_t(c)] + scene.params().transl[size_t(c)] - before.transl[size_t(c)];
+  double clip[4];
+  for (int r = 0; r < 4; ++r)
+    clip[r] = vp[size_t(r)] * world[0] + vp[size_t(4 + r)] * world[1] + vp[size_t(8 + r)] * world[2] + vp[size_t(12 + r)];
+  const float px = float((clip[0] / clip[3] + 1) / 2 * 640), py = float((clip[1] / clip[3] + 1) / 2 * 480);
+  for (int frame = 1; frame <= 3; ++frame) {  // the mouse moves a third of the way each frame
+    drag.move(from[0] + (px - from[0]) * float(frame) / 3, from[1] + (py - from[1]) * float(frame) / 3);
+    drag.step(4);
+    scene.update(0);
+  }
+  const std::array<double, 3> target = drag.problem().targets[0].position;
+  EXPECT_NEAR(std::hypot(target[0] - start[0], target[1] - start[1], target[2] - start[2]), 0.2, 2e-3);
+  drag.step(4);  // the last frames with the mouse still
+  drag.end();
+  const BodyParams solved = scene.base();
+  const std::vector<double> joints = bodyForwardRef(m, scene.shown()).joints;
+  auto distance = [&](const std::vector<double>& a, const std::array<double, 3>& b, uint32_t j) {
+    return std::hypot(a[3 * j] - b[0], a[3 * j + 1] - b[1], a[3 * j + 2] - b[2]);
+  };
+  EXPECT_LT(distance(joints, target, wrist), 1e-3) << "wrist";
+  for (uint32_t a : ankles)
+    EXPECT_LT(distance(joints, {rest[3 * a], rest[3 * a + 1], rest[3 * a + 2]}, a), 1e-3) << m.jointNames[a];
+  for (double x : solved.pose) EXPECT_LE(std::abs(x), M_PI + 1e-6);
+  ASSERT_TRUE(drag.undo());
+  EXPECT_EQ(scene.base().pose, before.pose);
+  ASSERT_TRUE(drag.redo());
+  EXPECT_EQ(scene.base().pose, solved.pose);
+  drag.resetJoint(wrist);
+  EXPECT_EQ(scene.base().pose[3 * wrist], 0.0);
+  ASSERT_TRUE(drag.undo());
+  EXPECT_EQ(scene.base().pose, solved.pose);
+}
+}  // namespace
+
+TEST(Viewer, DragsAJointWithInverseKinematicsOnTheCpu) {
+  ARM_REQUIRE_VULKAN(ctx);
+  expectScriptedDrag(ctx, Backend::Cpu);
+}
+
+TEST(Viewer, DragsAJointWithInverseKinematicsOnVulkan) {
+  ARM_REQUIRE_VULKAN(ctx);
+  expectScriptedDrag(ctx, Backend::Vulkan);
+}
+
+TEST(ViewerCuda, DragsAJointWithInverseKinematics) {
+  ARM_REQUIRE_VULKAN(ctx);
+  if (auto why = cudaUnavailable()) GTEST_SKIP() << "no CUDA device: " << *why;
+  expectScriptedDrag(ctx, Backend::Cuda);
 }
