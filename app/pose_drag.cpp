@@ -1,6 +1,7 @@
 #include "app/pose_drag.h"
 
 #include <glm/glm.hpp>
+#include <glm/gtc/quaternion.hpp>
 #include <glm/gtc/type_ptr.hpp>
 
 #include <algorithm>
@@ -36,6 +37,20 @@ double hitTriangle(const glm::dvec3& o, const glm::dvec3& d, const glm::dvec3& a
   if (u < 0 || v < 0 || u + v > 1) return INFINITY;
   const double t = glm::dot(e2, q) / det;
   return t > 0 ? t : INFINITY;
+}
+// The rotation of an axis-angle vector, exactly (smplx's rodrigues adds 1e-8 to every component).
+glm::dquat rotationOf(const double* r) {
+  const glm::dvec3 v(r[0], r[1], r[2]);
+  const double angle = glm::length(v);
+  return angle > 0 ? glm::angleAxis(angle, v / angle) : glm::dquat(1, 0, 0, 0);
+}
+
+// The axis-angle vector of a rotation, its angle in [0, π].
+glm::dvec3 axisAngleOf(glm::dquat q) {
+  if (q.w < 0) q = -q;
+  const glm::dvec3 v(q.x, q.y, q.z);
+  const double s = glm::length(v);
+  return s > 0 ? v * (2 * std::atan2(s, q.w) / s) : glm::dvec3(0);
 }
 }  // namespace
 
@@ -177,6 +192,58 @@ void PoseDrag::step(uint32_t iterations) {
 }
 
 void PoseDrag::end() { m_dragging = false; }
+
+std::vector<std::array<float, 2>> PoseDrag::ring(const ViewRay& view, int axis, double radius, int segments) const {
+  if (!m_selected || axis < 0 || axis > 2) return {};
+  const BodyParams b = body();
+  const std::vector<double> joints = worldJoints(b);
+  const uint32_t j = *m_selected;
+  glm::dquat global(1, 0, 0, 0);  // the joint's frame: its chain's rotations, root first
+  std::vector<uint32_t> chain;
+  for (int32_t k = int32_t(j); k >= 0; k = m_scene.model().parents[size_t(k)]) chain.push_back(uint32_t(k));
+  for (auto k = chain.rbegin(); k != chain.rend(); ++k) global = global * rotationOf(&b.pose[3 * *k]);
+  const glm::dmat3 frame = glm::mat3_cast(global);
+  const glm::dvec3 centre(joints[3 * j], joints[3 * j + 1], joints[3 * j + 2]);
+  const glm::dvec3 u = frame[(axis + 1) % 3], w = frame[(axis + 2) % 3];  // the plane the axis is normal to
+  std::vector<std::array<float, 2>> points;
+  for (int i = 0; i <= segments; ++i) {
+    const double a = 2 * M_PI * i / segments;
+    const glm::dvec3 p = centre + radius * (std::cos(a) * u + std::sin(a) * w);
+    const glm::dvec4 c = matrixOf(view) * glm::dvec4(p, 1);
+    if (c.w <= 0) return {};
+    points.push_back({float((c.x / c.w + 1) / 2 * view.width), float((c.y / c.w + 1) / 2 * view.height)});
+  }
+  return points;
+}
+
+void PoseDrag::beginRotate() {
+  ARM_CHECK(m_selected, "turn: no joint selected");
+  ARM_CHECK(!m_scene.playing(), "turn: stop the motion or the walk first (the pose on screen is not the base pose)");
+  remember();
+}
+
+void PoseDrag::rotate(int axis, double radians) {
+  ARM_CHECK(m_selected && axis >= 0 && axis <= 2, "turn: no joint selected, or axis %d", axis);
+  double* r = &m_scene.base().pose[3 * size_t(*m_selected)];
+  glm::dvec3 e(0);
+  e[axis] = 1;
+  const glm::dvec3 turned = axisAngleOf(rotationOf(r) * glm::angleAxis(radians, e));
+  for (int c = 0; c < 3; ++c) r[c] = turned[c];
+}
+
+void PoseDrag::mirror(bool leftOntoRight) {
+  const std::vector<std::string>& names = m_scene.model().jointNames;
+  const std::string from = leftOntoRight ? "left_" : "right_", to = leftOntoRight ? "right_" : "left_";
+  remember();
+  BodyParams& b = m_scene.base();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].rfind(from, 0) != 0) continue;
+    const auto twin = std::find(names.begin(), names.end(), to + names[i].substr(from.size()));
+    if (twin == names.end()) continue;
+    const size_t k = size_t(twin - names.begin());
+    b.pose[3 * k] = b.pose[3 * i], b.pose[3 * k + 1] = -b.pose[3 * i + 1], b.pose[3 * k + 2] = -b.pose[3 * i + 2];
+  }
+}
 
 bool PoseDrag::undo() {
   if (m_undo.empty()) return false;

@@ -45,10 +45,22 @@ class PoseDrag {
   bool dragging() const { return m_dragging; }
   const IkProblem& problem() const { return m_problem; }  // the drag's targets (the selected joint's first)
 
-  // Undo and redo the drags and resets (the base pose, exactly as it was).
+  // The selected joint's rotation rings: for its own axis `axis` (0 x, 1 y, 2 z, in the joint's frame on screen),
+  // `segments` pixels around a circle of `radius` metres about it; empty where nothing is selected or the circle
+  // is behind the camera.
+  std::vector<std::array<float, 2>> ring(const ViewRay& view, int axis, double radius, int segments = 48) const;
+  // Turns the selected joint about its own axis by `radians` (a ring's drag): its local rotation R becomes
+  // R·Rot(axis, radians), so the joint's frame turns about that axis as drawn. beginRotate() keeps the pose for undo.
+  void beginRotate();
+  void rotate(int axis, double radians);
+
+  // Undo and redo the drags, turns, resets and mirrors (the base pose, exactly as it was).
   bool undo();
   bool redo();
   void resetJoint(uint32_t joint);  // back to its rest rotation (undoable)
+  // Copies each left joint's rotation onto its right twin (or right onto left), reflected in the body's sagittal
+  // plane (x → −x: the axis-angle (a, b, c) becomes (a, −b, −c)); joints named left_…/right_… pair up. Undoable.
+  void mirror(bool leftOntoRight);
 
  private:
   struct Solvers;

@@ -111,6 +111,8 @@ class Viewer {
   std::unique_ptr<PoseDrag> m_drag;  // posing by dragging (a body model's scene only)
   int m_ikIterations = 8;            // IK steps per frame while dragging
   double m_ikMs = 0;                 // the last frame's IK: host time of its submit and wait
+  int m_turnAxis = -1;               // the rotation ring being dragged (0 x, 1 y, 2 z), -1: none
+  float m_turnAngle = 0;             // the mouse's angle about the joint on screen, last frame
   int64_t m_ikStartNs = 0;
   void frameOnce();
   int guiTest();
@@ -225,12 +227,57 @@ void Viewer::handleDrag() {
   const ViewRay view{m_camera.viewProj(float(extent.width) / float(extent.height)), float(extent.width),
                      float(extent.height)};
   const float x = io.MousePos.x * io.DisplayFramebufferScale.x, y = io.MousePos.y * io.DisplayFramebufferScale.y;
+  // The selected joint's rings (x red, y green, z blue), drawn over the frame; Ctrl + drag on one turns the joint.
+  std::array<std::vector<std::array<float, 2>>, 3> rings;
+  std::optional<std::array<float, 2>> centre;
+  if (m_drag->selected() && !m_drag->dragging() && !body()->playing()) {
+    centre = m_drag->pixelOf(view, *m_drag->selected());
+    const ImU32 colours[3] = {IM_COL32(230, 70, 70, 220), IM_COL32(80, 200, 80, 220), IM_COL32(80, 120, 240, 220)};
+    for (int k = 0; k < 3; ++k) {
+      rings[size_t(k)] = m_drag->ring(view, k, 0.03 * m_camera.distance);
+      std::vector<ImVec2> points;
+      for (const auto& q : rings[size_t(k)])
+        points.push_back({q[0] / io.DisplayFramebufferScale.x, q[1] / io.DisplayFramebufferScale.y});
+      ImGui::GetForegroundDrawList()->AddPolyline(points.data(), int(points.size()), colours[k], 0,
+                                                  m_turnAxis == k ? 3.f : 1.5f);
+    }
+  }
+  auto angleAbout = [&](float px, float py) { return std::atan2(py - (*centre)[1], px - (*centre)[0]); };
   if (!io.WantCaptureMouse && io.KeyCtrl && ImGui::IsMouseClicked(ImGuiMouseButton_Left))
     runCaught([&] {
+      m_turnAxis = -1;
+      float nearest = 6;  // pixels
+      for (int k = 0; k < 3; ++k)
+        for (const auto& q : rings[size_t(k)])
+          if (float d = std::hypot(q[0] - x, q[1] - y); d < nearest) nearest = d, m_turnAxis = k;
+      if (m_turnAxis >= 0 && centre) {
+        m_drag->beginRotate();
+        m_turnAngle = angleAbout(x, y);
+        return;
+      }
+      m_turnAxis = -1;
       const std::optional<uint32_t> joint = m_drag->pick(view, x, y);
       m_drag->select(joint);
       if (joint) m_drag->begin(view);
     });
+  if (m_turnAxis >= 0) {
+    const auto& ring = rings[size_t(m_turnAxis)];
+    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left) || !centre || ring.size() < 2) {
+      m_turnAxis = -1;
+      return;
+    }
+    // The ring's direction on screen: a turn by +a moves its points the way its parameter runs.
+    const float sense = (ring[0][0] - (*centre)[0]) * (ring[1][1] - (*centre)[1]) -
+                                    (ring[0][1] - (*centre)[1]) * (ring[1][0] - (*centre)[0]) >= 0
+                            ? 1.f
+                            : -1.f;
+    const float now = angleAbout(x, y);
+    float delta = now - m_turnAngle;
+    delta = std::remainder(delta, 2 * float(M_PI));
+    m_turnAngle = now;
+    if (delta != 0) m_drag->rotate(m_turnAxis, double(sense * delta));
+    return;
+  }
   if (!m_drag->dragging()) return;
   if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
     m_drag->end();
@@ -290,8 +337,8 @@ void Viewer::panels() {
   if (avatar) motionPanel(*avatar);
   if (avatar && m_drag && ImGui::CollapsingHeader("drag to pose", ImGuiTreeNodeFlags_DefaultOpen)) {
     const std::optional<uint32_t> joint = m_drag->selected();
-    ImGui::TextWrapped("Ctrl + drag a joint (on the body or the skeleton); P pins it, R resets it, Ctrl+Z / Ctrl+Y "
-                       "undo and redo. selected: %s; pins: %zu",
+    ImGui::TextWrapped("Ctrl + drag a joint (on the body or the skeleton) to move it, or one of its rings to turn it; "
+                       "P pins it, R resets it, Ctrl+Z / Ctrl+Y undo and redo. selected: %s; pins: %zu",
                        joint ? avatar->model().jointNames[*joint].c_str() : "none", m_drag->pins().size());
     ImGui::SliderInt("IK steps per frame", &m_ikIterations, 1, 32);
     if (ImGui::Button("undo")) m_drag->undo();
@@ -303,6 +350,9 @@ void Viewer::panels() {
       ImGui::SameLine();
       if (ImGui::Button("reset joint")) m_drag->resetJoint(*joint);
     }
+    if (ImGui::Button("mirror left → right")) m_drag->mirror(true);
+    ImGui::SameLine();
+    if (ImGui::Button("mirror right → left")) m_drag->mirror(false);
   }
   filePanel();
   if (!avatar) {  // a glTF character plays its own clip

@@ -1119,3 +1119,49 @@ TEST(ViewerCuda, DragsAJointWithInverseKinematics) {
   if (auto why = cudaUnavailable()) GTEST_SKIP() << "no CUDA device: " << *why;
   expectScriptedDrag(ctx, Backend::Cuda);
 }
+
+// The rotation rings and the mirror, through the calls the window makes: a ring is a closed circle of pixels about
+// the joint; a turn about the joint's x from rest is that axis-angle, and turning back restores the pose (to 1e-12:
+// quaternion round trips); a mirror copies a left joint onto its right twin reflected, (a, b, c) → (a, −b, −c);
+// undo restores each step exactly.
+TEST(Viewer, RingsTurnAJointAboutItsOwnAxesAndMirrorCopiesASide) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const BodyModel& m = avatar();
+  AvatarScene scene(ctx, m, 1);
+  scene.setBackend(Backend::Cpu);
+  scene.update(0);
+  Camera camera;
+  float lo[3], hi[3];
+  scene.bounds(lo, hi);
+  camera.frame(lo, hi);
+  const ViewRay view{camera.viewProj(640.f / 480.f), 640, 480};
+  auto named = [&](const char* name) {
+    return uint32_t(std::find(m.jointNames.begin(), m.jointNames.end(), name) - m.jointNames.begin());
+  };
+  const uint32_t left = named("left_elbow"), right = named("right_elbow");
+  PoseDrag drag(scene);
+  EXPECT_TRUE(drag.ring(view, 0, 0.1).empty());  // nothing selected
+  drag.select(left);
+  const std::vector<std::array<float, 2>> ring = drag.ring(view, 0, 0.1);
+  ASSERT_EQ(ring.size(), 49u);
+  EXPECT_NEAR(ring.front()[0], ring.back()[0], 1e-3);
+  const BodyParams rest = scene.base();
+  drag.beginRotate();
+  drag.rotate(0, 0.3);
+  EXPECT_NEAR(scene.base().pose[3 * left], 0.3, 1e-12);
+  EXPECT_NEAR(std::hypot(scene.base().pose[3 * left + 1], scene.base().pose[3 * left + 2]), 0.0, 1e-12);
+  drag.rotate(2, 0.4);
+  drag.rotate(2, -0.4);
+  drag.rotate(0, -0.3);
+  for (size_t i = 0; i < rest.pose.size(); ++i) EXPECT_NEAR(scene.base().pose[i], rest.pose[i], 1e-12);
+  ASSERT_TRUE(drag.undo());
+  EXPECT_EQ(scene.base().pose, rest.pose);
+  scene.base().pose[3 * left] = 0.1, scene.base().pose[3 * left + 1] = 0.2, scene.base().pose[3 * left + 2] = 0.3;
+  const BodyParams before = scene.base();
+  drag.mirror(true);
+  EXPECT_EQ(scene.base().pose[3 * right], 0.1);
+  EXPECT_EQ(scene.base().pose[3 * right + 1], -0.2);
+  EXPECT_EQ(scene.base().pose[3 * right + 2], -0.3);
+  ASSERT_TRUE(drag.undo());
+  EXPECT_EQ(scene.base().pose, before.pose);
+}
