@@ -154,11 +154,25 @@ ARM_SHARED_STRUCT(SkinMat3) {
 ARM_SHARED_STRUCT(SkinVec3) {
   float v[3];
 };
+// sin(angle) and 1 − cos(angle), by their series below 1e-3 rad: GLSL's sin and cos carry an absolute error
+// (SPIR-V allows 2⁻¹¹ on [−π, π]), so at a zero pose (angle = √3·1e-8) a GPU's sin may return 0 and the rotation's
+// gradient, s·dK with dK ~ 1/angle, vanish; and 1 − cos(angle) cancels there.
+ARM_SHARED_STRUCT(SkinSinCos) {
+  float s, oneMinusCos;
+};
+ARM_FN SkinSinCos skinSinCos(float angle) {
+  SkinSinCos r;
+  float a2 = angle * angle;
+  r.s = angle < 1e-3f ? angle * (1.0f - a2 / 6.0f) : sin(angle);
+  r.oneMinusCos = angle < 1e-3f ? a2 * (0.5f - a2 / 24.0f) : 1.0f - cos(angle);
+  return r;
+}
 ARM_FN SkinMat3 skinRodrigues(SkinVec3 r) {
   float e0 = r.v[0] + 1e-8f, e1 = r.v[1] + 1e-8f, e2 = r.v[2] + 1e-8f;
   float angle = sqrt(e0 * e0 + e1 * e1 + e2 * e2);
   float u0 = r.v[0] / angle, u1 = r.v[1] / angle, u2 = r.v[2] / angle;
-  float s = sin(angle), oc = 1.0f - cos(angle), uu = u0 * u0 + u1 * u1 + u2 * u2;
+  SkinSinCos sc = skinSinCos(angle);
+  float s = sc.s, oc = sc.oneMinusCos, uu = u0 * u0 + u1 * u1 + u2 * u2;
   SkinMat3 R;
   R.m[0] = 1.0f + oc * (u0 * u0 - uu), R.m[1] = -s * u2 + oc * u0 * u1, R.m[2] = s * u1 + oc * u0 * u2;
   R.m[3] = s * u2 + oc * u1 * u0, R.m[4] = 1.0f + oc * (u1 * u1 - uu), R.m[5] = -s * u0 + oc * u1 * u2;
@@ -171,7 +185,8 @@ ARM_FN SkinVec3 skinRodriguesBackward(SkinVec3 r, SkinMat3 gR) {
   for (int i = 0; i < 3; ++i) e[i] = r.v[i] + 1e-8f;
   float angle = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
   float u0 = r.v[0] / angle, u1 = r.v[1] / angle, u2 = r.v[2] / angle;
-  float s = sin(angle), cosA = cos(angle), c = 1.0f - cosA;
+  SkinSinCos sc = skinSinCos(angle);
+  float s = sc.s, c = sc.oneMinusCos, cosA = 1.0f - c;
   float K[9];
   K[0] = 0.0f, K[1] = -u2, K[2] = u1, K[3] = u2, K[4] = 0.0f, K[5] = -u0, K[6] = -u1, K[7] = u0, K[8] = 0.0f;
   float K2[9];
