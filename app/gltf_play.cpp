@@ -57,6 +57,7 @@ int runGltf(const GltfOptions& o) {
   if (!o.output.empty() && ext != ".obj" && ext != ".ply")
     throw Error(o.output + ": the output must end in .obj or .ply (a mesh per frame)");
   const GltfCharacter c = loadGltfCharacter(o.file);
+  for (const std::string& note : c.notes) std::fprintf(stderr, "%s: %s\n", o.file.c_str(), note.c_str());
   if (c.clips.empty() && o.clip > 0) throw Error(o.file + ": has no animation");
   if (!c.clips.empty() && o.clip >= c.clips.size())
     throw Error(o.file + ": clip " + std::to_string(o.clip) + " of " + std::to_string(c.clips.size()));

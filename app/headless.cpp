@@ -10,6 +10,7 @@
 #include "app/composite_scene.h"
 #include "app/poses.h"
 #include "app/profiler.h"
+#include "app/recorder.h"
 #include "app/renderer.h"
 #include "app/viewer.h"
 #include "armature/body/synth.h"
@@ -98,6 +99,11 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     if (!stbi_write_png(file.c_str(), int(o.width), int(o.height), 4, px.data(), int(o.width) * 4))
       throw Error(file + ": cannot write PNG");
   };
+  std::unique_ptr<VideoRecorder> recorder;
+  if (!o.record.empty()) {
+    recorder = std::make_unique<VideoRecorder>(o.record, o.width, o.height, 60);
+    std::printf("recording: %s\n", recorder->description().c_str());
+  }
   vk::GpuTimer timer(ctx, 2, 16);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
@@ -125,9 +131,10 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
         drawUi = [&](VkCommandBuffer c) { ui->draw(c); };
       }
       recordFrame(renderer, timer, cmd, target.frameTarget(), camera, scene->positions(), draw, layer, drawUi);
-      if (f == o.frames - 1 || shoot) target.recordReadback(cmd);
+      if (f == o.frames - 1 || shoot || recorder) target.recordReadback(cmd);
     });
     if (shoot) writePng(numberedPath(o.screenshot, uint64_t(f)), target.pixels());
+    if (recorder) recorder->add(target.pixels());
     FrameRecord rec;
     rec.startHostNs = t0;
     if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});

@@ -39,7 +39,10 @@ std::array<float, 3> Camera::eye() const {
 }
 
 std::array<float, 16> Camera::viewProj(float aspect) const {
-  return lookAtPerspective(eye(), {target[0], target[1], target[2]}, fovY, aspect);
+  // The depth range follows the distance: a model in large units (glTF's Fox is 165 units tall) is framed from
+  // hundreds of units away, past a fixed far plane.
+  return lookAtPerspective(eye(), {target[0], target[1], target[2]}, fovY, aspect, std::max(0.05f, distance / 4000),
+                           std::max(200.f, distance * 8));
 }
 
 void Camera::frame(const float lo[3], const float hi[3]) {

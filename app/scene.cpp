@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
@@ -49,8 +50,11 @@ std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint
                                  const std::vector<std::string>& beside) {
   auto open = [&](const std::string& file) -> std::unique_ptr<Scene> {
     const std::string ext = file.empty() ? "" : lowerExtension(file);
-    if (ext == ".glb" || ext == ".gltf")
-      return std::make_unique<CharacterScene>(ctx, loadGltfCharacter(file), maxAvatars);
+    if (ext == ".glb" || ext == ".gltf") {
+      GltfCharacter character = loadGltfCharacter(file);
+      for (const std::string& note : character.notes) std::fprintf(stderr, "%s: %s\n", file.c_str(), note.c_str());
+      return std::make_unique<CharacterScene>(ctx, std::move(character), maxAvatars);
+    }
     return std::make_unique<AvatarScene>(ctx, file.empty() ? synthesizeBodyModel({0}) : loadBodyModel(file),
                                          maxAvatars);
   };

@@ -16,6 +16,7 @@ struct ViewerOptions {
   int frames = 60;               // headless: frames to render
   std::string screenshot;        // headless: PNG of the last frame
   int screenshotEvery = 0;       // headless: also frames 0, N, 2N, … as OUT_00000.png, … (OUT: screenshot)
+  std::string record;            // headless: every frame into a video (ffmpeg) or numbered PNGs (app/recorder.h)
   std::string profile;           // Chrome trace JSON (+ a .csv summary beside it)
   std::string backend = "auto";  // auto | cuda | vulkan | cpu
   std::string pose = "a-pose";

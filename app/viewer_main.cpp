@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
                  "headless: also write frames 0, N, 2N, ... as OUT_00000.png, ... beside --screenshot OUT")
       ->check(CLI::Range(1, 100'000'000))
       ->needs(screenshot);
+  app.add_option("--record", o.record,
+                 "headless: every frame into a video at 60 fps through ffmpeg when installed (.mp4, .mkv, ...), else "
+                 "numbered PNGs beside the path")
+      ->check(cli::writableFile());
   app.add_option("--profile", o.profile,
                  "write the frame profile (Chrome trace JSON, streamed while running, + a "
                  "CSV summary beside it)")

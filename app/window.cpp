@@ -21,10 +21,12 @@
 #include "app/character_scene.h"
 #include "app/composite_scene.h"
 #include "app/imgui_layer.h"
+#include "app/keyframes.h"
 #include "app/pose_drag.h"
 #include "app/poses.h"
 #include "app/pose_panels.h"
 #include "app/profiler.h"
+#include "app/recorder.h"
 #include "app/renderer.h"
 #include "app/swapchain.h"
 #include "app/viewer.h"
@@ -62,8 +64,11 @@ class Viewer {
   void createWindow();
   void createSwapchain();
   void panels();
+  void statusLine();
+  void frameAll(CameraView view);
   void overlay();
   void motionPanel(AvatarScene& avatar);
+  void keysPanel(AvatarScene& avatar);
   void filePanel();
   void savePose(const std::string& path);
   void loadPose(const std::string& path);
@@ -105,14 +110,21 @@ class Viewer {
   int m_activeShape = 10, m_activeExpr = 10;
   std::vector<PoseGroup> m_groups;
   std::string m_pendingScreenshot;
+  float m_panelRight = 0;                     // where the main panel ends, as a fraction of the window's width
+  bool m_screenshotUi = false;                // screenshots and recordings include the panels and overlay
+  std::unique_ptr<VideoRecorder> m_recorder;  // recording the view, every frame
+  char m_videoPath[512] = "armature.mp4";
   std::unique_ptr<vk::Buffer> m_shot;
   std::vector<uint8_t> m_lastScreenshot;
-  std::vector<int> m_taps;  // keys pressed since the last frame, in order (a held key's repeats are not taps)
+  std::vector<int> m_taps;           // keys pressed since the last frame, in order (a held key's repeats are not taps)
   std::unique_ptr<PoseDrag> m_drag;  // posing by dragging (a body model's scene only)
   int m_ikIterations = 8;            // IK steps per frame while dragging
   double m_ikMs = 0;                 // the last frame's IK: host time of its submit and wait
-  int m_turnAxis = -1;               // the rotation ring being dragged (0 x, 1 y, 2 z), -1: none
-  float m_turnAngle = 0;             // the mouse's angle about the joint on screen, last frame
+  Keyframes m_keys;                  // the keyed animation being made
+  float m_keyTime = 0;               // where "set key" puts the next key
+  char m_keysPath[512] = "keys.glb";
+  int m_turnAxis = -1;    // the rotation ring being dragged (0 x, 1 y, 2 z), -1: none
+  float m_turnAngle = 0;  // the mouse's angle about the joint on screen, last frame
   int64_t m_ikStartNs = 0;
   void frameOnce();
   int guiTest();
@@ -164,6 +176,7 @@ void Viewer::loadModel(const std::string& path) {
   scene->animate = m_options.animate || !m_options.motion.empty();
   if (!m_options.motion.empty()) std::snprintf(m_motionPath, sizeof m_motionPath, "%s", m_options.motion.c_str());
   m_drag.reset();
+  m_keys.clear();  // keys of the old model
   m_scene = std::move(scene);
   if (AvatarScene* b = body()) {
     m_drag = std::make_unique<PoseDrag>(*b);
@@ -209,13 +222,14 @@ void Viewer::handleCamera() {
   for (int key : taps) {
     if (key == GLFW_KEY_SPACE) m_scene->animate = !m_scene->animate;
     if (key == GLFW_KEY_F1) m_showOverlay = !m_showOverlay;
-    if (key == GLFW_KEY_F) frameAvatars(m_camera, *m_scene, CameraView::Current);
+    if (key == GLFW_KEY_F) frameAll(CameraView::Current);
     if (!m_drag) continue;
     const std::optional<uint32_t> joint = m_drag->selected();
     if (key == GLFW_KEY_Z && io.KeyCtrl) m_status = m_drag->undo() ? "undone" : "nothing to undo";
     if (key == GLFW_KEY_Y && io.KeyCtrl) m_status = m_drag->redo() ? "redone" : "nothing to redo";
     if (key == GLFW_KEY_P && joint) runCaught([&] { m_drag->togglePin(*joint); });
     if (key == GLFW_KEY_R && joint) m_drag->resetJoint(*joint);
+    if (key == GLFW_KEY_K && body()) runCaught([&] { m_keys.set(m_keyTime, body()->shown()); });
   }
 }
 
@@ -268,7 +282,8 @@ void Viewer::handleDrag() {
     }
     // The ring's direction on screen: a turn by +a moves its points the way its parameter runs.
     const float sense = (ring[0][0] - (*centre)[0]) * (ring[1][1] - (*centre)[1]) -
-                                    (ring[0][1] - (*centre)[1]) * (ring[1][0] - (*centre)[0]) >= 0
+                                    (ring[0][1] - (*centre)[1]) * (ring[1][0] - (*centre)[0]) >=
+                                0
                             ? 1.f
                             : -1.f;
     const float now = angleAbout(x, y);
@@ -290,11 +305,12 @@ void Viewer::handleDrag() {
 }
 
 void Viewer::panels() {
+  statusLine();
   ImGui::SetNextWindowPos({10, 10}, ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSize({380, 640}, ImGuiCond_FirstUseEver);
   ImGui::Begin("Armature");
+  m_panelRight = (ImGui::GetWindowPos().x + ImGui::GetWindowSize().x) / std::max(1.f, ImGui::GetIO().DisplaySize.x);
   ImGui::Text("device: %s%s", m_ctx->info().name.c_str(), m_ctx->info().isCpu() ? " (CPU)" : "");
-  ImGui::TextWrapped("%s", m_status.c_str());
   int backend = int(m_scene->backend());
   const char* names[] = {"CPU reference", "Vulkan compute", "CUDA (interop)"};
   if (ImGui::Combo("backend", &backend, names, 3)) setBackend(Backend(backend));
@@ -337,9 +353,10 @@ void Viewer::panels() {
   if (avatar) motionPanel(*avatar);
   if (avatar && m_drag && ImGui::CollapsingHeader("drag to pose", ImGuiTreeNodeFlags_DefaultOpen)) {
     const std::optional<uint32_t> joint = m_drag->selected();
-    ImGui::TextWrapped("Ctrl + drag a joint (on the body or the skeleton) to move it, or one of its rings to turn it; "
-                       "P pins it, R resets it, Ctrl+Z / Ctrl+Y undo and redo. selected: %s; pins: %zu",
-                       joint ? avatar->model().jointNames[*joint].c_str() : "none", m_drag->pins().size());
+    ImGui::TextWrapped(
+        "Ctrl + drag a joint (on the body or the skeleton) to move it, or one of its rings to turn it; "
+        "P pins it, R resets it, Ctrl+Z / Ctrl+Y undo and redo. selected: %s; pins: %zu",
+        joint ? avatar->model().jointNames[*joint].c_str() : "none", m_drag->pins().size());
     ImGui::SliderInt("IK steps per frame", &m_ikIterations, 1, 32);
     if (ImGui::Button("undo")) m_drag->undo();
     ImGui::SameLine();
@@ -427,12 +444,61 @@ void Viewer::motionPanel(AvatarScene& avatar) {
     if (ImGui::Button("close")) avatar.clearMotion();  // back to the base pose, which the controls then edit
   }
   if (const Motion* motion = avatar.motion()) {
+    // Play, pause and step beside the timeline they drive.
+    if (ImGui::Button(avatar.animate ? "pause" : "play")) avatar.animate = !avatar.animate;
+    ImGui::SameLine();
+    const double frame = 1.0 / motion->fps;
+    if (ImGui::ArrowButton("##back", ImGuiDir_Left))
+      avatar.animate = false, m_animTime = std::max(0.0, m_animTime - frame);
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##on", ImGuiDir_Right)) avatar.animate = false, m_animTime += frame;
+    ImGui::SameLine();
     float at = float(m_animTime), length = float(avatar.clipSeconds());
+    ImGui::SetNextItemWidth(160);
     if (ImGui::SliderFloat("time (s)", &at, 0.f, length, "%.2f")) m_animTime = at, avatar.update(m_animTime);
     ImGui::SliderFloat("speed", &m_speed, 0.f, 4.f, "%.2fx");
     ImGui::Text("frame %u of %u at %.0f fps", std::min(uint32_t(m_animTime * motion->fps), motion->frames - 1),
                 motion->frames, motion->fps);
   }
+  keysPanel(avatar);
+}
+
+// Keys: the pose on screen keyed at a time, the timeline scrubbing through them (the pose follows, interpolated),
+// played as a motion, and exported as a glb or smplx parameters.
+void Viewer::keysPanel(AvatarScene& avatar) {
+  if (!ImGui::CollapsingHeader("keys")) return;
+  const float end = std::max(2.f, float(m_keys.last()) + 1.f);
+  ImGui::SetNextItemWidth(220);
+  if (ImGui::SliderFloat("key time (s)", &m_keyTime, 0.f, end, "%.2f") && !m_keys.empty() && !avatar.playing())
+    runCaught([&] {
+      const BodyParams p = m_keys.sample(m_keyTime);
+      avatar.base().pose = p.pose, avatar.base().transl = p.transl, avatar.base().expression = p.expression;
+    });
+  const ImVec2 lo = ImGui::GetItemRectMin(), hi = ImGui::GetItemRectMax();
+  for (const auto& [t, pose] : m_keys.keys()) {  // a tick under the slider per key
+    const float x = lo.x + (hi.x - lo.x) * float(t) / end;
+    ImGui::GetWindowDrawList()->AddTriangleFilled({x, hi.y - 6}, {x - 4, hi.y + 2}, {x + 4, hi.y + 2},
+                                                  IM_COL32(250, 200, 60, 255));
+  }
+  if (ImGui::Button("set key (K)")) runCaught([&] { m_keys.set(m_keyTime, avatar.shown()); });
+  ImGui::SameLine();
+  if (ImGui::Button("delete key")) m_status = m_keys.remove(m_keyTime) ? "key deleted" : "no key at this time";
+  ImGui::SameLine();
+  if (ImGui::Button("play keys"))
+    runCaught([&] {
+      avatar.setMotion(m_keys.motion(avatar.model(), 30));
+      avatar.animate = true, m_animTime = 0;
+      m_status = std::to_string(m_keys.keys().size()) + " keys playing (close the motion to edit)";
+    });
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputText("##keys", m_keysPath, sizeof m_keysPath);
+  ImGui::SameLine();
+  if (ImGui::Button("export keys (.glb / .npz)"))
+    runCaught([&] {
+      writeKeyframes(m_keysPath, avatar.model(), m_keys, 30);
+      m_status = std::string("wrote ") + m_keysPath;
+    });
+  ImGui::Text("%zu keys, %.2f s", m_keys.keys().size(), m_keys.last());
 }
 
 // The camera presets, a screenshot of the next frame, and the pose saved or loaded as a parameter file in smplx's
@@ -444,7 +510,7 @@ void Viewer::filePanel() {
                              {"top", CameraView::Top},
                              {"frame all (F)", CameraView::Current}}) {
     ImGui::SameLine();
-    if (ImGui::Button(label)) frameAvatars(m_camera, *m_scene, view);
+    if (ImGui::Button(label)) frameAll(view);
   }
   ImGui::SetNextItemWidth(200);
   ImGui::InputText("png", m_screenshotPath, sizeof m_screenshotPath);
@@ -452,6 +518,20 @@ void Viewer::filePanel() {
   if (ImGui::Button("screenshot")) {
     m_pendingScreenshot = m_screenshotPath;
     m_status = "screenshot: " + m_pendingScreenshot;
+  }
+  ImGui::SameLine();
+  ImGui::Checkbox("with UI", &m_screenshotUi);
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputText("video", m_videoPath, sizeof m_videoPath);
+  ImGui::SameLine();
+  if (!m_recorder && ImGui::Button("record"))
+    runCaught([&] {
+      m_recorder = std::make_unique<VideoRecorder>(m_videoPath, m_swap->extent().width, m_swap->extent().height, 60);
+      m_status = "recording: " + m_recorder->description();
+    });
+  else if (m_recorder && ImGui::Button("stop")) {
+    m_status = "recorded " + std::to_string(m_recorder->frames()) + " frames: " + m_recorder->description();
+    m_recorder.reset();
   }
   if (!body()) return;
   ImGui::SetNextItemWidth(200);
@@ -478,6 +558,36 @@ void Viewer::loadPose(const std::string& path) {
 }
 
 // Runs a panel's action; a failure becomes the status line.
+// A camera preset framing the avatars in the part of the view right of the main panel: the view backs off by
+// the share the panel covers and its target moves left by half of it, so the crowd is whole and uncovered.
+void Viewer::frameAll(CameraView view) {
+  frameAvatars(m_camera, *m_scene, view);
+  const float covered = std::clamp(m_panelRight, 0.f, 0.6f);
+  if (covered <= 0) return;
+  m_camera.distance /= 1 - covered;
+  const VkExtent2D extent = m_swap->extent();
+  const float aspect = float(extent.width) / float(std::max(1u, extent.height));
+  const float shift = covered * m_camera.distance * std::tan(m_camera.fovY / 2) * aspect;  // world units
+  m_camera.target[0] -= std::cos(m_camera.yaw) * shift;                                    // along the camera's left
+  m_camera.target[2] += std::sin(m_camera.yaw) * shift;
+}
+
+// The status (the last action's result or error) on one line along the bottom of the window, whole on hover: a
+// message of any length moves no control.
+void Viewer::statusLine() {
+  const ImGuiIO& io = ImGui::GetIO();
+  const float height = ImGui::GetFrameHeightWithSpacing();
+  ImGui::SetNextWindowPos({0, io.DisplaySize.y - height});
+  ImGui::SetNextWindowSize({io.DisplaySize.x, height});
+  ImGui::Begin("##status", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus);
+  ImGui::TextUnformatted(m_status.c_str());
+  if (ImGui::IsWindowHovered() && !m_status.empty()) ImGui::SetTooltip("%s", m_status.c_str());
+  ImGui::End();
+}
+
 void Viewer::runCaught(const std::function<void()>& action) {
   try {
     action();
@@ -550,13 +660,18 @@ void Viewer::drawFrame() {
   m_draw.field = m_scene->volume();
   FrameTarget target{m_swap->framebuffer(imageIndex), m_swap->extent(),
                      m_swap->transferDst() ? m_swap->image(imageIndex) : VK_NULL_HANDLE};
+  const bool capture = !m_pendingScreenshot.empty() || m_recorder;
+  const bool ui = !capture || m_screenshotUi;  // a screenshot's or a recording's frame leaves the UI out unless asked
   recordFrame(
       *m_renderer, *m_timer, fr.cmd, target, m_camera, m_scene->positions(), m_draw,
-      [&](VkCommandBuffer c) { return m_ui->layer(c, m_swap->extent()); }, [&](VkCommandBuffer c) { m_ui->draw(c); });
+      [&](VkCommandBuffer c) { return ui ? m_ui->layer(c, m_swap->extent()) : UiLayer{}; },
+      [&](VkCommandBuffer c) {
+        if (ui) m_ui->draw(c);
+      });
   for (const Span& span : m_scene->ownTimes()) rec.add(span);
   rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
   if (m_ikMs > 0) rec.add({"ik", m_ikMs, m_ikStartNs, Track::Cpu});
-  if (!m_pendingScreenshot.empty()) {
+  if (capture) {
     size_t bytes = size_t(m_swap->extent().width) * m_swap->extent().height * 4;
     if (!m_shot || m_shot->size() < bytes)
       m_shot =
@@ -588,20 +703,32 @@ void Viewer::drawFrame() {
     VK_CHECK(pr);
   rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;
   m_profiler.add(std::move(rec));
-  if (!m_pendingScreenshot.empty()) {
-    // The copy was recorded after the pass; wait for this frame only (screenshots are rare) and write the PNG.
+  if (capture) {
+    // The copy was recorded after the pass; wait for this frame only (a screenshot, or a recording, which runs at
+    // what the read-back allows) and write the PNG or the video frame.
     VK_CHECK(vkWaitForFences(dev, 1, &fr.fence, VK_TRUE, 10'000'000'000ull));
-    auto px = m_shot->download<uint8_t>(size_t(m_swap->extent().width) * m_swap->extent().height * 4);
+    const VkExtent2D extent = m_swap->extent();
+    auto px = m_shot->download<uint8_t>(size_t(extent.width) * extent.height * 4);
     bool bgra = m_swap->format() == VK_FORMAT_B8G8R8A8_UNORM || m_swap->format() == VK_FORMAT_B8G8R8A8_SRGB;
     for (size_t i = 0; i < px.size(); i += 4) {
       if (bgra) std::swap(px[i], px[i + 2]);
       px[i + 3] = 255;
     }
-    if (!stbi_write_png(m_pendingScreenshot.c_str(), int(m_swap->extent().width), int(m_swap->extent().height), 4,
-                        px.data(), int(m_swap->extent().width) * 4))
-      throw Error(m_pendingScreenshot + ": cannot write PNG");
-    m_lastScreenshot = std::move(px);
-    m_pendingScreenshot.clear();
+    if (m_recorder) {
+      if (m_recorder->width() == extent.width && m_recorder->height() == extent.height) {
+        runCaught([&] { m_recorder->add(px); });
+      } else {
+        m_status = "recording stopped: the window changed size (" + m_recorder->description() + ")";
+        m_recorder.reset();
+      }
+    }
+    if (!m_pendingScreenshot.empty()) {
+      if (!stbi_write_png(m_pendingScreenshot.c_str(), int(extent.width), int(extent.height), 4, px.data(),
+                          int(extent.width) * 4))
+        throw Error(m_pendingScreenshot + ": cannot write PNG");
+      m_lastScreenshot = std::move(px);
+      m_pendingScreenshot.clear();
+    }
   }
   ++m_frameIndex;
 }

@@ -283,3 +283,26 @@ TEST(GltfExport, BadArgumentsAreClearErrors) {
   EXPECT_THROW(gltfSkin(model, rig, animation, 3), Error);
   EXPECT_THROW(writeGlb("/nonexistent-dir/x.glb", model, rig, animation), Error);
 }
+
+// Weights that do not sum to 1 (exporters that skip normalising write such files) are rescaled with a note that
+// says how many and by how much; a file whose weights sum to 1 gets none.
+TEST(GltfCharacter, RescaledWeightsAreNoted) {
+  std::mt19937_64 rng(5);
+  const BodyModel model = sixInfluenceModel(24, rng);
+  const Motion motion = randomMotion(model, 2, rng);
+  GltfRig rig = gltfRig(model, motion.betas, {}, 4);
+  const GltfAnimation animation = gltfAnimation(model, rig, motion, 0, 2);
+  const std::string path = tempPath("weights.glb");
+  writeGlb(path, model, rig, animation);
+  EXPECT_TRUE(loadGltfCharacter(path).notes.empty());
+  for (float& w : rig.weights) w *= 0.18f;
+  writeGlb(path, model, rig, animation);
+  const GltfCharacter c = loadGltfCharacter(path);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("of " + std::to_string(model.vertexCount) + " vertices sum to 0.18"), std::string::npos)
+      << c.notes[0];
+  double sum = 0;
+  for (uint32_t k = 0; k < c.influences; ++k) sum += c.weights[k];
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  std::filesystem::remove(path);
+}

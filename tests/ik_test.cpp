@@ -62,8 +62,8 @@ std::array<double, 3> dragErrors(const BodyModel& model, const BodyParams& body,
 ::testing::AssertionResult withinLimits(const std::vector<double>& pose, const IkProblem& p, double slack) {
   for (size_t i = 0; i < pose.size(); ++i)
     if (pose[i] < p.lower[i] - slack || pose[i] > p.upper[i] + slack)
-      return ::testing::AssertionFailure() << "pose[" << i << "] = " << pose[i] << " outside [" << p.lower[i] << ", "
-                                           << p.upper[i] << "]";
+      return ::testing::AssertionFailure()
+             << "pose[" << i << "] = " << pose[i] << " outside [" << p.lower[i] << ", " << p.upper[i] << "]";
   return ::testing::AssertionSuccess();
 }
 
@@ -253,9 +253,17 @@ TEST_P(Ik, DragsTheWristWithTheFeetPinned) {
                  "2 targets; start() had 3");
   expectRejected(
       [&](const Exec& e) {
-        ikStep(e, {.targetCount = 3, .jointCount = model.jointCount, .joints = solver.pose(), .gradPose = solver.pose(),
-                   .gradTransl = solver.transl(), .targets = solver.pose(), .pose = solver.pose(),
-                   .transl = solver.transl(), .bounds = solver.pose(), .priorWeight = 1e-4, .damping = 1e-3});
+        ikStep(e, {.targetCount = 3,
+                   .jointCount = model.jointCount,
+                   .joints = solver.pose(),
+                   .gradPose = solver.pose(),
+                   .gradTransl = solver.transl(),
+                   .targets = solver.pose(),
+                   .pose = solver.pose(),
+                   .transl = solver.transl(),
+                   .bounds = solver.pose(),
+                   .priorWeight = 1e-4,
+                   .damping = 1e-3});
       },
       "ikStep: joints");
 }
@@ -277,7 +285,7 @@ TEST_P(Ik, DragStepsMatchTheReferenceOneByOne) {
     });
     IkProblem fromHere = d.problem;
     fromHere.prior.assign(3 * model.jointCount, 0.0);  // the start pose's prior, whatever pose this step left
-    BodyParams want = body;  // the pose this step started from
+    BodyParams want = body;                            // the pose this step started from
     ikStepRef(model, want, fromHere);
     solver.download(body);
     EXPECT_TRUE(allClose(body.pose, want.pose, Tol{2e-3, 0})) << "step " << step + 1;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <filesystem>
@@ -16,11 +17,15 @@
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
 #include "app/composite_scene.h"
+#include "app/keyframes.h"
 #include "app/pose_drag.h"
+#include "app/recorder.h"
 #include "app/poses.h"
 #include "app/renderer.h"
 #include "app/viewer.h"
+#include "armature/body/gltf_character.h"
 #include "armature/body/gltf_export.h"
+#include "armature/body/motion.h"
 #include "armature/body/synth.h"
 #include "armature/device.h"
 #include "armature/body/npz.h"
@@ -29,6 +34,7 @@
 #include "armature/ops/joint_propagation.h"
 #include "armature/ops/texture_bake.h"
 #include "support/compare.h"
+#include "support/temp_path.h"
 #include "support/vk_test_env.h"
 
 using namespace armature;
@@ -1073,7 +1079,8 @@ void expectScriptedDrag(vk::Context& ctx, Backend backend) {
   for (int c = 0; c < 3; ++c) world[c] = goal[size_t(c)] + scene.params().transl[size_t(c)] - before.transl[size_t(c)];
   double clip[4];
   for (int r = 0; r < 4; ++r)
-    clip[r] = vp[size_t(r)] * world[0] + vp[size_t(4 + r)] * world[1] + vp[size_t(8 + r)] * world[2] + vp[size_t(12 + r)];
+    clip[r] =
+        vp[size_t(r)] * world[0] + vp[size_t(4 + r)] * world[1] + vp[size_t(8 + r)] * world[2] + vp[size_t(12 + r)];
   const float px = float((clip[0] / clip[3] + 1) / 2 * 640), py = float((clip[1] / clip[3] + 1) / 2 * 480);
   for (int frame = 1; frame <= 3; ++frame) {  // the mouse moves a third of the way each frame
     drag.move(from[0] + (px - from[0]) * float(frame) / 3, from[1] + (py - from[1]) * float(frame) / 3);
@@ -1164,4 +1171,140 @@ TEST(Viewer, RingsTurnAJointAboutItsOwnAxesAndMirrorCopiesASide) {
   EXPECT_EQ(scene.base().pose[3 * right + 2], -0.3);
   ASSERT_TRUE(drag.undo());
   EXPECT_EQ(scene.base().pose, before.pose);
+}
+
+namespace {
+// Three keys of the default avatar with one expression (a glb bakes the first frame's into its mesh): rest at 0 s,
+// a random pose at 0.4 s, another at 1 s (with a translation).
+Keyframes threeKeys(const BodyModel& m) {
+  std::mt19937_64 gen(17);
+  std::uniform_real_distribution<double> u(-0.6, 0.6);
+  Keyframes keys;
+  BodyParams p = BodyParams::zeros(m, 1);
+  for (double& x : p.expression) x = u(gen);
+  keys.set(0, p);
+  for (double& x : p.pose) x = u(gen);
+  keys.set(0.4, p);
+  for (double& x : p.pose) x = u(gen);
+  p.transl = {0.3, 0.1, -0.2};
+  keys.set(1.0, p);
+  return keys;
+}
+}  // namespace
+
+// Sampling: keys come back at their times; between two keys of one axis the angle is interpolated at constant
+// speed (slerp) and the translation linearly; outside the keys the nearest key holds; a key within 1 ms replaces.
+TEST(Keyframes, SampleInterpolatesRotationsAlongTheShorterArc) {
+  const BodyModel& m = avatar();
+  Keyframes keys;
+  BodyParams a = BodyParams::zeros(m, 1), b = a;
+  a.pose[3] = 0.2, b.pose[3] = 1.0, b.transl = {1, 2, 3};
+  keys.set(1.0, a);
+  keys.set(3.0, b);
+  EXPECT_EQ(keys.sample(1.0).pose, a.pose);
+  EXPECT_EQ(keys.sample(0.0).pose, a.pose);
+  EXPECT_EQ(keys.sample(9.0).pose, b.pose);
+  const BodyParams mid = keys.sample(1.5);  // a quarter of the way
+  EXPECT_NEAR(mid.pose[3], 0.4, 1e-12);
+  EXPECT_NEAR(mid.pose[4], 0.0, 1e-12);
+  EXPECT_NEAR(mid.transl[1], 0.5, 1e-12);
+  // 170° about x one way and 170° the other: the short way passes through 180°, not through 0.
+  a.pose[3] = 170 * M_PI / 180, b.pose[3] = -170 * M_PI / 180;
+  keys.set(1.0, a);
+  keys.set(3.0005, b);  // replaces the key at 3 s
+  EXPECT_EQ(keys.keys().size(), 2u);
+  EXPECT_NEAR(std::abs(keys.sample(2.00025).pose[3]), M_PI, 1e-9);
+  EXPECT_TRUE(keys.remove(1.0004));
+  EXPECT_FALSE(keys.remove(1.0));
+  EXPECT_THROW(keys.set(-1, a), Error);
+}
+
+// Keys → .npz → the motion reader (what `armature pose --motion` runs) → the same vertices as the keys sampled at
+// each frame (float64 files: 1e-9 m); keys → .glb → the glTF reader, posed by the double reference → the same joints
+// (float32 files: 1e-5 m).
+TEST(Keyframes, RoundTripThroughNpzAndGlb) {
+  const BodyModel& m = avatar();
+  const Keyframes keys = threeKeys(m);
+  const double fps = 10;
+  const std::string npz = tempPath("keys.npz"), glb = tempPath("keys.glb");
+  writeKeyframes(npz, m, keys, fps);
+  const Motion back = loadMotion(npz, m);
+  ASSERT_EQ(back.frames, 11u);
+  EXPECT_EQ(back.fps, fps);
+  for (uint32_t f : {0u, 3u, 4u, 7u, 10u}) {
+    const BodyParams read = motionFrames(m, back, f, 1, 10, 10);
+    const std::vector<double> want = bodyForwardRef(m, keys.sample(f / fps)).vertices;
+    EXPECT_TRUE(allClose(bodyForwardRef(m, read).vertices, want, Tol{1e-9, 0})) << "frame " << f;
+  }
+  writeKeyframes(glb, m, keys, fps);
+  const GltfCharacter c = loadGltfCharacter(glb);
+  ASSERT_EQ(c.clips.size(), 1u);
+  EXPECT_NEAR(c.clips[0].seconds, 1.0, 1e-6);
+  const JointForest forest(c.parents);
+  for (uint32_t f : {0u, 4u, 10u}) {
+    const GltfPoseRef posed = poseGltfCharacterRef(c, forest, sampleGltfLocals(c, 0, f / fps), 1);
+    EXPECT_TRUE(allClose(posed.joints, bodyForwardRef(m, keys.sample(f / fps)).joints, Tol{1e-5, 0})) << "frame " << f;
+  }
+  EXPECT_THROW(writeKeyframes(tempPath("keys.obj"), m, keys, fps), Error);
+  EXPECT_THROW(writeKeyframes(npz, m, Keyframes{}, fps), Error);
+  std::filesystem::remove(npz);
+  std::filesystem::remove(glb);
+}
+
+// A model 165 units tall (glTF's Fox) framed from each preset: its whole box lies inside the view and its depth range.
+TEST(Viewer, PresetCamerasHoldAModelInLargeUnits) {
+  const float lo[3] = {-20, 0, -40}, hi[3] = {20, 165, 40};
+  for (float yaw : {0.f, 1.5707963f}) {
+    Camera camera;
+    camera.yaw = yaw, camera.pitch = 0.05f;
+    camera.frame(lo, hi);
+    const std::array<float, 16> vp = camera.viewProj(16.f / 9.f);
+    for (int corner = 0; corner < 8; ++corner) {
+      const float p[3] = {corner & 1 ? hi[0] : lo[0], corner & 2 ? hi[1] : lo[1], corner & 4 ? hi[2] : lo[2]};
+      float c[4];
+      for (int r = 0; r < 4; ++r)
+        c[r] = vp[size_t(r)] * p[0] + vp[size_t(4 + r)] * p[1] + vp[size_t(8 + r)] * p[2] + vp[size_t(12 + r)];
+      EXPECT_GT(c[3], 0) << "corner " << corner << " behind the camera";
+      EXPECT_GE(c[2] / c[3], 0.f) << "corner " << corner;
+      EXPECT_LE(c[2] / c[3], 1.f) << "corner " << corner << ": past the far plane";
+      EXPECT_LE(std::abs(c[1] / c[3]), 1.f) << "corner " << corner;
+    }
+  }
+}
+
+// Recording from --headless: with ffmpeg on PATH the frames go to its standard input as raw RGBA (a stand-in
+// ffmpeg here copies them to the output file, so the bytes are checked: 3 frames of 96×64×4); without it, numbered
+// PNGs beside the path, one per frame.
+TEST(Viewer, RecordsToFfmpegOrNumberedPngs) {
+  ARM_REQUIRE_VULKAN(ctx);
+  (void)ctx;
+  const auto dir = std::filesystem::temp_directory_path() / ("armature_record_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "bin");
+  {
+    std::ofstream fake(dir / "bin" / "ffmpeg");
+    fake << "#!/bin/sh\nfor last; do :; done\ncat > \"$last\"\n";
+  }
+  std::filesystem::permissions(dir / "bin" / "ffmpeg", std::filesystem::perms::owner_all);
+  ViewerOptions o;
+  o.headless = true;
+  o.frames = 3;
+  o.width = 96, o.height = 64;
+  o.backend = "vulkan";
+  o.model = defaultModelPath();
+  o.record = (dir / "it's.mp4").string();  // a quote in the path: the shell command must keep it whole
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", ((dir / "bin").string() + ":" + path).c_str(), 1);
+  const int rc = runHeadless(o);
+  EXPECT_THROW(VideoRecorder((dir / "odd.mp4").string(), 95, 64, 60), Error);  // H.264's yuv420p: even sizes
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(std::filesystem::file_size(o.record), 3u * 96 * 64 * 4);
+  setenv("PATH", (dir / "empty").string().c_str(), 1);  // no ffmpeg anywhere
+  o.record = (dir / "clip.mp4").string();
+  const int rc2 = runHeadless(o);
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_EQ(rc2, 0);
+  for (int f = 0; f < 3; ++f) EXPECT_TRUE(std::filesystem::exists(dir / ("clip_0000" + std::to_string(f) + ".png")));
+  EXPECT_FALSE(std::filesystem::exists(dir / "clip.mp4"));
+  std::filesystem::remove_all(dir);
 }

@@ -5,7 +5,7 @@
 namespace armature {
 
 std::array<float, 16> lookAtPerspective(const std::array<float, 3>& e, const std::array<float, 3>& target, float fovY,
-                                        float aspect) {
+                                        float aspect, float zNear, float zFar) {
   using Mat4 = std::array<float, 16>;
   float f[3] = {target[0] - e[0], target[1] - e[1], target[2] - e[2]};
   const float fl = std::sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
@@ -32,7 +32,7 @@ std::array<float, 16> lookAtPerspective(const std::array<float, 3>& e, const std
                      f[0] * e[0] + f[1] * e[1] + f[2] * e[2],
                      1};
   // Right-handed perspective to Vulkan clip space: y flipped (row 0 at the top), depth in [0, 1].
-  const float zNear = 0.05f, zFar = 200.f, t = 1.f / std::tan(fovY / 2);
+  const float t = 1.f / std::tan(fovY / 2);
   const Mat4 proj = {
       t / aspect, 0, 0, 0, 0, -t, 0, 0, 0, 0, zFar / (zNear - zFar), -1, 0, 0, zNear * zFar / (zNear - zFar), 0};
   Mat4 c{};  // proj · view

@@ -5,8 +5,9 @@
 
 namespace armature {
 
-// Looking from `eye` at `target`, vertical field of view `fovY` (radians), width / height `aspect`; near 0.05, far 200.
+// Looking from `eye` at `target`, vertical field of view `fovY` (radians), width / height `aspect`, depth between the
+// near and far planes.
 std::array<float, 16> lookAtPerspective(const std::array<float, 3>& eye, const std::array<float, 3>& target, float fovY,
-                                        float aspect);
+                                        float aspect, float zNear = 0.05f, float zFar = 200.f);
 
 }  // namespace armature

@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -314,11 +315,22 @@ GltfCharacter readGltfCharacter(const std::vector<unsigned char>& bytes, bool bi
         c.weights[v * K + set * 4 + k] = float(w);
       }
   }
+  size_t rescaled = 0;
+  double lowest = INFINITY, highest = 0;
   for (size_t v = 0; v < V; ++v) {
     double sum = 0;
     for (size_t k = 0; k < K; ++k) sum += c.weights[v * K + k];
     if (!(sum > 0)) r.fail("vertex " + std::to_string(v) + "'s weights sum to zero");
+    if (std::abs(sum - 1) > 1e-3) ++rescaled, lowest = std::min(lowest, sum), highest = std::max(highest, sum);
     for (size_t k = 0; k < K; ++k) c.weights[v * K + k] = float(c.weights[v * K + k] / sum);
+  }
+  if (rescaled) {
+    char note[200];
+    std::snprintf(
+        note, sizeof note,
+        "the skin weights of %zu of %zu vertices sum to %.3g … %.3g, not 1: rescaled to 1 (as glTF viewers do)",
+        rescaled, V, lowest, highest);
+    c.notes.push_back(note);
   }
 
   // The joints: node parents, each joint's nearest joint ancestor, and what lies above a root.
@@ -413,6 +425,10 @@ GltfCharacter readGltfCharacter(const std::vector<unsigned char>& bytes, bool bi
     }
     c.clips.push_back(std::move(clip));
   }
+  if (c.clips.size() > 1)
+    c.notes.push_back(std::to_string(c.clips.size()) +
+                      " animations: one plays at a time (--clip N, 0 the first); a motion exported as several "
+                      "animations plays only the chosen part");
   return c;
 }
 

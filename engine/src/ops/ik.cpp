@@ -143,7 +143,8 @@ IkPush ikPush(const IkStepArgs& a) {
 void ikStep(const Exec& exec, const IkStepArgs& a) {
   const char* op = "ikStep";
   OpChecks check(op, exec);
-  ARM_CHECK(a.targetCount >= 1 && a.targetCount <= ikMaxTargets, "%s: %u targets; 1 to %u", op, a.targetCount, ikMaxTargets);
+  ARM_CHECK(a.targetCount >= 1 && a.targetCount <= ikMaxTargets, "%s: %u targets; 1 to %u", op, a.targetCount,
+            ikMaxTargets);
   ARM_CHECK(a.jointCount >= 1 && a.jointCount <= 64, "%s: %u joints; 1 to 64", op, a.jointCount);
   ARM_CHECK(std::isfinite(a.priorWeight) && std::isfinite(a.damping) && a.priorWeight >= 0 && a.damping >= 0 &&
                 a.priorWeight + a.damping > 0,
@@ -174,8 +175,8 @@ std::vector<float> rowsOf(const std::vector<double>& v, size_t m) {
 std::vector<IkTargetIO> targetData(std::span<const IkTarget> targets) {
   std::vector<IkTargetIO> out;
   for (const IkTarget& t : targets)
-    out.push_back({float(t.position[0]), float(t.position[1]), float(t.position[2]), float(t.weight), t.joint, 0, 0,
-                   0});
+    out.push_back(
+        {float(t.position[0]), float(t.position[1]), float(t.position[2]), float(t.weight), t.joint, 0, 0, 0});
   return out;
 }
 
@@ -217,7 +218,8 @@ void IkSolver::start(const Exec& exec, const BodyParams& body, const IkProblem& 
   m_rows = uint32_t(3 * problem.targets.size());
   const Bounds b = boundsOf(m_J, problem, body.pose);
   std::vector<double> bounds;
-  for (const auto* part : {&b.prior, &b.lower, &b.upper, &b.free}) bounds.insert(bounds.end(), part->begin(), part->end());
+  for (const auto* part : {&b.prior, &b.lower, &b.upper, &b.free})
+    bounds.insert(bounds.end(), part->begin(), part->end());
   const std::vector<double> betas(body.betas.begin(), body.betas.begin() + m_S),
       expression(body.expression.begin(), body.expression.begin() + m_E);
   upload(exec, m_pose, rowsOf(body.pose, m_rows));

@@ -41,6 +41,9 @@ struct GltfCharacter {
   // For a root joint: the global transform of its ancestors (nodes outside the skin, not animated), (J,12).
   std::vector<double> rootParent;
   std::vector<GltfClip> clips;
+  // What the loader changed or a user should know, one sentence each: weights rescaled to sum 1, several
+  // animations of which one plays at a time. The viewer and the CLI print them.
+  std::vector<std::string> notes;
   uint32_t jointCount() const { return uint32_t(parents.size()); }
   uint32_t vertexCount() const { return uint32_t(vertices.size() / 3); }
 };

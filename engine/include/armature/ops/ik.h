@@ -42,9 +42,9 @@ void ikStepRef(const BodyModel& model, BodyParams& body, const IkProblem& proble
 struct IkStepArgs {
   uint32_t targetCount = 1, jointCount = 0;
   DeviceView joints, gradPose, gradTransl;  // the forward's joints and the backward's Jacobian rows
-  DeviceView targets;                        // IkTargetIO words
-  DeviceView pose, transl;                   // updated, every row
-  DeviceView bounds;                         // (4, 3J+3) floats: prior, lower, upper, free
+  DeviceView targets;                       // IkTargetIO words
+  DeviceView pose, transl;                  // updated, every row
+  DeviceView bounds;                        // (4, 3J+3) floats: prior, lower, upper, free
   double priorWeight = 0, damping = 0;
 };
 // Records (Vulkan) or enqueues (CUDA) the solve after a forward and backward.
@@ -54,8 +54,7 @@ void ikStep(const Exec& exec, const IkStepArgs& args);
 // Owns a skinning of the model sized for the residual rows (its tables are uploaded once). Nothing waits on the host.
 class IkSolver {
  public:
-  IkSolver(Device& device, Backend backend, const BodyModel& model, uint32_t shapeComponents,
-           uint32_t exprComponents);
+  IkSolver(Device& device, Backend backend, const BodyModel& model, uint32_t shapeComponents, uint32_t exprComponents);
   // Starts at `body` (batch 1; its shape and expression stay fixed) under `problem`, uploaded on exec.
   void start(const Exec& exec, const BodyParams& body, const IkProblem& problem);
   // The targets' new positions (same joints, weights and count as start()'s), uploaded on exec.
