@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
       ->check(cli::uintList(1, ikMaxTargets));
   ikCmd->add_option("--model", modelPath, "model .npz (default: the generated default avatar)")
       ->check(cli::regularFile());
-  for (auto* c : {skin, ikCmd, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd, gaussianCmd,
-                  deformableAggregationCmd, bakeCmd}) {
+  for (auto* c : {skin, ikCmd, axpyCmd, interopCmd, rasterCmd, pipelineCmd, hierarchyCmd, jointPropagationCmd,
+                  gaussianCmd, deformableAggregationCmd, bakeCmd}) {
     c->add_option("--json", jsonPath, "write the results as JSON")->check(cli::writableFile());
     c->add_option("--iters", iters, "timed calls per row (after warm-up)")->check(CLI::Range(1, 100000));
     c->fallthrough();  // the peaks below may follow the subcommand
@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
         r.bytes = 2 * F * V3 * 4 + m * (2 * V3 + 4 * J * 3) * 4;
         r.flops = 4.0 * m * F * V3 + m * (nnz * 72 + model.vertexCount * 36.0) + 2.0 * m * m * (3 * J + 3);
         device->run(backend, [&](const Exec& exec) { solver.start(exec, body, problem); });
-        measure(r, *device, backend, [&](const Exec& exec) { solver.iterate(exec, 1); }, iters);
+        measure(
+            r, *device, backend, [&](const Exec& exec) { solver.iterate(exec, 1); }, iters);
         rows.push_back(r);
       }
     }

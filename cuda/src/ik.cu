@@ -76,12 +76,9 @@ __global__ void __launch_bounds__(IK_WORKGROUP_SIZE) ikKernel(IkBuffers b, IkPus
 
 void ikStep(const Exec& exec, const IkStepArgs& a) {
   const IkPush push = ikPush(a);
-  const IkBuffers b{a.joints.cuda<float>(),
-                    a.gradPose.cuda<float>(),
-                    a.gradTransl.cuda<float>(),
-                    reinterpret_cast<const IkTargetIO*>(a.targets.cuda<uint32_t>()),
-                    a.pose.cuda<float>(),
-                    a.transl.cuda<float>(),
+  const IkBuffers b{a.joints.cuda<float>(),     a.gradPose.cuda<float>(),
+                    a.gradTransl.cuda<float>(), reinterpret_cast<const IkTargetIO*>(a.targets.cuda<uint32_t>()),
+                    a.pose.cuda<float>(),       a.transl.cuda<float>(),
                     a.bounds.cuda<float>()};
   ikKernel<<<1, IK_WORKGROUP_SIZE, 0, stream(exec)>>>(b, push);
   CUDA_CHECK_LAUNCH();

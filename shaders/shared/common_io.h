@@ -17,7 +17,7 @@ typedef uint32_t uint;
 #define ARM_RARE_FN inline
 #endif
 #define ARM_PRECISE
-#define ARM_OUT(type, name, n) type name[n]  // an array a shared function writes (GLSL: `out type name[n]`)
+#define ARM_OUT(type, name, n) type name[n]    // an array a shared function writes (GLSL: `out type name[n]`)
 #define ARM_INOUT(type, name, n) type name[n]  // an array a shared function reads and writes (GLSL: `inout`)
 // A float's IEEE bits (GLSL's floatBitsToUint).
 ARM_FN uint armFloatBits(float f) {

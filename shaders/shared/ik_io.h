@@ -38,7 +38,7 @@ ARM_SHARED_STRUCT(IkPush) {
 };
 
 // The Cholesky solve of A y = v in place (A: n×n row-major, symmetric positive definite: JJᵀ + cI with c > 0).
-ARM_FN void ikCholeskySolve(uint n, ARM_INOUT(float, a, IK_MAX_ROWS * IK_MAX_ROWS), ARM_INOUT(float, v, IK_MAX_ROWS)) {
+ARM_FN void ikCholeskySolve(uint n, ARM_INOUT(float, a, IK_MAX_ROWS* IK_MAX_ROWS), ARM_INOUT(float, v, IK_MAX_ROWS)) {
   for (uint j = 0; j < n; ++j) {
     float d = a[j * n + j];
     for (uint k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
