@@ -110,8 +110,9 @@ class Viewer {
   int m_activeShape = 10, m_activeExpr = 10;
   std::vector<PoseGroup> m_groups;
   std::string m_pendingScreenshot;
-  float m_panelRight = 0;                     // where the main panel ends, as a fraction of the window's width
-  bool m_screenshotUi = false;                // screenshots and recordings include the panels and overlay
+  float m_layoutProbe = 0;      // the backend selector's top this frame (the gui test checks it stays put)
+  float m_panelRight = 0;       // where the main panel ends, as a fraction of the window's width
+  bool m_screenshotUi = false;  // screenshots and recordings include the panels and overlay
   std::unique_ptr<VideoRecorder> m_recorder;  // recording the view, every frame
   char m_videoPath[512] = "armature.mp4";
   std::unique_ptr<vk::Buffer> m_shot;
@@ -314,6 +315,7 @@ void Viewer::panels() {
   int backend = int(m_scene->backend());
   const char* names[] = {"CPU reference", "Vulkan compute", "CUDA (interop)"};
   if (ImGui::Combo("backend", &backend, names, 3)) setBackend(Backend(backend));
+  m_layoutProbe = ImGui::GetItemRectMin().y;
   int raster = m_computeRaster ? 1 : 0;
   const char* rasterNames[] = {"hardware (graphics pipeline)", "compute (visibility buffer)"};
   if (ImGui::Combo("rasterizer", &raster, rasterNames, 2)) m_computeRaster = raster == 1;
@@ -839,12 +841,19 @@ int Viewer::guiTest() {
   const bool keys = tappedOnce && m_scene->animate != animating && m_showOverlay == overlayShown;
   std::printf("gui test: keys between frames %s\n", keys ? "toggle once per tap" : "were lost or repeated");
   m_scene->animate = animating;
+  // A long message moves no control: the backend selector sits where it sat before the message.
+  const float selectorBefore = m_layoutProbe;
+  m_status = "an error message long enough to wrap several times in the panel's width: " + std::string(400, 'x') +
+             "\nand a second line";
+  frameOnce();
+  const bool layoutStill = selectorBefore > 0 && m_layoutProbe == selectorBefore;
+  std::printf("gui test: a long message %s the controls\n", layoutStill ? "does not move" : "moves");
   std::string json = dir + "/gui_profile.json";
   m_profiler.writeChromeTrace(json);
   bool moved = changed > before.size() / 4 / 200;  // at least 0.5% of the image
   bool agree = m_computeRaster && compute.size() == after.size() && differ < after.size() / 4 / 100;  // under 1%
   const bool poseBack = poseError<1e-9, viewsChange = viewsDiffer> front.size() / 4 / 100;
-  return moved && agree && poseBack && viewsChange && keys ? 0 : 1;
+  return moved && agree && poseBack && viewsChange && keys && layoutStill ? 0 : 1;
 }
 
 // The glTF character's smoke test: its clip's first frame, then a quarter second into the clip (each member at its
