@@ -1,10 +1,8 @@
 #include "app/keyframes.h"
 
-#include <glm/glm.hpp>
-#include <glm/gtc/quaternion.hpp>
-
 #include <cmath>
 
+#include "app/rotation.h"
 #include "armature/body/gltf_export.h"
 #include "armature/error.h"
 
@@ -12,19 +10,6 @@ namespace armature::app {
 
 namespace {
 constexpr double kSameKey = 1e-3;  // seconds
-
-glm::dquat rotationOf(const double* r) {
-  const glm::dvec3 v(r[0], r[1], r[2]);
-  const double angle = glm::length(v);
-  return angle > 0 ? glm::angleAxis(angle, v / angle) : glm::dquat(1, 0, 0, 0);
-}
-
-glm::dvec3 axisAngleOf(glm::dquat q) {
-  if (q.w < 0) q = -q;
-  const glm::dvec3 v(q.x, q.y, q.z);
-  const double s = glm::length(v);
-  return s > 0 ? v * (2 * std::atan2(s, q.w) / s) : glm::dvec3(0);
-}
 
 // a + (b − a)·t over whole vectors.
 std::vector<double> lerp(const std::vector<double>& a, const std::vector<double>& b, double t) {

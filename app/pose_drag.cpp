@@ -1,12 +1,12 @@
 #include "app/pose_drag.h"
 
-#include <glm/glm.hpp>
-#include <glm/gtc/quaternion.hpp>
 #include <glm/gtc/type_ptr.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "app/rotation.h"
 
 namespace armature::app {
 
@@ -37,20 +37,6 @@ double hitTriangle(const glm::dvec3& o, const glm::dvec3& d, const glm::dvec3& a
   if (u < 0 || v < 0 || u + v > 1) return INFINITY;
   const double t = glm::dot(e2, q) / det;
   return t > 0 ? t : INFINITY;
-}
-// The rotation of an axis-angle vector, exactly (smplx's rodrigues adds 1e-8 to every component).
-glm::dquat rotationOf(const double* r) {
-  const glm::dvec3 v(r[0], r[1], r[2]);
-  const double angle = glm::length(v);
-  return angle > 0 ? glm::angleAxis(angle, v / angle) : glm::dquat(1, 0, 0, 0);
-}
-
-// The axis-angle vector of a rotation, its angle in [0, π].
-glm::dvec3 axisAngleOf(glm::dquat q) {
-  if (q.w < 0) q = -q;
-  const glm::dvec3 v(q.x, q.y, q.z);
-  const double s = glm::length(v);
-  return s > 0 ? v * (2 * std::atan2(s, q.w) / s) : glm::dvec3(0);
 }
 }  // namespace
 
