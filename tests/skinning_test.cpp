@@ -172,6 +172,40 @@ TEST_P(SkinningOp, ForwardAndBackwardMatchReference) {
   }
 }
 
+// At the rest pose (every axis-angle exactly zero: smplx's Rodrigues then works at angle √3·1e-8) the rotation's
+// gradient must survive: SPIR-V lets sin err by 2⁻¹¹ and NVIDIA's Vulkan returns sin(1.7e-8) = 0, which zeroed it
+// (IK and fits from rest did not move). A gradient on the posed joints alone, and one on the vertices, against the
+// reference at 1e-4 relative (as above).
+TEST_P(SkinningOp, RestPoseGradientsMatchReference) {
+  std::mt19937_64 rng(::armature::test::rng()());
+  const BodyModel& model = defaultAvatar();
+  const uint32_t B = 2;
+  Skinning skin(device(), backend(), model, 10, 10, B);
+  BodyParams p = randomBodyParams(model, B, 10, 10, rng);
+  std::fill(p.pose.begin(), p.pose.end(), 0.0);
+  const FloatParams f = toFloat(p);
+  const BodyOutput ref = bodyForwardRef(model, p);
+  DeviceParams in(device(), f);
+  DeviceBuffer verts = device().allocate(ElementType::Float32, ref.vertices.size()),
+               joints = device().allocate(ElementType::Float32, ref.joints.size());
+  const auto [gv, gj] = randomOutputGrads(ref, rng);
+  for (bool onJoints : {true, false}) {
+    SCOPED_TRACE(onJoints ? "dL/djoints alone" : "dL/dvertices alone");
+    const std::vector<double> gvUsed = onJoints ? std::vector<double>(gv.size(), 0.0) : gv;
+    const std::vector<double> gjUsed = onJoints ? gj : std::vector<double>(gj.size(), 0.0);
+    DeviceBuffer dgv = device().upload(cast<float>(gvUsed)), dgj = device().upload(cast<float>(gjUsed));
+    DeviceGrads out(device(), f);
+    run([&](const Exec& exec) {
+      skin.forward(exec, in.forward(B, verts, joints));
+      skin.backward(exec, out.backward(B, in, dgv, dgj));
+    });
+    const BodyGrads gref = bodyBackwardRef(model, p, gvUsed, gjUsed);
+    EXPECT_GT(largest(gref.pose), 1e-2);  // the case has a gradient to lose
+    EXPECT_LT(relativeError(out.pose.download<float>(), gref.pose), 1e-4);
+    EXPECT_LT(relativeError(out.transl.download<float>(), gref.transl), 1e-4);
+  }
+}
+
 // CUDA's product on fp32 FMAs instead of the tensor cores (3xTF32, more than 64 items): both within the fp32 tolerance
 // of the double reference, and the tensor-core error no larger than twice the FMA error (both are fp32 accumulation).
 TEST_P(SkinningOp, TensorCoresKeepFp32Accuracy) {
