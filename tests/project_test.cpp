@@ -384,8 +384,10 @@ TEST(DifferentiablePipeline, ReferenceFitRecoversTheBody) {
 constexpr double kChainTol = 1e-4;
 
 // A GPU chain's gradients against the reference chain (want: from the clip positions that GPU computed): the points'
-// and the cameras' within kChainTol, and the skinning's backward from the reference dL/dpoints within 2 · kChainTol
-// (its own bound is 1e-4, skinning_test, plus the difference in dL/dpoints).
+// and the cameras' within kChainTol, and the skinning's backward against the reference's from the same dL/dpoints
+// (the GPU's) within 2 · kChainTol (its own bound is 1e-4, skinning_test). From the reference dL/dpoints instead,
+// the translation's and the shape's gradients, sums over every vertex that nearly cancel for some bodies, magnified
+// dL/dpoints' 4e-7 difference past 1e-3 now and then.
 struct ChainResult {
   std::vector<float> gradPoints, points, gradCameras, pose, betas, expression, transl;
 };
@@ -396,7 +398,7 @@ void expectChainMatches(const char* backend, const BodyModel& m, const BodyParam
       relativeError(got.gradCameras, projectMatrixGradRef(p.project, cast<double>(got.points), want.gradClip));
   EXPECT_LT(pointsError, kChainTol);
   EXPECT_LT(camerasError, kChainTol);
-  BodyGrads body = bodyBackwardRef(m, params, want.gradPoints, {});
+  BodyGrads body = bodyBackwardRef(m, params, cast<double>(got.gradPoints), {});
   const double poseError = relativeError(got.pose, body.pose), betasError = relativeError(got.betas, body.betas),
                exprError = relativeError(got.expression, body.expression),
                translError = relativeError(got.transl, body.transl);
