@@ -301,7 +301,10 @@ void Viewer::handleDrag() {
   }
   m_drag->move(x, y);
   m_ikStartNs = steadyNowNs();
-  runCaught([&] { m_drag->step(uint32_t(m_ikIterations)); });
+  // Where the solve runs on the CPU (the double reference, or Vulkan on lavapipe) one iteration takes a good part
+  // of a second: one a frame keeps the view responsive while the target moves.
+  const bool slow = m_scene->backend() == Backend::Cpu || m_ctx->info().isCpu();
+  runCaught([&] { m_drag->step(slow ? 1u : uint32_t(m_ikIterations)); });
   m_ikMs = double(steadyNowNs() - m_ikStartNs) * 1e-6;
 }
 
