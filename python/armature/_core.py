@@ -63,15 +63,16 @@ def vulkan_description():
     return text.value.decode().strip().replace("\n", "; ")
 
 
-_cuda_checked = set()
+_cuda_ready = {}  # index → device handle that can run CUDA (every call looks it up)
 
 
 def cuda_device(index):
     """CUDA's device for torch's cuda:index (the library launches on the current device: see run())."""
-    device = _handle("cuda", index)
-    if index not in _cuda_checked:
+    device = _cuda_ready.get(index)
+    if device is None:
+        device = _handle("cuda", index)
         check(lib.armature_device_supports(device, _lib.CUDA))
-        _cuda_checked.add(index)
+        _cuda_ready[index] = device
     return device
 
 
@@ -185,7 +186,7 @@ class Call:
         self.compute = torch.float64 if backend == "cpu" else torch.float32
         if backend == "cuda":
             self._index = index = device.index if device.index is not None else _current_device()
-            self.handle = _devices.get(("cuda", index)) if index in _cuda_checked else cuda_device(index)
+            self.handle = cuda_device(index)
         else:
             self.handle = library_device(backend, device)
 
