@@ -20,6 +20,13 @@ struct PoseDrag::Solvers {
 namespace {
 glm::dmat4 matrixOf(const ViewRay& v) { return glm::dmat4(glm::make_mat4(v.viewProj.data())); }
 
+// Where a world point lands in the view, in pixels; nullopt behind the camera.
+std::optional<std::array<float, 2>> project(const ViewRay& v, const glm::dvec3& p) {
+  const glm::dvec4 c = matrixOf(v) * glm::dvec4(p, 1);
+  if (c.w <= 0) return std::nullopt;
+  return std::array<float, 2>{float((c.x / c.w + 1) / 2 * v.width), float((c.y / c.w + 1) / 2 * v.height)};
+}
+
 // Pixel (x, y) at NDC depth z, back into the world.
 glm::dvec3 unproject(const ViewRay& v, double x, double y, double z) {
   const glm::dvec4 p = glm::inverse(matrixOf(v)) * glm::dvec4(2 * x / v.width - 1, 2 * y / v.height - 1, z, 1);
@@ -53,31 +60,41 @@ BodyParams PoseDrag::body() const {
   return p;
 }
 
-// Avatar 0's joints where they are drawn: the base pose at its place in the crowd (params() holds it there).
-std::vector<double> PoseDrag::worldJoints(const BodyParams& b) const {
-  std::vector<double> joints = bodyForwardRef(m_scene.model(), b).joints;
-  for (size_t j = 0; j < joints.size(); ++j) joints[j] += m_scene.params().transl[j % 3] - b.transl[j % 3];
-  return joints;
+// Avatar 0's place in the crowd: what takes its model space (base parameters) to where it is drawn.
+glm::dvec3 PoseDrag::offset() const {
+  const std::vector<double>&drawn = m_scene.params().transl, &base = m_scene.base().transl;
+  return {drawn[0] - base[0], drawn[1] - base[1], drawn[2] - base[2]};
+}
+
+// The reference forward of avatar 0's base parameters, computed again only when they change: the window asks for
+// joints every frame a joint is selected (its rings), and the forward of a full body takes milliseconds.
+const BodyOutput& PoseDrag::forward() const {
+  const BodyParams b = body();
+  if (!m_forward || b.pose != m_forwardOf.pose || b.betas != m_forwardOf.betas ||
+      b.expression != m_forwardOf.expression || b.transl != m_forwardOf.transl) {
+    m_forward = bodyForwardRef(m_scene.model(), b);
+    m_forwardOf = b;
+  }
+  return *m_forward;
+}
+
+glm::dvec3 PoseDrag::jointAt(uint32_t joint) const {
+  const std::vector<double>& j = forward().joints;
+  return glm::dvec3(j[3 * joint], j[3 * joint + 1], j[3 * joint + 2]);
 }
 
 std::optional<std::array<float, 2>> PoseDrag::pixelOf(const ViewRay& view, uint32_t joint) const {
-  const std::vector<double> joints = worldJoints(body());
-  const glm::dvec4 c = matrixOf(view) * glm::dvec4(joints[3 * joint], joints[3 * joint + 1], joints[3 * joint + 2], 1);
-  if (c.w <= 0) return std::nullopt;
-  return std::array<float, 2>{float((c.x / c.w + 1) / 2 * view.width), float((c.y / c.w + 1) / 2 * view.height)};
+  return project(view, jointAt(joint) + offset());
 }
 
 std::optional<uint32_t> PoseDrag::pick(const ViewRay& view, float x, float y) const {
   if (m_scene.playing()) return std::nullopt;
   const BodyModel& model = m_scene.model();
-  const BodyParams b = body();
-  const BodyOutput out = bodyForwardRef(model, b);
-  const glm::dvec3 shift(m_scene.params().transl[0] - b.transl[0], m_scene.params().transl[1] - b.transl[1],
-                         m_scene.params().transl[2] - b.transl[2]);
+  const std::vector<double>& vertices = forward().vertices;
+  const glm::dvec3 shift = offset();
   const glm::dvec3 origin = unproject(view, x, y, 0), direction = glm::normalize(unproject(view, x, y, 1) - origin);
   auto vertex = [&](int32_t i) {
-    return glm::dvec3(out.vertices[3 * size_t(i)], out.vertices[3 * size_t(i) + 1], out.vertices[3 * size_t(i) + 2]) +
-           shift;
+    return glm::dvec3(vertices[3 * size_t(i)], vertices[3 * size_t(i) + 1], vertices[3 * size_t(i) + 2]) + shift;
   };
   double nearest = INFINITY;
   int32_t corner = -1;
@@ -124,24 +141,24 @@ void PoseDrag::begin(const ViewRay& view) {
   ARM_CHECK(m_selected, "drag: no joint selected");
   ARM_CHECK(!m_scene.playing(), "drag: stop the motion or the walk first (the pose on screen is not the base pose)");
   remember();
-  const BodyParams b = body();
-  const std::vector<double> joints = worldJoints(b), local = bodyForwardRef(m_scene.model(), b).joints;
   const uint32_t j = *m_selected;
-  const glm::dvec4 c = matrixOf(view) * glm::dvec4(joints[3 * j], joints[3 * j + 1], joints[3 * j + 2], 1);
+  const glm::dvec4 c = matrixOf(view) * glm::dvec4(jointAt(j) + offset(), 1);
   m_view = view, m_depth = float(c.z / c.w);
   m_problem = {};
-  m_problem.targets.push_back({j, {local[3 * j], local[3 * j + 1], local[3 * j + 2]}, 1.0});
+  auto where = [&](uint32_t joint) -> IkTarget {
+    const glm::dvec3 p = jointAt(joint);
+    return {joint, {p.x, p.y, p.z}, 1.0};
+  };
+  m_problem.targets.push_back(where(j));  // the dragged joint first, then the pins where they are
   for (uint32_t pin : m_pins)
-    if (pin != j) m_problem.targets.push_back({pin, {local[3 * pin], local[3 * pin + 1], local[3 * pin + 2]}, 1.0});
+    if (pin != j) m_problem.targets.push_back(where(pin));
   m_dragging = true, m_started = false;
 }
 
 void PoseDrag::move(float x, float y) {
   if (!m_dragging) return;
-  const glm::dvec3 world = unproject(m_view, x, y, m_depth);
-  const BodyParams& b = m_scene.base();
-  for (int c = 0; c < 3; ++c)  // into the model's space: the crowd's place off, the base translation kept
-    m_problem.targets[0].position[size_t(c)] = world[c] - (m_scene.params().transl[size_t(c)] - b.transl[size_t(c)]);
+  const glm::dvec3 target = unproject(m_view, x, y, m_depth) - offset();  // into the model's space
+  m_problem.targets[0].position = {target.x, target.y, target.z};
 }
 
 void PoseDrag::step(uint32_t iterations) {
@@ -181,23 +198,21 @@ void PoseDrag::end() { m_dragging = false; }
 
 std::vector<std::array<float, 2>> PoseDrag::ring(const ViewRay& view, int axis, double radius, int segments) const {
   if (!m_selected || axis < 0 || axis > 2) return {};
-  const BodyParams b = body();
-  const std::vector<double> joints = worldJoints(b);
   const uint32_t j = *m_selected;
+  const std::vector<double>& pose = m_scene.base().pose;
   glm::dquat global(1, 0, 0, 0);  // the joint's frame: its chain's rotations, root first
   std::vector<uint32_t> chain;
   for (int32_t k = int32_t(j); k >= 0; k = m_scene.model().parents[size_t(k)]) chain.push_back(uint32_t(k));
-  for (auto k = chain.rbegin(); k != chain.rend(); ++k) global = global * rotationOf(&b.pose[3 * *k]);
+  for (auto k = chain.rbegin(); k != chain.rend(); ++k) global = global * rotationOf(&pose[3 * *k]);
   const glm::dmat3 frame = glm::mat3_cast(global);
-  const glm::dvec3 centre(joints[3 * j], joints[3 * j + 1], joints[3 * j + 2]);
+  const glm::dvec3 centre = jointAt(j) + offset();
   const glm::dvec3 u = frame[(axis + 1) % 3], w = frame[(axis + 2) % 3];  // the plane the axis is normal to
   std::vector<std::array<float, 2>> points;
   for (int i = 0; i <= segments; ++i) {
     const double a = 2 * M_PI * i / segments;
-    const glm::dvec3 p = centre + radius * (std::cos(a) * u + std::sin(a) * w);
-    const glm::dvec4 c = matrixOf(view) * glm::dvec4(p, 1);
-    if (c.w <= 0) return {};
-    points.push_back({float((c.x / c.w + 1) / 2 * view.width), float((c.y / c.w + 1) / 2 * view.height)});
+    const auto pixel = project(view, centre + radius * (std::cos(a) * u + std::sin(a) * w));
+    if (!pixel) return {};
+    points.push_back(*pixel);
   }
   return points;
 }
@@ -231,21 +246,17 @@ void PoseDrag::mirror(bool leftOntoRight) {
   }
 }
 
-bool PoseDrag::undo() {
-  if (m_undo.empty()) return false;
-  m_redo.push_back(m_scene.base());
-  m_scene.base() = m_undo.back();
-  m_undo.pop_back();
+// Moves the current pose onto `to` and the last of `from` into the scene (undo: from the undo stack to the redo one).
+bool PoseDrag::restore(std::vector<BodyParams>& from, std::vector<BodyParams>& to) {
+  if (from.empty()) return false;
+  to.push_back(m_scene.base());
+  m_scene.base() = std::move(from.back());
+  from.pop_back();
   return true;
 }
 
-bool PoseDrag::redo() {
-  if (m_redo.empty()) return false;
-  m_undo.push_back(m_scene.base());
-  m_scene.base() = m_redo.back();
-  m_redo.pop_back();
-  return true;
-}
+bool PoseDrag::undo() { return restore(m_undo, m_redo); }
+bool PoseDrag::redo() { return restore(m_redo, m_undo); }
 
 void PoseDrag::resetJoint(uint32_t joint) {
   ARM_CHECK(joint < m_scene.model().jointCount, "reset: joint %u of %u", joint, m_scene.model().jointCount);

@@ -2,6 +2,8 @@
 // Posing by dragging (the viewer's Ctrl + left mouse): pick the joint under the mouse, drag it in the image plane
 // while inverse kinematics (armature/ops/ik.h) moves the pose on the scene's backend, pin joints where they are,
 // undo and redo. The window drives it from the mouse; tests drive it through the same calls with scripted pixels.
+#include <glm/glm.hpp>
+
 #include <array>
 #include <memory>
 #include <optional>
@@ -65,8 +67,11 @@ class PoseDrag {
  private:
   struct Solvers;
   BodyParams body() const;  // avatar 0's base parameters, batch 1
-  std::vector<double> worldJoints(const BodyParams& body) const;
+  glm::dvec3 offset() const;
+  const BodyOutput& forward() const;
+  glm::dvec3 jointAt(uint32_t joint) const;  // in model space
   void remember();
+  bool restore(std::vector<BodyParams>& from, std::vector<BodyParams>& to);
   AvatarScene& m_scene;
   std::optional<uint32_t> m_selected;
   std::vector<uint32_t> m_pins;
@@ -76,6 +81,8 @@ class PoseDrag {
   float m_depth = 0;  // the dragged joint's NDC depth when the drag began
   std::vector<BodyParams> m_undo, m_redo;
   std::unique_ptr<Solvers> m_solvers;
+  mutable std::optional<BodyOutput> m_forward;  // forward()'s, of m_forwardOf
+  mutable BodyParams m_forwardOf;
 };
 
 }  // namespace armature::app
