@@ -468,6 +468,8 @@ void Viewer::motionPanel(AvatarScene& avatar) {
   keysPanel(avatar);
 }
 
+constexpr double kKeysFps = 30;  // keys play and export at this rate
+
 // Keys: the pose on screen keyed at a time, the timeline scrubbing through them (the pose follows, interpolated),
 // played as a motion, and exported as a glb or smplx parameters.
 void Viewer::keysPanel(AvatarScene& avatar) {
@@ -475,10 +477,7 @@ void Viewer::keysPanel(AvatarScene& avatar) {
   const float end = std::max(2.f, float(m_keys.last()) + 1.f);
   ImGui::SetNextItemWidth(220);
   if (ImGui::SliderFloat("key time (s)", &m_keyTime, 0.f, end, "%.2f") && !m_keys.empty() && !avatar.playing())
-    runCaught([&] {
-      const BodyParams p = m_keys.sample(m_keyTime);
-      avatar.base().pose = p.pose, avatar.base().transl = p.transl, avatar.base().expression = p.expression;
-    });
+    runCaught([&] { avatar.applyPose(m_keys.sample(m_keyTime)); });
   const ImVec2 lo = ImGui::GetItemRectMin(), hi = ImGui::GetItemRectMax();
   for (const auto& [t, pose] : m_keys.keys()) {  // a tick under the slider per key
     const float x = lo.x + (hi.x - lo.x) * float(t) / end;
@@ -491,7 +490,7 @@ void Viewer::keysPanel(AvatarScene& avatar) {
   ImGui::SameLine();
   if (ImGui::Button("play keys"))
     runCaught([&] {
-      avatar.setMotion(m_keys.motion(avatar.model(), 30));
+      avatar.setMotion(m_keys.motion(avatar.model(), kKeysFps));
       avatar.animate = true, m_animTime = 0;
       m_status = std::to_string(m_keys.keys().size()) + " keys playing (close the motion to edit)";
     });
@@ -500,7 +499,7 @@ void Viewer::keysPanel(AvatarScene& avatar) {
   ImGui::SameLine();
   if (ImGui::Button("export keys (.glb / .npz)"))
     runCaught([&] {
-      writeKeyframes(m_keysPath, avatar.model(), m_keys, 30);
+      writeKeyframes(m_keysPath, avatar.model(), m_keys, kKeysFps);
       m_status = std::string("wrote ") + m_keysPath;
     });
   ImGui::Text("%zu keys, %.2f s", m_keys.keys().size(), m_keys.last());
