@@ -5,6 +5,7 @@
 #include "app/rotation.h"
 #include "armature/body/gltf_export.h"
 #include "armature/error.h"
+#include "armature/file_checks.h"
 
 namespace armature::app {
 
@@ -18,9 +19,6 @@ std::vector<double> lerp(const std::vector<double>& a, const std::vector<double>
   return out;
 }
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 void Keyframes::set(double seconds, const BodyParams& body) {
@@ -81,15 +79,11 @@ Motion Keyframes::motion(const BodyModel& model, double fps) const {
 void writeKeyframes(const std::string& path, const BodyModel& model, const Keyframes& keys, double fps) {
   const Motion m = keys.motion(model, fps);
   const BodyParams& first = keys.keys().begin()->second;
-  if (endsWith(path, ".npz")) {
-    BodyParams frames = BodyParams::zeros(model, m.frames, first.shapeComponents, first.exprComponents);
-    frames.pose = m.pose, frames.transl = m.transl;
-    frames.expression = m.expression;
-    frames.betas.clear();
-    for (uint32_t f = 0; f < m.frames; ++f) frames.betas.insert(frames.betas.end(), m.betas.begin(), m.betas.end());
-    return writeMotionParameters(path, model, frames, fps);
-  }
-  ARM_CHECK(endsWith(path, ".glb"), "%s: keys are written as .npz (smplx parameters) or .glb", path.c_str());
+  const std::string ext = lowerExtension(path);
+  if (ext == ".npz")
+    return writeMotionParameters(path, model,
+                                 motionFrames(model, m, 0, m.frames, first.shapeComponents, first.exprComponents), fps);
+  ARM_CHECK(ext == ".glb", "%s: keys are written as .npz (smplx parameters) or .glb", path.c_str());
   const GltfRig rig = gltfRig(model, m.betas, first.expression, 4);
   writeGlb(path, model, rig, gltfAnimation(model, rig, m, 0, m.frames));
 }
