@@ -37,6 +37,22 @@ std::vector<double> unitRows(uint32_t J, const std::vector<IkTarget>& targets) {
   return rows;
 }
 
+void checkWeights(const char* op, double priorWeight, double damping) {
+  ARM_CHECK(std::isfinite(priorWeight) && std::isfinite(damping) && priorWeight >= 0 && damping >= 0 &&
+                priorWeight + damping > 0,
+            "%s: priorWeight %g and damping %g must be finite, non-negative, and not both zero", op, priorWeight,
+            damping);
+}
+
+// m copies of v one after another, as T: the rows of the batch a step skins.
+template <typename T>
+std::vector<T> repeated(const std::vector<double>& v, size_t m) {
+  std::vector<T> out;
+  out.reserve(v.size() * m);
+  for (size_t k = 0; k < m; ++k) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
 void checkTargets(uint32_t J, std::span<const IkTarget> targets) {
   ARM_CHECK(!targets.empty() && targets.size() <= ikMaxTargets, "ik: %zu targets; 1 to %u", targets.size(),
             ikMaxTargets);
@@ -49,8 +65,7 @@ void checkTargets(uint32_t J, std::span<const IkTarget> targets) {
 }
 }  // namespace
 
-void validateIkProblem(const BodyModel& model, const IkProblem& p) {
-  const uint32_t J = model.jointCount;
+void validateIkProblem(uint32_t J, const IkProblem& p) {
   ARM_CHECK(J <= 64, "ik: %u joints; the skinning kernels take at most 64", J);
   checkTargets(J, p.targets);
   const size_t n = 3 * size_t(J);
@@ -62,14 +77,11 @@ void validateIkProblem(const BodyModel& model, const IkProblem& p) {
               p.upper[i]);
   ARM_CHECK(p.freeJoints.empty() || p.freeJoints.size() == J, "ik: freeJoints has %zu values, expected %u",
             p.freeJoints.size(), J);
-  ARM_CHECK(std::isfinite(p.priorWeight) && std::isfinite(p.damping) && p.priorWeight >= 0 && p.damping >= 0 &&
-                p.priorWeight + p.damping > 0,
-            "ik: priorWeight %g and damping %g must be finite, non-negative, and not both zero", p.priorWeight,
-            p.damping);
+  checkWeights("ik", p.priorWeight, p.damping);
 }
 
 void ikStepRef(const BodyModel& model, BodyParams& body, const IkProblem& problem) {
-  validateIkProblem(model, problem);
+  validateIkProblem(model.jointCount, problem);
   ARM_CHECK(body.batch == 1, "ikStepRef: batch %u; IK solves one body", body.batch);
   const uint32_t J = model.jointCount;
   const size_t m = 3 * problem.targets.size(), P = 3 * size_t(J) + 3, poseParams = 3 * size_t(J);
@@ -78,13 +90,8 @@ void ikStepRef(const BodyModel& model, BodyParams& body, const IkProblem& proble
   // The Jacobian rows: the backward of m copies of the body, row k's joint gradient a unit vector.
   BodyParams rows = body;
   rows.batch = uint32_t(m);
-  auto repeat = [m](const std::vector<double>& v) {
-    std::vector<double> out;
-    for (size_t k = 0; k < m; ++k) out.insert(out.end(), v.begin(), v.end());
-    return out;
-  };
-  rows.pose = repeat(body.pose), rows.betas = repeat(body.betas), rows.expression = repeat(body.expression);
-  rows.transl = repeat(body.transl);
+  rows.pose = repeated<double>(body.pose, m), rows.betas = repeated<double>(body.betas, m);
+  rows.expression = repeated<double>(body.expression, m), rows.transl = repeated<double>(body.transl, m);
   const BodyGrads g = bodyBackwardRef(model, rows, {}, unitRows(J, problem.targets));
   auto param = [&](size_t q) { return q < poseParams ? body.pose[q] : body.transl[q - poseParams]; };
   auto jacobian = [&](size_t k, size_t q) {
@@ -146,10 +153,7 @@ void ikStep(const Exec& exec, const IkStepArgs& a) {
   ARM_CHECK(a.targetCount >= 1 && a.targetCount <= ikMaxTargets, "%s: %u targets; 1 to %u", op, a.targetCount,
             ikMaxTargets);
   ARM_CHECK(a.jointCount >= 1 && a.jointCount <= 64, "%s: %u joints; 1 to 64", op, a.jointCount);
-  ARM_CHECK(std::isfinite(a.priorWeight) && std::isfinite(a.damping) && a.priorWeight >= 0 && a.damping >= 0 &&
-                a.priorWeight + a.damping > 0,
-            "%s: priorWeight %g and damping %g must be finite, non-negative, and not both zero", op, a.priorWeight,
-            a.damping);
+  checkWeights(op, a.priorWeight, a.damping);
   const size_t m = 3 * size_t(a.targetCount), P = 3 * size_t(a.jointCount) + 3;
   check.view("joints", a.joints, ElementType::Float32, m * a.jointCount * 3);
   check.view("gradPose", a.gradPose, ElementType::Float32, m * a.jointCount * 3);
@@ -162,16 +166,6 @@ void ikStep(const Exec& exec, const IkStepArgs& a) {
 }
 
 namespace {
-std::vector<float> floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
-// m copies of v, as floats.
-std::vector<float> rowsOf(const std::vector<double>& v, size_t m) {
-  std::vector<float> out;
-  out.reserve(v.size() * m);
-  for (size_t k = 0; k < m; ++k) out.insert(out.end(), v.begin(), v.end());
-  return out;
-}
-
 std::vector<IkTargetIO> targetData(std::span<const IkTarget> targets) {
   std::vector<IkTargetIO> out;
   for (const IkTarget& t : targets)
@@ -193,13 +187,14 @@ IkSolver::IkSolver(Device& device, Backend backend, const BodyModel& model, uint
       m_J(model.jointCount),
       m_V(model.vertexCount) {
   const size_t m = 3 * ikMaxTargets, V = model.vertexCount, J = m_J;
-  auto floats = [&](size_t n) { return device.allocate(ElementType::Float32, std::max<size_t>(n, 1)); };
-  m_pose = floats(m * J * 3), m_betas = floats(m * m_S), m_expression = floats(m * m_E), m_transl = floats(m * 3);
-  m_vertices = floats(m * V * 3), m_joints = floats(m * J * 3);
-  m_gradVertices = floats(m * V * 3), m_gradJoints = floats(m * J * 3), m_gradPose = floats(m * J * 3);
-  m_gradBetas = floats(m * m_S), m_gradExpression = floats(m * m_E), m_gradTransl = floats(m * 3);
+  auto allocate = [&](size_t n) { return device.allocate(ElementType::Float32, std::max<size_t>(n, 1)); };
+  m_pose = allocate(m * J * 3), m_betas = allocate(m * m_S), m_expression = allocate(m * m_E),
+  m_transl = allocate(m * 3);
+  m_vertices = allocate(m * V * 3), m_joints = allocate(m * J * 3);
+  m_gradVertices = allocate(m * V * 3), m_gradJoints = allocate(m * J * 3), m_gradPose = allocate(m * J * 3);
+  m_gradBetas = allocate(m * m_S), m_gradExpression = allocate(m * m_E), m_gradTransl = allocate(m * 3);
   m_targets = device.allocate(ElementType::UInt32, ikMaxTargets * sizeof(IkTargetIO) / 4);
-  m_bounds = floats(4 * (3 * J + 3));
+  m_bounds = allocate(4 * (3 * J + 3));
   m_gradVertices.fill(0);  // the residuals are the joints': the vertices' gradient stays zero
 }
 
@@ -209,11 +204,7 @@ void IkSolver::start(const Exec& exec, const BodyParams& body, const IkProblem& 
             "IkSolver::start: the body must be one (batch 1) of this model with %u shape and %u expression "
             "components",
             m_S, m_E);
-  ARM_CHECK(problem.lower.size() == problem.upper.size(), "IkSolver::start: lower and upper differ in size");
-  // validateIkProblem needs only the joint count from the model.
-  BodyModel shape;
-  shape.jointCount = m_J;
-  validateIkProblem(shape, problem);
+  validateIkProblem(m_J, problem);
   m_problem = problem;
   m_rows = uint32_t(3 * problem.targets.size());
   const Bounds b = boundsOf(m_J, problem, body.pose);
@@ -222,12 +213,12 @@ void IkSolver::start(const Exec& exec, const BodyParams& body, const IkProblem& 
     bounds.insert(bounds.end(), part->begin(), part->end());
   const std::vector<double> betas(body.betas.begin(), body.betas.begin() + m_S),
       expression(body.expression.begin(), body.expression.begin() + m_E);
-  upload(exec, m_pose, rowsOf(body.pose, m_rows));
-  upload(exec, m_betas, rowsOf(betas, m_rows));
-  upload(exec, m_expression, rowsOf(expression, m_rows));
-  upload(exec, m_transl, rowsOf(body.transl, m_rows));
-  upload(exec, m_gradJoints, floats(unitRows(m_J, problem.targets)));
-  upload(exec, m_bounds, floats(bounds));
+  upload(exec, m_pose, repeated<float>(body.pose, m_rows));
+  upload(exec, m_betas, repeated<float>(betas, m_rows));
+  upload(exec, m_expression, repeated<float>(expression, m_rows));
+  upload(exec, m_transl, repeated<float>(body.transl, m_rows));
+  upload(exec, m_gradJoints, repeated<float>(unitRows(m_J, problem.targets), 1));
+  upload(exec, m_bounds, repeated<float>(bounds, 1));
   moveTargets(exec, problem.targets);
 }
 

@@ -33,8 +33,8 @@ struct IkProblem {
 
 constexpr uint32_t ikMaxTargets = 8;
 
-// Checks the problem against the model; throws armature::Error naming what is wrong.
-void validateIkProblem(const BodyModel& model, const IkProblem& problem);
+// Checks the problem against a model of `jointCount` joints; throws armature::Error naming what is wrong.
+void validateIkProblem(uint32_t jointCount, const IkProblem& problem);
 // One step in double on the CPU: body's pose and transl (batch 1) move toward the targets.
 void ikStepRef(const BodyModel& model, BodyParams& body, const IkProblem& problem);
 
