@@ -66,9 +66,9 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
     if (parents[j] >= 0) bones.insert(bones.end(), {uint32_t(j), uint32_t(parents[j])});
   m_boneIndexCount = uint32_t(bones.size());
   if (!bones.empty()) m_boneIndices = vk::makeStorageBuffer<uint32_t>(ctx, bones, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
-  m_renderPass = createFramePass(ctx, colorFormat, finalLayout, false);
+  m_renderPass = createFramePass(ctx, colorFormat, finalLayout, PassStart::DrawnOver);
   // The overlay pass after a compute-shaded frame: the colour is loaded (it arrives in COLOR_ATTACHMENT_OPTIMAL).
-  m_overlayPass = createFramePass(ctx, colorFormat, finalLayout, true);
+  m_overlayPass = createFramePass(ctx, colorFormat, finalLayout, PassStart::LoadColor);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, MESH_BINDINGS, both, sizeof(RenderPush), both);
@@ -83,6 +83,13 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   const auto& vert = shaders::mesh_vert;
   const auto& frag = shaders::mesh_frag;
   m_fill = createPipeline(vert, frag, VK_POLYGON_MODE_FILL, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+  {
+    vk::GraphicsPipelineDesc d;
+    d.vertex = &shaders::background_vert, d.fragment = &shaders::background_frag;
+    d.layout = m_layout, d.renderPass = m_renderPass;
+    d.depthCompare = VK_COMPARE_OP_ALWAYS;  // it writes the depth every later draw tests against
+    m_background = vk::createGraphicsPipeline(ctx, d);
+  }
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
   // Textured, indexed where fragments have gl_PrimitiveID (the geometryShader feature, which the context enables).
@@ -109,7 +116,7 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
 }
 
 VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
-                                       bool loadColor) {
+                                       PassStart start) {
   VkAttachmentDescription att[2] = {};
   att[0].format = colorFormat;
   att[0].samples = VK_SAMPLE_COUNT_1_BIT;
@@ -144,9 +151,11 @@ VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, V
                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   dep.dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT |
                       VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
-  if (loadColor) {
+  if (start == PassStart::LoadColor) {
     att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
     att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+  } else if (start == PassStart::DrawnOver) {
+    att[0].loadOp = att[1].loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
   }
   return vk::createRenderPass(ctx, 2, att, sub, dep);
 }
@@ -183,6 +192,7 @@ VkPipeline Renderer::createPipeline(const shaders::SpirvBlob& vert, const shader
 Renderer::~Renderer() {
   VkDevice dev = m_ctx.device();
   vkDestroyPipeline(dev, m_fill, nullptr);
+  vkDestroyPipeline(dev, m_background, nullptr);
   vkDestroyPipeline(dev, m_texturedCorners, nullptr);
   if (m_texturedPrimitives) vkDestroyPipeline(dev, m_texturedPrimitives, nullptr);
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
@@ -255,6 +265,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   std::copy(vp.begin(), vp.end(), push.viewProj);
   auto e = camera.eye();
   push.camera[0] = e[0], push.camera[1] = e[1], push.camera[2] = e[2];
+  std::copy(s.clear, s.clear + 3, push.clear);
+  push.ground = s.ground ? 1u : 0u;
   push.vertexCount = s.vertexCount;
   push.floorY = s.floorY;
   push.textureSize = s.texture.size;
@@ -281,14 +293,14 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
     vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_layout, 0, 1, &w);
     vkCmdPushConstants(cmd, m_layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0, sizeof push, &push);
-    if (mode == RENDER_MODE_GROUND) {
-      vkCmdDraw(cmd, 6, 1, 0, 0);
+    if (mode == RENDER_MODE_BACKGROUND) {
+      vkCmdDraw(cmd, 3, 1, 0, 0);
     } else {
       vkCmdBindIndexBuffer(cmd, m_indices.handle(), 0, VK_INDEX_TYPE_UINT32);
       vkCmdDrawIndexed(cmd, m_indexCount, s.avatars, 0, 0, 0);
     }
   };
-  if (s.ground && !computeFrame) draw(m_fill, RENDER_MODE_GROUND);
+  if (!computeFrame) draw(m_background, RENDER_MODE_BACKGROUND);  // the pass neither clears nor loads
   if (computeFrame) {
     // shaded already
   } else if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass

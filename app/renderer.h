@@ -96,10 +96,16 @@ class Renderer {
   Renderer& operator=(const Renderer&) = delete;
 
   VkRenderPass renderPass() const { return m_renderPass; }
+  // What a frame pass does with its attachments' contents when it begins.
+  enum class PassStart {
+    Clear,      // clears colour and depth
+    LoadColor,  // loads the colour from COLOR_ATTACHMENT_OPTIMAL, clears depth
+    DrawnOver,  // neither: the first draw writes every pixel's colour and depth (the background)
+  };
   // A pass like the frame's (colour `colorFormat` + kDepthFormat, the same subpass and dependency, so pipelines
-  // work across them), the colour cleared — or loaded from COLOR_ATTACHMENT_OPTIMAL — and left in `finalLayout`.
+  // work across them), starting as `start` says, the colour left in `finalLayout`.
   static VkRenderPass createFramePass(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLayout,
-                                      bool loadColor);
+                                      PassStart start);
   // A framebuffer of `color` and a kDepthFormat `depth` view for such a pass.
   static VkFramebuffer createFramebuffer(vk::Context& ctx, VkRenderPass pass, VkImageView color, VkImageView depth,
                                          VkExtent2D extent);
@@ -113,8 +119,8 @@ class Renderer {
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
   // With a visibility buffer, no wireframe, no texture and a target image, the frame is shaded by one compute pass
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
-  // follows only for the skeleton. Otherwise the ground, then the visibility pass or the mesh, are drawn by the
-  // graphics pipeline. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
+  // follows only for the skeleton. Otherwise the graphics pipeline draws the background (background.frag: the clear
+  // colour and the ground, every pixel's depth), then the visibility pass or the mesh. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
   // With settings.field, the field is ray-marched (a compute pass first, then `nextZone`, if given, is called with
   // "draw": recordFrame times the march as its own zone) and blended over the frame last, before `inPass`.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
@@ -142,7 +148,8 @@ class Renderer {
   vk::Buffer m_pixels;                          // the compute-shaded frame, 8-bit RGBA, copied into the image
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
-  VkRenderPass m_renderPass = VK_NULL_HANDLE;
+  VkRenderPass m_renderPass = VK_NULL_HANDLE;  // PassStart::DrawnOver: every frame begins with m_background
+  VkPipeline m_background = VK_NULL_HANDLE;
   // The layouts hold the textured variants' bindings too; the plain shaders leave those unbound.
   VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;  // MESH_BINDING_*
   VkPipelineLayout m_layout = VK_NULL_HANDLE;

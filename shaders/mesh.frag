@@ -1,6 +1,6 @@
 #version 450
-// Key light + hemisphere ambient on flat (per-triangle) normals from screen-space derivatives; a fading grid on
-// the ground; dark lines for the wireframe overlay. The textured variants light the surface texture's colour instead
+// Key light + hemisphere ambient on flat (per-triangle) normals from screen-space derivatives; dark lines for the
+// wireframe overlay. The textured variants light the surface texture's colour instead
 // of the skin's, at the (u, v) the corners variant of mesh.vert passes on (MESH_CORNERS), or (MESH_TEXTURED alone)
 // found here: the face is gl_PrimitiveID (per instance, so the avatar's), the barycentrics those of the fragment's
 // point in it, so the draw stays indexed (a GPU with few graphics units shades 3F corners per avatar ~6× slower
@@ -41,10 +41,6 @@ layout(location = 0) out vec4 color;
 
 void main() {
   vec3 toEye = normalize(pc.camera.xyz - worldPos);
-  if (pc.mode == RENDER_MODE_GROUND) {
-    color = vec4(shadeGround(worldPos.xz, fwidth(worldPos.xz)), 1.0);
-    return;
-  }
   if (pc.mode == RENDER_MODE_LINES) {
     color = vec4(0.08, 0.08, 0.1, 1.0);
     return;

@@ -17,25 +17,18 @@ layout(std430, binding = MESH_BINDING_UVS) readonly buffer Uvs { vec2 uvs[]; };
 layout(location = 1) out vec2 uv;
 #endif
 
-const vec2 kGround[6] = vec2[](vec2(-1, -1), vec2(1, -1), vec2(1, 1), vec2(-1, -1), vec2(1, 1), vec2(-1, 1));
-
 void main() {
-  if (pc.mode == RENDER_MODE_GROUND) {
-    vec2 q = kGround[gl_VertexIndex] * 400.0;  // past the far fade: no visible edge
-    worldPos = vec3(q.x, pc.floorY, q.y);
-  } else {
 #ifdef MESH_CORNERS
-    uint vertex = uint(faces[gl_VertexIndex]);
-    uv = uvs[gl_VertexIndex];
+  uint vertex = uint(faces[gl_VertexIndex]);
+  uv = uvs[gl_VertexIndex];
 #else
-    uint vertex = uint(gl_VertexIndex);
+  uint vertex = uint(gl_VertexIndex);
 #endif
 #if defined(MESH_TEXTURED) && !defined(MESH_CORNERS)
-    avatar = uint(gl_InstanceIndex);
+  avatar = uint(gl_InstanceIndex);
 #endif
-    uint base = (uint(gl_InstanceIndex) * pc.vertexCount + vertex) * 3u;
-    worldPos = vec3(positions[base], positions[base + 1], positions[base + 2]);
-  }
+  uint base = (uint(gl_InstanceIndex) * pc.vertexCount + vertex) * 3u;
+  worldPos = vec3(positions[base], positions[base + 1], positions[base + 2]);
   gl_Position = pc.viewProj * vec4(worldPos, 1.0);
   gl_PointSize = 6.0;  // joint markers; ignored for triangles and lines
 }

@@ -4,7 +4,7 @@
 #include "common_io.h"
 
 #define RENDER_MODE_MESH 0u     // indexed draw of the skinned avatars, one instance per avatar
-#define RENDER_MODE_GROUND 1u   // 6 vertices: the ground plane with a grid
+#define RENDER_MODE_BACKGROUND 1u  // background.vert/.frag: 3 vertices, every pixel's colour and depth
 #define RENDER_MODE_LINES 2u    // the mesh again as lines (wireframe overlay)
 #define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
 #define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
@@ -14,6 +14,7 @@
 struct RenderPush {
   float viewProj[16];   // column-major, world -> clip (Vulkan: y down, z in [0,1])
   float camera[4];      // xyz: world position of the eye
+  float clear[4];       // RENDER_MODE_BACKGROUND: rgb, the colour where no ground is
   uint mode;            // RENDER_MODE_*
   uint vertexCount;     // vertices per avatar in the position buffer
   float floorY;         // ground height
@@ -21,9 +22,9 @@ struct RenderPush {
   uint height;
   uint textureSize;     // textured variants: texels per side of the surface texture
   uint faceCount;       // textured variants: faces per avatar
-  uint pad;
+  uint ground;          // RENDER_MODE_BACKGROUND: 1 draws the floor's grid
 };
-static_assert(sizeof(RenderPush) == 112);
+static_assert(sizeof(RenderPush) == 128);  // the guaranteed push-constant size
 
 // clip_transform.comp: skinned positions (3 floats each) to the rasteriser's clip space (4 floats each).
 struct ClipPush {
@@ -37,6 +38,7 @@ static_assert(sizeof(ClipPush) == 80);
 layout(push_constant) uniform RenderPushBlock {
   mat4 viewProj;
   vec4 camera;
+  vec4 clear;
   uint mode;
   uint vertexCount;
   float floorY;
@@ -44,6 +46,7 @@ layout(push_constant) uniform RenderPushBlock {
   uint height;
   uint textureSize;
   uint faceCount;
+  uint ground;
 } pc;
 #endif
 
