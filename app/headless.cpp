@@ -1,5 +1,6 @@
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "app/avatar_scene.h"
 #include "app/character_scene.h"
 #include "app/composite_scene.h"
+#include "app/pose_drag.h"
 #include "app/poses.h"
 #include "app/profiler.h"
 #include "app/recorder.h"
@@ -104,6 +106,21 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     recorder = std::make_unique<VideoRecorder>(o.record, o.width, o.height, 60);
     std::printf("recording: %s\n", recorder->description().c_str());
   }
+  // A scripted drag: avatar 0's joint follows a circle through where it stands, 8% of the image high.
+  std::unique_ptr<PoseDrag> drag;
+  uint32_t dragJoint = 0;
+  std::array<float, 2> dragStart{};
+  if (!o.drag.empty()) {
+    auto* body = dynamic_cast<AvatarScene*>(scene.get());
+    ARM_CHECK(body, "--drag: the joint of a body model (not of a glTF character)");
+    ARM_CHECK(!o.animate && o.motion.empty(), "--drag poses the base pose, which --animate and --motion replace");
+    const std::vector<std::string>& names = body->model().jointNames;
+    const auto it = std::find(names.begin(), names.end(), o.drag);
+    ARM_CHECK(it != names.end(), "--drag: the model has no joint '%s' (armature model info lists them)",
+              o.drag.c_str());
+    dragJoint = uint32_t(it - names.begin());
+    drag = std::make_unique<PoseDrag>(*body);
+  }
   vk::GpuTimer timer(ctx, 2, 16);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
@@ -111,6 +128,21 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     const int64_t t0 = steadyNowNs();
     double uiCpuMs = 0;
     int64_t uiStartNs = 0;
+    std::optional<Span> ik;
+    if (drag) {
+      const ViewRay view{camera.viewProj(aspect), float(o.width), float(o.height)};
+      if (f == 0) {
+        const auto at = drag->pixelOf(view, dragJoint);
+        ARM_CHECK(at.has_value(), "--drag: joint '%s' is behind the camera", o.drag.c_str());
+        dragStart = *at;
+        drag->select(dragJoint);
+        drag->begin(view);
+      }
+      const float angle = float(f) * 0.05f, radius = 0.08f * float(o.height);
+      drag->move(dragStart[0] + radius * (std::cos(angle) - 1.0f), dragStart[1] + radius * std::sin(angle));
+      drag->step(o.ikIterations);
+      ik = drag->lastStep();
+    }
     scene->update(f / 60.0);
     const bool shoot = o.screenshotEvery > 0 && f % o.screenshotEvery == 0;
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
@@ -138,6 +170,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     FrameRecord rec;
     rec.startHostNs = t0;
     if (ui) rec.add({"ui (cpu)", uiCpuMs, uiStartNs, Track::Cpu});
+    if (ik) rec.add(*ik);
     for (const Span& s : scene->ownTimes()) rec.add(s);
     for (Span& s : vulkanSpans(timer.waitFrame(uint64_t(f)))) rec.add(std::move(s));
     rec.cpuMs = double(steadyNowNs() - t0) * 1e-6;

@@ -7,6 +7,11 @@
 #include <limits>
 
 #include "app/rotation.h"
+#include "armature/clock.h"
+#include "armature/vk/timer.h"
+#ifdef ARMATURE_HAS_INTEROP
+#include "armature/cuda/runtime.h"
+#endif
 
 namespace armature::app {
 
@@ -15,6 +20,11 @@ struct PoseDrag::Solvers {
   std::unique_ptr<Device> vulkanDevice, cudaDevice;
   std::unique_ptr<IkSolver> vulkan, cuda;
   uint32_t shape = 0, expr = 0;
+  std::unique_ptr<vk::GpuTimer> timer;  // the Vulkan solve's "ik" zone
+#ifdef ARMATURE_HAS_INTEROP
+  std::unique_ptr<cuda::EventTimer> events;  // the CUDA solve's
+#endif
+  uint64_t steps = 0;
 };
 
 namespace {
@@ -166,7 +176,9 @@ void PoseDrag::step(uint32_t iterations) {
   BodyParams b = body();
   const Backend backend = m_scene.backend();
   if (backend == Backend::Cpu) {
+    const int64_t startNs = steadyNowNs();
     for (uint32_t i = 0; i < iterations; ++i) ikStepRef(m_scene.model(), b, m_problem);
+    m_lastStep = Span{"ik", double(steadyNowNs() - startNs) * 1e-6, startNs, Track::Cpu};
   } else {
     Solvers& s = *m_solvers;
     if (s.shape != m_scene.shapeComponents() || s.expr != m_scene.exprComponents()) {
@@ -181,20 +193,45 @@ void PoseDrag::step(uint32_t iterations) {
       solver = std::make_unique<IkSolver>(*device, backend, m_scene.model(), s.shape, s.expr);
       m_started = false;
     }
+    const uint64_t n = s.steps++;
+    if (backend == Backend::Vulkan && !s.timer) s.timer = std::make_unique<vk::GpuTimer>(m_scene.context(), 2, 2);
+#ifdef ARMATURE_HAS_INTEROP
+    if (backend == Backend::Cuda && !s.events) s.events = std::make_unique<cuda::EventTimer>();
+#endif
     device->run(backend, [&](const Exec& exec) {
+      uint32_t zone = 0;
+      if (backend == Backend::Vulkan) {
+        s.timer->beginFrame(exec.commandBuffer(), n);
+        zone = s.timer->beginZone(exec.commandBuffer(), "ik");
+      }
+#ifdef ARMATURE_HAS_INTEROP
+      if (backend == Backend::Cuda) s.events->start(exec.stream());
+#endif
       if (!m_started)
         solver->start(exec, b, m_problem);
       else
         solver->moveTargets(exec, m_problem.targets);
       solver->iterate(exec, iterations);
+      if (backend == Backend::Vulkan) s.timer->endZone(exec.commandBuffer(), zone);
+#ifdef ARMATURE_HAS_INTEROP
+      if (backend == Backend::Cuda) s.events->stop(exec.stream());
+#endif
     });
     solver->download(b);
+    if (backend == Backend::Vulkan) {
+      for (const vk::ZoneTime& z : s.timer->waitFrame(n))
+        m_lastStep = Span{"ik", z.milliseconds, z.beginHostNs, Track::VulkanQueue};
+    }
+#ifdef ARMATURE_HAS_INTEROP
+    if (backend == Backend::Cuda)
+      m_lastStep = Span{"ik", double(s.events->milliseconds()), s.events->startHostNs(), Track::CudaStream};
+#endif
   }
   m_started = true;
   std::copy(b.pose.begin(), b.pose.end(), m_scene.base().pose.begin());
 }
 
-void PoseDrag::end() { m_dragging = false; }
+void PoseDrag::end() { m_dragging = false, m_lastStep.reset(); }
 
 std::vector<std::array<float, 2>> PoseDrag::ring(const ViewRay& view, int axis, double radius, int segments) const {
   if (!m_selected || axis < 0 || axis > 2) return {};

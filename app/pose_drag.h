@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/avatar_scene.h"
+#include "app/profiler.h"
 #include "armature/ops/ik.h"
 
 namespace armature::app {
@@ -43,6 +44,9 @@ class PoseDrag {
   void begin(const ViewRay& view);
   void move(float x, float y);
   void step(uint32_t iterations);
+  // The last step()'s "ik" stage: GPU time on the GPU backends (timestamp queries, CUDA events), host time on the CPU
+  // reference; nullopt before the first step of a drag.
+  const std::optional<Span>& lastStep() const { return m_lastStep; }
   void end();
   bool dragging() const { return m_dragging; }
   const IkProblem& problem() const { return m_problem; }  // the drag's targets (the selected joint's first)
@@ -81,6 +85,7 @@ class PoseDrag {
   float m_depth = 0;  // the dragged joint's NDC depth when the drag began
   std::vector<BodyParams> m_undo, m_redo;
   std::unique_ptr<Solvers> m_solvers;
+  std::optional<Span> m_lastStep;
   mutable std::optional<BodyOutput> m_forward;  // forward()'s, of m_forwardOf
   mutable BodyParams m_forwardOf;
 };

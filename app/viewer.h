@@ -38,6 +38,8 @@ struct ViewerOptions {
   std::string raster = "hardware";  // hardware | compute (the visibility-buffer path; app/visibility.h)
   std::string view = "all";         // headless camera: front | side | top | all (every avatar, from the default angle)
   bool ui = false;                  // headless: draw the GPU frame-time overlay (Dear ImGui) into every frame
+  std::string drag;                 // headless: drag this joint of avatar 0 in a circle, posing by IK every frame
+  uint32_t ikIterations = 8;        // IK steps per frame of a drag
   std::string guiTest;              // window: scripted smoke test writing screenshots into this folder
   std::function<void(uint64_t frame)> afterFrame;  // headless: called after each frame (soak tests)
 };

@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"front", "side", "top", "all"}));
   app.add_flag("--ui", o.ui,
                "headless: draw the GPU frame-time overlay into the frames (its cost is the \"ui\" stage)");
+  app.add_option("--drag", o.drag,
+                 "headless: drag this joint (a name, e.g. right_wrist) around a circle in the image while inverse "
+                 "kinematics poses the body, as Ctrl + drag does in the window (its cost is the \"ik\" stage)");
+  app.add_option("--ik-iterations", o.ikIterations, "--drag: IK steps per frame")->check(CLI::Range(1u, 64u));
   app.add_option("--gui-test", o.guiTest, "window smoke test: screenshots before/after moving a slider, into DIR")
       ->check(cli::writableDirectory());
   if (auto code = cli::parse(app, argc, argv)) return *code;

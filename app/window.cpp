@@ -120,13 +120,12 @@ class Viewer {
   std::vector<int> m_taps;           // keys pressed since the last frame, in order (a held key's repeats are not taps)
   std::unique_ptr<PoseDrag> m_drag;  // posing by dragging (a body model's scene only)
   int m_ikIterations = 8;            // IK steps per frame while dragging
-  double m_ikMs = 0;                 // the last frame's IK: host time of its submit and wait
+  std::optional<Span> m_ikStage;     // this frame's IK (PoseDrag::lastStep), for the overlay
   Keyframes m_keys;                  // the keyed animation being made
   float m_keyTime = 0;               // where "set key" puts the next key
   char m_keysPath[512] = "keys.glb";
   int m_turnAxis = -1;    // the rotation ring being dragged (0 x, 1 y, 2 z), -1: none
   float m_turnAngle = 0;  // the mouse's angle about the joint on screen, last frame
-  int64_t m_ikStartNs = 0;
   void frameOnce();
   int guiTest();
   int characterGuiTest();
@@ -214,7 +213,7 @@ void Viewer::onKey(int key, int action) {
 
 void Viewer::handleCamera() {
   const ImGuiIO& io = ImGui::GetIO();
-  m_ikMs = 0;
+  m_ikStage.reset();
   if (m_drag) handleDrag();
   if (!io.KeyCtrl && !(m_drag && m_drag->dragging())) orbitCamera(m_camera);  // Ctrl + left mouse poses instead
   std::vector<int> taps;
@@ -300,12 +299,11 @@ void Viewer::handleDrag() {
     return;
   }
   m_drag->move(x, y);
-  m_ikStartNs = steadyNowNs();
   // Where the solve runs on the CPU (the double reference, or Vulkan on lavapipe) one iteration takes a good part
   // of a second: one a frame keeps the view responsive while the target moves.
   const bool slow = m_scene->backend() == Backend::Cpu || m_ctx->info().isCpu();
   runCaught([&] { m_drag->step(slow ? 1u : uint32_t(m_ikIterations)); });
-  m_ikMs = double(steadyNowNs() - m_ikStartNs) * 1e-6;
+  m_ikStage = m_drag->lastStep();
 }
 
 void Viewer::panels() {
@@ -674,7 +672,7 @@ void Viewer::drawFrame() {
       });
   for (const Span& span : m_scene->ownTimes()) rec.add(span);
   rec.add({"ui (cpu)", m_uiCpuMs, m_uiStartNs, Track::Cpu});
-  if (m_ikMs > 0) rec.add({"ik", m_ikMs, m_ikStartNs, Track::Cpu});
+  if (m_ikStage) rec.add(*m_ikStage);
   if (capture) {
     size_t bytes = size_t(m_swap->extent().width) * m_swap->extent().height * 4;
     if (!m_shot || m_shot->size() < bytes)

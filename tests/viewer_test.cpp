@@ -389,6 +389,32 @@ TEST(Viewer, ProfileAndScreenshotAreWritten) {
   EXPECT_THROW(runHeadless(o), Error);
 }
 
+// --drag: the scripted drag of headless mode puts the solve's GPU time in the profile as the "ik" stage of the
+// Vulkan queue, and moves the dragged joint.
+TEST(Viewer, HeadlessDragProfilesTheIkStage) {
+  ARM_REQUIRE_VULKAN(ctx);
+  (void)ctx;
+  auto dir = std::filesystem::temp_directory_path() / ("armature_drag_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ViewerOptions o;
+  o.headless = true;
+  o.frames = 2;
+  o.width = 96, o.height = 64;
+  o.backend = "vulkan";
+  o.drag = "right_wrist";
+  o.ikIterations = 1;
+  o.profile = (dir / "profile.json").string();
+  o.model = defaultModelPath();
+  ASSERT_EQ(runHeadless(o), 0);
+  auto tracks = checkTrace(o.profile, o.frames);
+  EXPECT_EQ(tracks[2], (std::set<std::string>{"ik", "skinning", "draw"}));
+  std::filesystem::remove_all(dir);
+  o.drag = "no_such_joint";
+  EXPECT_THROW(runHeadless(o), Error);
+  o.drag = "right_wrist", o.animate = true;
+  EXPECT_THROW(runHeadless(o), Error);
+}
+
 // A rigged glTF the suite writes itself: the default avatar with 8 influences and a 12-frame clip of swinging joints.
 const std::string& characterGlb() {
   static const std::string path = [] {
@@ -1089,8 +1115,22 @@ void expectScriptedDrag(vk::Context& ctx, Backend backend) {
   }
   const std::array<double, 3> target = drag.problem().targets[0].position;
   EXPECT_NEAR(std::hypot(target[0] - start[0], target[1] - start[1], target[2] - start[2]), 0.2, 2e-3);
+  const int64_t stepStartNs = steadyNowNs();
   drag.step(4);  // the last frames with the mouse still
+  const double stepHostMs = double(steadyNowNs() - stepStartNs) * 1e-6;
+  // The "ik" stage the overlay shows: the solve's GPU time on its queue or stream (within the host's wait for it),
+  // the host's time on the CPU.
+  ASSERT_TRUE(drag.lastStep());
+  const Span& ik = *drag.lastStep();
+  EXPECT_EQ(ik.name, "ik");
+  EXPECT_EQ(ik.track, backend == Backend::Cpu      ? Track::Cpu
+                      : backend == Backend::Vulkan ? Track::VulkanQueue
+                                                   : Track::CudaStream);
+  EXPECT_GT(ik.ms, 0.0);
+  EXPECT_LE(ik.ms, stepHostMs);
+  EXPECT_GE(ik.startHostNs, stepStartNs);
   drag.end();
+  EXPECT_FALSE(drag.lastStep()) << "a stage of a drag that ended";
   const BodyParams solved = scene.base();
   const std::vector<double> joints = bodyForwardRef(m, scene.shown()).joints;
   auto distance = [&](const std::vector<double>& a, const std::array<double, 3>& b, uint32_t j) {

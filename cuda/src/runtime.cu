@@ -322,11 +322,11 @@ EventTimer::~EventTimer() {
   cudaEventDestroy(static_cast<cudaEvent_t>(m_start));
   cudaEventDestroy(static_cast<cudaEvent_t>(m_stop));
 }
-void EventTimer::start(const Stream& s) {
-  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_start), static_cast<cudaStream_t>(s.handle())));
+void EventTimer::start(void* stream) {
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_start), static_cast<cudaStream_t>(stream)));
 }
-void EventTimer::stop(const Stream& s) {
-  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_stop), static_cast<cudaStream_t>(s.handle())));
+void EventTimer::stop(void* stream) {
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m_stop), static_cast<cudaStream_t>(stream)));
 }
 float EventTimer::milliseconds() {
   CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(m_stop)));

@@ -141,8 +141,10 @@ class EventTimer {
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
-  void start(const Stream& s);
-  void stop(const Stream& s);
+  void start(const Stream& s) { start(s.handle()); }
+  void stop(const Stream& s) { stop(s.handle()); }
+  void start(void* stream);  // a cudaStream_t (an Exec's)
+  void stop(void* stream);
   float milliseconds();  // waits for the stop event
   // When the start event ran, on the host's steady clock (ns since its epoch; CLOCK_MONOTONIC on Linux), after
   // milliseconds(). Measured against an anchor event recorded on an idle stream, whose host time is known to within
