@@ -146,6 +146,9 @@ class _NoGraph:
     def mark_non_differentiable(self, *tensors):
         pass
 
+    def set_materialize_grads(self, value):
+        pass
+
 
 def apply(function, *args):
     """function.apply(*args), or its forward alone where no gradient can be asked for (no input requires one, or
@@ -163,6 +166,14 @@ _PACK = [struct.Struct("<Qii" + "q" * rank) for rank in range(_lib.MAX_RANK + 1)
 _SIZE = ctypes.sizeof(Tensor)
 _DATA = Tensor.data.offset
 _BLOCK = 16  # descriptions per block; most calls need fewer
+# Blocks that no call holds, for the next CUDA or CPU calls: the library reads descriptions only during a call, and
+# those calls write the same fields every time (a Vulkan call's blocks also hold buffers: those are not reused).
+_free_blocks = []
+
+
+def _new_block():
+    block = (Tensor * _BLOCK)()
+    return block, ctypes.addressof(block)
 
 
 class Call:
@@ -173,7 +184,7 @@ class Call:
     """
 
     __slots__ = ("backend", "device", "dtype", "handle", "compute", "_index", "_keep", "_buffers", "_outputs",
-                 "_staged", "_block", "_used")
+                 "_staged", "_block", "_base", "_used", "_blocks")
 
     def __init__(self, backend, device, dtype):
         self.backend, self.device, self.dtype = backend, device, dtype
@@ -181,7 +192,8 @@ class Call:
         self._buffers = []  # vulkan: library buffers, freed after the call
         self._outputs = []
         self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
-        self._block = (Tensor * _BLOCK)()
+        self._block, self._base = _free_blocks.pop() if _free_blocks and backend != "vulkan" else _new_block()
+        self._blocks = [(self._block, self._base)]  # every block this call described into
         self._used = 0
         self.compute = torch.float64 if backend == "cpu" else torch.float32
         if backend == "cuda":
@@ -191,23 +203,31 @@ class Call:
             self.handle = library_device(backend, device)
 
     def _slot(self):
-        """A fresh description's block and byte offset in it."""
+        """A fresh description's block, byte offset in it, and address."""
         i = self._used
-        if i == _BLOCK:  # full: the old block stays alive in _keep until the call returns
-            self._keep.append(self._block)
-            self._block, i = (Tensor * _BLOCK)(), 0
+        if i == _BLOCK:  # full: the old block stays alive in _blocks until the call returns
+            self._block, self._base = _new_block()
+            self._blocks.append((self._block, self._base))
+            i = 0
         self._used = i + 1
-        return self._block, i * _SIZE
+        offset = i * _SIZE
+        return self._block, offset, self._base + offset
 
     def _describe(self, t, dtype=None, shape=None):
-        """The address of a description of t's memory (contiguous), as `dtype` and `shape` where given."""
-        block, offset = self._slot()
+        """The address of a description of t's memory (contiguous), as `dtype` and `shape` where given. The caller
+        keeps t alive until the call returns."""
+        i = self._used
+        if i == _BLOCK:
+            block, offset, address = self._slot()
+        else:
+            self._used = i + 1
+            block, offset = self._block, i * _SIZE
+            address = self._base + offset
         if shape is None:
             shape = t.shape
         _PACK[len(shape)].pack_into(block, offset + _DATA, t.data_ptr(), _DTYPES[t.dtype] if dtype is None else dtype,
                                     len(shape), *shape)
-        self._keep.append(t)
-        return ctypes.addressof(block) + offset
+        return address
 
     def _stage(self, t, upload, dtype=None, count=None):
         """Vulkan: a library buffer holding t (uploaded now when `upload`), described as `dtype` (the library's) and
@@ -219,10 +239,9 @@ class Call:
         self._buffers.append(buffer)
         if upload and t.numel():
             check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
-        block, offset = self._slot()
+        _, _, address = self._slot()
         dims = (n,) if count is not None else (t.shape or (1,))
         shape = (ctypes.c_int64 * len(dims))(*dims)
-        address = ctypes.addressof(block) + offset
         check(lib.armature_buffer_tensor(buffer, len(dims) if count is not None else t.dim(), shape, address))
         return buffer, address
 
@@ -233,6 +252,7 @@ class Call:
         want = torch.int32 if integer or words else self.compute
         if t.dtype is not want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
             t = t.to(want).contiguous()
+            self._keep.append(t)  # the caller's own tensors live as long as the call
         kind = _lib.UINT32 if words else None
         if self.backend == "vulkan":
             return self._stage(t, upload=True, dtype=kind)[1]
@@ -257,6 +277,7 @@ class Call:
         if self.backend == "vulkan":
             return self._stage(torch.empty(0), upload=False, dtype=_lib.BYTE, count=n)[1]
         t = torch.empty(((n + 3) // 4,), dtype=torch.int32, device=self.device)
+        self._keep.append(t)
         return self._describe(t, _lib.BYTE, (n,))
 
     def run(self, fn):
@@ -301,6 +322,11 @@ class Call:
             lib.armature_buffer_destroy(buffer)
         self._buffers.clear()
         self._keep.clear()
+        if self.backend != "vulkan" and self._blocks:
+            _free_blocks.extend(self._blocks)
+            if len(_free_blocks) > 64:  # a burst of nested calls must not keep its blocks for ever
+                del _free_blocks[64:]
+        self._blocks = []
 
     def __del__(self):
         self._release()

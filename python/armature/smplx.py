@@ -165,6 +165,7 @@ class _Skin(torch.autograd.Function):
         kind, device = _core.backend_of([pose, betas, expression, transl], backend)
         dtype = _core.result_dtype(pose, betas, expression, transl)
         ctx.forward = object()  # this forward, as the handle remembers it
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros made and read
         vertices, joints = _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, ctx.forward)
         ctx.save_for_backward(pose, betas, expression, transl)
         ctx.skinnings, ctx.kind, ctx.device, ctx.dtype = skinnings, kind, device, dtype
@@ -173,6 +174,11 @@ class _Skin(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_vertices, grad_joints):
         pose, betas, expression, transl = ctx.saved_tensors
+        if grad_vertices is None and grad_joints is None:
+            return None, None, None, None, None, None
+        if grad_vertices is None:  # the library takes the joints' gradient alone as optional
+            grad_vertices = torch.zeros(pose.shape[0], ctx.skinnings.vertices, 3, dtype=grad_joints.dtype,
+                                        device=grad_joints.device)
         grad_pose, grad_betas, grad_expression, grad_transl = _skin_run(
             ctx.skinnings, ctx.kind, ctx.device, ctx.dtype, pose, betas, expression, transl, ctx.forward,
             (grad_vertices, grad_joints))
