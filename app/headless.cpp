@@ -121,6 +121,8 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     dragJoint = uint32_t(it - names.begin());
     drag = std::make_unique<PoseDrag>(*body);
   }
+  const std::array<float, 16> firstViewProj = camera.viewProj(aspect);
+  warmUp(ctx, *scene, o.raster == "compute" ? &firstViewProj : nullptr, target.extent());
   vk::GpuTimer timer(ctx, 2, 16);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);

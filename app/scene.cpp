@@ -65,6 +65,14 @@ std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint
   return std::make_unique<CompositeScene>(ctx, std::move(parts));
 }
 
+void warmUp(vk::Context& ctx, Scene& scene, const std::array<float, 16>* viewProj, VkExtent2D extent) {
+  scene.update(0);
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    scene.skin(cmd, nullptr);
+    if (viewProj) scene.rasterize(cmd, nullptr, *viewProj, extent);
+  });
+}
+
 void uploadFloats(DeviceBuffer& buffer, const std::vector<double>& values) {
   const std::vector<float> f(values.begin(), values.end());
   buffer.upload(f.data(), f.size() * 4);

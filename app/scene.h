@@ -89,6 +89,11 @@ void frameAvatars(Camera& camera, const Scene& scene, CameraView view);
 std::unique_ptr<Scene> openScene(vk::Context& ctx, const std::string& path, uint32_t maxAvatars,
                                  const std::vector<std::string>& beside = {});
 
+// One untimed frame of the scene's GPU work at load (skinning, and the compute rasteriser when `viewProj` is given),
+// waited for: what is slow the first time (CUDA modules loaded on first launch, buffers sized for the crowd,
+// pipelines) then happens before the first frame, which is timed like the rest.
+void warmUp(vk::Context& ctx, Scene& scene, const std::array<float, 16>* viewProj, VkExtent2D extent);
+
 // A stage of a frame's GPU work on one backend. Vulkan: recorded into the frame's command buffer inside a timer
 // zone, followed by a compute barrier. CUDA: enqueued on the stage's own stream and timed by events; end() hands the
 // outputs to Vulkan and waits for the stream (the viewer's simple frame; interop::FrameRing is the protocol that

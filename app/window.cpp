@@ -921,6 +921,9 @@ int Viewer::run() {
     std::string backend = m_options.backend;
     setBackend(chooseBackend(backend));
     createSwapchain();
+    const VkExtent2D extent = m_swap->extent();
+    const std::array<float, 16> viewProj = m_camera.viewProj(float(extent.width) / float(extent.height));
+    runCaught([&] { warmUp(*m_ctx, *m_scene, m_computeRaster ? &viewProj : nullptr, extent); });
     m_timer = std::make_unique<vk::GpuTimer>(*m_ctx, kFramesInFlight, 16);
     for (auto& f : m_frames) {
       VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
