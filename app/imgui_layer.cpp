@@ -62,8 +62,8 @@ VkRect2D drawnArea(const ImDrawData* data, VkExtent2D extent) {
 
 ImGuiLayer::ImGuiLayer(vk::Context& ctx, VkFormat colorFormat, GLFWwindow* window) : m_ctx(ctx), m_format(colorFormat) {
   // The layer's pass is the frame's (one ImGui pipeline serves both), left ready for the copy into the buffer.
-  m_pass = Renderer::createFramePass(ctx, colorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                     Renderer::PassStart::Clear);
+  m_pass =
+      Renderer::createFramePass(ctx, colorFormat, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, Renderer::PassStart::Clear);
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();

@@ -120,7 +120,8 @@ class Renderer {
   // With a visibility buffer, no wireframe, no texture and a target image, the frame is shaded by one compute pass
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
   // follows only for the skeleton. Otherwise the graphics pipeline draws the background (background.frag: the clear
-  // colour and the ground, every pixel's depth), then the visibility pass or the mesh. `inPass` records extra drawing (the UI) last in the render pass, when there is one.
+  // colour and the ground, every pixel's depth), then the visibility pass or the mesh. `inPass` records extra
+  // drawing (the UI) last in the render pass, when there is one.
   // With settings.field, the field is ray-marched (a compute pass first, then `nextZone`, if given, is called with
   // "draw": recordFrame times the march as its own zone) and blended over the frame last, before `inPass`.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
