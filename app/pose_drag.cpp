@@ -173,6 +173,7 @@ void PoseDrag::move(float x, float y) {
 
 void PoseDrag::step(uint32_t iterations) {
   if (!m_dragging || iterations == 0) return;
+  m_lastStep.reset();  // a queue without timestamps leaves it so
   BodyParams b = body();
   const Backend backend = m_scene.backend();
   if (backend == Backend::Cpu) {
