@@ -106,9 +106,10 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     recorder = std::make_unique<VideoRecorder>(o.record, o.width, o.height, 60);
     std::printf("recording: %s\n", recorder->description().c_str());
   }
+  const std::array<float, 16> viewProj = camera.viewProj(aspect);  // the camera stays where it was framed
+  warmUp(ctx, *scene, o.raster == "compute" ? &viewProj : nullptr, target.extent());
   // A scripted drag: avatar 0's joint follows a circle through where it stands, 8% of the image high.
   std::unique_ptr<PoseDrag> drag;
-  uint32_t dragJoint = 0;
   std::array<float, 2> dragStart{};
   if (!o.drag.empty()) {
     auto* body = dynamic_cast<AvatarScene*>(scene.get());
@@ -118,11 +119,15 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     const auto it = std::find(names.begin(), names.end(), o.drag);
     ARM_CHECK(it != names.end(), "--drag: the model has no joint '%s' (armature model info lists them)",
               o.drag.c_str());
-    dragJoint = uint32_t(it - names.begin());
+    const uint32_t joint = uint32_t(it - names.begin());
     drag = std::make_unique<PoseDrag>(*body);
+    const ViewRay view{viewProj, float(o.width), float(o.height)};
+    const auto at = drag->pixelOf(view, joint);
+    ARM_CHECK(at.has_value(), "--drag: joint '%s' is behind the camera", o.drag.c_str());
+    dragStart = *at;
+    drag->select(joint);
+    drag->begin(view);
   }
-  const std::array<float, 16> firstViewProj = camera.viewProj(aspect);
-  warmUp(ctx, *scene, o.raster == "compute" ? &firstViewProj : nullptr, target.extent());
   vk::GpuTimer timer(ctx, 2, 16);
   Profiler profiler;
   if (!o.profile.empty()) profiler.streamTrace(o.profile);
@@ -132,14 +137,6 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     int64_t uiStartNs = 0;
     std::optional<Span> ik;
     if (drag) {
-      const ViewRay view{camera.viewProj(aspect), float(o.width), float(o.height)};
-      if (f == 0) {
-        const auto at = drag->pixelOf(view, dragJoint);
-        ARM_CHECK(at.has_value(), "--drag: joint '%s' is behind the camera", o.drag.c_str());
-        dragStart = *at;
-        drag->select(dragJoint);
-        drag->begin(view);
-      }
       const float angle = float(f) * 0.05f, radius = 0.08f * float(o.height);
       drag->move(dragStart[0] + radius * (std::cos(angle) - 1.0f), dragStart[1] + radius * std::sin(angle));
       drag->step(o.ikIterations);
@@ -150,8 +147,7 @@ int runHeadless(const ViewerOptions& o, HeadlessUiFactory uiFactory) {
     ctx.submitAndWait([&](VkCommandBuffer cmd) {
       timer.beginFrame(cmd, uint64_t(f));
       scene->skin(cmd, &timer);
-      if (o.raster == "compute")
-        draw.visibility = scene->rasterize(cmd, &timer, camera.viewProj(aspect), target.extent());
+      if (o.raster == "compute") draw.visibility = scene->rasterize(cmd, &timer, viewProj, target.extent());
       draw.joints = scene->joints();
       draw.texture = scene->texture();
       draw.field = scene->volume();

@@ -559,7 +559,6 @@ void Viewer::loadPose(const std::string& path) {
   m_status = path + ": " + pose.description;
 }
 
-// Runs a panel's action; a failure becomes the status line.
 // A camera preset framing the avatars in the part of the view right of the main panel: the view backs off by
 // the share the panel covers and its target moves left by half of it, so the crowd is whole and uncovered.
 void Viewer::frameAll(CameraView view) {
@@ -590,6 +589,7 @@ void Viewer::statusLine() {
   ImGui::End();
 }
 
+// Runs a panel's action; a failure becomes the status line.
 void Viewer::runCaught(const std::function<void()>& action) {
   try {
     action();
