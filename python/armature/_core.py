@@ -216,13 +216,7 @@ class Call:
     def _describe(self, t, dtype=None, shape=None):
         """The address of a description of t's memory (contiguous), as `dtype` and `shape` where given. The caller
         keeps t alive until the call returns."""
-        i = self._used
-        if i == _BLOCK:
-            block, offset, address = self._slot()
-        else:
-            self._used = i + 1
-            block, offset = self._block, i * _SIZE
-            address = self._base + offset
+        block, offset, address = self._slot()
         if shape is None:
             shape = t.shape
         _PACK[len(shape)].pack_into(block, offset + _DATA, t.data_ptr(), _DTYPES[t.dtype] if dtype is None else dtype,
