@@ -8,6 +8,7 @@
 #include <glm/mat4x4.hpp>
 
 #include "armature/camera.h"
+#include "app/visibility.h"
 #include "armature/vk/graphics.h"
 #include "shared/render_io.h"
 
@@ -67,8 +68,10 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
   m_boneIndexCount = uint32_t(bones.size());
   if (!bones.empty()) m_boneIndices = vk::makeStorageBuffer<uint32_t>(ctx, bones, VK_BUFFER_USAGE_INDEX_BUFFER_BIT);
   m_renderPass = createFramePass(ctx, colorFormat, finalLayout, PassStart::DrawnOver);
-  // The overlay pass after a compute-shaded frame: the colour is loaded (it arrives in COLOR_ATTACHMENT_OPTIMAL).
-  m_overlayPass = createFramePass(ctx, colorFormat, finalLayout, PassStart::LoadColor);
+  // The pass after a compute-shaded frame or background: the colour is loaded (it arrives in
+  // COLOR_ATTACHMENT_OPTIMAL).
+  m_loadColorPass = createFramePass(ctx, colorFormat, finalLayout, PassStart::LoadColor);
+  m_bounds = vk::Buffer(ctx, 4 * sizeof(uint32_t), vk::kStorageUsage);
 
   const VkShaderStageFlags both = VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
   auto layouts = vk::createDrawLayouts(ctx, MESH_BINDINGS, both, sizeof(RenderPush), both);
@@ -89,6 +92,10 @@ Renderer::Renderer(vk::Context& ctx, VkFormat colorFormat, VkImageLayout finalLa
     d.layout = m_layout, d.renderPass = m_renderPass;
     d.depthCompare = VK_COMPARE_OP_ALWAYS;  // it writes the depth every later draw tests against
     m_background = vk::createGraphicsPipeline(ctx, d);
+    d.vertex = &shaders::background_bounds_vert;
+    d.layout = m_visibilityLayout;  // it has the bounds' binding
+    d.colorWrite = false;
+    m_depthInit = vk::createGraphicsPipeline(ctx, d);
   }
   VkPhysicalDeviceFeatures f;
   vkGetPhysicalDeviceFeatures(ctx.physicalDevice(), &f);
@@ -154,6 +161,7 @@ VkRenderPass Renderer::createFramePass(vk::Context& ctx, VkFormat colorFormat, V
   if (start == PassStart::LoadColor) {
     att[0].loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
     att[0].initialLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+    att[1].loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
   } else if (start == PassStart::DrawnOver) {
     att[0].loadOp = att[1].loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE;
   }
@@ -193,6 +201,7 @@ Renderer::~Renderer() {
   VkDevice dev = m_ctx.device();
   vkDestroyPipeline(dev, m_fill, nullptr);
   vkDestroyPipeline(dev, m_background, nullptr);
+  vkDestroyPipeline(dev, m_depthInit, nullptr);
   vkDestroyPipeline(dev, m_texturedCorners, nullptr);
   if (m_texturedPrimitives) vkDestroyPipeline(dev, m_texturedPrimitives, nullptr);
   if (m_lines) vkDestroyPipeline(dev, m_lines, nullptr);
@@ -208,7 +217,7 @@ Renderer::~Renderer() {
   vkDestroyPipelineLayout(dev, m_layout, nullptr);
   vkDestroyDescriptorSetLayout(dev, m_setLayout, nullptr);
   vkDestroyRenderPass(dev, m_renderPass, nullptr);
-  vkDestroyRenderPass(dev, m_overlayPass, nullptr);
+  vkDestroyRenderPass(dev, m_loadColorPass, nullptr);
 }
 
 void Renderer::setTexturedIndexed(bool indexed) {
@@ -216,9 +225,36 @@ void Renderer::setTexturedIndexed(bool indexed) {
   m_texturedIndexed = indexed;
 }
 
+bool Renderer::copiesInto(const FrameTarget& target) const {
+  return target.image && (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
+}
+
 bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) const {
-  return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && !s.field && target.image &&
-         (m_colorFormat == VK_FORMAT_R8G8B8A8_UNORM || m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM);
+  return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && !s.field && copiesInto(target);
+}
+
+void Renderer::recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
+                            const DrawSettings& s) {
+  // The previous frame's depth rectangle may still read the bounds; the skinning's positions must be visible.
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr, 0,
+                       nullptr);
+  // A field's box may reach beyond the avatars: it is tested against the depth everywhere.
+  const uint32_t whole[4] = {0, 0, extent.width - 1, extent.height - 1}, none[4] = {~0u, ~0u, 0, 0};
+  vkCmdUpdateBuffer(cmd, m_bounds.handle(), 0, sizeof whole, s.field ? whole : none);
+  if (s.field || !s.avatars) return;  // the render pass's dependency makes the update visible to its vertex stage
+  vk::computeBarrier(cmd);
+  ClipPush push{};
+  auto m = VisibilityRaster::clipMatrix(camera.viewProj(float(extent.width) / float(extent.height)), extent);
+  std::copy(m.begin(), m.end(), push.viewProj);
+  push.count = s.avatars * s.vertexCount;
+  push.width = extent.width, push.height = extent.height;
+  const auto& bounds = m_ctx.program(shaders::screen_bounds, CLIP_TRANSFORM_BINDINGS, sizeof push);
+  vk::dispatch(cmd, bounds, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
+               {{positions, 0, VK_WHOLE_SIZE}, m_bounds.view(), m_bounds.view()}, push);  // binding 1 unread
 }
 
 bool Renderer::hasRenderPass(const FrameTarget& target, const DrawSettings& s) const {
@@ -232,6 +268,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   // The compute-raster mode shades the whole frame in a compute pass when the target allows it and no overlay
   // needs the mesh drawn (the wireframe); a render pass follows only for the skeleton.
   const bool computeFrame = computeShaded(target, s);
+  // Else the background is shaded in compute too where the image takes copies (see the header).
+  const bool computeBackground = !computeFrame && copiesInto(target);
   const bool skeleton = s.skeleton && s.joints && s.jointCount;
   if (s.field) {
     marchField(cmd, camera, extent, s.field);
@@ -245,12 +283,16 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
       return;
     }
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
+  } else if (computeBackground) {
+    recordBounds(cmd, camera, positions, extent, s);
+    recordComputeFrame(cmd, target, camera, positions, s, false);
+    imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
   }
   VkClearValue clear[2];
   clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
   clear[1].depthStencil = {1.0f, 0};
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
-  bi.renderPass = computeFrame ? m_overlayPass : m_renderPass;
+  bi.renderPass = computeFrame || computeBackground ? m_loadColorPass : m_renderPass;
   bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
   bi.clearValueCount = 2;
@@ -300,7 +342,21 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
       vkCmdDrawIndexed(cmd, m_indexCount, s.avatars, 0, 0, 0);
     }
   };
-  if (!computeFrame) draw(m_background, RENDER_MODE_BACKGROUND);  // the pass neither clears nor loads
+  if (computeBackground) {  // the depth where anything is drawn: the floor's, else the far plane
+    const VkDescriptorBufferInfo bounds{m_bounds.handle(), 0, VK_WHOLE_SIZE};
+    VkWriteDescriptorSet write = w;
+    write.dstBinding = VISIBILITY_BINDING_BOUNDS;
+    write.pBufferInfo = &bounds;
+    push.mode = RENDER_MODE_BACKGROUND;
+    push.width = extent.width, push.height = extent.height;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_depthInit);
+    vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_visibilityLayout, 0, 1, &write);
+    vkCmdPushConstants(cmd, m_visibilityLayout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
+                       sizeof push, &push);
+    vkCmdDraw(cmd, 6, 1, 0, 0);  // a rectangle over the bounds
+  } else if (!computeFrame) {
+    draw(m_background, RENDER_MODE_BACKGROUND);  // the pass neither clears nor loads
+  }
   if (computeFrame) {
     // shaded already
   } else if (s.avatars && s.visibility.faceIds) {  // the compute rasteriser's visibility buffer, shaded in one pass
@@ -472,7 +528,7 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   std::copy(s.clear, s.clear + 3, push.clear);
   push.width = extent.width, push.height = extent.height, push.floorY = s.floorY;
   push.flags = (s.ground ? SHADE_GROUND : 0u) | (m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM ? SHADE_BGRA : 0u) |
-               (compositeUi ? SHADE_UI : 0u);
+               (compositeUi ? SHADE_UI : 0u) | (s.visibility.faceIds ? SHADE_AVATARS : 0u);
   if (compositeUi) {
     VkRect2D r = clampRect(s.ui.area, extent);
     push.uiRect[0] = uint32_t(r.offset.x), push.uiRect[1] = uint32_t(r.offset.y);
@@ -482,13 +538,15 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0,
                        nullptr, 0, nullptr);
   const auto& shade = m_ctx.program(shaders::shade_frame, SHADE_FRAME_BINDINGS, sizeof push);
+  // Bindings a flag leaves unread hold the positions.
+  const VisibilityBuffers& v = s.visibility;
   vk::dispatch(cmd, shade, (extent.width + 7) / 8,
                {{positions, 0, VK_WHOLE_SIZE},
-                {s.visibility.faces, 0, VK_WHOLE_SIZE},
-                {s.visibility.faceIds, 0, VK_WHOLE_SIZE},
-                {s.visibility.barycentrics, 0, VK_WHOLE_SIZE},
+                {v.faceIds ? v.faces : positions, 0, VK_WHOLE_SIZE},
+                {v.faceIds ? v.faceIds : positions, 0, VK_WHOLE_SIZE},
+                {v.faceIds ? v.barycentrics : positions, 0, VK_WHOLE_SIZE},
                 m_pixels.view(),
-                {compositeUi ? s.ui.pixels : s.visibility.faceIds, 0, VK_WHOLE_SIZE}},  // unread without SHADE_UI
+                {compositeUi ? s.ui.pixels : positions, 0, VK_WHOLE_SIZE}},
                push, (extent.height + 7) / 8);
   vk::computeBarrier(cmd);
   imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL);

@@ -99,7 +99,7 @@ class Renderer {
   // What a frame pass does with its attachments' contents when it begins.
   enum class PassStart {
     Clear,      // clears colour and depth
-    LoadColor,  // loads the colour from COLOR_ATTACHMENT_OPTIMAL, clears depth
+    LoadColor,  // loads the colour from COLOR_ATTACHMENT_OPTIMAL; no depth until a draw writes it
     DrawnOver,  // neither: the first draw writes every pixel's colour and depth (the background)
   };
   // A pass like the frame's (colour `colorFormat` + kDepthFormat, the same subpass and dependency, so pipelines
@@ -119,9 +119,12 @@ class Renderer {
   // Records the frame into `target`; afterwards the colour image is in the constructor's final layout.
   // With a visibility buffer, no wireframe, no texture and a target image, the frame is shaded by one compute pass
   // (shade_frame.comp, which also composites settings.ui) and copied into the image; a render pass that loads it
-  // follows only for the skeleton. Otherwise the graphics pipeline draws the background (background.frag: the clear
-  // colour and the ground, every pixel's depth), then the visibility pass or the mesh. `inPass` records extra
-  // drawing (the UI) last in the render pass, when there is one.
+  // follows only for the skeleton. Otherwise the graphics pipeline draws the visibility pass or the mesh over a
+  // background: where the image takes copies, shaded by that compute pass (the clear colour and the ground) with
+  // the depth (background.frag's) drawn only over the pixels the avatars can cover; else drawn by
+  // background.frag over every pixel. A full-screen raster pass is most of a frame on GPUs with few graphics units
+  // (H100, H200), so the compute background halves such a frame. `inPass` records extra drawing (the UI) last in
+  // the render pass, when there is one.
   // With settings.field, the field is ray-marched (a compute pass first, then `nextZone`, if given, is called with
   // "draw": recordFrame times the march as its own zone) and blended over the frame last, before `inPass`.
   void record(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
@@ -131,9 +134,14 @@ class Renderer {
   bool hasRenderPass(const FrameTarget& target, const DrawSettings& settings) const;
 
  private:
+  // Whether a compute pass can shade into the target: its image takes copies of 8-bit RGBA or BGRA.
+  bool copiesInto(const FrameTarget& target) const;
   // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe or texture, a copyable
   // target).
   bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
+  // The compute background: the pixels the avatars (or, with a field, everything) can cover, into m_bounds.
+  void recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
+                    const DrawSettings& settings);
   void marchField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void compositeField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
@@ -145,12 +153,15 @@ class Renderer {
   vk::Context& m_ctx;
   VkFormat m_colorFormat;
   VkImageLayout m_finalLayout;
-  VkRenderPass m_overlayPass = VK_NULL_HANDLE;  // loads the compute-shaded colour, for the skeleton and UI
-  vk::Buffer m_pixels;                          // the compute-shaded frame, 8-bit RGBA, copied into the image
+  // PassStart::LoadColor: over a compute-shaded frame (for the skeleton and UI) or background (m_depthInit first).
+  VkRenderPass m_loadColorPass = VK_NULL_HANDLE;
+  vk::Buffer m_pixels;  // the compute-shaded frame or background, 8-bit RGBA, copied into the image
+  vk::Buffer m_bounds;  // the compute background's frames: the pixels the avatars can cover (screen_bounds)
   uint32_t m_indexCount = 0;
   vk::Buffer m_indices;
   VkRenderPass m_renderPass = VK_NULL_HANDLE;  // PassStart::DrawnOver: every frame begins with m_background
   VkPipeline m_background = VK_NULL_HANDLE;
+  VkPipeline m_depthInit = VK_NULL_HANDLE;  // the background's depth over m_bounds, no colour
   // The layouts hold the textured variants' bindings too; the plain shaders leave those unbound.
   VkDescriptorSetLayout m_setLayout = VK_NULL_HANDLE;  // MESH_BINDING_*
   VkPipelineLayout m_layout = VK_NULL_HANDLE;

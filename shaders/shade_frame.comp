@@ -2,7 +2,8 @@
 // The compute-raster mode's whole frame in one compute pass (Renderer, when nothing needs the graphics pipeline but
 // overlays): per pixel, the ground grid where the eye ray meets the floor, the avatar where the visibility buffer
 // has a face and it is nearer, else the clear colour; packed to 8-bit RGBA (or BGRA) and copied into the image.
-// On GPUs with few graphics units this replaces two full-screen raster passes.
+// Without SHADE_AVATARS it is the hardware rasteriser's background, which then draws the avatars over it.
+// On GPUs with few graphics units (H100, H200) a full-screen raster pass costs more than this pass and its copy.
 #extension GL_GOOGLE_include_directive : require
 #define RENDER_IO_OWN_PUSH
 #include "shared/render_io.h"
@@ -21,7 +22,7 @@ layout(push_constant) uniform ShadePushBlock {
   vec4 clear;            // rgb: background
   uint width, height;
   float floorY;
-  uint flags;            // SHADE_GROUND | SHADE_BGRA | SHADE_UI
+  uint flags;            // SHADE_*
   uvec4 uiRect;          // x0, y0, x1, y1
 } sp;
 
@@ -57,7 +58,7 @@ void main() {
       nearest = t;
     }
   }
-  int id = findices[pix];
+  int id = (sp.flags & SHADE_AVATARS) != 0u ? findices[pix] : 0;
   if (id > 0) {
     vec3 p0 = corner(id - 1, 0), p1 = corner(id - 1, 1), p2 = corner(id - 1, 2);
     vec3 world = barycentrics[pix * 3] * p0 + barycentrics[pix * 3 + 1] * p1 + barycentrics[pix * 3 + 2] * p2;

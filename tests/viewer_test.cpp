@@ -325,6 +325,57 @@ TEST(Viewer, ComputeShadedFrameMatchesTheGraphicsPipeline) {
   EXPECT_LT(differ, size_t(W) * H / 100) << "the compute-shaded frame differs at " << differ << " pixels";
 }
 
+// The hardware rasteriser's frame over the compute background (the colour shaded in compute, the depth drawn over
+// the avatars' pixel bounds only) matches the one over background.frag's full-screen background, with the floor
+// raised through the legs so that its depth must hide them. A first frame looking down at the floor from its near
+// plane leaves a near depth in every pixel: where the bounds missed the avatar, that depth would hide it.
+TEST(Viewer, ComputeBackgroundMatchesTheDrawnBackground) {
+  ARM_REQUIRE_VULKAN(ctx);
+  const uint32_t W = 200, H = 150;
+  Rig rig(ctx, "walk", W, H);
+  auto& [scene, renderer, target, camera, draw] = rig;
+  draw.floorY = scene.floorY() + 0.8f;
+  auto skinPixels = [](const std::vector<uint8_t>& px) {
+    size_t n = 0;
+    for (size_t i = 0; i < px.size(); i += 4) n += px[i] > 120 && px[i] > px[i + 2] + 40;
+    return n;
+  };
+  Camera down = camera;
+  down.target[1] = draw.floorY, down.pitch = 1.5f, down.distance = 0.06f;
+  std::vector<uint8_t> images[2];
+  for (int mode : {0, 1}) {
+    SCOPED_TRACE(mode == 0 ? "compute background" : "full-screen background");
+    FrameTarget frame = target.frameTarget();
+    if (mode == 1) frame.image = VK_NULL_HANDLE;
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      scene.skin(cmd, nullptr);
+      renderer.record(cmd, target.frameTarget(), down, scene.positions(), draw);
+    });
+    ctx.submitAndWait([&](VkCommandBuffer cmd) {
+      renderer.record(cmd, frame, camera, scene.positions(), draw);
+      target.recordReadback(cmd);
+    });
+    images[mode] = target.pixels();
+  }
+  const size_t raisedSkin = skinPixels(images[0]);
+  draw.ground = false;
+  ctx.submitAndWait([&](VkCommandBuffer cmd) {
+    renderer.record(cmd, target.frameTarget(), camera, scene.positions(), draw);
+    target.recordReadback(cmd);
+  });
+  const size_t wholeSkin = skinPixels(target.pixels());
+  ASSERT_GT(raisedSkin, size_t(W) * H / 100) << "the avatar is missing";
+  EXPECT_LT(double(raisedSkin), 0.8 * double(wholeSkin)) << "the raised floor hides none of the legs";
+  size_t differ = 0;
+  for (size_t i = 0; i < images[0].size(); i += 4) {
+    int d = 0;
+    for (int c = 0; c < 3; ++c) d = std::max(d, std::abs(int(images[0][i + c]) - int(images[1][i + c])));
+    differ += d > 24;
+  }
+  // Both shade the floor per pixel from its eye ray; grid lines' antialiasing may differ at a few pixels.
+  EXPECT_LT(differ, size_t(W) * H / 200) << "the backgrounds' frames differ at " << differ << " pixels";
+}
+
 TEST(Viewer, PoseChangesMoveTheRightVertices) {
   ARM_REQUIRE_VULKAN(ctx);
   const BodyModel& m = avatar();

@@ -54,6 +54,7 @@ layout(push_constant) uniform RenderPushBlock {
 #define SHADE_GROUND 1u
 #define SHADE_BGRA 2u
 #define SHADE_UI 4u       // composite the UI layer (binding 5) over uiRect
+#define SHADE_AVATARS 8u  // the visibility buffer's avatars (bindings 1-3); without it, the background alone
 #if defined(__cplusplus)
 struct ShadePush {
   float inverseViewProj[16];  // column-major, clip -> world

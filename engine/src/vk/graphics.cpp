@@ -50,7 +50,7 @@ VkPipeline createGraphicsPipeline(Context& ctx, const GraphicsPipelineDesc& d) {
   ds.depthWriteEnable = d.depthTest && d.depthWrite;
   ds.depthCompareOp = d.depthCompare;
   VkPipelineColorBlendAttachmentState blend{};
-  blend.colorWriteMask = 0xf;  // every target alike: no independentBlend needed
+  blend.colorWriteMask = d.colorWrite ? 0xf : 0;  // every target alike: no independentBlend needed
   if (d.blendPremultiplied) {
     blend.blendEnable = VK_TRUE;
     blend.srcColorBlendFactor = blend.srcAlphaBlendFactor = VK_BLEND_FACTOR_ONE;

@@ -20,6 +20,7 @@ struct GraphicsPipelineDesc {
   VkCompareOp depthCompare = VK_COMPARE_OP_LESS_OR_EQUAL;
   float depthBias = 0;  // constant and slope factor (lines over the surface they lie on: negative)
   uint32_t colorAttachments = 1;
+  bool colorWrite = true;      // false: depth only, the colour attachments keep what they hold
   bool fixedViewport = false;  // false: viewport and scissor are dynamic state; true: these
   VkViewport viewport{};
   VkRect2D scissor{};
