@@ -233,8 +233,9 @@ bool Renderer::computeShaded(const FrameTarget& target, const DrawSettings& s) c
   return s.avatars && s.visibility.faceIds && !s.wireframe && !s.texture && !s.field && copiesInto(target);
 }
 
-void Renderer::recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
-                            const DrawSettings& s) {
+VkBuffer Renderer::recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
+                                const DrawSettings& s) {
+  if (s.visibility.bounds && !s.field) return s.visibility.bounds;  // clip_transform's, of the same vertices
   // The previous frame's depth rectangle may still read the bounds; the skinning's positions must be visible.
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -245,7 +246,8 @@ void Renderer::recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer 
   // A field's box may reach beyond the avatars: it is tested against the depth everywhere.
   const uint32_t whole[4] = {0, 0, extent.width - 1, extent.height - 1}, none[4] = {~0u, ~0u, 0, 0};
   vkCmdUpdateBuffer(cmd, m_bounds.handle(), 0, sizeof whole, s.field ? whole : none);
-  if (s.field || !s.avatars) return;  // the render pass's dependency makes the update visible to its vertex stage
+  // The render pass's dependency makes the update visible to its vertex stage.
+  if (s.field || !s.avatars) return m_bounds.handle();
   vk::computeBarrier(cmd);
   ClipPush push{};
   auto m = VisibilityRaster::clipMatrix(camera.viewProj(float(extent.width) / float(extent.height)), extent);
@@ -255,6 +257,7 @@ void Renderer::recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer 
   const auto& bounds = m_ctx.program(shaders::screen_bounds, CLIP_TRANSFORM_BINDINGS, sizeof push);
   vk::dispatch(cmd, bounds, vk::groupCount(push.count, CLIP_BOUNDS_GROUP, CLIP_BOUNDS_GROUPS),
                {{positions, 0, VK_WHOLE_SIZE}, m_bounds.view(), m_bounds.view()}, push);  // binding 1 unread
+  return m_bounds.handle();
 }
 
 bool Renderer::hasRenderPass(const FrameTarget& target, const DrawSettings& s) const {
@@ -283,20 +286,17 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
       return;
     }
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
-  } else if (computeBackground) {
-    recordBounds(cmd, camera, positions, extent, s);
+  }
+  VkBuffer bounds = VK_NULL_HANDLE;  // the compute background's: where the render pass draws its depth
+  if (computeBackground) {
+    bounds = recordBounds(cmd, camera, positions, extent, s);
     recordComputeFrame(cmd, target, camera, positions, s, false);
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
   }
-  VkClearValue clear[2];
-  clear[0].color = {{s.clear[0], s.clear[1], s.clear[2], 1.0f}};
-  clear[1].depthStencil = {1.0f, 0};
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
   bi.renderPass = computeFrame || computeBackground ? m_loadColorPass : m_renderPass;
   bi.framebuffer = target.framebuffer;
   bi.renderArea = {{0, 0}, extent};
-  bi.clearValueCount = 2;
-  bi.pClearValues = clear;
   vkCmdBeginRenderPass(cmd, &bi, VK_SUBPASS_CONTENTS_INLINE);
   VkViewport viewport{0, 0, float(extent.width), float(extent.height), 0, 1};
   VkRect2D scissor{{0, 0}, extent};
@@ -343,10 +343,10 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     }
   };
   if (computeBackground) {  // the depth where anything is drawn: the floor's, else the far plane
-    const VkDescriptorBufferInfo bounds{m_bounds.handle(), 0, VK_WHOLE_SIZE};
+    const VkDescriptorBufferInfo boundsInfo{bounds, 0, VK_WHOLE_SIZE};
     VkWriteDescriptorSet write = w;
     write.dstBinding = VISIBILITY_BINDING_BOUNDS;
-    write.pBufferInfo = &bounds;
+    write.pBufferInfo = &boundsInfo;
     push.mode = RENDER_MODE_BACKGROUND;
     push.width = extent.width, push.height = extent.height;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, m_depthInit);

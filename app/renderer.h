@@ -139,9 +139,10 @@ class Renderer {
   // Whether the frame is shaded by the compute pass (the compute-raster mode, no wireframe or texture, a copyable
   // target).
   bool computeShaded(const FrameTarget& target, const DrawSettings& settings) const;
-  // The compute background: the pixels the avatars (or, with a field, everything) can cover, into m_bounds.
-  void recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
-                    const DrawSettings& settings);
+  // The compute background: the buffer of the pixels the avatars (or, with a field, everything) can cover: the
+  // compute rasteriser's where it ran, else m_bounds, filled here.
+  VkBuffer recordBounds(VkCommandBuffer cmd, const Camera& camera, VkBuffer positions, VkExtent2D extent,
+                        const DrawSettings& settings);
   void marchField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void compositeField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,

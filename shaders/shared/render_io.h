@@ -4,7 +4,7 @@
 #include "common_io.h"
 
 #define RENDER_MODE_MESH 0u     // indexed draw of the skinned avatars, one instance per avatar
-#define RENDER_MODE_BACKGROUND 1u  // background.vert/.frag: 3 vertices, every pixel's colour and depth
+#define RENDER_MODE_BACKGROUND 1u  // background.vert/.frag: 3 vertices over every pixel, or 6 over the bounds
 #define RENDER_MODE_LINES 2u    // the mesh again as lines (wireframe overlay)
 #define RENDER_MODE_BONES 3u    // joint-to-parent lines from the joint buffer (skeleton overlay)
 #define RENDER_MODE_JOINTS 4u   // one point per joint (joint markers)
