@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "armature/shaders.h"
+#include "keep_loaded.h"
 
 namespace armature::vk {
 
@@ -270,19 +271,16 @@ std::vector<PhysicalDeviceInfo> enumerateDevices(uint32_t* instanceVersion) {
   return out;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-// LeakSanitizer checks at exit, after the Vulkan loader has unloaded the driver and the layers: their allocations
-// would be reported from "<unknown module>", which no suppression can name. Sanitizer builds keep every loaded
-// library loaded (RTLD_NODELETE), so CI's suppressions (.ci/lsan.supp) name the drivers' own leaks, and ours show.
 void keepLibrariesLoaded() {
+#if defined(__SANITIZE_ADDRESS__)
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void*) {
         if (info->dlpi_name && *info->dlpi_name) dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
         return 0;
       },
       nullptr);
-}
 #endif
+}
 
 Context::Context(const ContextOptions& options)
     : m_onMessage(options.onMessage), m_guardBuffers(options.guardBuffers || envFlag("ARMATURE_GUARD_BUFFERS")) {
@@ -294,9 +292,7 @@ Context::Context(const ContextOptions& options)
     createDevice(options);
     hide(options.hide);  // attach() read the device afresh
     createOwnObjects();
-#if defined(__SANITIZE_ADDRESS__)
     keepLibrariesLoaded();
-#endif
   } catch (...) {
     destroy();  // a half-built context frees what it created
     throw;
@@ -317,6 +313,7 @@ Context::Context(const HostDevice& host, const ContextOptions& options)
     attach(host);
     hide(options.hide);
     createOwnObjects();
+    keepLibrariesLoaded();
   } catch (...) {
     destroy();  // only what this context created
     throw;

@@ -7,6 +7,7 @@
 
 #include "armature/error.h"
 #include "armature/vk/context.h"
+#include "keep_loaded.h"
 
 #include <volk.h>
 
@@ -63,6 +64,7 @@ DeviceRequirements::DeviceRequirements(VkInstance instance, VkPhysicalDevice phy
                                        PFN_vkGetInstanceProcAddr getInstanceProcAddr)
     : m_state(std::make_unique<State>()) {
   ARM_CHECK(instance && physicalDevice, "DeviceRequirements: the instance and physical device are required");
+  keepLibrariesLoaded();  // a host's instance: its driver and layers are loaded by now
   PFN_vkGetInstanceProcAddr gipa = getInstanceProcAddr ? getInstanceProcAddr : systemGetInstanceProcAddr();
   auto load = [&](const char* name) {
     PFN_vkVoidFunction f = gipa(instance, name);
