@@ -7,6 +7,7 @@ $ARMATURE_DEFAULT_MODEL), and the fixed cost of a call from Python (host time of
 negligible, launch included). Medians of CUDA-event-timed calls after warm-up.
 Usage: PYTHONPATH=python python3 bench/python_bench.py [OUT.json]
 """
+import ctypes
 import os
 import time
 
@@ -18,6 +19,7 @@ import smplx_torch
 from torch_timing import Rows, time_ms
 
 import armature.smplx
+from armature import _core, _lib
 
 from armature.gaussian import gaussian_field
 from armature.joints import JointForest
@@ -161,9 +163,17 @@ def skinning(out):
 
 
 def overhead(out):
-    """Host time per call of a 1-point, 1-Gaussian field (its GPU work is negligible), against torch's add."""
+    """Host time per call of a 1-point, 1-Gaussian field (its GPU work is negligible), against torch's add, and the
+    floor under it: the same C call from Python with its descriptions and output made once (launch included)."""
     x, mu, raw, w = (torch.zeros(1, k, device=DEV) for k in (3, 3, 6, 1))
-    for method, fn in (("armature", lambda: gaussian_field(x, mu, raw, w)), ("torch add", lambda: x.add(1))):
+    call = _core.Call("cuda", x.device, torch.float32)  # what gaussian_field describes, kept for the floor's row
+    inputs = _lib.GaussianFieldInputs(call.arg(x), call.arg(mu), call.arg(raw), call.arg(w), None)
+    field = call.out((1, 1))
+    stream = torch.cuda.current_stream().cuda_stream
+    e = ctypes.byref(_lib.Exec(_lib.CUDA, 0, stream))
+    c_call = lambda: _lib.lib.armature_gaussian_field(call.handle, e, ctypes.byref(inputs), field, None)
+    for method, fn in (("armature", lambda: gaussian_field(x, mu, raw, w)), ("armature C call", c_call),
+                       ("torch add", lambda: x.add(1))):
         for _ in range(100):
             fn()
         torch.cuda.synchronize()
@@ -174,6 +184,7 @@ def overhead(out):
         torch.cuda.synchronize()
         ms = (time.perf_counter() - start) / calls * 1e3
         out.add(method, "per-call host time", 1, ms, None)
+    call.run(lambda dev, e: 0)  # releases its descriptions
 
 
 def main():

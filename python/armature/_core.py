@@ -21,7 +21,10 @@ _lock = threading.Lock()
 _devices = {}  # (backend, index) → device handle
 _contexts = {}  # "vulkan" → context handle
 _CPU = torch.device("cpu")
+_F32, _F64, _I32, _I64 = torch.float32, torch.float64, torch.int32, torch.int64
+_Tensor = torch.Tensor
 _CPU_EXEC = Exec(_lib.CPU, 0, None)  # read only by the library
+_CPU_EXEC_REF = ctypes.byref(_CPU_EXEC)
 # torch's current stream as a raw cudaStream_t without building a Stream object (the per-call path), where this
 # torch has it.
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -89,52 +92,64 @@ def creating_on(kind, device):
     return torch.cuda.device(device) if kind == "cuda" else contextlib.nullcontext()
 
 
-def backend_of(tensors, backend):
-    """"cuda", "cpu" or "vulkan" for these tensors, checking they share one device."""
+def placement(tensors, backend):
+    """(kind, device, dtype) for an op's tensors (None where absent): "cuda", "cpu" or "vulkan", the one device they
+    share (checked), and the dtype outputs come back in (float64 where an input is, else float32). One pass over
+    the tensors: every call pays it."""
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     device = None
-    for t in tensors:  # one device object per tensor: cheaper than a set (every call pays this)
-        if t is not None:
-            if device is None:
-                device = t.device
-            elif t.device != device:
-                raise ValueError(f"tensors on several devices: "
-                                 f"{sorted({str(t.device) for t in tensors if t is not None})}")
+    dtype = _F32
+    for t in tensors:
+        if t is None:
+            continue
+        d = t.device
+        if device is None:
+            device = d
+        elif d != device:
+            raise ValueError(f"tensors on several devices: "
+                             f"{sorted({str(t.device) for t in tensors if t is not None})}")
+        if t.dtype is _F64:
+            dtype = _F64
     if device is None:
         device = _CPU
     if device.type == "cuda":
         if backend != "auto":
             raise ValueError(f"backend={backend!r} is for CPU tensors; CUDA tensors run on CUDA")
-        return "cuda", device
+        return "cuda", device, dtype
     if device.type != "cpu":
         raise ValueError(f"tensors on {device}: Armature runs CUDA and CPU tensors")
-    return ("vulkan" if backend == "vulkan" else "cpu"), device
+    return ("vulkan" if backend == "vulkan" else "cpu"), device, dtype
 
 
 def check_tensor(name, t, shape, floating=True):
     """Checks a tensor's shape (None: any size there) and kind, naming the argument."""
-    if not isinstance(t, torch.Tensor):
+    if not isinstance(t, _Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     ts = t.shape
-    ok = len(ts) == len(shape)
-    if ok:
-        for s, d in zip(shape, ts):
-            if s is not None and s != d:
-                ok = False
-                break
-    if not ok:
-        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} has shape {tuple(ts)}, expected {want}")
+    if len(ts) != len(shape):
+        _wrong_shape(name, ts, shape)
+    i = 0
+    for s in shape:
+        if s is not None and s != ts[i]:
+            _wrong_shape(name, ts, shape)
+        i += 1
     dtype = t.dtype
     if floating:
+        if dtype is _F32:  # the usual case, settled at once
+            return
         if not dtype.is_floating_point:
             raise TypeError(f"{name} must be floating point, got {dtype}")
-        if dtype is torch.float64 and t.is_cuda:
+        if dtype is _F64 and t.is_cuda:
             raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it "
                             "explicitly, or use CPU tensors for the float64 reference)")
-    elif dtype is not torch.int32 and dtype is not torch.int64:
+    elif dtype is not _I32 and dtype is not _I64:
         raise TypeError(f"{name} must hold integers, got {dtype}")
+
+
+def _wrong_shape(name, ts, shape):
+    want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+    raise ValueError(f"{name} has shape {tuple(ts)}, expected {want}")
 
 
 class _NoGraph:
@@ -153,22 +168,27 @@ class _NoGraph:
 def apply(function, *args):
     """function.apply(*args), or its forward alone where no gradient can be asked for (no input requires one, or
     grad mode is off): autograd's bookkeeping is a good part of a small call's host time."""
-    if torch.is_grad_enabled():
+    if _grad_enabled():
         for a in args:
-            if isinstance(a, torch.Tensor) and a.requires_grad:
+            if isinstance(a, _Tensor) and a.requires_grad:
                 return function.apply(*args)
     return function.forward(_NoGraph(), *args)
 
 
+_grad_enabled = torch.is_grad_enabled
+
 # Descriptions are packed into blocks of Tensor structs: one pack_into per tensor writes data, dtype, rank and shape
 # (strides stay zero: contiguous).
-_PACK = [struct.Struct("<Qii" + "q" * rank) for rank in range(_lib.MAX_RANK + 1)]
+_PACK = [struct.Struct("<Qii" + "q" * rank).pack_into for rank in range(_lib.MAX_RANK + 1)]
 _SIZE = ctypes.sizeof(Tensor)
 _DATA = Tensor.data.offset
 _BLOCK = 16  # descriptions per block; most calls need fewer
+_U32 = _lib.UINT32
 # Blocks that no call holds, for the next CUDA or CPU calls: the library reads descriptions only during a call, and
 # those calls write the same fields every time (a Vulkan call's blocks also hold buffers: those are not reused).
 _free_blocks = []
+# armature_exec of each CUDA stream, made once (the argument is its address).
+_execs = {}
 
 
 def _new_block():
@@ -176,52 +196,73 @@ def _new_block():
     return block, ctypes.addressof(block)
 
 
+def _cuda_exec(stream):
+    e = _execs.get(stream)
+    if e is None:
+        if len(_execs) > 64:  # streams made and dropped in a loop must not grow this without bound
+            _execs.clear()
+        e = _execs[stream] = ctypes.byref(Exec(_lib.CUDA, 0, stream))
+    return e
+
+
 class Call:
     """One op call: inputs converted for the backend, outputs allocated, memory kept alive until the call returns.
 
     `arg(t)` / `out(shape)` return the address of the tensor's description (None for None); run(fn) calls
-    fn(device, exec) and returns the outputs as torch tensors of `dtype` on the inputs' device.
+    fn(device, exec) and returns the outputs as torch tensors of `dtype` on the inputs' device. Every small call pays
+    for this class, so its common path (CUDA or CPU tensors already of the compute dtype) is kept short.
     """
 
-    __slots__ = ("backend", "device", "dtype", "handle", "compute", "_index", "_keep", "_buffers", "_outputs",
-                 "_staged", "_block", "_base", "_used", "_blocks")
+    __slots__ = ("backend", "device", "dtype", "handle", "compute", "_index", "_on", "_keep", "_buffers",
+                 "_outputs", "_staged", "_block", "_base", "_used", "_blocks")
 
     def __init__(self, backend, device, dtype):
         self.backend, self.device, self.dtype = backend, device, dtype
+        self._blocks = None  # until a block is taken: __del__ runs even when this raises
         self._keep = []  # what the described memory belongs to, until the call returns
-        self._buffers = []  # vulkan: library buffers, freed after the call
         self._outputs = []
-        self._staged = []  # vulkan: (library buffer, torch tensor to fill after the run)
-        self._block, self._base = _free_blocks.pop() if _free_blocks and backend != "vulkan" else _new_block()
-        self._blocks = [(self._block, self._base)]  # every block this call described into
         self._used = 0
-        self.compute = torch.float64 if backend == "cpu" else torch.float32
-        if backend == "cuda":
-            self._index = index = device.index if device.index is not None else _current_device()
-            self.handle = cuda_device(index)
+        if backend == "vulkan":
+            self._buffers = []  # library buffers, freed after the call
+            self._staged = []  # (library buffer, torch tensor to fill after the run)
+            self._block, self._base = _new_block()
+            self.compute, self._on, self.handle = _F32, _CPU, vulkan_device()
         else:
-            self.handle = library_device(backend, device)
+            self._buffers = self._staged = None
+            try:  # pop, not a test and a pop: another thread may take the last block between the two
+                self._block, self._base = _free_blocks.pop()
+            except IndexError:
+                self._block, self._base = _new_block()
+            if backend == "cuda":
+                self.compute, self._on = _F32, device
+                self._index = index = device.index if device.index is not None else _current_device()
+                self.handle = _cuda_ready.get(index) or cuda_device(index)
+            else:
+                self.compute, self._on, self.handle = _F64, _CPU, None
+        self._blocks = [(self._block, self._base)]  # every block this call described into
 
     def _slot(self):
-        """A fresh description's block, byte offset in it, and address."""
+        """A fresh description's byte offset in self._block."""
         i = self._used
         if i == _BLOCK:  # full: the old block stays alive in _blocks until the call returns
             self._block, self._base = _new_block()
             self._blocks.append((self._block, self._base))
             i = 0
         self._used = i + 1
-        offset = i * _SIZE
-        return self._block, offset, self._base + offset
+        return i * _SIZE
 
-    def _describe(self, t, dtype=None, shape=None):
-        """The address of a description of t's memory (contiguous), as `dtype` and `shape` where given. The caller
-        keeps t alive until the call returns."""
-        block, offset, address = self._slot()
-        if shape is None:
-            shape = t.shape
-        _PACK[len(shape)].pack_into(block, offset + _DATA, t.data_ptr(), _DTYPES[t.dtype] if dtype is None else dtype,
-                                    len(shape), *shape)
-        return address
+    def _describe(self, t, code, shape):
+        """The address of a description of t's memory (contiguous) as the library's dtype `code` and `shape`. The
+        caller keeps t alive until the call returns."""
+        i = self._used
+        if i == _BLOCK:
+            offset = self._slot()
+        else:  # _slot's common case, inline: every tensor of every call passes here
+            self._used = i + 1
+            offset = i * _SIZE
+        n = len(shape)
+        _PACK[n](self._block, offset + _DATA, t.data_ptr(), code, n, *shape)
+        return self._base + offset
 
     def _stage(self, t, upload, dtype=None, count=None):
         """Vulkan: a library buffer holding t (uploaded now when `upload`), described as `dtype` (the library's) and
@@ -233,7 +274,7 @@ class Call:
         self._buffers.append(buffer)
         if upload and t.numel():
             check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
-        _, _, address = self._slot()
+        address = self._base + self._slot()
         dims = (n,) if count is not None else (t.shape or (1,))
         shape = (ctypes.c_int64 * len(dims))(*dims)
         check(lib.armature_buffer_tensor(buffer, len(dims) if count is not None else t.dim(), shape, address))
@@ -243,92 +284,92 @@ class Call:
         """An input; `words`: int32 memory the library reads as uint32 words."""
         if t is None:
             return None
-        want = torch.int32 if integer or words else self.compute
+        want = _I32 if integer or words else self.compute
         if t.dtype is not want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
             t = t.to(want).contiguous()
             self._keep.append(t)  # the caller's own tensors live as long as the call
-        kind = _lib.UINT32 if words else None
-        if self.backend == "vulkan":
-            return self._stage(t, upload=True, dtype=kind)[1]
-        return self._describe(t, kind)
+        if self._staged is not None:
+            return self._stage(t, upload=True, dtype=_U32 if words else None)[1]
+        return self._describe(t, _U32 if words else _DTYPES[want], t.shape)
 
     def out(self, shape, integer=False, zero=False, words=False):
         """An output (or scratch) of `shape`; `words`: uint32 words the library fills (held as int32)."""
-        integer = integer or words
-        kind = torch.int32 if integer else self.compute
-        on = self.device if self.backend == "cuda" else _CPU
-        t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=on)
+        kind = _I32 if integer or words else self.compute
+        t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=self._on)
         self._outputs.append(t)
-        if self.backend == "vulkan":
-            buffer, address = self._stage(t, upload=zero, dtype=_lib.UINT32 if words else None)
+        if self._staged is not None:
+            buffer, address = self._stage(t, upload=zero, dtype=_U32 if words else None)
             self._staged.append((buffer, t))
             return address
-        return self._describe(t, _lib.UINT32 if words else None)
+        return self._describe(t, _U32 if words else _DTYPES[kind], t.shape)
 
     def scratch_bytes(self, n):
         """Scratch of n bytes (the rasteriser's), as the library's byte tensor."""
         n = max(n, 1)
-        if self.backend == "vulkan":
+        if self._staged is not None:
             return self._stage(torch.empty(0), upload=False, dtype=_lib.BYTE, count=n)[1]
-        t = torch.empty(((n + 3) // 4,), dtype=torch.int32, device=self.device)
+        t = torch.empty(((n + 3) // 4,), dtype=_I32, device=self._on)
         self._keep.append(t)
         return self._describe(t, _lib.BYTE, (n,))
 
     def run(self, fn):
-        if self.backend == "vulkan":
-            failure = []
-
-            def work(_, exec_pointer):
-                try:
-                    return fn(self.handle, exec_pointer)
-                except BaseException as e:  # an exception must not unwind through C
-                    failure.append(e)
-                    return _lib.INTERNAL
-
-            callback = _lib.WORK_FN(work)
-            status = lib.armature_device_run(self.handle, _lib.VULKAN, callback, None)
-            if failure:
-                raise failure[0]
-            check(status)
-            for buffer, t in self._staged:
-                if t.numel():
-                    check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
-        elif self.backend == "cuda":
+        backend = self.backend
+        if backend == "cuda":
             index = self._index
-            stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
-            e = ctypes.byref(Exec(_lib.CUDA, 0, stream))
+            e = _cuda_exec(_raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream)
             if index == _current_device():
-                check(fn(self.handle, e))
+                status = fn(self.handle, e)
             else:  # the library launches on the current device
                 with torch.cuda.device(index):
-                    check(fn(self.handle, e))
+                    status = fn(self.handle, e)
+            if status:
+                check(status)
+        elif backend == "cpu":
+            status = fn(None, _CPU_EXEC_REF)
+            if status:
+                check(status)
         else:
-            check(fn(None, ctypes.byref(_CPU_EXEC)))
+            self._run_vulkan(fn)
         self._release()
-        dtype = self.dtype
         outputs = self._outputs
+        dtype = self.dtype
         if self.compute is not dtype:
-            outputs = [t if t.dtype is torch.int32 else t.to(dtype) for t in outputs]
+            outputs = [t if t.dtype is _I32 else t.to(dtype) for t in outputs]
         return outputs
 
+    def _run_vulkan(self, fn):
+        failure = []
+
+        def work(_, exec_pointer):
+            try:
+                return fn(self.handle, exec_pointer)
+            except BaseException as e:  # an exception must not unwind through C
+                failure.append(e)
+                return _lib.INTERNAL
+
+        callback = _lib.WORK_FN(work)
+        status = lib.armature_device_run(self.handle, _lib.VULKAN, callback, None)
+        if failure:
+            raise failure[0]
+        check(status)
+        for buffer, t in self._staged:
+            if t.numel():
+                check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
+
     def _release(self):
-        for buffer in self._buffers:
-            lib.armature_buffer_destroy(buffer)
-        self._buffers.clear()
-        self._keep.clear()
-        if self.backend != "vulkan" and self._blocks:
-            _free_blocks.extend(self._blocks)
+        self._keep = []
+        blocks = self._blocks
+        if not blocks:
+            return
+        self._blocks = None
+        if self._buffers is not None:  # vulkan: its blocks hold buffers, and are not reused
+            for buffer in self._buffers:
+                lib.armature_buffer_destroy(buffer)
+            self._buffers.clear()
+        else:
+            _free_blocks.extend(blocks)
             if len(_free_blocks) > 64:  # a burst of nested calls must not keep its blocks for ever
                 del _free_blocks[64:]
-        self._blocks = []
 
     def __del__(self):
         self._release()
-
-
-def result_dtype(*tensors):
-    """The dtype outputs come back in: float64 where an input is, else float32."""
-    for t in tensors:
-        if t is not None and t.dtype is torch.float64:
-            return torch.float64
-    return torch.float32

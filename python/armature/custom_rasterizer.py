@@ -47,8 +47,7 @@ def rasterize_image(V, F, D, width, height, occlusion_truncation, use_depth_prio
 class _Rasterize(torch.autograd.Function):
     @staticmethod
     def forward(ctx, V, F, D, width, height, occlusion_truncation, use_depth_prior, backend):
-        kind, device = _core.backend_of([V, F, D], backend)
-        dtype = _core.result_dtype(V)
+        kind, device, dtype = _core.placement([V, F, D], backend)
         desc = _desc(width, height, use_depth_prior, occlusion_truncation)
         call = _core.Call(kind, device, dtype)
         pos = call.arg(V.reshape(1, -1, 4))
@@ -96,8 +95,7 @@ def interpolate(col, findices, barycentric, tri, backend="auto"):
 class _Interpolate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, col, findices, barycentric, tri, backend):
-        kind, device = _core.backend_of([col, findices, barycentric, tri], backend)
-        dtype = _core.result_dtype(col, barycentric)
+        kind, device, dtype = _core.placement([col, findices, barycentric, tri], backend)
         H, W = findices.shape
         call = _core.Call(kind, device, dtype)
         args = [call.arg(col), call.arg(findices.unsqueeze(0), integer=True), call.arg(barycentric.unsqueeze(0)),

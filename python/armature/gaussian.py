@@ -52,8 +52,7 @@ def _scratch_floats(B, N, C, backward):
 class _GaussianField(torch.autograd.Function):
     @staticmethod
     def forward(ctx, points, means, cholesky, weights, epsilon, backend):
-        kind, device = _core.backend_of([points, means, cholesky, weights], backend)
-        dtype = _core.result_dtype(points, means, cholesky, weights)
+        kind, device, dtype = _core.placement([points, means, cholesky, weights], backend)
         B, N, C = points.shape[0], means.shape[0], weights.shape[1]
         culled = epsilon > 0 and kind != "cpu"
         call = _core.Call(kind, device, dtype)

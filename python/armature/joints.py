@@ -120,8 +120,7 @@ class _Propagate(torch.autograd.Function):
     def forward(ctx, forest, backend, rigid, has_bind, has_points, rotations, translations, affine, inverse_bind,
                 points):
         inputs = [rotations, translations, affine, inverse_bind, points]
-        kind, device = _core.backend_of(inputs, backend)
-        dtype = _core.result_dtype(*inputs)
+        kind, device, dtype = _core.placement(inputs, backend)
         locals_ = (rotations, translations, affine, inverse_bind)
         globals_, skinning, positions, points_out = _run(forest, kind, device, dtype, rigid, locals_, points, True)
         ctx.forest, ctx.kind, ctx.device, ctx.dtype, ctx.rigid = forest, kind, device, dtype, rigid

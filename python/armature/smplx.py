@@ -162,8 +162,7 @@ def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, f
 class _Skin(torch.autograd.Function):
     @staticmethod
     def forward(ctx, skinnings, backend, pose, betas, expression, transl):
-        kind, device = _core.backend_of([pose, betas, expression, transl], backend)
-        dtype = _core.result_dtype(pose, betas, expression, transl)
+        kind, device, dtype = _core.placement([pose, betas, expression, transl], backend)
         ctx.forward = object()  # this forward, as the handle remembers it
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros made and read
         vertices, joints = _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, ctx.forward)
@@ -289,12 +288,15 @@ class SMPL(torch.nn.Module):
                                      f"(B, 9k) with B = {B}; got one of shape {tuple(p.shape)}")
             full_pose = torch.cat([p.reshape(B, -1, 3, 3) for p in pieces], dim=1)
             axis_angle = _matrix_to_axis_angle(full_pose)
-        betas = parts["betas"].expand(B, -1) if parts["betas"].shape[0] == 1 else parts["betas"]
-        if expression is not None and expression.shape[0] == 1:
-            expression = expression.expand(B, -1)
+        betas = parts["betas"]
         transl = parts.get("transl")
-        transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device) if transl is None else transl
-        transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
+        if transl is None:
+            transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device)
+        if B != 1:  # broadcast one row to the pose batch (at batch 1 there is nothing to do, and a view costs a call)
+            betas = betas.expand(B, -1) if betas.shape[0] == 1 else betas
+            if expression is not None and expression.shape[0] == 1:
+                expression = expression.expand(B, -1)
+            transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
         vertices, joints = _core.apply(_Skin, self._skinnings, self.backend, axis_angle, betas, expression, transl)
         joints = [joints]
         ids, weights = self.keypoint_ids, self.keypoint_weights

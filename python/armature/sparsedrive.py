@@ -57,8 +57,7 @@ def deformable_aggregation_function(mc_ms_feat, spatial_shape, scale_start_index
 class _DeformableAggregation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights, backend):
-        kind, device = _core.backend_of([mc_ms_feat, sampling_location, weights], backend)
-        dtype = _core.result_dtype(mc_ms_feat, sampling_location, weights)
+        kind, device, dtype = _core.placement([mc_ms_feat, sampling_location, weights], backend)
         maps = _feature_maps(kind, device, spatial_shape, scale_start_index, mc_ms_feat.shape[1])
         bs, anchors, C = mc_ms_feat.shape[0], sampling_location.shape[1], mc_ms_feat.shape[2]
         call = _core.Call(kind, device, dtype)
