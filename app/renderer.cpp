@@ -279,8 +279,8 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
     if (nextZone) nextZone(cmd, "draw");
   }
   if (computeFrame) {
-    recordComputeFrame(cmd, target, camera, positions, s,
-                       !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height);
+    const bool ui = !skeleton && s.ui.pixels && s.ui.area.extent.width && s.ui.area.extent.height;
+    recordComputeFrame(cmd, target, camera, positions, s, ui ? ComputeShade::FrameWithUi : ComputeShade::Frame);
     if (!skeleton) {
       imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, m_finalLayout);
       return;
@@ -290,7 +290,7 @@ void Renderer::record(VkCommandBuffer cmd, const FrameTarget& target, const Came
   VkBuffer bounds = VK_NULL_HANDLE;  // the compute background's: where the render pass draws its depth
   if (computeBackground) {
     bounds = recordBounds(cmd, camera, positions, extent, s);
-    recordComputeFrame(cmd, target, camera, positions, s, false);
+    recordComputeFrame(cmd, target, camera, positions, s, ComputeShade::Background);
     imageBarrier(cmd, target.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
   }
   VkRenderPassBeginInfo bi{VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO};
@@ -513,7 +513,10 @@ void recordFrame(Renderer& renderer, vk::GpuTimer& timer, VkCommandBuffer cmd, c
 }
 
 void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera,
-                                  VkBuffer positions, const DrawSettings& s, bool compositeUi) {
+                                  VkBuffer positions, const DrawSettings& s, ComputeShade shade) {
+  const bool compositeUi = shade == ComputeShade::FrameWithUi;
+  // The background alone leaves the avatars to the graphics pipeline, even where a visibility buffer exists.
+  const bool avatars = shade != ComputeShade::Background;
   const VkExtent2D extent = target.extent;
   const size_t bytes = size_t(extent.width) * extent.height * 4;
   if (m_pixels.size() < bytes) {
@@ -528,7 +531,7 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   std::copy(s.clear, s.clear + 3, push.clear);
   push.width = extent.width, push.height = extent.height, push.floorY = s.floorY;
   push.flags = (s.ground ? SHADE_GROUND : 0u) | (m_colorFormat == VK_FORMAT_B8G8R8A8_UNORM ? SHADE_BGRA : 0u) |
-               (compositeUi ? SHADE_UI : 0u) | (s.visibility.faceIds ? SHADE_AVATARS : 0u);
+               (compositeUi ? SHADE_UI : 0u) | (avatars ? SHADE_AVATARS : 0u);
   if (compositeUi) {
     VkRect2D r = clampRect(s.ui.area, extent);
     push.uiRect[0] = uint32_t(r.offset.x), push.uiRect[1] = uint32_t(r.offset.y);
@@ -537,14 +540,14 @@ void Renderer::recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target
   // The previous frame's copy out of m_pixels comes first.
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr, 0,
                        nullptr, 0, nullptr);
-  const auto& shade = m_ctx.program(shaders::shade_frame, SHADE_FRAME_BINDINGS, sizeof push);
+  const auto& program = m_ctx.program(shaders::shade_frame, SHADE_FRAME_BINDINGS, sizeof push);
   // Bindings a flag leaves unread hold the positions.
   const VisibilityBuffers& v = s.visibility;
-  vk::dispatch(cmd, shade, (extent.width + 7) / 8,
+  vk::dispatch(cmd, program, (extent.width + 7) / 8,
                {{positions, 0, VK_WHOLE_SIZE},
-                {v.faceIds ? v.faces : positions, 0, VK_WHOLE_SIZE},
-                {v.faceIds ? v.faceIds : positions, 0, VK_WHOLE_SIZE},
-                {v.faceIds ? v.barycentrics : positions, 0, VK_WHOLE_SIZE},
+                {avatars ? v.faces : positions, 0, VK_WHOLE_SIZE},
+                {avatars ? v.faceIds : positions, 0, VK_WHOLE_SIZE},
+                {avatars ? v.barycentrics : positions, 0, VK_WHOLE_SIZE},
                 m_pixels.view(),
                 {compositeUi ? s.ui.pixels : positions, 0, VK_WHOLE_SIZE}},
                push, (extent.height + 7) / 8);

@@ -145,8 +145,11 @@ class Renderer {
                         const DrawSettings& settings);
   void marchField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
   void compositeField(VkCommandBuffer cmd, const Camera& camera, VkExtent2D extent, const FieldVolume& field);
+  // What recordComputeFrame shades: the background alone (the graphics pipeline draws the avatars over it), or
+  // the whole frame from the visibility buffer, with or without settings.ui composited.
+  enum class ComputeShade { Background, Frame, FrameWithUi };
   void recordComputeFrame(VkCommandBuffer cmd, const FrameTarget& target, const Camera& camera, VkBuffer positions,
-                          const DrawSettings& settings, bool compositeUi);
+                          const DrawSettings& settings, ComputeShade shade);
   static void imageBarrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to);
   VkPipeline createPipeline(const shaders::SpirvBlob& vert, const shaders::SpirvBlob& frag, VkPolygonMode mode,
                             VkPrimitiveTopology topology, bool depthTest = true,
