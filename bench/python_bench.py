@@ -164,10 +164,13 @@ def skinning(out):
 
 def overhead(out):
     """Host time per call of a 1-point, 1-Gaussian field (its GPU work is negligible), against torch's add, and the
-    floor under it: the same C call from Python with its descriptions and output made once (launch included)."""
+    floor under it: the same C call from Python with its descriptions and output made once (launch included). Then
+    the same field's forward and backward through torch.autograd.grad, against one torch multiply's: autograd's own
+    cost of a round trip, which no op called from PyTorch avoids."""
     x, mu, raw, w = (torch.zeros(1, k, device=DEV) for k in (3, 3, 6, 1))
-    call = _core.Call("cuda", x.device, torch.float32)  # what gaussian_field describes, kept for the floor's row
-    inputs = _lib.GaussianFieldInputs(call.arg(x), call.arg(mu), call.arg(raw), call.arg(w), None)
+    call = _core.Call()  # what gaussian_field describes, kept for the floor's row
+    inputs = _lib.GaussianFieldInputs(call.input("points", x, (1, 3)), call.input("means", mu, (1, 3)),
+                                      call.input("cholesky", raw, (1, 6)), call.input("weights", w, (1, 1)), None)
     field = call.out((1, 1))
     stream = torch.cuda.current_stream().cuda_stream
     e = ctypes.byref(_lib.Exec(_lib.CUDA, 0, stream))
@@ -185,6 +188,14 @@ def overhead(out):
         ms = (time.perf_counter() - start) / calls * 1e3
         out.add(method, "per-call host time", 1, ms, None)
     call.run(lambda dev, e: 0)  # releases its descriptions
+    params = [t.clone().requires_grad_() for t in (x, mu, raw, w)]
+    g = torch.ones(1, 1, device=DEV)
+    for method, fn in (("armature", lambda: gaussian_field(*params)), ("torch mul", lambda: params[0] * 2)):
+        with torch.no_grad():
+            fwd = time_ms(fn, 100, warmup=10)
+        both = time_ms(lambda: torch.autograd.grad(fn(), params[:1] if method == "torch mul" else params,
+                                                   g.expand(1, 3) if method == "torch mul" else g), 100, warmup=10)
+        out.add(method, "autograd round trip", 1, fwd, both)
 
 
 def main():

@@ -66,7 +66,8 @@ def vulkan_description():
     return text.value.decode().strip().replace("\n", "; ")
 
 
-_cuda_ready = {}  # index → device handle that can run CUDA (every call looks it up)
+_cuda_ready = {}  # index → device handle that can run CUDA
+_cuda_places = {}  # index → (torch's device, the library's): every CUDA call looks it up
 
 
 def cuda_device(index):
@@ -92,59 +93,26 @@ def creating_on(kind, device):
     return torch.cuda.device(device) if kind == "cuda" else contextlib.nullcontext()
 
 
-def placement(tensors, backend):
-    """(kind, device, dtype) for an op's tensors (None where absent): "cuda", "cpu" or "vulkan", the one device they
-    share (checked), and the dtype outputs come back in (float64 where an input is, else float32). One pass over
-    the tensors: every call pays it."""
-    if backend not in _BACKENDS:
-        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    device = None
-    dtype = _F32
-    for t in tensors:
-        if t is None:
-            continue
-        d = t.device
-        if device is None:
-            device = d
-        elif d != device:
-            raise ValueError(f"tensors on several devices: "
-                             f"{sorted({str(t.device) for t in tensors if t is not None})}")
-        if t.dtype is _F64:
-            dtype = _F64
-    if device is None:
-        device = _CPU
-    if device.type == "cuda":
-        if backend != "auto":
-            raise ValueError(f"backend={backend!r} is for CPU tensors; CUDA tensors run on CUDA")
-        return "cuda", device, dtype
-    if device.type != "cpu":
-        raise ValueError(f"tensors on {device}: Armature runs CUDA and CPU tensors")
-    return ("vulkan" if backend == "vulkan" else "cpu"), device, dtype
-
-
 def check_tensor(name, t, shape, floating=True):
-    """Checks a tensor's shape (None: any size there) and kind, naming the argument."""
+    """Checks a tensor's shape (None: any size there) and kind, naming the argument, where no call describes it
+    (a call's inputs are checked by Call.input)."""
     if not isinstance(t, _Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    ts = t.shape
+    _check_shape(name, t.shape, shape)
+    dtype = t.dtype
+    if not floating:
+        if dtype is not _I32 and dtype is not _I64:
+            raise TypeError(f"{name} must hold integers, got {dtype}")
+    elif not dtype.is_floating_point:
+        raise TypeError(f"{name} must be floating point, got {dtype}")
+
+
+def _check_shape(name, ts, shape):
     if len(ts) != len(shape):
         _wrong_shape(name, ts, shape)
-    i = 0
-    for s in shape:
-        if s is not None and s != ts[i]:
+    for s, d in zip(shape, ts):
+        if s is not None and s != d:
             _wrong_shape(name, ts, shape)
-        i += 1
-    dtype = t.dtype
-    if floating:
-        if dtype is _F32:  # the usual case, settled at once
-            return
-        if not dtype.is_floating_point:
-            raise TypeError(f"{name} must be floating point, got {dtype}")
-        if dtype is _F64 and t.is_cuda:
-            raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it "
-                            "explicitly, or use CPU tensors for the float64 reference)")
-    elif dtype is not _I32 and dtype is not _I64:
-        raise TypeError(f"{name} must hold integers, got {dtype}")
 
 
 def _wrong_shape(name, ts, shape):
@@ -206,47 +174,145 @@ def _cuda_exec(stream):
 
 
 class Call:
-    """One op call: inputs converted for the backend, outputs allocated, memory kept alive until the call returns.
+    """One op call: inputs checked and described for the backend, outputs allocated, memory kept alive until the
+    call returns.
 
-    `arg(t)` / `out(shape)` return the address of the tensor's description (None for None); run(fn) calls
-    fn(device, exec) and returns the outputs as torch tensors of `dtype` on the inputs' device. Every small call pays
-    for this class, so its common path (CUDA or CPU tensors already of the compute dtype) is kept short.
+    A forward's call is placed by its first input: `input(name, t, shape)` checks t (naming the argument), puts the
+    call on t's backend and device, and returns the address of t's description; later inputs must share that device.
+    A backward's call is made with its forward's `place`. `arg(t)` describes a tensor already checked, `out(shape)`
+    an output; run(fn) calls fn(device, exec) and returns the outputs as torch tensors of `dtype` (float64 where an
+    input is, else float32) on the inputs' device.
+
+    Every small call pays for this class, so its common path (CUDA or CPU tensors already of the compute dtype)
+    reads each tensor's attributes once and calls no helper: a Python call or a torch attribute costs about 0.1 µs.
     """
 
-    __slots__ = ("backend", "device", "dtype", "handle", "compute", "_index", "_on", "_keep", "_buffers",
-                 "_outputs", "_staged", "_block", "_base", "_used", "_blocks")
+    __slots__ = ("backend", "kind", "device", "dtype", "handle", "compute", "_index", "_on", "_like", "_keep",
+                 "_buffers", "_outputs", "_staged", "_block", "_base", "_used", "_full")
 
-    def __init__(self, backend, device, dtype):
-        self.backend, self.device, self.dtype = backend, device, dtype
-        self._blocks = None  # until a block is taken: __del__ runs even when this raises
-        self._keep = []  # what the described memory belongs to, until the call returns
-        self._outputs = []
-        self._used = 0
-        if backend == "vulkan":
-            self._buffers = []  # library buffers, freed after the call
-            self._staged = []  # (library buffer, torch tensor to fill after the run)
+    def __init__(self, backend="auto", place=None):
+        self._block = None  # until a block is taken: __del__ runs even when this raises
+        if backend != "auto" and backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        self.backend, self.dtype, self._outputs, self._used = backend, _F32, [], 0
+        self.kind = self._index = self._like = self._keep = self._buffers = self._staged = self._full = None
+        try:  # pop, not a test and a pop: another thread may take the last block between the two
+            self._block, self._base = _free_blocks.pop()
+        except IndexError:
             self._block, self._base = _new_block()
-            self.compute, self._on, self.handle = _F32, _CPU, vulkan_device()
+        if place is not None:
+            self._place(place[0], place[1])
+            self.dtype = place[2]
+
+    @property
+    def place(self):
+        """(kind, CUDA device index or -1, dtype): where a backward of this call must run."""
+        return self.kind, self._index, self.dtype
+
+    def _place(self, kind, index):
+        self.kind = kind
+        if kind == "cuda":
+            placed = _cuda_places.get(index)
+            if placed is None:
+                placed = _cuda_places[index] = (torch.device("cuda", index), cuda_device(index))
+            self.device, self.handle = placed
+            self.compute, self._on, self._index = _F32, self.device, index
         else:
-            self._buffers = self._staged = None
-            try:  # pop, not a test and a pop: another thread may take the last block between the two
-                self._block, self._base = _free_blocks.pop()
-            except IndexError:
-                self._block, self._base = _new_block()
-            if backend == "cuda":
-                self.compute, self._on = _F32, device
-                self._index = index = device.index if device.index is not None else _current_device()
-                self.handle = _cuda_ready.get(index) or cuda_device(index)
-            else:
-                self.compute, self._on, self.handle = _F64, _CPU, None
-        self._blocks = [(self._block, self._base)]  # every block this call described into
+            self.device = self._on = _CPU
+            self.compute, self._index, self.handle = (_F64 if kind == "cpu" else _F32), -1, None
+            if kind == "vulkan":
+                self.handle = vulkan_device()
+                self._buffers = []  # library buffers, freed after the call
+                self._staged = []  # (library buffer, torch tensor to fill after the run)
+
+    def _place_by(self, name, t, index):
+        """Places the call by its first input, or says why another input cannot join it."""
+        cuda = t.is_cuda
+        if not cuda and not t.is_cpu:
+            raise ValueError(f"{name} is on {t.device}: Armature runs CUDA and CPU tensors")
+        if self.kind is not None:
+            raise ValueError(f"{name} is on {t.device}, the call's other tensors on {self.device}")
+        if cuda:
+            if self.backend != "auto":
+                raise ValueError(f"backend={self.backend!r} is for CPU tensors; CUDA tensors run on CUDA")
+            self._place("cuda", index)
+        else:
+            self._place("vulkan" if self.backend == "vulkan" else "cpu", -1)
+
+    def input(self, name, t, shape, integer=False, words=False, one_more=False):
+        """Checks an input (a tensor of `shape`, None: any size there; floating point, or integers with `integer`
+        or `words`) and describes it (with `one_more`, as a batch of one: shape (1, ...), as the library takes
+        single images). None for None: an optional input left out."""
+        if t is None:
+            return None
+        if not isinstance(t, _Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        ts = t.shape
+        if len(ts) != len(shape):
+            _wrong_shape(name, ts, shape)
+        i = 0
+        for s in shape:
+            if s is not None and s != ts[i]:
+                _wrong_shape(name, ts, shape)
+            i += 1
+        index = t.get_device()
+        if index != self._index or (index < 0 and not t.is_cpu):
+            self._place_by(name, t, index)
+        dtype = t.dtype
+        if integer or words:
+            if dtype is not _I32 and dtype is not _I64:
+                raise TypeError(f"{name} must hold integers, got {dtype}")
+            return self.arg(t, integer, words, one_more)
+        if dtype is not _F32:
+            if dtype is _F64:
+                if index >= 0:
+                    raise TypeError(f"{name} is float64 on CUDA: the CUDA kernels compute in float32 (convert it "
+                                    "explicitly, or use CPU tensors for the float64 reference)")
+                self.dtype = _F64
+            elif not dtype.is_floating_point:
+                raise TypeError(f"{name} must be floating point, got {dtype}")
+        want = self.compute
+        if dtype is not want or self._staged is not None or not t.is_contiguous():
+            return self.arg(t, False, False, one_more)
+        if self._like is None:
+            self._like = t  # outputs are made like it: fewer arguments to parse than torch.empty's
+        i = self._used  # arg()'s description, inline
+        if i == _BLOCK:
+            offset = self._slot()
+        else:
+            self._used = i + 1
+            offset = i * _SIZE
+        dims = (1, *ts) if one_more else ts
+        n = len(dims)
+        _PACK[n](self._block, offset + _DATA, t.data_ptr(), _DTYPES[want], n, *dims)
+        return self._base + offset
+
+    def arg(self, t, integer=False, words=False, one_more=False):
+        """An input already checked (a saved tensor, a gradient); `words`: int32 memory the library reads as uint32
+        words; `one_more` as in input()."""
+        if t is None:
+            return None
+        want = _I32 if integer or words else self.compute
+        if t.dtype is not want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
+            t = t.to(want).contiguous()
+            if self._keep is None:
+                self._keep = []
+            self._keep.append(t)  # the caller's own tensors live as long as the call
+        if want is not _I32 and self._like is None:
+            self._like = t
+        shape = (1, *t.shape) if one_more else t.shape
+        if self._staged is not None:
+            return self._stage(t, upload=True, dtype=_U32 if words else None, shape=shape)[1]
+        return self._describe(t, _U32 if words else _DTYPES[want], shape)
 
     def _slot(self):
         """A fresh description's byte offset in self._block."""
         i = self._used
-        if i == _BLOCK:  # full: the old block stays alive in _blocks until the call returns
+        if i == _BLOCK:  # full: the old block stays alive in _full until the call returns
+            if self._full is None:
+                self._full = []
+            self._full.append((self._block, self._base))
             self._block, self._base = _new_block()
-            self._blocks.append((self._block, self._base))
             i = 0
         self._used = i + 1
         return i * _SIZE
@@ -254,19 +320,14 @@ class Call:
     def _describe(self, t, code, shape):
         """The address of a description of t's memory (contiguous) as the library's dtype `code` and `shape`. The
         caller keeps t alive until the call returns."""
-        i = self._used
-        if i == _BLOCK:
-            offset = self._slot()
-        else:  # _slot's common case, inline: every tensor of every call passes here
-            self._used = i + 1
-            offset = i * _SIZE
+        offset = self._slot()
         n = len(shape)
         _PACK[n](self._block, offset + _DATA, t.data_ptr(), code, n, *shape)
         return self._base + offset
 
-    def _stage(self, t, upload, dtype=None, count=None):
+    def _stage(self, t, upload, dtype=None, count=None, shape=None):
         """Vulkan: a library buffer holding t (uploaded now when `upload`), described as `dtype` (the library's) and
-        `count` elements where given."""
+        `shape`, or `count` elements, where given."""
         buffer = ctypes.c_void_p()
         kind = _DTYPES[t.dtype] if dtype is None else dtype
         n = t.numel() if count is None else count
@@ -275,33 +336,35 @@ class Call:
         if upload and t.numel():
             check(lib.armature_buffer_upload(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
         address = self._base + self._slot()
-        dims = (n,) if count is not None else (t.shape or (1,))
-        shape = (ctypes.c_int64 * len(dims))(*dims)
-        check(lib.armature_buffer_tensor(buffer, len(dims) if count is not None else t.dim(), shape, address))
+        dims = (n,) if count is not None else tuple(t.shape if shape is None else shape)
+        rank = len(dims)
+        dims = dims or (1,)
+        check(lib.armature_buffer_tensor(buffer, rank, (ctypes.c_int64 * len(dims))(*dims), address))
         return buffer, address
-
-    def arg(self, t, integer=False, words=False):
-        """An input; `words`: int32 memory the library reads as uint32 words."""
-        if t is None:
-            return None
-        want = _I32 if integer or words else self.compute
-        if t.dtype is not want or not t.is_contiguous():  # most calls: already so, and converting costs a call each
-            t = t.to(want).contiguous()
-            self._keep.append(t)  # the caller's own tensors live as long as the call
-        if self._staged is not None:
-            return self._stage(t, upload=True, dtype=_U32 if words else None)[1]
-        return self._describe(t, _U32 if words else _DTYPES[want], t.shape)
 
     def out(self, shape, integer=False, zero=False, words=False):
         """An output (or scratch) of `shape`; `words`: uint32 words the library fills (held as int32)."""
-        kind = _I32 if integer or words else self.compute
-        t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=self._on)
+        like = self._like
+        if integer or words or like is None:
+            kind = _I32 if integer or words else self.compute
+            t = (torch.zeros if zero else torch.empty)(shape, dtype=kind, device=self._on)
+        else:
+            kind = self.compute
+            t = like.new_zeros(shape) if zero else like.new_empty(shape)
         self._outputs.append(t)
         if self._staged is not None:
             buffer, address = self._stage(t, upload=zero, dtype=_U32 if words else None)
             self._staged.append((buffer, t))
             return address
-        return self._describe(t, _U32 if words else _DTYPES[kind], t.shape)
+        i = self._used  # _describe, inline
+        if i == _BLOCK:
+            offset = self._slot()
+        else:
+            self._used = i + 1
+            offset = i * _SIZE
+        n = len(shape)
+        _PACK[n](self._block, offset + _DATA, t.data_ptr(), _U32 if words else _DTYPES[kind], n, *shape)
+        return self._base + offset
 
     def scratch_bytes(self, n):
         """Scratch of n bytes (the rasteriser's), as the library's byte tensor."""
@@ -309,12 +372,14 @@ class Call:
         if self._staged is not None:
             return self._stage(torch.empty(0), upload=False, dtype=_lib.BYTE, count=n)[1]
         t = torch.empty(((n + 3) // 4,), dtype=_I32, device=self._on)
+        if self._keep is None:
+            self._keep = []
         self._keep.append(t)
         return self._describe(t, _lib.BYTE, (n,))
 
     def run(self, fn):
-        backend = self.backend
-        if backend == "cuda":
+        kind = self.kind
+        if kind == "cuda":
             index = self._index
             e = _cuda_exec(_raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream)
             if index == _current_device():
@@ -324,7 +389,7 @@ class Call:
                     status = fn(self.handle, e)
             if status:
                 check(status)
-        elif backend == "cpu":
+        elif kind == "cpu":
             status = fn(None, _CPU_EXEC_REF)
             if status:
                 check(status)
@@ -357,17 +422,19 @@ class Call:
                 check(lib.armature_buffer_download(buffer, t.data_ptr(), t.numel() * t.element_size(), 0))
 
     def _release(self):
-        self._keep = []
-        blocks = self._blocks
-        if not blocks:
+        self._keep = None
+        block = self._block
+        if block is None:
             return
-        self._blocks = None
+        self._block = None
         if self._buffers is not None:  # vulkan: its blocks hold buffers, and are not reused
             for buffer in self._buffers:
                 lib.armature_buffer_destroy(buffer)
             self._buffers.clear()
-        else:
-            _free_blocks.extend(blocks)
+            return
+        _free_blocks.append((block, self._base))
+        if self._full is not None:
+            _free_blocks.extend(self._full)
             if len(_free_blocks) > 64:  # a burst of nested calls must not keep its blocks for ever
                 del _free_blocks[64:]
 

@@ -33,28 +33,23 @@ def rasterize(pos, tri, resolution, clamp_depth=torch.zeros(0), use_depth_prior=
 def rasterize_image(V, F, D, width, height, occlusion_truncation, use_depth_prior, backend="auto"):
     """V (N,4) clip space, F (F,3), D (H,W) the depth prior (NDC z; used with use_depth_prior) → [findices,
     barycentric]."""
-    _core.check_tensor("V", V, (None, 4))
-    _core.check_tensor("F", F, (None, 3), floating=False)
-    if use_depth_prior:
-        _core.check_tensor("D", D, (int(height), int(width)))
     if not (1 <= int(width) <= 8192 and 1 <= int(height) <= 8192):
         raise ValueError(f"width and height must be 1 … 8192, got {width} × {height}")
     findices, barycentric = _core.apply(_Rasterize, V, F, D if use_depth_prior else None, int(width), int(height),
-                                             float(occlusion_truncation), bool(use_depth_prior), backend)
+                                        float(occlusion_truncation), bool(use_depth_prior), backend)
     return [findices, barycentric]
 
 
 class _Rasterize(torch.autograd.Function):
     @staticmethod
     def forward(ctx, V, F, D, width, height, occlusion_truncation, use_depth_prior, backend):
-        kind, device, dtype = _core.placement([V, F, D], backend)
         desc = _desc(width, height, use_depth_prior, occlusion_truncation)
-        call = _core.Call(kind, device, dtype)
-        pos = call.arg(V.reshape(1, -1, 4))
-        faces = call.arg(F, integer=True)
-        depth = call.arg(None if D is None else D.reshape(1, height, width))
+        call = _core.Call(backend)
+        pos = call.input("V", V, (None, 4), one_more=True)
+        faces = call.input("F", F, (None, 3), integer=True)
+        depth = call.input("D", D, (height, width), one_more=True)
         scratch = None
-        if kind != "cpu":
+        if call.kind != "cpu":
             n = ctypes.c_uint64()
             check(lib.armature_raster_scratch_bytes(ctypes.byref(desc), ctypes.byref(n)))
             scratch = call.scratch_bytes(n.value)
@@ -64,18 +59,18 @@ class _Rasterize(torch.autograd.Function):
                                                                               depth, None, scratch, ids, bary))
         findices, barycentric = findices[0], barycentric[0]
         ctx.save_for_backward(V, F, findices)
-        ctx.desc, ctx.kind, ctx.device, ctx.dtype = desc, kind, device, dtype
+        ctx.desc, ctx.place = desc, call.place
         ctx.mark_non_differentiable(findices)
         return findices, barycentric
 
     @staticmethod
     def backward(ctx, _, grad_barycentric):
         V, F, findices = ctx.saved_tensors
-        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
-        pos = call.arg(V.reshape(1, -1, 4))
+        call = _core.Call(place=ctx.place)
+        pos = call.arg(V, one_more=True)
         faces = call.arg(F, integer=True)
-        ids = call.arg(findices.unsqueeze(0), integer=True)
-        g = call.arg(grad_barycentric.unsqueeze(0))
+        ids = call.arg(findices, integer=True, one_more=True)
+        g = call.arg(grad_barycentric, one_more=True)
         grad = call.out((1, V.shape[0], 4))
         (grad_v,) = call.run(lambda dev, e: lib.armature_rasterize_backward(dev, e, ctypes.byref(ctx.desc), pos, faces,
                                                                             ids, g, grad))
@@ -84,33 +79,29 @@ class _Rasterize(torch.autograd.Function):
 
 def interpolate(col, findices, barycentric, tri, backend="auto"):
     """col (N,C) per vertex, findices (H,W), barycentric (H,W,3), tri (F,3) → (1,H,W,C)."""
-    _core.check_tensor("col", col, (None, None))
-    _core.check_tensor("findices", findices, (None, None), floating=False)
-    H, W = findices.shape
-    _core.check_tensor("barycentric", barycentric, (H, W, 3))
-    _core.check_tensor("tri", tri, (None, 3), floating=False)
     return _core.apply(_Interpolate, col, findices, barycentric, tri, backend)
 
 
 class _Interpolate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, col, findices, barycentric, tri, backend):
-        kind, device, dtype = _core.placement([col, findices, barycentric, tri], backend)
+        call = _core.Call(backend)
+        c = call.input("col", col, (None, None))
+        ids = call.input("findices", findices, (None, None), integer=True, one_more=True)
         H, W = findices.shape
-        call = _core.Call(kind, device, dtype)
-        args = [call.arg(col), call.arg(findices.unsqueeze(0), integer=True), call.arg(barycentric.unsqueeze(0)),
-                call.arg(tri, integer=True)]
+        bary = call.input("barycentric", barycentric, (H, W, 3), one_more=True)
+        faces = call.input("tri", tri, (None, 3), integer=True)
         out = call.out((1, H, W, col.shape[1]))
-        (result,) = call.run(lambda dev, e: lib.armature_interpolate(dev, e, *args, out))
+        (result,) = call.run(lambda dev, e: lib.armature_interpolate(dev, e, c, ids, bary, faces, out))
         ctx.save_for_backward(col, findices, barycentric, tri)
-        ctx.kind, ctx.device, ctx.dtype = kind, device, dtype
+        ctx.place = call.place
         return result
 
     @staticmethod
     def backward(ctx, grad_out):
         col, findices, barycentric, tri = ctx.saved_tensors
-        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
-        args = [call.arg(col), call.arg(findices.unsqueeze(0), integer=True), call.arg(barycentric.unsqueeze(0)),
+        call = _core.Call(place=ctx.place)
+        args = [call.arg(col), call.arg(findices, integer=True, one_more=True), call.arg(barycentric, one_more=True),
                 call.arg(tri, integer=True)]
         g = call.arg(grad_out)
         grad_col = call.out(col.shape, zero=True)  # accumulated into

@@ -20,13 +20,6 @@ from ._lib import check, lib
 
 def gaussian_field(points, means, cholesky, weights, epsilon=0.0, backend="auto"):
     """The field at points (B,3) of N Gaussians: means (N,3), cholesky (N,6) or (N,1), weights (N,C) → (B,C)."""
-    _core.check_tensor("points", points, (None, 3))
-    _core.check_tensor("means", means, (None, 3))
-    N = means.shape[0]
-    if cholesky.dim() != 2 or cholesky.shape[0] != N or cholesky.shape[1] not in (1, 6):
-        raise ValueError(f"cholesky has shape {tuple(cholesky.shape)}, expected ({N}, 6) or ({N}, 1)")
-    _core.check_tensor("cholesky", cholesky, (N, cholesky.shape[1]))
-    _core.check_tensor("weights", weights, (N, None))
     if not (epsilon >= 0):
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     return _core.apply(_GaussianField, points, means, cholesky, weights, float(epsilon), backend)
@@ -47,16 +40,20 @@ def _scratch_floats(B, N, C, backward):
     return floats
 
 
-
-
 class _GaussianField(torch.autograd.Function):
     @staticmethod
     def forward(ctx, points, means, cholesky, weights, epsilon, backend):
-        kind, device, dtype = _core.placement([points, means, cholesky, weights], backend)
-        B, N, C = points.shape[0], means.shape[0], weights.shape[1]
+        call = _core.Call(backend)
+        x = call.input("points", points, (None, 3))
+        m = call.input("means", means, (None, 3))
+        N = means.shape[0]
+        l = call.input("cholesky", cholesky, (N, None))
+        if cholesky.shape[1] != 6 and cholesky.shape[1] != 1:
+            raise ValueError(f"cholesky has shape {tuple(cholesky.shape)}, expected ({N}, 6) or ({N}, 1)")
+        w = call.input("weights", weights, (N, None))
+        B, C = points.shape[0], weights.shape[1]
+        kind = call.kind
         culled = epsilon > 0 and kind != "cpu"
-        call = _core.Call(kind, device, dtype)
-        x, m, l, w = call.arg(points), call.arg(means), call.arg(cholesky), call.arg(weights)
         field = call.out((B, C))
         floats = _scratch_floats(B, N, C, 0) if kind != "cpu" else 0
         scratch = call.out((floats,)) if floats else None
@@ -78,21 +75,21 @@ class _GaussianField(torch.autograd.Function):
 
         results = call.run(work)
         ctx.save_for_backward(points, means, cholesky, weights, results[-1] if culled else None)  # the grid: last
-        ctx.kind, ctx.device, ctx.dtype, ctx.culled = kind, device, dtype, culled
+        ctx.place, ctx.culled = call.place, culled
         return results[0]
 
     @staticmethod
     def backward(ctx, grad_field):
         points, means, cholesky, weights, grid_words = ctx.saved_tensors
         B, N, C = points.shape[0], means.shape[0], weights.shape[1]
-        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
+        call = _core.Call(place=ctx.place)
         x, m, l, w = call.arg(points), call.arg(means), call.arg(cholesky), call.arg(weights)
         g = call.arg(grad_field)
         grid = None
         if ctx.culled:  # the forward's grid, as the library's words
             grid = call.arg(grid_words, words=True)
         outs = [call.out(points.shape), call.out(means.shape), call.out(cholesky.shape), call.out(weights.shape)]
-        floats = _scratch_floats(B, N, C, 1) if ctx.kind != "cpu" else 0
+        floats = _scratch_floats(B, N, C, 1) if call.kind != "cpu" else 0
         scratch = call.out((floats,)) if floats else None
         inputs = _lib.GaussianFieldInputs(x, m, l, w, grid)
         results = call.run(lambda dev, e: lib.armature_gaussian_field_backward(dev, e, ctypes.byref(inputs), g,

@@ -59,41 +59,45 @@ class JointForest:
         if rigid:
             if rotations is None or translations is None:
                 raise ValueError("give rotations and translations (rigid locals), or affine")
-            _core.check_tensor("rotations", rotations, (None, N, 4))
-            _core.check_tensor("translations", translations, (rotations.shape[0], N, 3))
-        else:
-            if rotations is not None or translations is not None:
-                raise ValueError("give affine, or rotations and translations, not both")
-            _core.check_tensor("affine", affine, (None, N, 3, 4))
-        if inverse_bind is not None:
-            _core.check_tensor("inverse_bind", inverse_bind, (N, 3, 4))
-            if inverse_bind.requires_grad:
-                raise ValueError("inverse_bind requires grad: the backward gives gradients to the locals and points only")
-        if points is not None:
-            _core.check_tensor("points", points, (P, 3))
-        elif P:
+        elif rotations is not None or translations is not None:
+            raise ValueError("give affine, or rotations and translations, not both")
+        if inverse_bind is not None and getattr(inverse_bind, "requires_grad", False):
+            raise ValueError("inverse_bind requires grad: the backward gives gradients to the locals and points only")
+        if points is None and P:
             raise ValueError(f"the forest has {P} attached points: give their positions (points)")
-        outputs = _core.apply(_Propagate, self, backend, rigid, inverse_bind is not None, points is not None,
-                              rotations, translations, affine, inverse_bind, points)
+        outputs = _core.apply(_Propagate, self, backend, rotations, translations, affine, inverse_bind, points)
         globals_, skinning, positions, points_out = outputs
         B = globals_.shape[0]
         return Propagated(globals_.view(B, N, 3, 4), skinning.view(B, N, 3, 4) if inverse_bind is not None else None,
                           positions, points_out if points is not None else None)
 
 
-def _run(forest, backend, device, dtype, rigid, locals_, points, forward, grads=None, saved_globals=None):
-    call = _core.Call(backend, device, dtype)
+def _run(forest, call, locals_, points, grads=None, saved_globals=None):
+    """The forward (grads None): globals, skinning, positions and points (None where not asked for); or the
+    backward: the gradients of the rotations, translations, affine locals and points."""
     rotations, translations, affine, inverse_bind = locals_
-    B = (rotations if rigid else affine).shape[0]
+    rigid = affine is None
     N, P = forest.joints, len(forest.point_joints)
-    flat = lambda t, *shape: None if t is None else t.reshape(*shape)
-    args = _lib.JointLocals(0 if rigid else 1, call.arg(rotations), call.arg(translations),
-                            call.arg(flat(affine, B, N, 12)), call.arg(flat(inverse_bind, N, 12)))
-    handle = forest._handle(backend, device)
+    if grads is None:  # the forward's inputs, checked as they are described
+        if rigid:
+            rot = call.input("rotations", rotations, (None, N, 4))
+            trans = call.input("translations", translations, (rotations.shape[0], N, 3))
+            aff = None
+        else:
+            rot = trans = None
+            aff = call.input("affine", affine, (None, N, 3, 4))
+        args = _lib.JointLocals(0 if rigid else 1, rot, trans, aff,
+                                call.input("inverse_bind", inverse_bind, (N, 3, 4)))
+        pts = call.input("points", points, (P, 3))
+    else:
+        args = _lib.JointLocals(0 if rigid else 1, call.arg(rotations), call.arg(translations), call.arg(affine),
+                                call.arg(inverse_bind))
+        pts = call.arg(points)
+    B = (rotations if rigid else affine).shape[0]
+    handle = forest._handle(call.kind, call.device)
     scratch_floats = ctypes.c_uint64()
     check(lib.armature_joint_forest_scratch(handle, B, ctypes.byref(scratch_floats)))
-    pts = call.arg(points)
-    if forward:
+    if grads is None:
         outs = [call.out((B, N, 12)), call.out((B, N, 12)) if inverse_bind is not None else None,
                 call.out((B, N, 3)), call.out((B, P, 3)) if points is not None else None]
         scratch = call.out((max(scratch_floats.value, 1),))
@@ -102,13 +106,12 @@ def _run(forest, backend, device, dtype, rigid, locals_, points, forward, grads=
         it = iter(results)  # the outputs asked for, in order, then the scratch
         return [next(it) if o is not None else None for o in outs]
     g_globals, g_skinning, g_positions, g_points = grads
-    gin = [call.arg(flat(g_globals, B, N, 12)), call.arg(flat(g_skinning, B, N, 12)), call.arg(g_positions),
-           call.arg(g_points)]
+    gin = [call.arg(g_globals), call.arg(g_skinning), call.arg(g_positions), call.arg(g_points)]
     globals_ = call.arg(saved_globals)
     adjoint = call.out((B, N, 12))
     scratch = call.out((max(scratch_floats.value, 1),))
     outs = [call.out((B, N, 4)) if rigid else None, call.out((B, N, 3)) if rigid else None,
-            None if rigid else call.out((B, N, 12)), call.out((P, 3)) if points is not None else None]
+            None if rigid else call.out((B, N, 3, 4)), call.out((P, 3)) if points is not None else None]
     results = call.run(lambda dev, e: lib.armature_joint_propagation_backward(
         dev, e, handle, ctypes.byref(args), pts, globals_, *gin, adjoint, scratch, *outs))
     it = iter(results[2:])
@@ -117,15 +120,13 @@ def _run(forest, backend, device, dtype, rigid, locals_, points, forward, grads=
 
 class _Propagate(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, forest, backend, rigid, has_bind, has_points, rotations, translations, affine, inverse_bind,
-                points):
-        inputs = [rotations, translations, affine, inverse_bind, points]
-        kind, device, dtype = _core.placement(inputs, backend)
+    def forward(ctx, forest, backend, rotations, translations, affine, inverse_bind, points):
+        call = _core.Call(backend)
         locals_ = (rotations, translations, affine, inverse_bind)
-        globals_, skinning, positions, points_out = _run(forest, kind, device, dtype, rigid, locals_, points, True)
-        ctx.forest, ctx.kind, ctx.device, ctx.dtype, ctx.rigid = forest, kind, device, dtype, rigid
+        globals_, skinning, positions, points_out = _run(forest, call, locals_, points)
+        ctx.forest, ctx.place = forest, call.place
         ctx.save_for_backward(rotations, translations, affine, inverse_bind, points, globals_)
-        empty = lambda: torch.zeros(0, dtype=dtype, device=device)
+        empty = lambda: globals_.new_zeros(0)
         return (globals_, skinning if skinning is not None else empty(), positions,
                 points_out if points_out is not None else empty())
 
@@ -133,15 +134,12 @@ class _Propagate(torch.autograd.Function):
     def backward(ctx, g_globals, g_skinning, g_positions, g_points):
         rotations, translations, affine, inverse_bind, points, globals_ = ctx.saved_tensors
         B = globals_.shape[0]
-        zero_if_none = lambda g, shape: g if g is not None else torch.zeros(shape, dtype=ctx.dtype, device=ctx.device)
+        zero_if_none = lambda g, shape: g if g is not None else globals_.new_zeros(shape)
         N, P = ctx.forest.joints, len(ctx.forest.point_joints)
         grads = (zero_if_none(g_globals, (B, N, 12)),
                  zero_if_none(g_skinning, (B, N, 12)) if inverse_bind is not None else None,
                  zero_if_none(g_positions, (B, N, 3)),
                  zero_if_none(g_points, (B, P, 3)) if points is not None else None)
-        g_rot, g_trans, g_affine, g_pts = _run(ctx.forest, ctx.kind, ctx.device, ctx.dtype, ctx.rigid,
-                                               (rotations, translations, affine, inverse_bind), points, False,
-                                               grads, globals_)
-        if g_affine is not None:
-            g_affine = g_affine.view(affine.shape)
-        return None, None, None, None, None, g_rot, g_trans, g_affine, None, g_pts
+        g_rot, g_trans, g_affine, g_pts = _run(ctx.forest, _core.Call(place=ctx.place),
+                                               (rotations, translations, affine, inverse_bind), points, grads, globals_)
+        return None, None, g_rot, g_trans, g_affine, None, g_pts

@@ -121,17 +121,21 @@ class _Skinnings:
             lib.armature_skinning_destroy(handle)
 
 
-def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, forward, grads=None):
+def _skin_run(skinnings, call, pose, betas, expression, transl, forward, grads=None):
     """The forward `forward` (grads None): vertices and joints; or its backward: the gradients. The library's
     backward differentiates its handle's last forward, so the forward runs again first only where another has run
     on that handle since."""
-    B, J = pose.shape[0], pose.shape[1]
-    S = betas.shape[1]
+    if grads is None:
+        args = [call.input("pose", pose, (None, None, 3))]
+        B = pose.shape[0]
+        args += [call.input("betas", betas, (B, None)), call.input("expression", expression, (B, None)),
+                 call.input("transl", transl, (B, 3))]
+    else:
+        args = [call.arg(pose), call.arg(betas), call.arg(expression), call.arg(transl)]
+    B, J, S = pose.shape[0], pose.shape[1], betas.shape[1]
     E = 0 if expression is None else expression.shape[1]
-    key, handle = skinnings.get(kind, device, S, E, B)
+    key, handle = skinnings.get(call.kind, call.device, S, E, B)
     V = skinnings.vertices
-    call = _core.Call(kind, device, dtype)
-    args = [call.arg(pose), call.arg(betas), call.arg(expression), call.arg(transl)]
     if grads is None:
         vertices, joints = call.out((B, V, 3)), call.out((B, J, 3))
         results = call.run(lambda dev, e: lib.armature_skinning_forward(handle, e, *args, vertices, joints))
@@ -146,7 +150,7 @@ def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, f
         status = _lib.OK
         if again:
             status = lib.armature_skinning_forward(handle, e, *args, vertices, joints)
-            if status == _lib.OK and kind != "cpu":
+            if status == _lib.OK and call.kind != "cpu":
                 status = lib.armature_barrier(dev, e)
         if status == _lib.OK:
             status = lib.armature_skinning_backward(handle, e, args[0], g[0], g[1], *outs)
@@ -162,12 +166,12 @@ def _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, f
 class _Skin(torch.autograd.Function):
     @staticmethod
     def forward(ctx, skinnings, backend, pose, betas, expression, transl):
-        kind, device, dtype = _core.placement([pose, betas, expression, transl], backend)
         ctx.forward = object()  # this forward, as the handle remembers it
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros made and read
-        vertices, joints = _skin_run(skinnings, kind, device, dtype, pose, betas, expression, transl, ctx.forward)
+        call = _core.Call(backend)
+        vertices, joints = _skin_run(skinnings, call, pose, betas, expression, transl, ctx.forward)
         ctx.save_for_backward(pose, betas, expression, transl)
-        ctx.skinnings, ctx.kind, ctx.device, ctx.dtype = skinnings, kind, device, dtype
+        ctx.skinnings, ctx.place = skinnings, call.place
         return vertices, joints
 
     @staticmethod
@@ -176,10 +180,9 @@ class _Skin(torch.autograd.Function):
         if grad_vertices is None and grad_joints is None:
             return None, None, None, None, None, None
         if grad_vertices is None:  # the library takes the joints' gradient alone as optional
-            grad_vertices = torch.zeros(pose.shape[0], ctx.skinnings.vertices, 3, dtype=grad_joints.dtype,
-                                        device=grad_joints.device)
+            grad_vertices = grad_joints.new_zeros(pose.shape[0], ctx.skinnings.vertices, 3)
         grad_pose, grad_betas, grad_expression, grad_transl = _skin_run(
-            ctx.skinnings, ctx.kind, ctx.device, ctx.dtype, pose, betas, expression, transl, ctx.forward,
+            ctx.skinnings, _core.Call(place=ctx.place), pose, betas, expression, transl, ctx.forward,
             (grad_vertices, grad_joints))
         return None, None, grad_pose, grad_betas, grad_expression, grad_transl
 

@@ -36,49 +36,42 @@ def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
     return _maps[key]
 
 
-def _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights):
-    _core.check_tensor("mc_ms_feat", mc_ms_feat, (None, None, None))
-    _core.check_tensor("spatial_shape", spatial_shape, (None, None, 2), floating=False)
-    cams, levels = spatial_shape.shape[:2]
-    _core.check_tensor("scale_start_index", scale_start_index, (cams, levels), floating=False)
-    bs = mc_ms_feat.shape[0]
-    _core.check_tensor("sampling_location", sampling_location, (bs, None, None, cams, 2))
-    anchors, pts = sampling_location.shape[1:3]
-    _core.check_tensor("weights", weights, (bs, anchors, pts, cams, levels, None))
-
-
 def deformable_aggregation_function(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
                                     backend="auto"):
-    _check(mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights)
     return _core.apply(_DeformableAggregation, mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights,
-                                        backend)
+                       backend)
 
 
 class _DeformableAggregation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mc_ms_feat, spatial_shape, scale_start_index, sampling_location, weights, backend):
-        kind, device, dtype = _core.placement([mc_ms_feat, sampling_location, weights], backend)
-        maps = _feature_maps(kind, device, spatial_shape, scale_start_index, mc_ms_feat.shape[1])
-        bs, anchors, C = mc_ms_feat.shape[0], sampling_location.shape[1], mc_ms_feat.shape[2]
-        call = _core.Call(kind, device, dtype)
-        f, l, w = call.arg(mc_ms_feat), call.arg(sampling_location), call.arg(weights)
+        _core.check_tensor("spatial_shape", spatial_shape, (None, None, 2), floating=False)
+        cams, levels = spatial_shape.shape[:2]
+        _core.check_tensor("scale_start_index", scale_start_index, (cams, levels), floating=False)
+        call = _core.Call(backend)
+        f = call.input("mc_ms_feat", mc_ms_feat, (None, None, None))
+        bs, C = mc_ms_feat.shape[0], mc_ms_feat.shape[2]
+        l = call.input("sampling_location", sampling_location, (bs, None, None, cams, 2))
+        anchors, pts = sampling_location.shape[1:3]
+        w = call.input("weights", weights, (bs, anchors, pts, cams, levels, None))
+        maps = _feature_maps(call.kind, call.device, spatial_shape, scale_start_index, mc_ms_feat.shape[1])
         out = call.out((bs, anchors, C))
         (result,) = call.run(lambda dev, e: lib.armature_deformable_aggregation(dev, e, maps, f, l, w, out))
         ctx.save_for_backward(mc_ms_feat, sampling_location, weights)
-        ctx.maps, ctx.kind, ctx.device, ctx.dtype = maps, kind, device, dtype
+        ctx.maps, ctx.place = maps, call.place
         return result
 
     @staticmethod
     def backward(ctx, grad_out):
         mc_ms_feat, sampling_location, weights = ctx.saved_tensors
-        call = _core.Call(ctx.kind, ctx.device, ctx.dtype)
+        call = _core.Call(place=ctx.place)
         f, l, w = call.arg(mc_ms_feat), call.arg(sampling_location), call.arg(weights)
         g = call.arg(grad_out)
         g_f, g_l, g_w = call.out(mc_ms_feat.shape), call.out(sampling_location.shape), call.out(weights.shape)
         words = ctypes.c_uint64(0)
-        if ctx.kind != "cpu":
+        if call.kind != "cpu":
             check(lib.armature_deformable_aggregation_scratch(ctx.maps, f, l, w, ctypes.byref(words)))
-        scratch = call.out((max(words.value, 1),), words=True) if ctx.kind != "cpu" else None
+        scratch = call.out((max(words.value, 1),), words=True) if call.kind != "cpu" else None
         results = call.run(lambda dev, e: lib.armature_deformable_aggregation_backward(
             dev, e, ctx.maps, f, l, w, g, g_f, g_l, g_w, scratch))
         return results[0], None, None, results[1], results[2], None

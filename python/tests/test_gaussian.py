@@ -89,6 +89,30 @@ def test_bad_input_is_named():
         gaussian_field(x, means, chol, weights[:4])
     with pytest.raises(TypeError, match="points must be floating point"):
         gaussian_field(x.long(), means, chol, weights)
+    with pytest.raises(TypeError, match="means must be a torch.Tensor, got list"):
+        gaussian_field(x, means.tolist(), chol, weights)
+    with pytest.raises(ValueError, match="weights is on meta: Armature runs CUDA and CPU tensors"):
+        gaussian_field(x, means, chol, weights.to("meta"))
+    with pytest.raises(ValueError, match="points is on meta"):
+        gaussian_field(x.to("meta"), means, chol, weights)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        gaussian_field(x, means, chol, weights, backend="metal")
+
+
+def test_bad_devices_are_named():
+    """Tensors on two devices, or float64 on CUDA, are refused before any work, naming the argument."""
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA: torch sees no CUDA device (Debian's torch is CPU-only)")
+    x, means, chol, weights = inputs()
+    with pytest.raises(ValueError, match="cholesky is on cpu, the call's other tensors on cuda:0"):
+        gaussian_field(x.float().cuda(), means.float().cuda(), chol.float(), weights.float().cuda())
+    with pytest.raises(ValueError, match="means is on cuda:0, the call's other tensors on cpu"):
+        gaussian_field(x, means.float().cuda(), chol, weights)
+    with pytest.raises(TypeError, match="weights is float64 on CUDA"):
+        gaussian_field(x.float().cuda(), means.float().cuda(), chol.float().cuda(), weights.cuda())
+    with pytest.raises(ValueError, match="backend='vulkan' is for CPU tensors"):
+        gaussian_field(x.float().cuda(), means.float().cuda(), chol.float().cuda(), weights.float().cuda(),
+                       backend="vulkan")
 
 
 def test_cuda_work_follows_torchs_current_stream():
