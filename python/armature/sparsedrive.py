@@ -9,6 +9,7 @@ anchors, C). Gradients to the features, locations and weights (None for the two 
 (the legacy default stream, float atomics), the work runs on torch's current stream and is deterministic.
 """
 import ctypes
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -17,12 +18,34 @@ from . import _core
 from ._lib import check, lib
 
 _maps = {}  # (backend, device, layout) → feature maps handle
+# The host values of the index tensors feature_maps_format made, by their ids: reading CUDA tensors back would make
+# every call wait for the GPU, and could not be captured in a CUDA graph. An entry counts while its tensors are the
+# same objects, unchanged since (torch's version counters).
+_layouts = {}
+
+
+def _remember_layout(spatial_shape, scale_start_index, shape, starts):
+    key = (id(spatial_shape), id(scale_start_index))
+    forget = lambda _: _layouts.pop(key, None)
+    _layouts[key] = (weakref.ref(spatial_shape, forget), weakref.ref(scale_start_index, forget),
+                     spatial_shape._version, scale_start_index._version, shape, starts)
+
+
+def _host_layout(spatial_shape, scale_start_index):
+    """spatial_shape's and scale_start_index's values, flattened, as Python ints."""
+    known = _layouts.get((id(spatial_shape), id(scale_start_index)))
+    if known is not None:
+        shape_ref, start_ref, shape_version, start_version, shape, starts = known
+        if (shape_ref() is spatial_shape and start_ref() is scale_start_index
+                and spatial_shape._version == shape_version and scale_start_index._version == start_version):
+            return shape, starts
+    return ([int(v) for v in spatial_shape.reshape(-1).tolist()],
+            [int(v) for v in scale_start_index.reshape(-1).tolist()])
 
 
 def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
     cams, levels = spatial_shape.shape[0], spatial_shape.shape[1]
-    shape = [int(v) for v in spatial_shape.reshape(-1).tolist()]
-    starts = [int(v) for v in scale_start_index.reshape(-1).tolist()]
+    shape, starts = _host_layout(spatial_shape, scale_start_index)
     key = (backend, str(device) if backend == "cuda" else None, cams, levels, tuple(shape), tuple(starts), features)
     if key not in _maps:
         handle = ctypes.c_void_p()
@@ -98,9 +121,11 @@ def feature_maps_format(feature_maps, inverse=False):
     per_camera = sum(h * w for h, w in shapes)
     level_starts = [sum(h * w for h, w in shapes[:i]) for i in range(len(shapes))]
     device = col_feats.device
+    starts = [[c * per_camera + s for s in level_starts] for c in range(cams)]
     spatial_shape = torch.tensor([shapes] * cams, dtype=torch.int64, device=device)
-    scale_start_index = torch.tensor([[c * per_camera + s for s in level_starts] for c in range(cams)],
-                                     dtype=torch.int64, device=device)
+    scale_start_index = torch.tensor(starts, dtype=torch.int64, device=device)
+    _remember_layout(spatial_shape, scale_start_index, [v for hw in shapes for v in hw] * cams,
+                     [s for row in starts for s in row])
     return [col_feats, spatial_shape, scale_start_index]
 
 

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from armature.sparsedrive import (deformable_aggregation_function, deformable_aggregation_grid_sample,
                                   feature_maps_format)
 
+from armature import ArmatureError
 from conftest import call_backend, on
 
 BS, CAMS, C, GROUPS, ANCHORS, PTS = 2, 2, 4, 2, 5, 3
@@ -100,3 +101,51 @@ def test_grid_sample_form_matches_the_reference():
     feats, spatial_shape, scale_start_index = feature_maps_format(levels)
     want = deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights)
     torch.testing.assert_close(deformable_aggregation_grid_sample(levels, loc, weights), want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_layout_is_remembered_only_while_unchanged():
+    """feature_maps_format's index tensors are not read back on each call (a CUDA read would wait for the GPU); a
+    copy of them, or the same tensors changed in place, are read afresh."""
+    levels = feature_levels(torch.float64, 12)
+    loc, weights = sampling(torch.float64, 13)
+    feats, spatial_shape, scale_start_index = feature_maps_format(levels)
+    want = aggregate_torch(levels, loc, weights)
+    for shape, start in ((spatial_shape, scale_start_index), (spatial_shape.clone(), scale_start_index.clone())):
+        torch.testing.assert_close(deformable_aggregation_function(feats, shape, start, loc, weights), want,
+                                   rtol=1e-12, atol=1e-12)
+    spatial_shape[0, 0, 0] -= 1  # camera 0's first level one row shorter: a valid layout, another result
+    changed = deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights)
+    fresh = deformable_aggregation_function(feats, spatial_shape.clone(), scale_start_index.clone(), loc, weights)
+    assert torch.equal(changed, fresh) and not torch.allclose(changed, want)
+    scale_start_index[-1, -1] += 1000  # past the features: the library must see it, and refuse
+    with pytest.raises(ArmatureError, match="feature"):
+        deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights)
+
+
+def test_cuda_graph_capture_replays_the_eager_results():
+    """No call reads the index tensors back from the GPU, so a step through the aggregation captures."""
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA: torch sees no CUDA device (Debian's torch is CPU-only)")
+    levels = [lv.cuda() for lv in feature_levels(torch.float32, 14)]
+    feats, spatial_shape, scale_start_index = feature_maps_format(levels)
+    static = [feats.requires_grad_(), *(t.cuda().requires_grad_() for t in sampling(torch.float32, 15))]
+    grad = torch.randn(BS, ANCHORS, C, device="cuda")
+
+    def step():
+        out = deformable_aggregation_function(static[0], spatial_shape, scale_start_index, static[1], static[2])
+        return [out.detach(), *torch.autograd.grad(out, static, grad)]
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    with torch.no_grad():
+        static[1].copy_(sampling(torch.float32, 16)[0].cuda())
+    graph.replay()
+    for a, b in zip(captured, step()):
+        assert torch.equal(a, b)  # deterministic kernels: the same bits
