@@ -163,28 +163,67 @@ def _skin_run(skinnings, call, pose, betas, expression, transl, forward, grads=N
     return grad_pose, grad_betas, grad_expression, results[-1]
 
 
-class _Skin(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, skinnings, backend, pose, betas, expression, transl):
-        ctx.forward = object()  # this forward, as the handle remembers it
-        ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros made and read
-        call = _core.Call(backend)
-        vertices, joints = _skin_run(skinnings, call, pose, betas, expression, transl, ctx.forward)
-        ctx.save_for_backward(pose, betas, expression, transl)
-        ctx.skinnings, ctx.place = skinnings, call.place
-        return vertices, joints
+class _Body(torch.autograd.Function):
+    """A body model's forward as one autograd node: the pose pieces concatenated (through the PCA and mean-hand map
+    where the model has one), skinned by the library, and the vertex-selected joints and landmarks gathered; the
+    backward is the skinning's and those steps' transposes. At small batches each autograd node's bookkeeping costs
+    more host time than its GPU work, so the steps are not left to autograd one by one.
+
+    Outputs: vertices (B,V,3), joints (B,J+K,3) (the skinning's, then the K gathered ones), and the full pose
+    (B,3J) (a copy where a single piece is the pose already: an output must not be an input)."""
 
     @staticmethod
-    def backward(ctx, grad_vertices, grad_joints):
-        pose, betas, expression, transl = ctx.saved_tensors
-        if grad_vertices is None and grad_joints is None:
-            return None, None, None, None, None, None
-        if grad_vertices is None:  # the library takes the joints' gradient alone as optional
-            grad_vertices = grad_joints.new_zeros(pose.shape[0], ctx.skinnings.vertices, 3)
-        grad_pose, grad_betas, grad_expression, grad_transl = _skin_run(
-            ctx.skinnings, _core.Call(place=ctx.place), pose, betas, expression, transl, ctx.forward,
-            (grad_vertices, grad_joints))
-        return None, None, grad_pose, grad_betas, grad_expression, grad_transl
+    def forward(ctx, model, pose_map, pose_mean, betas, expression, transl, *pieces):
+        ctx.forward = object()  # this forward, as the skinning handle remembers it
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros made and read
+        if len(pieces) > 1:
+            full = torch.cat(pieces, dim=1)
+        else:
+            full = pieces[0].clone()
+        if pose_map is not None:
+            full = torch.addmm(pose_mean, full, pose_map)
+        B = full.shape[0]
+        call = _core.Call(model.backend)
+        vertices, joints = _skin_run(model._skinnings, call, full.view(B, -1, 3), betas, expression, transl,
+                                     ctx.forward)
+        ids, weights = model._keypoints(vertices)
+        if ids is not None:
+            corners = vertices.index_select(1, ids.view(-1)).view(B, ids.shape[0], 3, 3)
+            joints = torch.cat([joints, (corners * weights.unsqueeze(-1)).sum(2)], dim=1)
+        ctx.save_for_backward(full, betas, expression, transl, pose_map)
+        ctx.model, ctx.place, ctx.widths = model, call.place, [p.shape[1] for p in pieces]
+        return vertices, joints, full
+
+    @staticmethod
+    def backward(ctx, grad_vertices, grad_joints, grad_full):
+        full, betas, expression, transl, pose_map = ctx.saved_tensors
+        model = ctx.model
+        B = full.shape[0]
+        J = full.shape[1] // 3
+        grad_pose = grad_betas = grad_expression = grad_transl = None
+        if grad_joints is not None:
+            if grad_joints.shape[1] > J:  # the gathered joints: back onto their vertices
+                ids, weights = model._keypoints(grad_joints)
+                spread = (weights.unsqueeze(-1) * grad_joints[:, J:].unsqueeze(2)).reshape(B, -1, 3)
+                if grad_vertices is None:
+                    grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
+                grad_vertices = grad_vertices.index_add(1, ids.view(-1), spread)
+                grad_joints = grad_joints[:, :J]
+            elif grad_vertices is None:  # the library takes the joints' gradient alone as optional
+                grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
+        if grad_vertices is not None:
+            grad_pose, grad_betas, grad_expression, grad_transl = _skin_run(
+                model._skinnings, _core.Call(place=ctx.place), full.view(B, J, 3), betas, expression, transl,
+                ctx.forward, (grad_vertices, grad_joints))
+            grad_pose = grad_pose.view(B, -1)
+        if grad_full is not None:
+            grad_pose = grad_full if grad_pose is None else grad_pose + grad_full
+        grad_pieces = [None] * len(ctx.widths)
+        if grad_pose is not None:
+            if pose_map is not None:
+                grad_pose = grad_pose.mm(pose_map.t())
+            grad_pieces = grad_pose.split(ctx.widths, dim=1)
+        return (None, None, None, grad_betas, grad_expression, grad_transl, *grad_pieces)
 
 
 def _matrix_to_axis_angle(R):
@@ -278,12 +317,24 @@ class SMPL(torch.nn.Module):
         parts = {k: self._given(k, v) for k, v in inputs.items()}
         pieces = self._pose_parts(parts)
         B = max(p.shape[0] for p in pieces)
+        betas = parts["betas"]
+        transl = parts.get("transl")
+        if transl is None:
+            transl = pieces[0].new_zeros(B, 3)
+        if B != 1:  # broadcast one row to the pose batch (at batch 1 there is nothing to do, and a view costs a call)
+            betas = betas.expand(B, -1) if betas.shape[0] == 1 else betas
+            if expression is not None and expression.shape[0] == 1:
+                expression = expression.expand(B, -1)
+            transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
         if pose2rot:
-            full_pose = torch.cat(pieces, dim=1)
-            pose_map = getattr(self, "pose_map", None)
+            pose_map, mean = getattr(self, "pose_map", None), getattr(self, "pose_mean", None)
             if pose_map is not None:  # PCA hands and the mean hand: one product
-                full_pose = torch.addmm(self.pose_mean.to(full_pose), full_pose, pose_map.to(full_pose))
-            axis_angle = full_pose.reshape(B, -1, 3)
+                like = pieces[0]
+                if pose_map.dtype is not like.dtype or pose_map.get_device() != like.get_device():
+                    pose_map, mean = pose_map.to(like), mean.to(like)
+            vertices, joints, full_pose = _core.apply(_Body, self, pose_map, mean, betas, expression, transl,
+                                                      *pieces)
+            axis_angle = full_pose
         else:  # rotation matrices, (B, 9k) or (B, k, 3, 3) per piece
             for p in pieces:
                 if p.shape[0] != B or p[0].numel() % 9:
@@ -291,25 +342,11 @@ class SMPL(torch.nn.Module):
                                      f"(B, 9k) with B = {B}; got one of shape {tuple(p.shape)}")
             full_pose = torch.cat([p.reshape(B, -1, 3, 3) for p in pieces], dim=1)
             axis_angle = _matrix_to_axis_angle(full_pose)
-        betas = parts["betas"]
-        transl = parts.get("transl")
-        if transl is None:
-            transl = torch.zeros(B, 3, dtype=full_pose.dtype, device=full_pose.device)
-        if B != 1:  # broadcast one row to the pose batch (at batch 1 there is nothing to do, and a view costs a call)
-            betas = betas.expand(B, -1) if betas.shape[0] == 1 else betas
-            if expression is not None and expression.shape[0] == 1:
-                expression = expression.expand(B, -1)
-            transl = transl.expand(B, -1) if transl.shape[0] == 1 else transl
-        vertices, joints = _core.apply(_Skin, self._skinnings, self.backend, axis_angle, betas, expression, transl)
-        joints = [joints]
-        ids, weights = self.keypoint_ids, self.keypoint_weights
-        if ids.shape[0]:
-            if ids.device != vertices.device or weights.dtype != vertices.dtype:
-                ids, weights = ids.to(vertices.device), weights.to(vertices)
-            # index_select: its backward is one index_add (advanced indexing's sorts its indices first)
-            corners = vertices.index_select(1, ids.view(-1)).view(B, ids.shape[0], 3, 3)
-            joints.append((corners * weights.unsqueeze(-1)).sum(2))
-        joints = torch.cat(joints + self._contour(vertices, axis_angle), dim=1)
+            axis_angle = axis_angle.reshape(B, -1)
+            vertices, joints, _ = _core.apply(_Body, self, None, None, betas, expression, transl, axis_angle)
+        contour = self._contour(vertices, axis_angle)
+        if contour is not None:
+            joints = torch.cat([joints, contour], dim=1)
         if self.joint_mapper is not None:
             joints = self.joint_mapper(joints)
         out = ModelOutput(vertices=vertices if return_verts else None, joints=joints,
@@ -319,7 +356,17 @@ class SMPL(torch.nn.Module):
         return out
 
     def _contour(self, vertices, axis_angle):
-        return []
+        """The face contour's landmarks (SMPL-X with use_face_contour), from the full pose (B,3J); else None."""
+        return None
+
+    def _keypoints(self, like):
+        """The gathered joints' vertex ids (K,3) and weights (K,3) on `like`'s device and dtype; None, None for none."""
+        ids, weights = self.keypoint_ids, self.keypoint_weights
+        if not ids.shape[0]:
+            return None, None
+        if ids.get_device() != like.get_device() or weights.dtype is not like.dtype:
+            ids, weights = ids.to(like.device), weights.to(like.device, like.dtype)
+        return ids, weights
 
     def forward(self, betas=None, body_pose=None, global_orient=None, transl=None, return_verts=True,
                 return_full_pose=False, pose2rot=True, **kwargs):
@@ -446,13 +493,13 @@ class SMPLX(SMPLH):
 
     def _contour(self, vertices, axis_angle):
         if not self.use_face_contour:
-            return []
-        row = self._contour_row(axis_angle.detach()).to(vertices.device)
+            return None
+        row = self._contour_row(axis_angle.detach().view(vertices.shape[0], -1, 3)).to(vertices.device)
         ids = self.dynamic_lmk_vertex_ids.to(vertices.device)[row]  # (B,C,3)
         bary = self.dynamic_lmk_bary_coords.to(vertices)[row]  # (B,C,3)
         corners = torch.gather(vertices.unsqueeze(1).expand(-1, ids.shape[1], -1, -1), 2,
                                ids.unsqueeze(-1).expand(-1, -1, -1, 3))  # (B,C,3,3)
-        return [(corners * bary.unsqueeze(-1)).sum(2)]
+        return (corners * bary.unsqueeze(-1)).sum(2)
 
     def forward(self, betas=None, global_orient=None, body_pose=None, left_hand_pose=None, right_hand_pose=None,
                 transl=None, expression=None, jaw_pose=None, leye_pose=None, reye_pose=None, return_verts=True,

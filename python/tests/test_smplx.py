@@ -125,10 +125,15 @@ def test_gradcheck_through_the_module():
 
     def f(global_orient, body_pose, betas, expression, left_hand_pose):
         out = model(global_orient=global_orient, body_pose=body_pose, betas=betas, expression=expression,
-                    left_hand_pose=left_hand_pose)
-        return (out.vertices * mix).sum(1), out.joints[:, [0, 20, 60, 100]].reshape(1, -1)
+                    left_hand_pose=left_hand_pose, return_full_pose=True)
+        return (out.vertices * mix).sum(1), out.joints[:, [0, 20, 60, 100]].reshape(1, -1), out.full_pose[:, -50:]
 
     assert torch.autograd.gradcheck(f, inputs, atol=1e-7)
+
+    def joints_alone(betas, left_hand_pose):  # no gradient reaches the vertices but through the gathered joints
+        return model(betas=betas, left_hand_pose=left_hand_pose).joints[:, [3, 60, 90]].reshape(1, -1)
+
+    assert torch.autograd.gradcheck(joints_alone, (inputs[2], inputs[4]), atol=1e-7)
 
 
 def test_gpu_matches_the_reference(gpu):
