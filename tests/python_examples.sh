@@ -10,3 +10,5 @@ trap 'rm -rf "$out"' EXIT
 "$python" "$examples/aggregation_head.py" --steps 10
 "$python" "$examples/aggregation_head.py" --steps 10 --fallback
 "$python" "$examples/render_avatar.py" "$model" "$out/avatar.pgm" --size 128
+"$python" "$examples/fit_smplx_keypoints.py" "$model" --iterations 40 --min-drop 0.5
+"$python" "$examples/fit_smplx_keypoints.py" "$model" --iterations 10 --backend vulkan --min-drop 0.9
