@@ -47,3 +47,18 @@ def on(backend, t):
 def call_backend(backend):
     """The backend= argument for a backend: CUDA tensors choose CUDA themselves."""
     return "vulkan" if backend == "vulkan" else "auto"
+
+
+def capture_cuda_graph(step):
+    """step() captured in a CUDA graph after a warm-up on a side stream (torch's recipe): (graph, what the captured
+    call returned, which the graph's replays overwrite)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    return graph, captured

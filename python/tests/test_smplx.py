@@ -11,7 +11,7 @@ import torch
 
 import armature.smplx as smplx
 
-from conftest import _require, call_backend, on
+from conftest import _require, call_backend, capture_cuda_graph, on
 
 MODEL = os.environ.get("ARMATURE_DEFAULT_MODEL", os.path.join(os.path.dirname(__file__), "..", "..", "build", "assets",
                                                               "armature_default_smplx.npz"))
@@ -417,15 +417,7 @@ def test_cuda_graph_capture_replays_the_eager_results():
         grads = torch.autograd.grad(out.vertices, list(static.values()), grad)
         return [out.vertices.detach(), out.joints.detach()] + list(grads)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step()
+    graph, captured = capture_cuda_graph(step)
     fresh = {k: v.float().cuda() for k, v in params(2, seed=18).items()}
     with torch.no_grad():
         for k in names:

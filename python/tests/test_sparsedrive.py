@@ -9,7 +9,7 @@ from armature.sparsedrive import (deformable_aggregation_function, deformable_ag
                                   feature_maps_format)
 
 from armature import ArmatureError
-from conftest import call_backend, on
+from conftest import call_backend, capture_cuda_graph, on
 
 BS, CAMS, C, GROUPS, ANCHORS, PTS = 2, 2, 4, 2, 5, 3
 LEVELS = [(5, 7), (3, 4)]
@@ -135,15 +135,7 @@ def test_cuda_graph_capture_replays_the_eager_results():
         out = deformable_aggregation_function(static[0], spatial_shape, scale_start_index, static[1], static[2])
         return [out.detach(), *torch.autograd.grad(out, static, grad)]
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step()
+    graph, captured = capture_cuda_graph(step)
     with torch.no_grad():
         static[1].copy_(sampling(torch.float32, 16)[0].cuda())
     graph.replay()
