@@ -130,7 +130,7 @@ def skinning(out):
 
         with torch.no_grad():
             fwd = time_ms(lambda: model(**p))
-        both = time_ms(lambda: module_step(*p.values()), 20 if B == 1 else 5, warmup=3)
+        both = time_ms(lambda: module_step(*p.values()), 50 if B == 1 else 5, warmup=3)
         out.add("armature.smplx", "smplx", B, fwd, both)
 
         try:
@@ -162,6 +162,22 @@ def skinning(out):
         torch.cuda.empty_cache()
 
 
+def host_ms(fn, calls=1000, passes=7):
+    """Host time of one call of fn: the median over passes of calls made back to back (one pass can meet a stall of
+    the host: a virtual machine's, or the collector's)."""
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(passes):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / calls * 1e3)
+    return sorted(times)[passes // 2]
+
+
 def overhead(out):
     """Host time per call of a 1-point, 1-Gaussian field (its GPU work is negligible), against torch's add, and the
     floor under it: the same C call from Python with its descriptions and output made once (launch included). Then
@@ -177,16 +193,7 @@ def overhead(out):
     c_call = lambda: _lib.lib.armature_gaussian_field(call.handle, e, ctypes.byref(inputs), field, None)
     for method, fn in (("armature", lambda: gaussian_field(x, mu, raw, w)), ("armature C call", c_call),
                        ("torch add", lambda: x.add(1))):
-        for _ in range(100):
-            fn()
-        torch.cuda.synchronize()
-        calls = 2000
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - start) / calls * 1e3
-        out.add(method, "per-call host time", 1, ms, None)
+        out.add(method, "per-call host time", 1, host_ms(fn), None)
     call.run(lambda dev, e: 0)  # releases its descriptions
     params = [t.clone().requires_grad_() for t in (x, mu, raw, w)]
     g = torch.ones(1, 1, device=DEV)

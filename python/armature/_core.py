@@ -165,11 +165,10 @@ def _new_block():
 
 
 def _cuda_exec(stream):
-    e = _execs.get(stream)
-    if e is None:
-        if len(_execs) > 64:  # streams made and dropped in a loop must not grow this without bound
-            _execs.clear()
-        e = _execs[stream] = ctypes.byref(Exec(_lib.CUDA, 0, stream))
+    """A new stream's armature_exec."""
+    if len(_execs) > 64:  # streams made and dropped in a loop must not grow this without bound
+        _execs.clear()
+    e = _execs[stream] = ctypes.byref(Exec(_lib.CUDA, 0, stream))
     return e
 
 
@@ -381,7 +380,8 @@ class Call:
         kind = self.kind
         if kind == "cuda":
             index = self._index
-            e = _cuda_exec(_raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream)
+            stream = _raw_stream(index) if _raw_stream else torch.cuda.current_stream(index).cuda_stream
+            e = _execs.get(stream) or _cuda_exec(stream)
             if index == _current_device():
                 status = fn(self.handle, e)
             else:  # the library launches on the current device
