@@ -115,6 +115,30 @@ def _check_shape(name, ts, shape):
             _wrong_shape(name, ts, shape)
 
 
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def int32_values(name, values):
+    """values (Python ints) as the library's int32, refused where one does not fit (ctypes would wrap it)."""
+    values = [int(v) for v in values]
+    for v in values:
+        if not _INT32[0] <= v <= _INT32[1]:
+            raise ValueError(f"{name} holds {v}, past the int32 the library takes")
+    return values
+
+
+def _check_int32(name, t):
+    """int64 indices narrowed to the library's int32 must keep their values. On CUDA the check waits for the GPU
+    (int32 inputs skip it), and cannot run inside a CUDA graph's capture."""
+    if not t.numel():
+        return
+    if t.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise ValueError(f"{name} is int64: inside a CUDA graph's capture pass int32 indices (narrowing int64 "
+                         "needs a range check that waits for the GPU)")
+    low, high = torch.aminmax(t)
+    int32_values(name, (low.item(), high.item()))
+
+
 def _wrong_shape(name, ts, shape):
     want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
     raise ValueError(f"{name} has shape {tuple(ts)}, expected {want}")
@@ -259,8 +283,10 @@ class Call:
             self._place_by(name, t, index)
         dtype = t.dtype
         if integer or words:
-            if dtype is not _I32 and dtype is not _I64:
-                raise TypeError(f"{name} must hold integers, got {dtype}")
+            if dtype is not _I32:
+                if dtype is not _I64:
+                    raise TypeError(f"{name} must hold integers, got {dtype}")
+                _check_int32(name, t)
             return self.arg(t, integer, words, one_more)
         if dtype is not _F32:
             if dtype is _F64:

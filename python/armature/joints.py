@@ -23,9 +23,9 @@ class JointForest:
     joint each attached point follows. Cycles and out-of-range parents are refused, naming the joints."""
 
     def __init__(self, parents, point_joints=None):
-        self.parents = [int(p) for p in (parents.tolist() if torch.is_tensor(parents) else parents)]
+        self.parents = _core.int32_values("parents", parents.tolist() if torch.is_tensor(parents) else parents)
         pj = point_joints.tolist() if torch.is_tensor(point_joints) else (point_joints or [])
-        self.point_joints = [int(j) for j in pj]
+        self.point_joints = _core.int32_values("point_joints", pj)
         self._handles = {}
         self._handle("cpu", None)  # checks the forest now
 

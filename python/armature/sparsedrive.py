@@ -25,6 +25,10 @@ _layouts = {}
 
 
 def _remember_layout(spatial_shape, scale_start_index, shape, starts):
+    try:
+        shape, starts = _core.int32_values("spatial_shape", shape), _core.int32_values("scale_start_index", starts)
+    except ValueError:  # a layout past the library's int32: the call reads it, and refuses it there
+        return
     key = (id(spatial_shape), id(scale_start_index))
     forget = lambda _: _layouts.pop(key, None)
     _layouts[key] = (weakref.ref(spatial_shape, forget), weakref.ref(scale_start_index, forget),
@@ -39,8 +43,8 @@ def _host_layout(spatial_shape, scale_start_index):
         if (shape_ref() is spatial_shape and start_ref() is scale_start_index
                 and spatial_shape._version == shape_version and scale_start_index._version == start_version):
             return shape, starts
-    return ([int(v) for v in spatial_shape.reshape(-1).tolist()],
-            [int(v) for v in scale_start_index.reshape(-1).tolist()])
+    return (_core.int32_values("spatial_shape", spatial_shape.reshape(-1).tolist()),
+            _core.int32_values("scale_start_index", scale_start_index.reshape(-1).tolist()))
 
 
 def _feature_maps(backend, device, spatial_shape, scale_start_index, features):

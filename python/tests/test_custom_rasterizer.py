@@ -128,6 +128,17 @@ def test_bad_input_is_named():
         rasterize(pos.unsqueeze(0), tri + 100, (H, W))
     with pytest.raises(TypeError, match="F must hold integers"):
         rasterize_image(pos, tri.float(), None, W, H, 1e-6, False)
+    wraps = tri.long()
+    wraps[0, 0] += 1 << 32  # as int32 the same index: refused, not narrowed into a valid face
+    with pytest.raises(ValueError, match=f"F holds {int(wraps[0, 0])}, past the int32"):
+        rasterize_image(pos, wraps, None, W, H, 1e-6, False)
+    assert torch.equal(rasterize_image(pos, tri.long(), None, W, H, 1e-6, False)[0],
+                       rasterize_image(pos, tri.int(), None, W, H, 1e-6, False)[0])  # int64 in range: as int32
+    if torch.cuda.is_available():  # the same check of CUDA indices (it reads their range back)
+        with pytest.raises(ValueError, match="past the int32"):
+            rasterize_image(pos.float().cuda(), wraps.cuda(), None, W, H, 1e-6, False)
+        assert torch.equal(rasterize_image(pos.float().cuda(), tri.long().cuda(), None, W, H, 1e-6, False)[0],
+                           rasterize_image(pos.float().cuda(), tri.int().cuda(), None, W, H, 1e-6, False)[0])
 
 
 def sphere_views(size=24, radius=0.8, channels=0):

@@ -115,6 +115,8 @@ def test_gpu_is_deterministic(gpu):
 def test_bad_input_is_named():
     with pytest.raises(ArmatureError, match="cycle"):
         JointForest([1, 2, 0])
+    with pytest.raises(ValueError, match="parents holds 4294967296, past the int32"):
+        JointForest([-1, 1 << 32])  # ctypes would have made it joint 0
     forest = JointForest(PARENTS, POINT_JOINTS)
     q, t, _, pts = inputs()
     with pytest.raises(ValueError, match=r"translations has shape \(3, 10, 2\)"):

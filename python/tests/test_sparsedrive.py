@@ -93,6 +93,10 @@ def test_bad_shapes_are_named():
         deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc, weights[..., :1, :])
     with pytest.raises(ValueError, match="sampling_location has shape"):
         deformable_aggregation_function(feats, spatial_shape, scale_start_index, loc[..., :1], weights)
+    wraps = scale_start_index.clone()
+    wraps[1, 1] += 1 << 32  # as int32 the same start
+    with pytest.raises(ValueError, match="scale_start_index holds .*, past the int32"):
+        deformable_aggregation_function(feats, spatial_shape, wraps, loc, weights)
 
 
 def test_grid_sample_form_matches_the_reference():
