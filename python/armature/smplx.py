@@ -203,11 +203,16 @@ class _Body(torch.autograd.Function):
         grad_pose = grad_betas = grad_expression = grad_transl = None
         if grad_joints is not None:
             if grad_joints.shape[1] > J:  # the gathered joints: back onto their vertices
-                ids, weights = model._keypoints(grad_joints)
-                spread = (weights.unsqueeze(-1) * grad_joints[:, J:].unsqueeze(2)).reshape(B, -1, 3)
+                _, weights = model._keypoints(grad_joints)
+                corners = (weights.unsqueeze(-1) * grad_joints[:, J:].unsqueeze(2)).reshape(B, -1, 3)
+                # Each vertex's corners summed in a fixed order, then added once: no float atomics, the same bits
+                # every run.
+                vertices, table = model._keypoint_vertices(grad_joints)
+                corners = torch.cat([corners, corners.new_zeros(B, 1, 3)], dim=1)  # the table's padding: zero
+                summed = corners.index_select(1, table.view(-1)).view(B, table.shape[0], table.shape[1], 3).sum(2)
                 if grad_vertices is None:
                     grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
-                grad_vertices = grad_vertices.index_add(1, ids.view(-1), spread)
+                grad_vertices = grad_vertices.index_add(1, vertices, summed)
                 grad_joints = grad_joints[:, :J]
             elif grad_vertices is None:  # the library takes the joints' gradient alone as optional
                 grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
@@ -284,6 +289,7 @@ class SMPL(torch.nn.Module):
         # The joints after the skinning's, each a weighted sum of three vertices: a vertex-selected joint is one
         # vertex (weights 1, 0, 0), a landmark its face's corners and barycentric weights. One gather for all.
         self.register_buffer("keypoint_ids", extra.unsqueeze(1).repeat(1, 3), persistent=False)  # (K,3)
+        self._keypoint_vertex_cache = {}  # device index → _keypoint_vertices
         self.register_buffer("keypoint_weights", torch.tensor([[1.0, 0, 0]], dtype=dtype).repeat(len(extra), 1),
                              persistent=False)
         self._parameter("betas", create_betas, betas, self.num_betas)
@@ -358,6 +364,22 @@ class SMPL(torch.nn.Module):
     def _contour(self, vertices, axis_angle):
         """The face contour's landmarks (SMPL-X with use_face_contour), from the full pose (B,3J); else None."""
         return None
+
+    def _keypoint_vertices(self, like):
+        """The gathered joints' distinct vertices (U,) and, for each, its corners' places in keypoint_ids' flattened
+        (K·3) order (U, M), padded with K·3 (a zero row the caller appends); on `like`'s device, made once each."""
+        key = like.get_device()
+        cache = self._keypoint_vertex_cache
+        if key not in cache:
+            flat = self.keypoint_ids.reshape(-1).cpu()
+            vertices, inverse = torch.unique(flat, return_inverse=True)
+            places = [[] for _ in range(len(vertices))]
+            for place, u in enumerate(inverse.tolist()):
+                places[u].append(place)
+            most = max(len(p) for p in places)
+            table = torch.tensor([p + [len(flat)] * (most - len(p)) for p in places], dtype=torch.long)
+            cache[key] = (vertices.to(like.device), table.to(like.device))
+        return cache[key]
 
     def _keypoints(self, like):
         """The gathered joints' vertex ids (K,3) and weights (K,3) on `like`'s device and dtype; None, None for none."""
