@@ -23,6 +23,7 @@ _contexts = {}  # "vulkan" → context handle
 _CPU = torch.device("cpu")
 _F32, _F64, _I32, _I64 = torch.float32, torch.float64, torch.int32, torch.int64
 _Tensor = torch.Tensor
+_grad_enabled = torch.is_grad_enabled
 _CPU_EXEC = Exec(_lib.CPU, 0, None)  # read only by the library
 _CPU_EXEC_REF = ctypes.byref(_CPU_EXEC)
 # torch's current stream as a raw cudaStream_t without building a Stream object (the per-call path), where this
@@ -66,18 +67,21 @@ def vulkan_description():
     return text.value.decode().strip().replace("\n", "; ")
 
 
-_cuda_ready = {}  # index → device handle that can run CUDA
-_cuda_places = {}  # index → (torch's device, the library's): every CUDA call looks it up
+_cuda_places = {}  # index → (torch's device, the library's device that runs CUDA): every CUDA call looks it up
+
+
+def _cuda_place(index):
+    placed = _cuda_places.get(index)
+    if placed is None:
+        device = _handle("cuda", index)
+        check(lib.armature_device_supports(device, _lib.CUDA))
+        placed = _cuda_places[index] = (torch.device("cuda", index), device)
+    return placed
 
 
 def cuda_device(index):
     """CUDA's device for torch's cuda:index (the library launches on the current device: see run())."""
-    device = _cuda_ready.get(index)
-    if device is None:
-        device = _handle("cuda", index)
-        check(lib.armature_device_supports(device, _lib.CUDA))
-        _cuda_ready[index] = device
-    return device
+    return _cuda_place(index)[1]
 
 
 def library_device(kind, device):
@@ -98,7 +102,9 @@ def check_tensor(name, t, shape, floating=True):
     (a call's inputs are checked by Call.input)."""
     if not isinstance(t, _Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    _check_shape(name, t.shape, shape)
+    ts = t.shape
+    if len(ts) != len(shape) or any(s is not None and s != d for s, d in zip(shape, ts)):
+        _wrong_shape(name, ts, shape)
     dtype = t.dtype
     if not floating:
         if dtype is not _I32 and dtype is not _I64:
@@ -107,20 +113,13 @@ def check_tensor(name, t, shape, floating=True):
         raise TypeError(f"{name} must be floating point, got {dtype}")
 
 
-def _check_shape(name, ts, shape):
-    if len(ts) != len(shape):
-        _wrong_shape(name, ts, shape)
-    for s, d in zip(shape, ts):
-        if s is not None and s != d:
-            _wrong_shape(name, ts, shape)
-
-
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def int32_values(name, values):
-    """values (Python ints) as the library's int32, refused where one does not fit (ctypes would wrap it)."""
-    values = [int(v) for v in values]
+    """values (Python ints) as a tuple of the library's int32, refused where one does not fit (ctypes would wrap
+    it)."""
+    values = tuple(int(v) for v in values)
     for v in values:
         if not _INT32[0] <= v <= _INT32[1]:
             raise ValueError(f"{name} holds {v}, past the int32 the library takes")
@@ -166,8 +165,6 @@ def apply(function, *args):
                 return function.apply(*args)
     return function.forward(_NoGraph(), *args)
 
-
-_grad_enabled = torch.is_grad_enabled
 
 # Descriptions are packed into blocks of Tensor structs: one pack_into per tensor writes data, dtype, rank and shape
 # (strides stay zero: contiguous).
@@ -235,10 +232,7 @@ class Call:
     def _place(self, kind, index):
         self.kind = kind
         if kind == "cuda":
-            placed = _cuda_places.get(index)
-            if placed is None:
-                placed = _cuda_places[index] = (torch.device("cuda", index), cuda_device(index))
-            self.device, self.handle = placed
+            self.device, self.handle = _cuda_places.get(index) or _cuda_place(index)
             self.compute, self._on, self._index = _F32, self.device, index
         else:
             self.device = self._on = _CPU
@@ -301,16 +295,7 @@ class Call:
             return self.arg(t, False, False, one_more)
         if self._like is None:
             self._like = t  # outputs are made like it: fewer arguments to parse than torch.empty's
-        i = self._used  # arg()'s description, inline
-        if i == _BLOCK:
-            offset = self._slot()
-        else:
-            self._used = i + 1
-            offset = i * _SIZE
-        dims = (1, *ts) if one_more else ts
-        n = len(dims)
-        _PACK[n](self._block, offset + _DATA, t.data_ptr(), _DTYPES[want], n, *dims)
-        return self._base + offset
+        return self._describe(t, _DTYPES[want], (1, *ts) if one_more else ts)
 
     def arg(self, t, integer=False, words=False, one_more=False):
         """An input already checked (a saved tensor, a gradient); `words`: int32 memory the library reads as uint32
@@ -345,7 +330,12 @@ class Call:
     def _describe(self, t, code, shape):
         """The address of a description of t's memory (contiguous) as the library's dtype `code` and `shape`. The
         caller keeps t alive until the call returns."""
-        offset = self._slot()
+        i = self._used
+        if i == _BLOCK:
+            offset = self._slot()
+        else:  # _slot's common case, inline: every tensor of every call passes here
+            self._used = i + 1
+            offset = i * _SIZE
         n = len(shape)
         _PACK[n](self._block, offset + _DATA, t.data_ptr(), code, n, *shape)
         return self._base + offset
@@ -381,15 +371,7 @@ class Call:
             buffer, address = self._stage(t, upload=zero, dtype=_U32 if words else None)
             self._staged.append((buffer, t))
             return address
-        i = self._used  # _describe, inline
-        if i == _BLOCK:
-            offset = self._slot()
-        else:
-            self._used = i + 1
-            offset = i * _SIZE
-        n = len(shape)
-        _PACK[n](self._block, offset + _DATA, t.data_ptr(), _U32 if words else _DTYPES[kind], n, *shape)
-        return self._base + offset
+        return self._describe(t, _U32 if words else _DTYPES[kind], shape)
 
     def scratch_bytes(self, n):
         """Scratch of n bytes (the rasteriser's), as the library's byte tensor."""
@@ -461,8 +443,8 @@ class Call:
         _free_blocks.append((block, self._base))
         if self._full is not None:
             _free_blocks.extend(self._full)
-            if len(_free_blocks) > 64:  # a burst of nested calls must not keep its blocks for ever
-                del _free_blocks[64:]
+        if len(_free_blocks) > 64:  # a burst of nested calls must not keep its blocks for ever
+            del _free_blocks[64:]
 
     def __del__(self):
         self._release()
