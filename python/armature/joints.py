@@ -35,7 +35,7 @@ class JointForest:
 
     def _handle(self, backend, device):
         """The library's forest for a backend (the CPU reference's needs no device)."""
-        key = (backend, None if device is None else str(device))
+        key = (backend, None if device is None else device.index)  # the CPU's and Vulkan's index: None
         if key not in self._handles:
             handle = ctypes.c_void_p()
             parents = (ctypes.c_int32 * max(len(self.parents), 1))(*self.parents)

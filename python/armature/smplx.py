@@ -16,6 +16,7 @@ matrices built from any rotation parameterisation (axis-angle, quaternions, the 
 Armature's (exact forward and backward): CUDA tensors on CUDA, CPU tensors on the double reference, or on Vulkan
 with backend="vulkan". Not supported: FLAME.
 """
+import collections
 import ctypes
 import math
 import os
@@ -40,6 +41,9 @@ _EXTRA = (["nose", "reye", "leye", "rear", "lear"] + ["LBigToe", "LSmallToe", "L
 
 _Fields = ("vertices", "joints", "full_pose", "global_orient", "transl", "betas", "body_pose", "left_hand_pose",
            "right_hand_pose", "hand_pose", "expression", "jaw_pose", "leye_pose", "reye_pose")
+
+
+_Keypoints = collections.namedtuple("_Keypoints", "ids weights vertices places")
 
 
 class ModelOutput(dict):
@@ -89,7 +93,7 @@ class _Skinnings:
         self.handles = {}  # key → (handle, batch capacity, the last forward it ran)
 
     def get(self, kind, device, S, E, batch):
-        key = (kind, str(device) if kind == "cuda" else None, S, E)
+        key = (kind, device.index, S, E)  # the CPU's and Vulkan's index: None
         handle, capacity, _ = self.handles.get(key, (None, 0, None))
         if handle is not None and batch <= capacity:
             return key, handle
@@ -186,8 +190,9 @@ class _Body(torch.autograd.Function):
         call = _core.Call(model.backend)
         vertices, joints = _skin_run(model._skinnings, call, full.view(B, -1, 3), betas, expression, transl,
                                      ctx.forward)
-        ids, weights = model._keypoints(vertices)
-        if ids is not None:
+        keypoints = model._keypoints(vertices)
+        if keypoints is not None:
+            ids, weights = keypoints.ids, keypoints.weights
             corners = vertices.index_select(1, ids.view(-1)).view(B, ids.shape[0], 3, 3)
             joints = torch.cat([joints, (corners * weights.unsqueeze(-1)).sum(2)], dim=1)
         ctx.save_for_backward(full, betas, expression, transl, pose_map)
@@ -203,16 +208,16 @@ class _Body(torch.autograd.Function):
         grad_pose = grad_betas = grad_expression = grad_transl = None
         if grad_joints is not None:
             if grad_joints.shape[1] > J:  # the gathered joints: back onto their vertices
-                _, weights = model._keypoints(grad_joints)
-                corners = (weights.unsqueeze(-1) * grad_joints[:, J:].unsqueeze(2)).reshape(B, -1, 3)
+                keypoints = model._keypoints(grad_joints)
+                corners = (keypoints.weights.unsqueeze(-1) * grad_joints[:, J:].unsqueeze(2)).reshape(B, -1, 3)
                 # Each vertex's corners summed in a fixed order, then added once: no float atomics, the same bits
                 # every run.
-                vertices, table = model._keypoint_vertices(grad_joints)
+                table = keypoints.places
                 corners = torch.cat([corners, corners.new_zeros(B, 1, 3)], dim=1)  # the table's padding: zero
                 summed = corners.index_select(1, table.view(-1)).view(B, table.shape[0], table.shape[1], 3).sum(2)
                 if grad_vertices is None:
                     grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
-                grad_vertices = grad_vertices.index_add(1, vertices, summed)
+                grad_vertices = grad_vertices.index_add(1, keypoints.vertices, summed)
                 grad_joints = grad_joints[:, :J]
             elif grad_vertices is None:  # the library takes the joints' gradient alone as optional
                 grad_vertices = grad_joints.new_zeros(B, model._skinnings.vertices, 3)
@@ -289,9 +294,9 @@ class SMPL(torch.nn.Module):
         # The joints after the skinning's, each a weighted sum of three vertices: a vertex-selected joint is one
         # vertex (weights 1, 0, 0), a landmark its face's corners and barycentric weights. One gather for all.
         self.register_buffer("keypoint_ids", extra.unsqueeze(1).repeat(1, 3), persistent=False)  # (K,3)
-        self._keypoint_vertex_cache = {}  # device index → _keypoint_vertices
         self.register_buffer("keypoint_weights", torch.tensor([[1.0, 0, 0]], dtype=dtype).repeat(len(extra), 1),
                              persistent=False)
+        self._keypoint_cache = {}  # (device index, dtype) → _Keypoints
         self._parameter("betas", create_betas, betas, self.num_betas)
         self._parameter("global_orient", create_global_orient, global_orient, 3)
         self._parameter("body_pose", create_body_pose, body_pose, self.NUM_BODY_JOINTS * 3)
@@ -365,30 +370,28 @@ class SMPL(torch.nn.Module):
         """The face contour's landmarks (SMPL-X with use_face_contour), from the full pose (B,3J); else None."""
         return None
 
-    def _keypoint_vertices(self, like):
-        """The gathered joints' distinct vertices (U,) and, for each, its corners' places in keypoint_ids' flattened
-        (K·3) order (U, M), padded with K·3 (a zero row the caller appends); on `like`'s device, made once each."""
-        key = like.get_device()
-        cache = self._keypoint_vertex_cache
-        if key not in cache:
-            flat = self.keypoint_ids.reshape(-1).cpu()
-            vertices, inverse = torch.unique(flat, return_inverse=True)
-            places = [[] for _ in range(len(vertices))]
-            for place, u in enumerate(inverse.tolist()):
-                places[u].append(place)
-            most = max(len(p) for p in places)
-            table = torch.tensor([p + [len(flat)] * (most - len(p)) for p in places], dtype=torch.long)
-            cache[key] = (vertices.to(like.device), table.to(like.device))
-        return cache[key]
-
     def _keypoints(self, like):
-        """The gathered joints' vertex ids (K,3) and weights (K,3) on `like`'s device and dtype; None, None for none."""
-        ids, weights = self.keypoint_ids, self.keypoint_weights
-        if not ids.shape[0]:
-            return None, None
-        if ids.get_device() != like.get_device() or weights.dtype is not like.dtype:
-            ids, weights = ids.to(like.device), weights.to(like.device, like.dtype)
-        return ids, weights
+        """The gathered joints' tables on `like`'s device and in its dtype (made once each; None where the model
+        gathers none): ids and weights (K,3) of each joint's three vertices; and, for the backward, the distinct
+        vertices (U,) with their corners' places in the flattened (K·3) order (U, M), padded with K·3 (a zero row
+        the caller appends)."""
+        key = (like.get_device(), like.dtype)
+        cache = self._keypoint_cache
+        if key not in cache:
+            if not self.keypoint_ids.shape[0]:
+                cache[key] = None
+            else:
+                flat = self.keypoint_ids.reshape(-1).cpu()
+                vertices, inverse = torch.unique(flat, return_inverse=True)
+                places = [[] for _ in range(len(vertices))]
+                for place, u in enumerate(inverse.tolist()):
+                    places[u].append(place)
+                most = max(len(p) for p in places)
+                table = torch.tensor([p + [len(flat)] * (most - len(p)) for p in places], dtype=torch.long)
+                to = lambda t: t.to(like.device)
+                cache[key] = _Keypoints(to(self.keypoint_ids), self.keypoint_weights.to(like.device, like.dtype),
+                                        to(vertices), to(table))
+        return cache[key]
 
     def forward(self, betas=None, body_pose=None, global_orient=None, transl=None, return_verts=True,
                 return_full_pose=False, pose2rot=True, **kwargs):

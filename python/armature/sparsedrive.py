@@ -50,7 +50,7 @@ def _host_layout(spatial_shape, scale_start_index):
 def _feature_maps(backend, device, spatial_shape, scale_start_index, features):
     cams, levels = spatial_shape.shape[0], spatial_shape.shape[1]
     shape, starts = _host_layout(spatial_shape, scale_start_index)
-    key = (backend, str(device) if backend == "cuda" else None, cams, levels, tuple(shape), tuple(starts), features)
+    key = (backend, device.index, cams, levels, shape, starts, features)  # the CPU's and Vulkan's index: None
     if key not in _maps:
         handle = ctypes.c_void_p()
         library_device = _core.library_device(backend, device)
